@@ -1,0 +1,118 @@
+"""The system prompt, the system context (environment, git) and the user context (CLAUDE.md).
+
+The user context travels as a meta user message prepended to the history, as in Claude Code,
+so the system prompt stays stable across projects and caches well.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+from pathlib import Path
+
+from codeloop.messages import Message, user_message
+
+DEFAULT_SYSTEM_PROMPT = """\
+You are codeloop, an interactive agentic coding assistant running in the user's terminal. \
+You help with software engineering tasks: reading and changing code, running commands, \
+debugging, explaining. Use the tools available to you to do the work rather than describing it.
+
+# How to work
+- Be concise and direct. Your output is shown in a terminal; use GitHub-flavoured Markdown sparingly.
+- Read files before changing them, and understand the surrounding code and its conventions first.
+- Prefer editing existing files to creating new ones. Never create documentation files unless asked.
+- Make the smallest change that fully does the task. Do not add unrelated refactors.
+- Use the TodoWrite tool to plan and track multi-step tasks; mark items completed as you go.
+- When you run commands, prefer non-interactive forms; explain destructive commands before running them.
+- Verify your work: run the tests or the program when that is possible.
+- When you reference code, use the form `path:line` so the user can navigate to it.
+- Never guess at file contents, URLs or APIs you have not seen; look them up with the tools.
+- Do not commit, push or publish unless the user asks you to.
+"""
+
+CLAUDE_MD_HEADER = ("Codebase and user instructions are shown below. Be sure to adhere to these "
+                    "instructions. IMPORTANT: These instructions OVERRIDE any default behavior and you "
+                    "MUST follow them exactly as written.")
+
+
+def find_git_root(cwd: Path) -> Path | None:
+    for d in (cwd, *cwd.parents):
+        if (d / ".git").exists():
+            return d
+    return None
+
+
+def git_branch(root: Path) -> str | None:
+    """Current branch read from .git/HEAD directly: no subprocess on the start-up path."""
+    git = root / ".git"
+    try:
+        if git.is_file():  # worktree or submodule: "gitdir: <path>"
+            target = git.read_text().strip().removeprefix("gitdir:").strip()
+            git = (root / target).resolve()
+        head = (git / "HEAD").read_text().strip()
+    except OSError:
+        return None
+    if head.startswith("ref:"):
+        return head.split("/", 2)[-1] if head.startswith("ref: refs/heads/") else head[4:].strip()
+    return f"(detached at {head[:12]})"
+
+
+def environment_block(cwd: Path, today: _dt.date | None = None) -> str:
+    root = find_git_root(cwd)
+    lines = [f"Working directory: {cwd}",
+             f"Is directory a git repo: {'Yes' if root else 'No'}"]
+    if root:
+        branch = git_branch(root)
+        if branch:
+            lines.append(f"Current git branch: {branch}")
+    lines += [f"Platform: {platform.system().lower()}",
+              f"OS Version: {platform.system()} {platform.release()}",
+              f"Today's date: {(today or _dt.date.today()).isoformat()}"]
+    return "<env>\n" + "\n".join(lines) + "\n</env>"
+
+
+def instruction_files(cwd: Path, config_dir: Path) -> list[tuple[Path, str]]:
+    """CLAUDE.md files in load order: the user's global ones, then root → cwd, local after shared."""
+    found: list[tuple[Path, str]] = []
+    home_claude = Path(os.path.expanduser("~")) / ".claude" / "CLAUDE.md"
+    for path in dict.fromkeys([config_dir / "CLAUDE.md", home_claude]):
+        found.append((path, "user's private global instructions for all projects"))
+    for d in reversed((cwd, *cwd.parents)):
+        found.append((d / "CLAUDE.md", "project instructions, checked into the codebase"))
+        found.append((d / ".claude" / "CLAUDE.md", "project instructions, checked into the codebase"))
+        found.append((d / "CLAUDE.local.md", "user's private project instructions, not checked in"))
+    out = []
+    for path, kind in found:
+        try:
+            if path.is_file():
+                out.append((path, f"Contents of {path} ({kind}):\n\n{path.read_text(errors='replace').strip()}"))
+        except OSError:
+            continue
+    return out
+
+
+def user_context(cwd: Path, config_dir: Path, today: _dt.date | None = None) -> dict[str, str]:
+    ctx: dict[str, str] = {}
+    files = instruction_files(cwd, config_dir)
+    if files:
+        ctx["claudeMd"] = CLAUDE_MD_HEADER + "\n\n" + "\n\n".join(text for _, text in files)
+    ctx["currentDate"] = f"Today's date is {(today or _dt.date.today()).isoformat()}."
+    return ctx
+
+
+def user_context_message(ctx: dict[str, str]) -> Message:
+    body = "\n".join(f"# {k}\n{v}" for k, v in ctx.items())
+    text = ("<system-reminder>\nAs you answer the user's questions, you can use the following context:\n"
+            f"{body}\n\n      IMPORTANT: this context may or may not be relevant to your tasks. You should "
+            "not respond to this context unless it is highly relevant to your task.\n</system-reminder>\n")
+    return user_message(text, is_meta=True)
+
+
+def build_system_prompt(cwd: Path, *, custom: str | None = None, append: str | None = None,
+                        today: _dt.date | None = None) -> list[str]:
+    parts = [custom if custom is not None else DEFAULT_SYSTEM_PROMPT]
+    parts.append(environment_block(cwd, today))
+    if append:
+        parts.append(append)
+    return parts

@@ -1,0 +1,93 @@
+"""The one event stream every front end consumes: REPL, print mode, transcript writer, library.
+
+Events are frozen dataclasses with a `type` tag. `query()` yields them and ends with `Terminal`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Union
+
+from codeloop.loop.state import TerminalReason
+from codeloop.messages import Message
+from codeloop.usage import Usage
+
+
+@dataclass(frozen=True)
+class StreamEvent:
+    """A raw Messages API stream event (message_start, content_block_delta, …)."""
+    raw: dict[str, Any]
+    type: Literal["stream_event"] = "stream_event"
+
+
+@dataclass(frozen=True)
+class AssistantEvent:
+    message: Message
+    type: Literal["assistant"] = "assistant"
+
+
+@dataclass(frozen=True)
+class UserEvent:
+    message: Message
+    type: Literal["user"] = "user"
+
+
+@dataclass(frozen=True)
+class SystemEvent:
+    """Warnings, retries, compact boundaries: `subtype` names which, `data` carries the fields."""
+    subtype: str
+    text: str = ""
+    level: Literal["info", "warning", "error"] = "info"
+    data: dict[str, Any] = field(default_factory=dict)
+    type: Literal["system"] = "system"
+
+
+@dataclass(frozen=True)
+class Tombstone:
+    """Removes an already-yielded message (e.g. an orphaned partial response after fallback)."""
+    message: Message
+    type: Literal["tombstone"] = "tombstone"
+
+
+@dataclass(frozen=True)
+class AttachmentEvent:
+    attachment: dict[str, Any]
+    type: Literal["attachment"] = "attachment"
+
+
+@dataclass(frozen=True)
+class ApiCallEvent:
+    """One completed model call: what it cost and how long it took."""
+    model: str
+    usage: Usage
+    duration_ms: float
+    stop_reason: str | None
+    type: Literal["api_call"] = "api_call"
+
+
+@dataclass(frozen=True)
+class ToolProgress:
+    tool_use_id: str
+    tool_name: str
+    status: Literal["started", "finished"]
+    type: Literal["tool_progress"] = "tool_progress"
+
+
+@dataclass(frozen=True)
+class PermissionDenied:
+    tool_name: str
+    tool_use_id: str
+    tool_input: dict[str, Any]
+    type: Literal["permission_denied"] = "permission_denied"
+
+
+@dataclass(frozen=True)
+class Terminal:
+    reason: TerminalReason
+    turn_count: int = 0
+    error: str | None = None
+    type: Literal["terminal"] = "terminal"
+
+
+Event = Union[StreamEvent, AssistantEvent, UserEvent, SystemEvent, Tombstone, AttachmentEvent,
+              ApiCallEvent, ToolProgress, PermissionDenied, Terminal]

@@ -1,0 +1,71 @@
+"""Runs one tool_use block: find the tool, validate input, ask permission, call, wrap the result.
+
+Always returns a user message holding exactly one tool_result for the block, whatever happens,
+so the history never holds a dangling tool_use.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable
+
+from pydantic import BaseModel
+
+from codeloop.messages import Message, tool_result_message
+from codeloop.tools.base import PermissionBehavior, PermissionDecision, Tool, ToolContext, ToolError, ToolResult
+
+log = logging.getLogger(__name__)
+
+CanUseTool = Callable[[Tool, BaseModel, dict[str, Any], ToolContext], Awaitable[PermissionDecision]]
+
+
+@dataclass
+class ToolRun:
+    message: Message
+    denied: bool = False
+    tool_name: str = ""
+
+
+async def run_tool_use(block: dict[str, Any], tools: list[Tool], ctx: ToolContext, can_use_tool: CanUseTool,
+                       *, invalid_json: str | None = None) -> ToolRun:
+    from codeloop.tools.registry import find_tool, parse_tool_input
+
+    tid, name = block["id"], block.get("name", "")
+
+    def error(text: str, denied: bool = False) -> ToolRun:
+        return ToolRun(tool_result_message(tid, f"<tool_use_error>{text}</tool_use_error>", is_error=True,
+                                           tool_use_result=f"Error: {text}"), denied, name)
+
+    tool = find_tool(tools, name)
+    if tool is None:
+        return error(f"No such tool available: {name}")
+    if invalid_json is not None:
+        return error(f"InputValidationError: {name} input was not valid JSON: {invalid_json[:200]!r}")
+    try:
+        inp = parse_tool_input(tool, block.get("input") or {})
+    except ToolError as exc:
+        return error(str(exc))
+
+    decision = await can_use_tool(tool, inp, block, ctx)
+    if decision.behavior is not PermissionBehavior.ALLOW:
+        return error(decision.message or f"Permission to use {name} was denied.", denied=True)
+    if decision.updated_input is not None:
+        try:
+            inp = parse_tool_input(tool, decision.updated_input)
+        except ToolError as exc:
+            return error(str(exc))
+
+    try:
+        result: ToolResult = await tool.call(inp, ctx)
+    except ToolError as exc:
+        return error(str(exc))
+    except (OSError, UnicodeError) as exc:
+        return error(f"{type(exc).__name__}: {exc}")
+    except Exception as exc:  # a bug in the tool: report it and keep the session alive
+        log.exception("tool %s crashed", name)
+        return error(f"{name} failed unexpectedly: {type(exc).__name__}: {exc}")
+    content = result.content if result.content != "" else f"({name} completed with no output)"
+    return ToolRun(tool_result_message(tid, content, is_error=result.is_error,
+                                       tool_use_result=result.data if result.data is not None else content),
+                   False, name)

@@ -1,0 +1,137 @@
+"""Conversation messages: our own type, shaped like the Anthropic Messages API.
+
+Content blocks stay plain dicts (text, thinking, tool_use, tool_result, image) because they
+cross every boundary as JSON: the wire, the transcript and stream-json output. This module owns
+the constructors and the one translation to what the API accepts (`to_api_messages`).
+"""
+
+from __future__ import annotations
+
+import uuid as _uuid
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Role = Literal["user", "assistant"]
+
+INTERRUPT_MESSAGE = "[Request interrupted by user]"
+INTERRUPT_MESSAGE_FOR_TOOL_USE = "[Request interrupted by user for tool use]"
+
+
+def new_uuid() -> str:
+    return str(_uuid.uuid4())
+
+
+@dataclass
+class Message:
+    role: Role
+    content: list[dict[str, Any]]
+    uuid: str = field(default_factory=new_uuid)
+    # Assistant messages are yielded one content block at a time; blocks of one API response
+    # share `id` and are merged back together before they are sent to the API.
+    id: str | None = None
+    model: str | None = None
+    stop_reason: str | None = None
+    usage: dict[str, Any] | None = None
+    is_meta: bool = False
+    # A synthetic assistant message that reports an API error to the user; never sent back.
+    is_api_error: bool = False
+    # Structured result of a tool call (for front ends), carried beside the tool_result block.
+    tool_use_result: Any = None
+    parent_tool_use_id: str | None = None
+    timestamp: str | None = None
+
+    @property
+    def text(self) -> str:
+        return "".join(b.get("text", "") for b in self.content if b.get("type") == "text")
+
+    def tool_uses(self) -> list[dict[str, Any]]:
+        return [b for b in self.content if b.get("type") == "tool_use"]
+
+    def tool_result_ids(self) -> list[str]:
+        return [b["tool_use_id"] for b in self.content if b.get("type") == "tool_result"]
+
+    def api_message(self) -> dict[str, Any]:
+        """The `message` object as Claude Code prints and stores it."""
+        if self.role == "user":
+            return {"role": "user", "content": self.content}
+        return {
+            "id": self.id,
+            "type": "message",
+            "role": "assistant",
+            "model": self.model,
+            "content": self.content,
+            "stop_reason": self.stop_reason,
+            "stop_sequence": None,
+            "usage": self.usage,
+        }
+
+
+def user_message(content: str | list[dict[str, Any]], *, is_meta: bool = False, **kw: Any) -> Message:
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+    return Message(role="user", content=blocks, is_meta=is_meta, **kw)
+
+
+def tool_result_block(tool_use_id: str, content: str | list[dict[str, Any]], is_error: bool = False) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": content}
+    if is_error:
+        block["is_error"] = True
+    return block
+
+
+def tool_result_message(tool_use_id: str, content: str | list[dict[str, Any]], *, is_error: bool = False,
+                        tool_use_result: Any = None) -> Message:
+    return Message(role="user", content=[tool_result_block(tool_use_id, content, is_error)],
+                   tool_use_result=tool_use_result)
+
+
+def api_error_message(text: str) -> Message:
+    return Message(role="assistant", content=[{"type": "text", "text": text}], is_api_error=True,
+                   model="<synthetic>", stop_reason="stop_sequence")
+
+
+def missing_tool_results(assistant_messages: list[Message], error: str,
+                         answered: set[str] | None = None) -> list[Message]:
+    """An error tool_result for every tool_use that has none, so nothing ever dangles."""
+    answered = answered or set()
+    out = []
+    for msg in assistant_messages:
+        for block in msg.tool_uses():
+            if block["id"] not in answered:
+                out.append(tool_result_message(block["id"], error, is_error=True, tool_use_result=error))
+                answered.add(block["id"])
+    return out
+
+
+def _user_content(msg: Message) -> list[dict[str, Any]]:
+    return [dict(b) for b in msg.content]
+
+
+def to_api_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    """Translate history into a valid Messages API `messages` array.
+
+    Merges the per-block assistant messages of one response, merges adjacent user messages
+    (tool results first, as the API requires), drops synthetic error messages and empty turns.
+    """
+    out: list[dict[str, Any]] = []
+    for msg in messages:
+        if msg.is_api_error or not msg.content:
+            continue
+        if msg.role == "assistant":
+            blocks = [b for b in msg.content if not (b.get("type") == "text" and not b.get("text"))]
+            if not blocks:
+                continue
+            # The API requires alternation, so adjacent assistant messages always merge.
+            if out and out[-1]["role"] == "assistant":
+                out[-1]["content"].extend(blocks)
+            else:
+                out.append({"role": "assistant", "content": list(blocks)})
+        else:
+            content = _user_content(msg)
+            if out and out[-1]["role"] == "user":
+                prev = out[-1]["content"]
+                results = [b for b in prev + content if b.get("type") == "tool_result"]
+                others = [b for b in prev + content if b.get("type") != "tool_result"]
+                out[-1]["content"] = results + others
+            else:
+                out.append({"role": "user", "content": content})
+    return out

@@ -1,0 +1,120 @@
+"""Anthropic Messages API over httpx: POST /v1/messages with `stream: true`, parsed as SSE.
+
+Speaks the wire format itself (the official SDK costs seconds to import). Yields each stream
+event as a dict; `ping` is swallowed; an SSE `error` event or an error status raises
+`APIStatusError`; a connection that drops before `message_stop` raises `APIConnectionError`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, AsyncIterator
+
+import httpx
+
+from codeloop.providers.base import ModelRequest
+from codeloop.providers.errors import APIConnectionError, APIStatusError, AuthenticationError
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+API_VERSION = "2023-06-01"
+_ERROR_STATUS = {"overloaded_error": 529, "rate_limit_error": 429, "api_error": 500,
+                 "invalid_request_error": 400, "authentication_error": 401,
+                 "permission_error": 403, "not_found_error": 404, "request_too_large": 413}
+
+
+def _retry_after(headers: httpx.Headers) -> float | None:
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return float(ms) / 1000
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value:
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+def _status_error(status: int, body: bytes, headers: httpx.Headers) -> APIStatusError:
+    message, etype = body.decode("utf-8", "replace").strip() or httpx.codes.get_reason_phrase(status), "api_error"
+    try:
+        data = json.loads(body)
+        err = data.get("error") or {}
+        message = err.get("message") or message
+        etype = err.get("type") or etype
+    except (ValueError, AttributeError):
+        pass
+    return APIStatusError(status, message, etype, _retry_after(headers), headers.get("request-id"))
+
+
+class AnthropicProvider:
+    name = "anthropic"
+
+    def __init__(self, api_key: str | None = None, *, base_url: str | None = None,
+                 auth_token: str | None = None, transport: httpx.AsyncBaseTransport | None = None,
+                 timeout: float = 600.0, extra_headers: dict[str, str] | None = None) -> None:
+        self.api_key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
+        self.auth_token = auth_token if auth_token is not None else os.environ.get("ANTHROPIC_AUTH_TOKEN")
+        if not self.api_key and not self.auth_token:
+            raise AuthenticationError(
+                "ANTHROPIC_API_KEY is not set. Export your Anthropic API key "
+                "(or ANTHROPIC_AUTH_TOKEN for a bearer token) and try again.")
+        self.base_url = (base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        headers = {"anthropic-version": API_VERSION, "content-type": "application/json",
+                   "accept": "text/event-stream", "user-agent": _user_agent()}
+        if self.api_key:
+            headers["x-api-key"] = self.api_key
+        else:
+            headers["authorization"] = f"Bearer {self.auth_token}"
+        headers.update(extra_headers or {})
+        self._client = httpx.AsyncClient(
+            base_url=self.base_url, headers=headers, transport=transport,
+            timeout=httpx.Timeout(timeout, connect=15.0))
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[dict[str, Any]]:
+        from httpx_sse import EventSource
+
+        saw_stop = False
+        try:
+            async with self._client.stream("POST", "/v1/messages", json=request.body()) as resp:
+                if resp.status_code != 200:
+                    raise _status_error(resp.status_code, await resp.aread(), resp.headers)
+                async for sse in EventSource(resp).aiter_sse():
+                    if not sse.data:
+                        continue
+                    try:
+                        event = json.loads(sse.data)
+                    except ValueError as exc:
+                        raise APIConnectionError(f"malformed SSE data from the API: {exc}", mid_stream=True) from exc
+                    etype = event.get("type") or sse.event
+                    if etype == "ping":
+                        continue
+                    if etype == "error":
+                        err = event.get("error") or {}
+                        kind = err.get("type", "api_error")
+                        raise APIStatusError(_ERROR_STATUS.get(kind), err.get("message", "stream error"), kind)
+                    yield event
+                    if etype == "message_stop":
+                        saw_stop = True
+        except httpx.TimeoutException as exc:
+            raise APIConnectionError(f"request to {self.base_url} timed out ({type(exc).__name__})",
+                                     mid_stream=True) from exc
+        except httpx.ConnectError as exc:
+            raise APIConnectionError(f"could not connect to {self.base_url}: {exc or type(exc).__name__}") from exc
+        except (httpx.ReadError, httpx.RemoteProtocolError, httpx.WriteError) as exc:
+            raise APIConnectionError(f"connection to {self.base_url} dropped: {exc or type(exc).__name__}",
+                                     mid_stream=True) from exc
+        if not saw_stop:
+            raise APIConnectionError("the response stream ended before message_stop", mid_stream=True)
+
+
+def _user_agent() -> str:
+    from codeloop import __version__
+    return f"codeloop/{__version__}"

@@ -1,0 +1,143 @@
+"""A Conversation: one session's history, transcript, totals and permission state.
+
+Front ends (print mode, REPL, library) submit prompts here. `submit()` runs the query loop
+and records what it yields: messages into history and the transcript (written as they happen,
+fsynced at turn ends), usage and cost per model, permission denials.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, AsyncIterator, Awaitable, Callable
+
+from pydantic import BaseModel
+
+from codeloop.abort import AbortController
+from codeloop.events import (ApiCallEvent, AssistantEvent, Event, PermissionDenied, Terminal, Tombstone,
+                             UserEvent)
+from codeloop.loop.query import QueryParams, query
+from codeloop.messages import Message, user_message
+from codeloop.permissions.policy import PermissionPolicy, denial_message, denial_record
+from codeloop.providers.base import Provider
+from codeloop.tools.base import PermissionBehavior, PermissionDecision, Tool, ToolContext
+from codeloop.usage import Usage
+
+AskUser = Callable[[Tool, BaseModel, dict[str, Any]], Awaitable[PermissionDecision]]
+
+
+@dataclass
+class ConversationConfig:
+    cwd: Path
+    model: str
+    tools: list[Tool]
+    system_prompt: list[str]
+    user_context: dict[str, str]
+    policy: PermissionPolicy = field(default_factory=PermissionPolicy)
+    max_turns: int | None = None
+    max_output_tokens: int | None = None
+    persist: bool = True
+    interactive: bool = False
+
+
+class Conversation:
+    def __init__(self, config: ConversationConfig, provider: Provider, *, session_id: str,
+                 messages: list[Message] | None = None, denials: list[dict[str, Any]] | None = None,
+                 ask_user: AskUser | None = None) -> None:
+        from codeloop.session import store
+        from codeloop.session.transcript import TranscriptWriter
+
+        self.config = config
+        self.provider = provider
+        self.session_id = session_id
+        self.messages: list[Message] = list(messages or [])
+        self.permission_denials: list[dict[str, Any]] = list(denials or [])
+        self.ask_user = ask_user
+        self.usage_by_model: dict[str, Usage] = {}
+        self.cost_usd = 0.0
+        self.api_duration_ms = 0.0
+        self.last_terminal: Terminal | None = None
+        self.transcript_path = store.session_path(config.cwd, session_id)
+        self.writer = (TranscriptWriter(self.transcript_path, session_id, str(config.cwd))
+                       if config.persist else None)
+        self.tool_context = ToolContext(cwd=config.cwd, project_dir=config.cwd,
+                                        session_dir=store.session_dir(config.cwd, session_id),
+                                        non_interactive=not config.interactive)
+        self.abort: AbortController | None = None
+
+    # -- totals ----------------------------------------------------------------------------------
+    @property
+    def usage(self) -> Usage:
+        total = Usage()
+        for u in self.usage_by_model.values():
+            total.add(u)
+        return total
+
+    def _record_api_call(self, ev: ApiCallEvent) -> None:
+        self.usage_by_model.setdefault(ev.model, Usage()).add(ev.usage)
+        self.cost_usd += ev.usage.cost_usd(ev.model)
+        self.api_duration_ms += ev.duration_ms
+
+    # -- permissions -----------------------------------------------------------------------------
+    async def can_use_tool(self, tool: Tool, inp: BaseModel, block: dict[str, Any],
+                           ctx: ToolContext) -> PermissionDecision:
+        opinion = await tool.check_permissions(inp, ctx)
+        decision = self.config.policy.decide(tool, inp, opinion)
+        if decision.behavior is PermissionBehavior.ASK:
+            if self.ask_user is not None:
+                return await self.ask_user(tool, inp, block)
+            return PermissionDecision(PermissionBehavior.DENY,
+                                      denial_message(tool.name, decision, interactive=False))
+        return decision
+
+    # -- transcript ------------------------------------------------------------------------------
+    def _write(self, msg: Message) -> None:
+        if self.writer is not None:
+            self.writer.append_message(msg)
+
+    def _write_entry(self, entry: dict[str, Any]) -> None:
+        if self.writer is not None:
+            self.writer.append_entry(entry)
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.sync()
+            self.writer.close()
+
+    # -- the turn --------------------------------------------------------------------------------
+    async def submit(self, prompt: str | list[dict[str, Any]] | Message, *,
+                     abort: AbortController | None = None) -> AsyncIterator[Event]:
+        msg = prompt if isinstance(prompt, Message) else user_message(prompt)
+        self.messages.append(msg)
+        self._write(msg)
+        yield UserEvent(msg)
+        self.abort = abort or AbortController()
+        self.tool_context.abort = self.abort
+        params = QueryParams(messages=list(self.messages), system_prompt=self.config.system_prompt,
+                             user_context=self.config.user_context, tools=self.config.tools,
+                             provider=self.provider, model=self.config.model, tool_context=self.tool_context,
+                             can_use_tool=self.can_use_tool, max_turns=self.config.max_turns,
+                             max_output_tokens=self.config.max_output_tokens)
+        try:
+            async for ev in query(params):
+                self._record(ev)
+                yield ev
+        finally:
+            if self.writer is not None:
+                self.writer.sync()
+
+    def _record(self, ev: Event) -> None:
+        if isinstance(ev, (AssistantEvent, UserEvent)):
+            self.messages.append(ev.message)
+            self._write(ev.message)
+        elif isinstance(ev, Tombstone):
+            self.messages = [m for m in self.messages if m.uuid != ev.message.uuid]
+            self._write_entry({"type": "tombstone", "targetUuid": ev.message.uuid})
+        elif isinstance(ev, ApiCallEvent):
+            self._record_api_call(ev)
+        elif isinstance(ev, PermissionDenied):
+            record = denial_record(ev.tool_name, ev.tool_use_id, ev.tool_input)
+            self.permission_denials.append(record)
+            self._write_entry({"type": "permission-denial", **record})
+        elif isinstance(ev, Terminal):
+            self.last_terminal = ev

@@ -1,0 +1,457 @@
+"""The append-only JSONL session transcript: entry format, durable writer, tolerant reader, repair.
+
+One JSON object per line, one entry per message (Claude Code's shape: `type`, `uuid`,
+`parentUuid`, `sessionId`, `timestamp`, `cwd`, `version`, `message`, …), plus other entry types
+(summary, system, compact_boundary, …) written through `append_entry`. Lines are split on b"\\n"
+only: json.dumps escapes control characters, so a record never contains a raw newline, while
+U+2028/U+0085 may appear raw and must not be treated as line breaks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from codeloop import __version__
+from codeloop.messages import Message, new_uuid, tool_result_block
+
+INTERRUPTED_TOOL_RESULT = "Tool execution was interrupted; no result was recorded (session resumed)."
+MESSAGE_TYPES = ("user", "assistant")
+_TAIL_BLOCK = 64 * 1024
+
+
+class TranscriptError(Exception):
+    """Writing the transcript failed. The run itself is fine; the caller decides what to do."""
+
+    def __init__(self, path: Path | str, detail: str):
+        self.path = Path(path)
+        super().__init__(f"cannot write session transcript {self.path}: {detail}")
+
+
+@dataclass
+class LoadedTranscript:
+    messages: list[Message]
+    entries: list[dict[str, Any]]
+    warnings: list[str] = field(default_factory=list)
+    last_uuid: str | None = None
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+# ---------------------------------------------------------------------------------------------
+# Entry format
+
+
+def message_to_entry(msg: Message, *, session_id: str, cwd: Path | str,
+                     parent_uuid: str | None) -> dict[str, Any]:
+    message = msg.api_message()
+    if msg.role == "user":
+        # api_message() leaves these out for users; keep them when set so round-trips are total.
+        for key, value in (("id", msg.id), ("model", msg.model),
+                           ("stop_reason", msg.stop_reason), ("usage", msg.usage)):
+            if value is not None:
+                message[key] = value
+    entry: dict[str, Any] = {
+        "type": msg.role,
+        "uuid": msg.uuid,
+        "parentUuid": parent_uuid,
+        "sessionId": session_id,
+        "timestamp": msg.timestamp or now_iso(),
+        "cwd": os.fspath(cwd),
+        "version": __version__,
+        "message": message,
+    }
+    if msg.is_meta:
+        entry["isMeta"] = True
+    if msg.is_api_error:
+        entry["isApiErrorMessage"] = True
+    if msg.tool_use_result is not None:
+        entry["toolUseResult"] = msg.tool_use_result
+    if msg.parent_tool_use_id is not None:
+        entry["parent_tool_use_id"] = msg.parent_tool_use_id
+    return entry
+
+
+def entry_to_message(entry: dict[str, Any]) -> Message | None:
+    """The Message an entry records, or None for non-message (or malformed message) entries."""
+    if not isinstance(entry, dict):
+        return None
+    role = entry.get("type")
+    message = entry.get("message")
+    if role not in MESSAGE_TYPES or not isinstance(message, dict):
+        return None
+    content = message.get("content")
+    # Claude Code stores plain user prompts as a bare string.
+    if isinstance(content, str):
+        content = [{"type": "text", "text": content}]
+    elif not isinstance(content, list) or not all(isinstance(b, dict) for b in content):
+        return None
+    uuid = entry.get("uuid")
+    return Message(
+        role=role,
+        content=list(content),
+        uuid=uuid if isinstance(uuid, str) and uuid else new_uuid(),
+        id=message.get("id"),
+        model=message.get("model"),
+        stop_reason=message.get("stop_reason"),
+        usage=message.get("usage"),
+        is_meta=bool(entry.get("isMeta")),
+        is_api_error=bool(entry.get("isApiErrorMessage")),
+        tool_use_result=entry.get("toolUseResult"),
+        parent_tool_use_id=entry.get("parent_tool_use_id"),
+        timestamp=entry.get("timestamp"),
+    )
+
+
+def _has_tool_use(entry: dict[str, Any]) -> bool:
+    message = entry.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    return isinstance(content, list) and any(
+        isinstance(b, dict) and b.get("type") == "tool_use" for b in content)
+
+
+def _json_default(obj: Any) -> Any:
+    # Losing a record (above all a tool_use) is worse than storing a lossy form of one field.
+    if hasattr(obj, "model_dump"):
+        return obj.model_dump(mode="json")
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return dataclasses.asdict(obj)
+    if isinstance(obj, os.PathLike):
+        return os.fspath(obj)
+    if isinstance(obj, (set, frozenset)):
+        return list(obj)
+    if isinstance(obj, (bytes, bytearray)):
+        return bytes(obj).decode("utf-8", "replace")
+    return str(obj)
+
+
+def encode_entry(entry: dict[str, Any]) -> bytes:
+    """One complete, newline-terminated UTF-8 line."""
+    text = json.dumps(entry, ensure_ascii=False, separators=(",", ":"), default=_json_default)
+    try:
+        return (text + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        # Lone surrogates (undecodable tool output) are not valid UTF-8, but \u escapes are
+        # and load back to the same string.
+        text = json.dumps(entry, ensure_ascii=True, separators=(",", ":"), default=_json_default)
+        return (text + "\n").encode("ascii")
+
+
+# ---------------------------------------------------------------------------------------------
+# Writer
+
+
+class TranscriptWriter:
+    """Appends entries to one session file; each record is a single os.write of a whole line.
+
+    Pass `last_uuid` when resuming with the value from `load_transcript`; otherwise the writer
+    finds it by reading the file's tail on first use.
+    """
+
+    def __init__(self, path: Path | str, session_id: str, cwd: Path | str, *,
+                 last_uuid: str | None = None):
+        self.path = Path(path)
+        self.session_id = session_id
+        self.cwd = os.fspath(cwd)
+        self._fd: int | None = None
+        self._last_uuid = last_uuid
+        self._chain_known = last_uuid is not None
+        self._check_tail = True
+        self._dirty = False
+        # Directories whose new entries (our file, our folders) must be fsync'd to survive a crash.
+        self._dirs_to_sync: list[Path] = []
+
+    @property
+    def last_uuid(self) -> str | None:
+        if not self._chain_known:
+            try:
+                self._last_uuid = _scan_last_uuid(self.path)
+            except OSError:
+                self._last_uuid = None
+            self._chain_known = True
+        return self._last_uuid
+
+    def append_message(self, msg: Message) -> dict[str, Any]:
+        entry = message_to_entry(msg, session_id=self.session_id, cwd=self.cwd,
+                                 parent_uuid=self.last_uuid)
+        self._append(entry)
+        return entry
+
+    def append_entry(self, entry: dict[str, Any]) -> dict[str, Any]:
+        """Append any entry type; fills in uuid, parentUuid, sessionId and timestamp if absent."""
+        if not isinstance(entry, dict) or not isinstance(entry.get("type"), str):
+            raise ValueError("a transcript entry must be a dict with a string 'type'")
+        out = {"type": entry["type"], **entry}
+        if out.get("uuid") is None:
+            out["uuid"] = new_uuid()
+        if "parentUuid" not in out:
+            out["parentUuid"] = self.last_uuid
+        if out.get("sessionId") is None:
+            out["sessionId"] = self.session_id
+        if out.get("timestamp") is None:
+            out["timestamp"] = now_iso()
+        self._append(out)
+        return out
+
+    def sync(self) -> None:
+        """fsync everything written so far (turn ends)."""
+        if self._fd is None or not self._dirty:
+            return
+        try:
+            self._fsync(self._fd)
+        except OSError as e:
+            raise TranscriptError(self.path, f"fsync failed: {e}") from e
+
+    def close(self) -> None:
+        fd, self._fd = self._fd, None
+        self._check_tail = True
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError as e:
+                raise TranscriptError(self.path, f"close failed: {e}") from e
+
+    def __enter__(self) -> TranscriptWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _append(self, entry: dict[str, Any]) -> None:
+        try:
+            data = encode_entry(entry)
+        except (TypeError, ValueError, RecursionError) as e:
+            raise TranscriptError(self.path, f"entry is not serialisable: {e}") from e
+        try:
+            fd = self._open()
+            _write_all(fd, data)
+        except OSError as e:
+            # A partial write may have left a torn tail; repair it before the next record.
+            self._check_tail = True
+            raise TranscriptError(self.path, str(e)) from e
+        self._dirty = True
+        if isinstance(entry.get("uuid"), str):
+            self._last_uuid = entry["uuid"]
+            self._chain_known = True
+        # A tool_use whose record is lost would be re-run silently on resume: make it durable
+        # before the tool can start.
+        if _has_tool_use(entry):
+            try:
+                self._fsync(fd)
+            except OSError as e:
+                raise TranscriptError(self.path, f"fsync failed: {e}") from e
+
+    def _open(self) -> int:
+        if self._fd is None:
+            self._make_parent_dirs()
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+            try:
+                self._fd = os.open(self.path, flags | os.O_EXCL, 0o600)
+            except FileExistsError:
+                _ = self.last_uuid  # read the chain before we write to the file
+                self._fd = os.open(self.path, flags, 0o600)
+            else:
+                self._chain_known = True
+                self._check_tail = False
+                self._dirs_to_sync.append(self.path.parent)
+        if self._check_tail:
+            _repair_torn_tail(self.path, self._fd)
+            self._check_tail = False
+        return self._fd
+
+    def _make_parent_dirs(self) -> None:
+        missing = []
+        parent = self.path.parent
+        while not parent.exists() and parent != parent.parent:
+            missing.append(parent)
+            parent = parent.parent
+        for d in reversed(missing):
+            try:
+                os.mkdir(d, 0o700)
+            except FileExistsError:
+                continue
+            self._dirs_to_sync.append(d.parent)
+
+    def _fsync(self, fd: int) -> None:
+        os.fsync(fd)
+        self._dirty = False
+        while self._dirs_to_sync:
+            d = self._dirs_to_sync.pop()
+            try:
+                dfd = os.open(d, os.O_RDONLY)
+            except OSError:
+                continue
+            try:
+                os.fsync(dfd)
+            except OSError:
+                pass  # directory fsync is unsupported on some platforms; best effort
+            finally:
+                os.close(dfd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        if n <= 0:
+            raise OSError(f"write returned {n}")
+        view = view[n:]
+
+
+def _repair_torn_tail(path: Path, wfd: int) -> None:
+    """Make the file end in b"\\n": drop a torn last fragment (or terminate a complete one)."""
+    with open(path, "rb") as f:
+        size = f.seek(0, os.SEEK_END)
+        if size == 0:
+            return
+        f.seek(size - 1)
+        if f.read(1) == b"\n":
+            return
+        tail = b""
+        end = size
+        while end > 0:
+            start = max(0, end - _TAIL_BLOCK)
+            f.seek(start)
+            tail = f.read(end - start) + tail
+            end = start
+            cut = tail.rfind(b"\n")
+            if cut >= 0:
+                end = start + cut + 1
+                tail = tail[cut + 1:]
+                break
+    # The reader accepts a complete final object without its newline, so keep such a record.
+    if _parse_line(tail) is not None:
+        _write_all(wfd, b"\n")
+    else:
+        os.ftruncate(wfd, end)
+
+
+def _parse_line(line: bytes) -> dict[str, Any] | None:
+    try:
+        obj = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def _scan_last_uuid(path: Path) -> str | None:
+    """The uuid of the last entry that has one, reading backwards from the end."""
+    try:
+        f = open(path, "rb")
+    except FileNotFoundError:
+        return None
+    with f:
+        end = f.seek(0, os.SEEK_END)
+        carry = b""
+        while end > 0:
+            start = max(0, end - _TAIL_BLOCK)
+            f.seek(start)
+            lines = (f.read(end - start) + carry).split(b"\n")
+            # The first piece may be the end of a line that starts in an earlier block.
+            carry = lines.pop(0) if start > 0 else b""
+            for line in reversed(lines):
+                entry = _parse_line(line) if line.strip() else None
+                if entry is not None and isinstance(entry.get("uuid"), str) and entry["uuid"]:
+                    return entry["uuid"]
+            end = start
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Reader and repair
+
+
+def load_transcript(path: Path | str) -> LoadedTranscript:
+    """All entries of a transcript, its messages (repaired for the API), and load warnings."""
+    path = Path(path)
+    data = path.read_bytes()
+    entries: list[dict[str, Any]] = []
+    messages: list[Message] = []
+    corrupt = 0
+    last_uuid = None
+    for line in data.split(b"\n"):
+        if not line.strip():
+            continue
+        entry = _parse_line(line)
+        if entry is None:
+            corrupt += 1
+            continue
+        entries.append(entry)
+        uid = entry.get("uuid")
+        if isinstance(uid, str) and uid:
+            last_uuid = uid
+        if entry.get("type") in MESSAGE_TYPES:
+            msg = entry_to_message(entry)
+            if msg is None:
+                corrupt += 1
+            else:
+                messages.append(msg)
+    warnings = [f"skipped {corrupt} corrupt line(s) in {path}"] if corrupt else []
+    return LoadedTranscript(messages=repair_dangling_tool_uses(messages), entries=entries,
+                            warnings=warnings, last_uuid=last_uuid)
+
+
+def repair_dangling_tool_uses(messages: list[Message]) -> list[Message]:
+    """Make history valid for the API after a crash or a torn file.
+
+    Drops tool_result blocks with no earlier tool_use (or answering one already answered), and
+    gives every tool_use with no later tool_result a synthetic error result, placed right after
+    the run of assistant messages that holds it.
+    """
+    last_result_at: dict[Any, int] = {}
+    for i, msg in enumerate(messages):
+        if msg.role == "user":
+            for block in msg.content:
+                if block.get("type") == "tool_result":
+                    last_result_at[block.get("tool_use_id")] = i
+
+    out: list[Message] = []
+    seen_uses: set[str] = set()
+    answered: set[str] = set()
+    pending: list[tuple[str, Message]] = []  # dangling tool_uses of the current assistant run
+
+    def flush_pending() -> None:
+        for tool_use_id, owner in pending:
+            out.append(Message(
+                role="user",
+                content=[tool_result_block(tool_use_id, INTERRUPTED_TOOL_RESULT, is_error=True)],
+                tool_use_result=INTERRUPTED_TOOL_RESULT,
+                parent_tool_use_id=owner.parent_tool_use_id,
+                timestamp=owner.timestamp,
+            ))
+            answered.add(tool_use_id)
+        pending.clear()
+
+    for i, msg in enumerate(messages):
+        if msg.role == "assistant":
+            for block in msg.content:
+                if block.get("type") != "tool_use":
+                    continue
+                tool_use_id = block.get("id")
+                seen_uses.add(tool_use_id)
+                if last_result_at.get(tool_use_id, -1) < i:
+                    pending.append((tool_use_id, msg))
+            out.append(msg)
+            continue
+        flush_pending()
+        kept = []
+        for block in msg.content:
+            if block.get("type") == "tool_result":
+                tool_use_id = block.get("tool_use_id")
+                if tool_use_id not in seen_uses or tool_use_id in answered:
+                    continue
+                answered.add(tool_use_id)
+            kept.append(block)
+        if len(kept) == len(msg.content):
+            out.append(msg)
+        elif kept:
+            out.append(dataclasses.replace(msg, content=kept))
+    flush_pending()
+    return out

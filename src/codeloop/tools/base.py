@@ -1,0 +1,111 @@
+"""The Tool protocol, the context tools run in, and their results.
+
+A tool declares its name, prompt, pydantic input model (which gives the JSON schema), its
+read-only / concurrency-safe nature, and `async call(input, ctx)`. Raising `ToolError` gives the
+model an `is_error` tool_result; anything else escaping `call` is a bug in the tool.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import BaseModel
+
+from codeloop.abort import AbortController
+
+
+class ToolError(Exception):
+    """A failure the model should see and can react to (bad path, no match, non-zero exit…)."""
+
+
+@dataclass
+class ToolResult:
+    # What the model sees: a string or a list of content blocks (text, image).
+    content: str | list[dict[str, Any]]
+    is_error: bool = False
+    # Structured result for front ends (stream-json `tool_use_result`, REPL diff cells).
+    data: Any = None
+
+
+@dataclass
+class FileReadRecord:
+    """What a Read saw, so Edit/Write can refuse to clobber a file changed since."""
+    mtime_ns: int
+    size: int
+    sha256: str | None  # None when only part of the file was read
+    partial: bool = False
+
+
+@dataclass
+class ToolContext:
+    cwd: Path                                   # Bash's persistent working directory
+    project_dir: Path                           # where the session started
+    abort: AbortController = field(default_factory=AbortController)
+    read_files: dict[str, FileReadRecord] = field(default_factory=dict)
+    todos: list[dict[str, Any]] = field(default_factory=list)
+    session_dir: Path | None = None             # per-session folder for large outputs, todos…
+    agent_id: str | None = None                 # set for subagents/forks
+    non_interactive: bool = True
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def resolve(self, path: str) -> Path:
+        """Absolute path for a tool argument; relative paths are taken from the current cwd."""
+        p = Path(path).expanduser()
+        return p if p.is_absolute() else (self.cwd / p)
+
+
+class PermissionBehavior(str, Enum):
+    ALLOW = "allow"
+    ASK = "ask"
+    DENY = "deny"
+
+
+@dataclass
+class PermissionDecision:
+    behavior: PermissionBehavior
+    message: str = ""
+    updated_input: dict[str, Any] | None = None
+
+
+class Tool:
+    name: ClassVar[str]
+    description: ClassVar[str]
+    input_model: ClassVar[type[BaseModel]]
+    # Larger results are cut/persisted by the context pipeline; math.inf exempts a tool.
+    max_result_chars: ClassVar[float] = 100_000
+    should_defer: ClassVar[bool] = False
+
+    def is_read_only(self, inp: BaseModel) -> bool:
+        return False
+
+    def is_concurrency_safe(self, inp: BaseModel) -> bool:
+        return self.is_read_only(inp)
+
+    def is_enabled(self, ctx: ToolContext) -> bool:
+        return True
+
+    def input_schema(self) -> dict[str, Any]:
+        schema = self.input_model.model_json_schema()
+        schema.pop("title", None)
+        for prop in schema.get("properties", {}).values():
+            prop.pop("title", None)
+        schema.setdefault("additionalProperties", False)
+        return schema
+
+    def api_schema(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "input_schema": self.input_schema()}
+
+    async def check_permissions(self, inp: BaseModel, ctx: ToolContext) -> PermissionDecision:
+        """Tool-specific permission opinion; the policy layer combines it with rules and mode."""
+        behavior = PermissionBehavior.ALLOW if self.is_read_only(inp) else PermissionBehavior.ASK
+        return PermissionDecision(behavior)
+
+    async def call(self, inp: Any, ctx: ToolContext) -> ToolResult:
+        raise NotImplementedError
+
+
+UNBOUNDED = math.inf

@@ -1,0 +1,285 @@
+"""The Bash tool: one shell command per call, in a working directory that persists.
+
+Owns the process lifecycle: the command runs in its own session (process group) with stdin
+from /dev/null; timeout, abort and cancellation kill the whole group; a background child that
+keeps the output pipes open cannot hang the call; the shell's final directory (`pwd -P`,
+written by an EXIT trap so `exit N` still reports it) becomes the next call's cwd.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+import shutil
+import signal
+import tempfile
+from pathlib import Path
+from typing import ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
+
+from codeloop.tools.base import Tool, ToolContext, ToolResult
+
+DEFAULT_TIMEOUT_MS = 120_000
+MAX_TIMEOUT_MS = 600_000
+MAX_OUTPUT_CHARS = 30_000
+# Bytes kept in memory per stream (head and tail each); the rest is counted, not stored.
+KEEP_BYTES = 256 * 1024
+KILL_GRACE_S = 2.0
+# How long pipes may stay open after the shell exits before we assume a background child holds them.
+PIPE_DRAIN_S = 1.0
+POLL_S = 0.02
+
+DESCRIPTION = f"""\
+Executes a given bash command and returns its output (stdout, then stderr).
+
+The working directory persists between commands (a `cd` carries over to the next call), but \
+shell state such as variables and functions does not. The shell is non-interactive: stdin is \
+/dev/null, so never run commands that wait for input (use flags like -y, --no-edit, or pass \
+input via files/heredocs). A non-zero exit status is reported as an error with its exit code.
+
+Usage notes:
+- Always quote file paths that contain spaces with double quotes.
+- Prefer absolute paths and avoid needless `cd`.
+- Optional timeout in milliseconds (default {DEFAULT_TIMEOUT_MS}, max {MAX_TIMEOUT_MS}; larger \
+values are clamped to the max). On timeout the command and all its child processes are killed.
+- Output longer than {MAX_OUTPUT_CHARS} characters is truncated in the middle.
+- Do NOT use Bash for what dedicated tools do better: use Glob (not find/ls) to find files, Grep \
+(not grep/rg) to search contents, Read (not cat/head/tail) to read files, Edit (not sed/awk) to \
+edit and Write (not echo/cat heredocs) to create files.
+- To run several independent commands, make several Bash calls in one response; for dependent \
+commands chain them with `&&` (or `;` when later ones should run even if earlier ones fail).
+- Write a clear, concise description (5-10 words) of what the command does.
+- Never use git commands with -i (interactive) flags, and never push, reset --hard or otherwise \
+make destructive changes unless the user explicitly asked for it."""
+
+
+class BashInput(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    command: str = Field(description="The command to execute")
+    timeout: int | SkipJsonSchema[None] = Field(
+        None,
+        gt=0,
+        description=f"Optional timeout in milliseconds (max {MAX_TIMEOUT_MS})",
+    )
+    description: str | SkipJsonSchema[None] = Field(
+        None,
+        description="Clear, concise description of what this command does in 5-10 words, in "
+        "active voice. Examples: 'Lists files in current directory', 'Shows working tree status'",
+    )
+
+
+class _Capture:
+    """Drains one pipe, keeping a bounded head and tail so huge output can't exhaust memory."""
+
+    def __init__(self) -> None:
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    async def drain(self, stream: asyncio.StreamReader) -> None:
+        while chunk := await stream.read(65536):
+            self.total += len(chunk)
+            room = KEEP_BYTES - len(self.head)
+            if room > 0:
+                self.head += chunk[:room]
+                chunk = chunk[room:]
+            if chunk:
+                self.tail += chunk
+                if len(self.tail) > KEEP_BYTES:
+                    del self.tail[: len(self.tail) - KEEP_BYTES]
+
+    def text(self) -> tuple[str, int]:
+        """Decoded output and how many bytes were dropped from its middle."""
+        dropped = self.total - len(self.head) - len(self.tail)
+        if dropped <= 0:
+            return (self.head + self.tail).decode("utf-8", errors="replace"), 0
+        head = self.head.decode("utf-8", errors="replace")
+        tail = self.tail.decode("utf-8", errors="replace")
+        return head + "\x00" + tail, dropped  # NUL marks the gap for truncate()
+
+
+def truncate(text: str, dropped: int = 0, limit: int = MAX_OUTPUT_CHARS) -> str:
+    gap = text.find("\x00") if dropped else -1
+    if gap >= 0:
+        text = text[:gap] + text[gap + 1 :]
+    if len(text) <= limit and gap < 0:
+        return text
+    keep = min(limit, len(text)) // 2
+    head, tail = text[:keep], text[len(text) - keep :]
+    cut = len(text) - 2 * keep + max(dropped, 0)
+    return f"{head}\n\n... [{cut} characters truncated] ...\n\n{tail}"
+
+
+def _kill_group(pgid: int, sig: int) -> bool:
+    try:
+        os.killpg(pgid, sig)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
+async def _terminate_group(proc: asyncio.subprocess.Process) -> None:
+    """SIGTERM the whole group, give it a moment, then SIGKILL whatever is left."""
+    pgid = proc.pid  # start_new_session makes the shell its group leader
+    if not _kill_group(pgid, signal.SIGTERM):
+        return
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + KILL_GRACE_S
+    while proc.returncode is None and loop.time() < deadline:
+        await asyncio.sleep(POLL_S)
+    # Children may ignore SIGTERM or outlive the shell; the group id stays theirs until they exit.
+    _kill_group(pgid, signal.SIGKILL)
+
+
+def _shell() -> str:
+    return shutil.which("bash") or "/bin/sh"
+
+
+def _script(command: str, cwd_file: str) -> str:
+    # An EXIT trap runs on normal completion, `exit N` and `set -e` failures alike, and leaves
+    # the shell's exit status untouched.
+    return (
+        f"__codeloop_cwd() {{ pwd -P > {shlex.quote(cwd_file)} 2>/dev/null; }}\n"
+        "trap __codeloop_cwd EXIT\n"
+        f"{command}\n"
+    )
+
+
+class BashTool(Tool):
+    name: ClassVar[str] = "Bash"
+    description: ClassVar[str] = DESCRIPTION
+    input_model: ClassVar[type[BaseModel]] = BashInput
+
+    def is_read_only(self, inp: BaseModel) -> bool:
+        return False
+
+    async def call(self, inp: BashInput, ctx: ToolContext) -> ToolResult:
+        timeout_ms = min(inp.timeout or DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS)
+        notes: list[str] = []
+        cwd = ctx.cwd
+        if not cwd.is_dir():
+            notes.append(f"(Working directory {cwd} no longer exists; ran in {ctx.project_dir}.)")
+            cwd = ctx.cwd = ctx.project_dir
+
+        tmp_dir = ctx.session_dir if ctx.session_dir and ctx.session_dir.is_dir() else None
+        fd, cwd_file = tempfile.mkstemp(prefix="codeloop-cwd-", suffix=".txt", dir=tmp_dir)
+        os.close(fd)
+        try:
+            rc, out, err, outcome = await self._run(inp.command, cwd, cwd_file, timeout_ms, ctx)
+            new_cwd = Path(cwd_file).read_text(errors="replace").strip()
+        finally:
+            os.unlink(cwd_file)
+        if new_cwd and Path(new_cwd).is_dir():
+            ctx.cwd = Path(new_cwd)
+
+        stdout, stderr = out.rstrip("\n"), err.rstrip("\n")
+        parts = [p for p in (stdout, stderr) if p]
+        text = truncate(*self._joined(out, err)) if parts else ""
+        interrupted = outcome is not None
+        if outcome == "timeout":
+            notes.append(f"Command timed out after {timeout_ms / 1000:g}s")
+        elif outcome == "abort":
+            notes.append("Command was aborted")
+        elif outcome == "orphans":
+            notes.append(
+                "(The command exited but a background process kept its output open; its process "
+                "group was killed. Redirect background output, e.g. `cmd > log 2>&1 &`.)"
+            )
+        is_error = outcome in ("timeout", "abort") or rc != 0
+        if rc != 0 and outcome not in ("timeout", "abort"):
+            notes.append(f"Exit code {rc}")
+        if notes:
+            text = "\n".join([text, *notes]) if text else "\n".join(notes)
+        return ToolResult(
+            text or "(no output)",
+            is_error=is_error,
+            data={
+                "stdout": truncate(stdout),
+                "stderr": truncate(stderr),
+                "exitCode": rc,
+                "interrupted": interrupted,
+                "cwd": str(ctx.cwd),
+            },
+        )
+
+    @staticmethod
+    def _joined(out: str, err: str) -> tuple[str, int]:
+        out, err = out.rstrip("\n"), err.rstrip("\n")
+        if out and err:
+            return out + "\n" + err, 1 if "\x00" in out + err else 0
+        return out or err, 1 if "\x00" in (out or err) else 0
+
+    async def _run(
+        self, command: str, cwd: Path, cwd_file: str, timeout_ms: int, ctx: ToolContext
+    ) -> tuple[int, str, str, str | None]:
+        """Returns (exit code, stdout, stderr, outcome) with outcome None|timeout|abort|orphans."""
+        proc = await asyncio.create_subprocess_exec(
+            _shell(),
+            "-c",
+            _script(command, cwd_file),
+            cwd=cwd,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+        )
+        cap_out, cap_err = _Capture(), _Capture()
+        assert proc.stdout is not None and proc.stderr is not None
+        readers = asyncio.gather(cap_out.drain(proc.stdout), cap_err.drain(proc.stderr))
+        abort_wait = asyncio.ensure_future(ctx.abort.wait())
+        outcome: str | None = None
+        try:
+            outcome = await self._wait_exit(proc, timeout_ms / 1000, abort_wait)
+            if outcome is not None:
+                await _terminate_group(proc)
+            try:
+                await asyncio.wait_for(asyncio.shield(readers), PIPE_DRAIN_S)
+            except asyncio.TimeoutError:
+                if outcome is None:
+                    outcome = "orphans"
+                await _terminate_group(proc)
+                try:
+                    await asyncio.wait_for(asyncio.shield(readers), KILL_GRACE_S)
+                except asyncio.TimeoutError:
+                    pass  # a grandchild escaped the group (setsid); stop listening to it
+        except asyncio.CancelledError:
+            _kill_group(proc.pid, signal.SIGKILL)
+            raise
+        finally:
+            abort_wait.cancel()
+            if not readers.done():
+                readers.cancel()
+                transport = getattr(proc, "_transport", None)
+                if transport is not None:
+                    transport.close()
+            # Reap the shell so it doesn't linger as a zombie.
+            if proc.returncode is None:
+                _kill_group(proc.pid, signal.SIGKILL)
+        rc = proc.returncode if proc.returncode is not None else -1
+        out_text, out_dropped = cap_out.text()
+        err_text, err_dropped = cap_err.text()
+        if not out_dropped:
+            out_text = out_text.replace("\x00", "")
+        if not err_dropped:
+            err_text = err_text.replace("\x00", "")
+        return rc, out_text, err_text, outcome
+
+    @staticmethod
+    async def _wait_exit(
+        proc: asyncio.subprocess.Process, timeout_s: float, abort_wait: asyncio.Future
+    ) -> str | None:
+        # proc.wait() also waits for the pipes to close, which a background child can hold open
+        # forever; returncode is set as soon as the shell itself is reaped, so poll that.
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while proc.returncode is None:
+            if abort_wait.done():
+                return "abort"
+            if loop.time() >= deadline:
+                return "timeout"
+            await asyncio.sleep(POLL_S)
+        return None

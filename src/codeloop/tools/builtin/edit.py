@@ -1,0 +1,190 @@
+"""The Edit tool: exact string replacement in a file the model has read.
+
+Owns the matching rules (unique unless replace_all, CRLF-tolerant matching that keeps the
+file's own line endings, UTF-8 with or without BOM) and the snippet shown after an edit.
+Freshness checks and the atomic write come from the Write tool's module.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from codeloop.tools.base import Tool, ToolContext, ToolError, ToolResult
+from codeloop.tools.builtin.read import (
+    looks_binary,
+    missing_file_error,
+    number_lines,
+    resolve_file_path,
+    snapshot,
+    split_lines,
+)
+from codeloop.tools.builtin.write import atomic_write, ensure_fresh_read, unified_diff
+
+BOM = b"\xef\xbb\xbf"
+SNIPPET_CONTEXT = 4
+
+DESCRIPTION = """\
+Performs exact string replacements in files.
+
+Usage:
+- You must use your Read tool at least once in the conversation before editing. This tool will \
+error if you attempt an edit without reading the file, or if the file changed on disk since.
+- When editing text from Read tool output, ensure you preserve the exact indentation (tabs/spaces) \
+as it appears AFTER the line number prefix. The line number prefix format is: spaces + line \
+number + tab. Everything after that tab is the actual file content to match. Never include any \
+part of the line number prefix in the old_string or new_string.
+- ALWAYS prefer editing existing files in the codebase. NEVER write new files unless explicitly \
+required.
+- The edit will FAIL if old_string is not unique in the file. Either provide a larger string with \
+more surrounding context to make it unique or use replace_all to change every instance of \
+old_string.
+- Use replace_all for replacing and renaming strings across the file, for instance renaming a \
+variable.
+- An empty old_string on a file that does not exist creates it with new_string as its content.
+- Only use emojis if the user explicitly requests it. Avoid adding emojis to files unless asked."""
+
+
+class EditInput(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    file_path: str = Field(description="The absolute path to the file to modify")
+    old_string: str = Field(description="The text to replace")
+    new_string: str = Field(
+        description="The text to replace it with (must be different from old_string)"
+    )
+    replace_all: bool = Field(
+        False, description="Replace all occurrences of old_string (default false)"
+    )
+
+
+def _to_crlf(s: str) -> str:
+    return s.replace("\r\n", "\n").replace("\n", "\r\n")
+
+
+def apply_edit(text: str, old: str, new: str, replace_all: bool) -> tuple[str, int, str, str]:
+    """Returns (new text, replacements, old and new as matched) or raises ToolError."""
+    count = text.count(old)
+    if count == 0 and "\r\n" in text and "\n" in old:
+        # The model copies Read output, which shows no CR; match in the file's own line endings
+        # (rather than normalising the whole file) so mixed-ending files keep their bytes.
+        old, new = _to_crlf(old), _to_crlf(new)
+        count = text.count(old)
+    if count == 0:
+        raise ToolError(f"String to replace not found in file.\nString: {old}")
+    if count > 1 and not replace_all:
+        raise ToolError(
+            f"Found {count} matches of the string to replace, but replace_all is false. To replace "
+            "all occurrences, set replace_all to true. To replace only one occurrence, please "
+            f"provide more context to uniquely identify the instance.\nString: {old}"
+        )
+    updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
+    return updated, count if replace_all else 1, old, new
+
+
+def edit_snippet(updated: str, new: str, offset: int) -> str:
+    """cat -n view of the lines around the first replacement, so the model sees the result."""
+    first = updated.count("\n", 0, offset) + 1
+    last = first + new.count("\n")
+    lines = split_lines(updated)
+    start = max(first - SNIPPET_CONTEXT, 1)
+    end = min(last + SNIPPET_CONTEXT, len(lines))
+    return number_lines(lines[start - 1 : end], start)
+
+
+class EditTool(Tool):
+    name: ClassVar[str] = "Edit"
+    description: ClassVar[str] = DESCRIPTION
+    input_model: ClassVar[type[BaseModel]] = EditInput
+
+    async def call(self, inp: EditInput, ctx: ToolContext) -> ToolResult:
+        path = resolve_file_path(ctx, inp.file_path)
+        return await asyncio.to_thread(self._edit, path, inp, ctx)
+
+    def _edit(self, path: Path, inp: EditInput, ctx: ToolContext) -> ToolResult:
+        if inp.old_string == inp.new_string:
+            raise ToolError(
+                "No changes to make: old_string and new_string are exactly the same."
+            )
+        if path.is_dir():
+            raise ToolError(f"{path} is a directory, not a file.")
+
+        if not path.exists():
+            if inp.old_string != "":
+                raise missing_file_error(path, ctx)
+            return self._create(path, inp.new_string, ctx)
+
+        ensure_fresh_read(path, ctx)
+        raw = path.read_bytes()
+        if looks_binary(raw):
+            raise ToolError(f"Cannot edit {path}: it appears to be a binary file.")
+        has_bom = raw.startswith(BOM)
+        try:
+            text = raw[len(BOM) if has_bom else 0 :].decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise ToolError(f"Cannot edit {path}: it is not valid UTF-8 text.") from e
+
+        if inp.old_string == "":
+            if text.strip():
+                raise ToolError(
+                    "Cannot create new file - file already exists. Use a non-empty old_string "
+                    "to edit it, or Write to replace it."
+                )
+            updated, replacements, new_matched = inp.new_string, 1, inp.new_string
+            first_at = 0
+        else:
+            updated, replacements, old_matched, new_matched = apply_edit(
+                text, inp.old_string, inp.new_string, inp.replace_all
+            )
+            first_at = text.index(old_matched)
+
+        data = (BOM if has_bom else b"") + updated.encode("utf-8")
+        try:
+            atomic_write(path, data)
+        except OSError as e:
+            raise ToolError(f"Cannot write {path}: {e.strerror or e}") from e
+        ctx.read_files[str(path)] = snapshot(path, data, partial=False)
+
+        if inp.replace_all and replacements > 1:
+            text_out = (
+                f"The file {path} has been updated. All {replacements} occurrences of the "
+                "old_string were successfully replaced with the new_string."
+            )
+        else:
+            text_out = (
+                f"The file {path} has been updated. Here's the result of running `cat -n` on a "
+                f"snippet of the edited file:\n{edit_snippet(updated, new_matched, first_at)}"
+            )
+        return ToolResult(
+            text_out,
+            data={
+                "filePath": str(path),
+                "oldString": inp.old_string,
+                "newString": inp.new_string,
+                "replaceAll": inp.replace_all,
+                "replacements": replacements,
+                "structuredPatch": unified_diff(text, updated, path),
+            },
+        )
+
+    def _create(self, path: Path, content: str, ctx: ToolContext) -> ToolResult:
+        data = content.encode("utf-8")
+        try:
+            atomic_write(path, data)
+        except OSError as e:
+            raise ToolError(f"Cannot write {path}: {e.strerror or e}") from e
+        ctx.read_files[str(path)] = snapshot(path, data, partial=False)
+        return ToolResult(
+            f"File created successfully at: {path}",
+            data={
+                "filePath": str(path),
+                "oldString": "",
+                "newString": content,
+                "replaceAll": False,
+                "replacements": 1,
+                "structuredPatch": unified_diff("", content, path),
+            },
+        )

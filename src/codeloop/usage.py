@@ -1,0 +1,38 @@
+"""Token usage as the API reports it, accumulated across calls, and its cost in dollars."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+
+@dataclass
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+
+    @classmethod
+    def from_api(cls, data: dict[str, Any] | None) -> "Usage":
+        data = data or {}
+        return cls(**{f.name: int(data.get(f.name) or 0) for f in fields(cls)})
+
+    def add(self, other: "Usage") -> None:
+        for f in fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+
+    @property
+    def total_input(self) -> int:
+        return self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
+
+    def to_dict(self) -> dict[str, int]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def cost_usd(self, model: str) -> float:
+        from codeloop.providers.models import model_info
+
+        p = model_info(model).prices
+        return (self.input_tokens * p.input + self.output_tokens * p.output
+                + self.cache_creation_input_tokens * p.cache_write
+                + self.cache_read_input_tokens * p.cache_read) / 1_000_000

@@ -1,0 +1,19 @@
+"""Shared test set-up: the scripted fake API is importable as `fakeapi`; no test touches ~/."""
+
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path_factory, monkeypatch):
+    cfg = tmp_path_factory.mktemp("codeloop-config")
+    monkeypatch.setenv("CODELOOP_CONFIG_DIR", str(cfg))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    monkeypatch.delenv("ANTHROPIC_MODEL", raising=False)
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    return cfg
