@@ -16,7 +16,7 @@ import time
 from typing import Any, TextIO
 
 from codeloop.abort import AbortController, AbortReason
-from codeloop.events import AssistantEvent, Event, StreamEvent, SystemEvent, Terminal, UserEvent
+from codeloop.events import ApiCallEvent, AssistantEvent, Event, StreamEvent, SystemEvent, Terminal, UserEvent
 from codeloop.loop.state import TerminalReason
 from codeloop.messages import new_uuid
 
@@ -90,6 +90,7 @@ class _Printer:
         self.fmt, self.partial, self.conv, self.out = args.output_format, args.include_partial_messages, conv, out
         self.final_text, self.stop_reason = "", None
         self.prompt_uuid: str | None = None
+        self._last_id: str | None = None
 
     def init(self) -> None:
         if self.fmt != "stream-json":
@@ -107,17 +108,18 @@ class _Printer:
             msg = ev.message
             if not msg.is_api_error:
                 text = msg.text
-                if text:
-                    # The result is the text of the final response, not of every turn.
-                    self.final_text = text if msg.id != getattr(self, "_last_id", None) else self.final_text + text
+                if msg.id != self._last_id:  # the result is the final response's text only
+                    self.final_text = ""
+                self.final_text += text
                 self._last_id = msg.id
-                self.stop_reason = msg.stop_reason or self.stop_reason
             if self.fmt == "stream-json":
                 obj = {"type": "assistant", "message": msg.api_message(), "parent_tool_use_id": msg.parent_tool_use_id,
                        "session_id": sid, "uuid": msg.uuid}
                 if msg.is_api_error:
                     obj["error"] = "unknown"
                 _emit(self.out, obj)
+        elif isinstance(ev, ApiCallEvent):
+            self.stop_reason = ev.stop_reason
         elif isinstance(ev, UserEvent):
             if self.fmt == "stream-json" and ev.message.uuid != self.prompt_uuid:
                 obj = {"type": "user", "message": ev.message.api_message(),

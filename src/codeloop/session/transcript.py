@@ -10,12 +10,13 @@ U+2028/U+0085 may appear raw and must not be treated as line breaks.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import json
 import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, Iterator
 
 from codeloop import __version__
 from codeloop.messages import Message, new_uuid, tool_result_block
@@ -45,10 +46,6 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-# ---------------------------------------------------------------------------------------------
-# Entry format
-
-
 def message_to_entry(msg: Message, *, session_id: str, cwd: Path | str,
                      parent_uuid: str | None) -> dict[str, Any]:
     message = msg.api_message()
@@ -59,15 +56,9 @@ def message_to_entry(msg: Message, *, session_id: str, cwd: Path | str,
             if value is not None:
                 message[key] = value
     entry: dict[str, Any] = {
-        "type": msg.role,
-        "uuid": msg.uuid,
-        "parentUuid": parent_uuid,
-        "sessionId": session_id,
-        "timestamp": msg.timestamp or now_iso(),
-        "cwd": os.fspath(cwd),
-        "version": __version__,
-        "message": message,
-    }
+        "type": msg.role, "uuid": msg.uuid, "parentUuid": parent_uuid, "sessionId": session_id,
+        "timestamp": msg.timestamp or now_iso(), "cwd": os.fspath(cwd), "version": __version__,
+        "message": message}
     if msg.is_meta:
         entry["isMeta"] = True
     if msg.is_api_error:
@@ -95,19 +86,11 @@ def entry_to_message(entry: dict[str, Any]) -> Message | None:
         return None
     uuid = entry.get("uuid")
     return Message(
-        role=role,
-        content=list(content),
-        uuid=uuid if isinstance(uuid, str) and uuid else new_uuid(),
-        id=message.get("id"),
-        model=message.get("model"),
-        stop_reason=message.get("stop_reason"),
-        usage=message.get("usage"),
-        is_meta=bool(entry.get("isMeta")),
-        is_api_error=bool(entry.get("isApiErrorMessage")),
-        tool_use_result=entry.get("toolUseResult"),
-        parent_tool_use_id=entry.get("parent_tool_use_id"),
-        timestamp=entry.get("timestamp"),
-    )
+        role=role, content=list(content), uuid=uuid if isinstance(uuid, str) and uuid else new_uuid(),
+        id=message.get("id"), model=message.get("model"), stop_reason=message.get("stop_reason"),
+        usage=message.get("usage"), is_meta=bool(entry.get("isMeta")),
+        is_api_error=bool(entry.get("isApiErrorMessage")), tool_use_result=entry.get("toolUseResult"),
+        parent_tool_use_id=entry.get("parent_tool_use_id"), timestamp=entry.get("timestamp"))
 
 
 def _has_tool_use(entry: dict[str, Any]) -> bool:
@@ -142,10 +125,6 @@ def encode_entry(entry: dict[str, Any]) -> bytes:
         # and load back to the same string.
         text = json.dumps(entry, ensure_ascii=True, separators=(",", ":"), default=_json_default)
         return (text + "\n").encode("ascii")
-
-
-# ---------------------------------------------------------------------------------------------
-# Writer
 
 
 class TranscriptWriter:
@@ -218,12 +197,6 @@ class TranscriptWriter:
             except OSError as e:
                 raise TranscriptError(self.path, f"close failed: {e}") from e
 
-    def __enter__(self) -> TranscriptWriter:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     def _append(self, entry: dict[str, Any]) -> None:
         try:
             data = encode_entry(entry)
@@ -283,17 +256,21 @@ class TranscriptWriter:
         os.fsync(fd)
         self._dirty = False
         while self._dirs_to_sync:
-            d = self._dirs_to_sync.pop()
-            try:
-                dfd = os.open(d, os.O_RDONLY)
-            except OSError:
-                continue
-            try:
-                os.fsync(dfd)
-            except OSError:
-                pass  # directory fsync is unsupported on some platforms; best effort
-            finally:
-                os.close(dfd)
+            _fsync_dir(self._dirs_to_sync.pop())
+
+
+def _fsync_dir(path: Path) -> None:
+    # Best effort: some platforms cannot open or fsync a directory.
+    try:
+        dfd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dfd)
+    except OSError:
+        pass
+    finally:
+        os.close(dfd)
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -305,32 +282,36 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
+def _lines_backwards(f: BinaryIO) -> Iterator[tuple[int, bytes]]:
+    """(offset, line) from the end of a file; first comes whatever follows the last b"\\n"."""
+    end = f.seek(0, os.SEEK_END)
+    carry = b""
+    while end > 0:
+        start = max(0, end - _TAIL_BLOCK)
+        f.seek(start)
+        chunk = f.read(end - start) + carry
+        pieces = chunk.split(b"\n")
+        # The first piece may continue in the block before this one.
+        carry = pieces.pop(0) if start > 0 else b""
+        offset = start + len(chunk)
+        for piece in reversed(pieces):
+            offset -= len(piece)
+            yield offset, piece
+            offset -= 1
+        end = start
+
+
 def _repair_torn_tail(path: Path, wfd: int) -> None:
     """Make the file end in b"\\n": drop a torn last fragment (or terminate a complete one)."""
     with open(path, "rb") as f:
-        size = f.seek(0, os.SEEK_END)
-        if size == 0:
-            return
-        f.seek(size - 1)
-        if f.read(1) == b"\n":
-            return
-        tail = b""
-        end = size
-        while end > 0:
-            start = max(0, end - _TAIL_BLOCK)
-            f.seek(start)
-            tail = f.read(end - start) + tail
-            end = start
-            cut = tail.rfind(b"\n")
-            if cut >= 0:
-                end = start + cut + 1
-                tail = tail[cut + 1:]
-                break
+        offset, tail = next(_lines_backwards(f), (0, b""))
+    if not tail:
+        return
     # The reader accepts a complete final object without its newline, so keep such a record.
     if _parse_line(tail) is not None:
         _write_all(wfd, b"\n")
     else:
-        os.ftruncate(wfd, end)
+        os.ftruncate(wfd, offset)
 
 
 def _parse_line(line: bytes) -> dict[str, Any] | None:
@@ -342,38 +323,37 @@ def _parse_line(line: bytes) -> dict[str, Any] | None:
 
 
 def _scan_last_uuid(path: Path) -> str | None:
-    """The uuid of the last entry that has one, reading backwards from the end."""
     try:
         f = open(path, "rb")
     except FileNotFoundError:
         return None
     with f:
-        end = f.seek(0, os.SEEK_END)
-        carry = b""
-        while end > 0:
-            start = max(0, end - _TAIL_BLOCK)
-            f.seek(start)
-            lines = (f.read(end - start) + carry).split(b"\n")
-            # The first piece may be the end of a line that starts in an earlier block.
-            carry = lines.pop(0) if start > 0 else b""
-            for line in reversed(lines):
-                entry = _parse_line(line) if line.strip() else None
-                if entry is not None and isinstance(entry.get("uuid"), str) and entry["uuid"]:
-                    return entry["uuid"]
-            end = start
+        for _, line in _lines_backwards(f):
+            entry = _parse_line(line) if line.strip() else None
+            if entry is not None and isinstance(entry.get("uuid"), str) and entry["uuid"]:
+                return entry["uuid"]
     return None
-
-
-# ---------------------------------------------------------------------------------------------
-# Reader and repair
 
 
 def load_transcript(path: Path | str) -> LoadedTranscript:
     """All entries of a transcript, its messages (repaired for the API), and load warnings."""
     path = Path(path)
     data = path.read_bytes()
+    # Parsed JSON holds no reference cycles, yet the allocation burst would trigger collections
+    # that traverse everything loaded so far; pausing the collector halves resume time.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _load(path, data)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _load(path: Path, data: bytes) -> LoadedTranscript:
     entries: list[dict[str, Any]] = []
     messages: list[Message] = []
+    tombstoned: set[Any] = set()
     corrupt = 0
     last_uuid = None
     for line in data.split(b"\n"):
@@ -387,12 +367,18 @@ def load_transcript(path: Path | str) -> LoadedTranscript:
         uid = entry.get("uuid")
         if isinstance(uid, str) and uid:
             last_uuid = uid
-        if entry.get("type") in MESSAGE_TYPES:
+        kind = entry.get("type")
+        if kind in MESSAGE_TYPES:
             msg = entry_to_message(entry)
             if msg is None:
                 corrupt += 1
             else:
                 messages.append(msg)
+        elif kind == "tombstone":
+            # Conversation writes these when the loop retracts an already-recorded message.
+            tombstoned.add(entry.get("targetUuid"))
+    if tombstoned:
+        messages = [m for m in messages if m.uuid not in tombstoned]
     warnings = [f"skipped {corrupt} corrupt line(s) in {path}"] if corrupt else []
     return LoadedTranscript(messages=repair_dangling_tool_uses(messages), entries=entries,
                             warnings=warnings, last_uuid=last_uuid)
@@ -419,13 +405,9 @@ def repair_dangling_tool_uses(messages: list[Message]) -> list[Message]:
 
     def flush_pending() -> None:
         for tool_use_id, owner in pending:
-            out.append(Message(
-                role="user",
-                content=[tool_result_block(tool_use_id, INTERRUPTED_TOOL_RESULT, is_error=True)],
-                tool_use_result=INTERRUPTED_TOOL_RESULT,
-                parent_tool_use_id=owner.parent_tool_use_id,
-                timestamp=owner.timestamp,
-            ))
+            block = tool_result_block(tool_use_id, INTERRUPTED_TOOL_RESULT, is_error=True)
+            out.append(Message(role="user", content=[block], tool_use_result=INTERRUPTED_TOOL_RESULT,
+                               parent_tool_use_id=owner.parent_tool_use_id, timestamp=owner.timestamp))
             answered.add(tool_use_id)
         pending.clear()
 

@@ -17,10 +17,10 @@ import tempfile
 from pathlib import Path
 from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 from pydantic.json_schema import SkipJsonSchema
 
-from codeloop.tools.base import Tool, ToolContext, ToolResult
+from codeloop.tools.base import Tool, ToolContext, ToolError, ToolResult
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
@@ -60,9 +60,8 @@ class BashInput(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     command: str = Field(description="The command to execute")
-    timeout: int | SkipJsonSchema[None] = Field(
+    timeout: PositiveInt | SkipJsonSchema[None] = Field(
         None,
-        gt=0,
         description=f"Optional timeout in milliseconds (max {MAX_TIMEOUT_MS})",
     )
     description: str | SkipJsonSchema[None] = Field(
@@ -93,24 +92,22 @@ class _Capture:
                     del self.tail[: len(self.tail) - KEEP_BYTES]
 
     def text(self) -> tuple[str, int]:
-        """Decoded output and how many bytes were dropped from its middle."""
+        """Decoded output and how many bytes were dropped from its middle.
+
+        The kept head and tail are each far longer than the truncation limit, so the gap always
+        falls inside the part `truncate` cuts out anyway.
+        """
         dropped = self.total - len(self.head) - len(self.tail)
-        if dropped <= 0:
-            return (self.head + self.tail).decode("utf-8", errors="replace"), 0
-        head = self.head.decode("utf-8", errors="replace")
-        tail = self.tail.decode("utf-8", errors="replace")
-        return head + "\x00" + tail, dropped  # NUL marks the gap for truncate()
+        return (self.head + self.tail).decode("utf-8", errors="replace"), max(dropped, 0)
 
 
 def truncate(text: str, dropped: int = 0, limit: int = MAX_OUTPUT_CHARS) -> str:
-    gap = text.find("\x00") if dropped else -1
-    if gap >= 0:
-        text = text[:gap] + text[gap + 1 :]
-    if len(text) <= limit and gap < 0:
+    """Keep head and tail of long output with a marker saying how much was cut."""
+    if len(text) <= limit and not dropped:
         return text
     keep = min(limit, len(text)) // 2
     head, tail = text[:keep], text[len(text) - keep :]
-    cut = len(text) - 2 * keep + max(dropped, 0)
+    cut = len(text) - 2 * keep + dropped
     return f"{head}\n\n... [{cut} characters truncated] ...\n\n{tail}"
 
 
@@ -176,10 +173,10 @@ class BashTool(Tool):
         if new_cwd and Path(new_cwd).is_dir():
             ctx.cwd = Path(new_cwd)
 
-        stdout, stderr = out.rstrip("\n"), err.rstrip("\n")
-        parts = [p for p in (stdout, stderr) if p]
-        text = truncate(*self._joined(out, err)) if parts else ""
-        interrupted = outcome is not None
+        (stdout, out_dropped), (stderr, err_dropped) = out, err
+        stdout, stderr = stdout.rstrip("\n"), stderr.rstrip("\n")
+        combined = "\n".join(p for p in (stdout, stderr) if p)
+        text = truncate(combined, out_dropped + err_dropped)
         if outcome == "timeout":
             notes.append(f"Command timed out after {timeout_ms / 1000:g}s")
         elif outcome == "abort":
@@ -189,44 +186,40 @@ class BashTool(Tool):
                 "(The command exited but a background process kept its output open; its process "
                 "group was killed. Redirect background output, e.g. `cmd > log 2>&1 &`.)"
             )
-        is_error = outcome in ("timeout", "abort") or rc != 0
-        if rc != 0 and outcome not in ("timeout", "abort"):
+        killed = outcome in ("timeout", "abort")
+        if rc != 0 and not killed:
             notes.append(f"Exit code {rc}")
         if notes:
             text = "\n".join([text, *notes]) if text else "\n".join(notes)
         return ToolResult(
             text or "(no output)",
-            is_error=is_error,
+            is_error=killed or rc != 0,
             data={
-                "stdout": truncate(stdout),
-                "stderr": truncate(stderr),
+                "stdout": truncate(stdout, out_dropped),
+                "stderr": truncate(stderr, err_dropped),
                 "exitCode": rc,
-                "interrupted": interrupted,
+                "interrupted": killed,
                 "cwd": str(ctx.cwd),
             },
         )
 
-    @staticmethod
-    def _joined(out: str, err: str) -> tuple[str, int]:
-        out, err = out.rstrip("\n"), err.rstrip("\n")
-        if out and err:
-            return out + "\n" + err, 1 if "\x00" in out + err else 0
-        return out or err, 1 if "\x00" in (out or err) else 0
-
     async def _run(
         self, command: str, cwd: Path, cwd_file: str, timeout_ms: int, ctx: ToolContext
-    ) -> tuple[int, str, str, str | None]:
+    ) -> tuple[int, tuple[str, int], tuple[str, int], str | None]:
         """Returns (exit code, stdout, stderr, outcome) with outcome None|timeout|abort|orphans."""
-        proc = await asyncio.create_subprocess_exec(
-            _shell(),
-            "-c",
-            _script(command, cwd_file),
-            cwd=cwd,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-        )
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                _shell(),
+                "-c",
+                _script(command, cwd_file),
+                cwd=cwd,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
+            )
+        except OSError as e:
+            raise ToolError(f"Could not start the shell in {cwd}: {e.strerror or e}") from e
         cap_out, cap_err = _Capture(), _Capture()
         assert proc.stdout is not None and proc.stderr is not None
         readers = asyncio.gather(cap_out.drain(proc.stdout), cap_err.drain(proc.stderr))
@@ -260,13 +253,7 @@ class BashTool(Tool):
             if proc.returncode is None:
                 _kill_group(proc.pid, signal.SIGKILL)
         rc = proc.returncode if proc.returncode is not None else -1
-        out_text, out_dropped = cap_out.text()
-        err_text, err_dropped = cap_err.text()
-        if not out_dropped:
-            out_text = out_text.replace("\x00", "")
-        if not err_dropped:
-            err_text = err_text.replace("\x00", "")
-        return rc, out_text, err_text, outcome
+        return rc, cap_out.text(), cap_err.text(), outcome
 
     @staticmethod
     async def _wait_exit(

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt
 from pydantic.json_schema import SkipJsonSchema
 
 from codeloop.tools.base import FileReadRecord, Tool, ToolContext, ToolError, ToolResult
@@ -55,15 +55,13 @@ class ReadInput(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     file_path: str = Field(description="The absolute path to the file to read")
-    offset: int | SkipJsonSchema[None] = Field(
+    offset: NonNegativeInt | SkipJsonSchema[None] = Field(
         None,
-        ge=0,
         description="The line number to start reading from (1-based). Only provide if the file is "
         "too large to read at once",
     )
-    limit: int | SkipJsonSchema[None] = Field(
+    limit: PositiveInt | SkipJsonSchema[None] = Field(
         None,
-        gt=0,
         description="The number of lines to read. Only provide if the file is too large to read at once.",
     )
 

@@ -1,0 +1,161 @@
+"""Assembling the tool pool: the built-in tools, `--tools` / `--disallowedTools` selection,
+lookup by name, and turning a model's raw tool input into a validated model (or a ToolError
+the model can act on).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, get_args
+
+from pydantic import BaseModel, ValidationError
+
+from codeloop.tools.base import Tool, ToolError
+
+_JSON_TYPES = {
+    "int": "integer",
+    "float": "number",
+    "bool": "boolean",
+    "str": "string",
+    "string": "string",
+    "list": "array",
+    "tuple": "array",
+    "dict": "object",
+    "model": "object",
+}
+
+
+def builtin_tools() -> list[Tool]:
+    """Fresh instances of the core tools, in the order the model sees them."""
+    from codeloop.tools.builtin.bash import BashTool
+    from codeloop.tools.builtin.edit import EditTool
+    from codeloop.tools.builtin.glob import GlobTool
+    from codeloop.tools.builtin.grep import GrepTool
+    from codeloop.tools.builtin.read import ReadTool
+    from codeloop.tools.builtin.todo import TodoWriteTool
+    from codeloop.tools.builtin.write import WriteTool
+
+    return [BashTool(), GlobTool(), GrepTool(), ReadTool(), EditTool(), WriteTool(), TodoWriteTool()]
+
+
+def select_tools(
+    tools: Iterable[Tool],
+    *,
+    allowed: list[str] | None = None,
+    disallowed: Iterable[str] = (),
+) -> list[Tool]:
+    """Filter by exact tool name, keeping order.
+
+    `allowed` is the `--tools` list (None = every tool, [] = none). In `disallowed` only bare
+    names remove a tool; entries such as `Bash(git:*)` are permission rules, applied elsewhere.
+    """
+    allowed_set = None if allowed is None else set(allowed)
+    removed = {d for d in disallowed if "(" not in d}
+    return [
+        t
+        for t in tools
+        if (allowed_set is None or t.name in allowed_set) and t.name not in removed
+    ]
+
+
+def find_tool(tools: Iterable[Tool], name: str) -> Tool | None:
+    return next((t for t in tools if t.name == name), None)
+
+
+def parse_tool_input(tool: Tool, raw: Any) -> BaseModel:
+    """Validate the model's input for `tool`; errors name every failing parameter."""
+    if not isinstance(raw, dict):
+        raise ToolError(
+            f"InputValidationError: {tool.name} failed due to the following issue:\n"
+            f"The input is expected as `object` but provided as `{_json_type_of(raw)}`"
+        )
+    try:
+        return tool.input_model.model_validate(raw)
+    except ValidationError as e:
+        issues = _describe_errors(tool.input_model, e)
+    noun = "issue" if len(issues) == 1 else "issues"
+    raise ToolError(
+        f"InputValidationError: {tool.name} failed due to the following {noun}:\n" + "\n".join(issues)
+    )
+
+
+def _json_type_of(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, (list, tuple)):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def _field_names(model: type[BaseModel], seen: set[type[BaseModel]] | None = None) -> set[str]:
+    """Every field name and alias in `model` and the models nested in it."""
+    seen = seen if seen is not None else set()
+    if model in seen:
+        return set()
+    seen.add(model)
+    names: set[str] = set()
+    for name, info in model.model_fields.items():
+        names.add(name)
+        if info.alias:
+            names.add(info.alias)
+        for arg in _type_args(info.annotation):
+            if isinstance(arg, type) and issubclass(arg, BaseModel):
+                names |= _field_names(arg, seen)
+    return names
+
+
+def _type_args(annotation: Any) -> list[Any]:
+    out, stack = [], [annotation]
+    while stack:
+        a = stack.pop()
+        out.append(a)
+        stack.extend(get_args(a))
+    return out
+
+
+def _param_name(loc: tuple[Any, ...], names: set[str]) -> str:
+    # pydantic adds union-branch tags ("int", "none", …) to locations; keep only real fields.
+    name = ""
+    for part in loc:
+        if isinstance(part, int):
+            name += f"[{part}]"
+        elif part in names:
+            name += f".{part}" if name else part
+    return name or ".".join(map(str, loc))
+
+
+def _describe_errors(model: type[BaseModel], err: ValidationError) -> list[str]:
+    names = _field_names(model)
+    issues: list[str] = []
+    for e in err.errors(include_url=False):
+        kind = e["type"]
+        if kind == "none_required":
+            continue  # the None branch of an optional field; the real branch explains the problem
+        loc = tuple(e["loc"])
+        name = _param_name(loc, names)
+        if kind == "missing":
+            msg = f"The required parameter `{name}` is missing"
+        elif kind == "extra_forbidden":
+            parent = _param_name(loc[:-1], names) if len(loc) > 1 else ""
+            name = f"{parent}.{loc[-1]}" if parent else str(loc[-1])
+            msg = f"An unexpected parameter `{name}` was provided"
+        elif kind.endswith(("_type", "_parsing")) or kind == "model_attributes_type":
+            expected = _JSON_TYPES.get(kind.split("_", 1)[0], kind.split("_", 1)[0])
+            msg = (
+                f"The parameter `{name}` type is expected as `{expected}` but provided as "
+                f"`{_json_type_of(e.get('input'))}`"
+            )
+        else:
+            msg = f"The parameter `{name}` is invalid: {e['msg']}"
+        if msg not in issues:
+            issues.append(msg)
+    return issues or [str(err)]

@@ -1,0 +1,224 @@
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+
+import pytest
+
+from codeloop.tools.base import ToolError
+from codeloop.tools.builtin.edit import EditTool
+from codeloop.tools.builtin.read import ReadTool
+from codeloop.tools.builtin.write import MODIFIED_MESSAGE, NOT_READ_MESSAGE, WriteTool
+
+read, write, edit = ReadTool(), WriteTool(), EditTool()
+
+
+def bump_mtime(path, content: bytes | None = None) -> None:
+    """Simulate an external change: new content (optional) and a clearly different mtime."""
+    if content is not None:
+        path.write_bytes(content)
+    st = os.stat(path)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))
+
+
+# --- Write -------------------------------------------------------------------------------
+
+async def test_write_creates_new_file_and_parents(ctx, run, tmp_path):
+    f = tmp_path / "a" / "b" / "new.txt"
+    r = await run(write, ctx, file_path=str(f), content="hi\nthere\n")
+    assert f.read_text() == "hi\nthere\n"
+    assert "created" in r.content and not r.is_error
+    assert r.data["type"] == "create" and r.data["filePath"] == str(f)
+    assert r.data["content"] == "hi\nthere\n"
+    assert "+hi" in r.data["structuredPatch"]
+    rec = ctx.read_files[str(f)]
+    assert rec.sha256 == hashlib.sha256(b"hi\nthere\n").hexdigest() and not rec.partial
+
+
+async def test_write_existing_without_read_refused(ctx, run, tmp_path):
+    f = tmp_path / "x.txt"
+    f.write_text("original")
+    with pytest.raises(ToolError) as ei:
+        await run(write, ctx, file_path=str(f), content="new")
+    assert str(ei.value) == NOT_READ_MESSAGE
+    assert f.read_text() == "original"
+
+
+async def test_write_after_read_updates_and_keeps_mode(ctx, run, tmp_path):
+    f = tmp_path / "script.sh"
+    f.write_text("echo old\n")
+    f.chmod(0o751)
+    await run(read, ctx, file_path=str(f))
+    r = await run(write, ctx, file_path=str(f), content="echo new\n")
+    assert f.read_text() == "echo new\n"
+    assert stat.S_IMODE(f.stat().st_mode) == 0o751
+    assert r.data["type"] == "update"
+    assert "-echo old" in r.data["structuredPatch"] and "+echo new" in r.data["structuredPatch"]
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    # The write refreshed the record, so a second write needs no new Read.
+    await run(write, ctx, file_path=str(f), content="echo third\n")
+    assert f.read_text() == "echo third\n"
+
+
+async def test_write_after_external_change_refused(ctx, run, tmp_path):
+    f = tmp_path / "x.txt"
+    f.write_text("v1\n")
+    await run(read, ctx, file_path=str(f))
+    bump_mtime(f, b"v2 by the user\n")
+    with pytest.raises(ToolError) as ei:
+        await run(write, ctx, file_path=str(f), content="mine\n")
+    assert str(ei.value) == MODIFIED_MESSAGE
+    assert f.read_text() == "v2 by the user\n"
+
+
+async def test_touched_but_identical_file_still_writable(ctx, run, tmp_path):
+    f = tmp_path / "x.txt"
+    f.write_text("same\n")
+    await run(read, ctx, file_path=str(f))
+    bump_mtime(f)
+    await run(write, ctx, file_path=str(f), content="changed\n")
+    assert f.read_text() == "changed\n"
+
+
+async def test_partial_read_then_touch_refused(ctx, run, tmp_path):
+    f = tmp_path / "x.txt"
+    f.write_text("a\nb\nc\n")
+    await run(read, ctx, file_path=str(f), limit=1)
+    bump_mtime(f)
+    with pytest.raises(ToolError, match="modified since read"):
+        await run(write, ctx, file_path=str(f), content="z\n")
+
+
+async def test_write_through_symlink_keeps_link(ctx, run, tmp_path):
+    target = tmp_path / "real.txt"
+    target.write_text("real\n")
+    link = tmp_path / "link.txt"
+    link.symlink_to(target)
+    await run(read, ctx, file_path=str(link))
+    await run(write, ctx, file_path=str(link), content="via link\n")
+    assert link.is_symlink() and target.read_text() == "via link\n"
+
+
+async def test_write_to_directory_refused(ctx, run, tmp_path):
+    with pytest.raises(ToolError, match="directory"):
+        await run(write, ctx, file_path=str(tmp_path), content="x")
+
+
+# --- Edit --------------------------------------------------------------------------------
+
+async def read_first(ctx, run, f):
+    await run(read, ctx, file_path=str(f))
+
+
+async def test_edit_unique_match(ctx, run, tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text("def f():\n    return 1\n\nprint(f())\n")
+    await read_first(ctx, run, f)
+    r = await run(edit, ctx, file_path=str(f), old_string="return 1", new_string="return 2")
+    assert f.read_text() == "def f():\n    return 2\n\nprint(f())\n"
+    assert "     2\t    return 2" in r.content  # cat -n snippet of the edited region
+    assert "-    return 1" in r.data["structuredPatch"]
+    assert "+    return 2" in r.data["structuredPatch"]
+    assert r.data["replacements"] == 1
+    assert ctx.read_files[str(f)].sha256 == hashlib.sha256(f.read_bytes()).hexdigest()
+
+
+async def test_edit_non_unique_needs_context_or_replace_all(ctx, run, tmp_path):
+    f = tmp_path / "m.txt"
+    f.write_text("x = 1\nx = 1\nx = 1\n")
+    await read_first(ctx, run, f)
+    with pytest.raises(ToolError) as ei:
+        await run(edit, ctx, file_path=str(f), old_string="x = 1", new_string="x = 2")
+    msg = str(ei.value)
+    assert "Found 3 matches" in msg and "replace_all" in msg and "context" in msg
+    assert f.read_text() == "x = 1\nx = 1\nx = 1\n"
+
+
+async def test_edit_replace_all(ctx, run, tmp_path):
+    f = tmp_path / "m.txt"
+    f.write_text("foo bar foo\nfoo\n")
+    await read_first(ctx, run, f)
+    r = await run(edit, ctx, file_path=str(f), old_string="foo", new_string="baz", replace_all=True)
+    assert f.read_text() == "baz bar baz\nbaz\n"
+    assert r.data["replacements"] == 3 and r.data["replaceAll"] is True
+
+
+async def test_edit_not_found(ctx, run, tmp_path):
+    f = tmp_path / "m.txt"
+    f.write_text("hello\n")
+    await read_first(ctx, run, f)
+    with pytest.raises(ToolError, match="not found"):
+        await run(edit, ctx, file_path=str(f), old_string="goodbye", new_string="x")
+
+
+async def test_edit_same_strings_refused(ctx, run, tmp_path):
+    f = tmp_path / "m.txt"
+    f.write_text("hello\n")
+    await read_first(ctx, run, f)
+    with pytest.raises(ToolError, match="exactly the same"):
+        await run(edit, ctx, file_path=str(f), old_string="hello", new_string="hello")
+
+
+async def test_edit_crlf_file_keeps_crlf(ctx, run, tmp_path):
+    f = tmp_path / "win.txt"
+    f.write_bytes(b"one\r\ntwo\r\nthree\r\n")
+    await read_first(ctx, run, f)
+    await run(edit, ctx, file_path=str(f), old_string="one\ntwo", new_string="uno\ndos\nextra")
+    assert f.read_bytes() == b"uno\r\ndos\r\nextra\r\nthree\r\n"
+
+
+async def test_edit_keeps_utf8_bom(ctx, run, tmp_path):
+    f = tmp_path / "bom.txt"
+    f.write_bytes(b"\xef\xbb\xbfcaf\xc3\xa9\n")
+    await read_first(ctx, run, f)
+    await run(edit, ctx, file_path=str(f), old_string="café", new_string="thé")
+    assert f.read_bytes() == b"\xef\xbb\xbfth\xc3\xa9\n"
+
+
+async def test_edit_requires_read(ctx, run, tmp_path):
+    f = tmp_path / "m.txt"
+    f.write_text("hello\n")
+    with pytest.raises(ToolError) as ei:
+        await run(edit, ctx, file_path=str(f), old_string="hello", new_string="bye")
+    assert str(ei.value) == NOT_READ_MESSAGE
+
+
+async def test_edit_changed_on_disk_refused(ctx, run, tmp_path):
+    f = tmp_path / "m.txt"
+    f.write_text("hello\n")
+    await read_first(ctx, run, f)
+    bump_mtime(f, b"hello world\n")
+    with pytest.raises(ToolError) as ei:
+        await run(edit, ctx, file_path=str(f), old_string="hello", new_string="bye")
+    assert str(ei.value) == MODIFIED_MESSAGE
+    assert f.read_text() == "hello world\n"
+
+
+async def test_edit_empty_old_string_creates_missing_file(ctx, run, tmp_path):
+    f = tmp_path / "new" / "file.txt"
+    r = await run(edit, ctx, file_path=str(f), old_string="", new_string="fresh\n")
+    assert f.read_text() == "fresh\n" and "created" in r.content
+    assert str(f) in ctx.read_files
+
+
+async def test_edit_empty_old_string_on_existing_file_refused(ctx, run, tmp_path):
+    f = tmp_path / "m.txt"
+    f.write_text("content\n")
+    await read_first(ctx, run, f)
+    with pytest.raises(ToolError, match="already exists"):
+        await run(edit, ctx, file_path=str(f), old_string="", new_string="x")
+
+
+async def test_edit_missing_file_with_old_string(ctx, run, tmp_path):
+    with pytest.raises(ToolError, match="does not exist"):
+        await run(edit, ctx, file_path=str(tmp_path / "nope.txt"), old_string="a", new_string="b")
+
+
+async def test_edit_preserves_mode(ctx, run, tmp_path):
+    f = tmp_path / "run.sh"
+    f.write_text("echo a\n")
+    f.chmod(0o700)
+    await read_first(ctx, run, f)
+    await run(edit, ctx, file_path=str(f), old_string="a", new_string="b")
+    assert stat.S_IMODE(f.stat().st_mode) == 0o700 and f.read_text() == "echo b\n"
