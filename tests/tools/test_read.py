@@ -138,3 +138,10 @@ async def test_relative_path_resolved_from_cwd_and_record_kept(ctx, run, tmp_pat
 def test_read_is_read_only_and_concurrency_safe():
     inp = ReadTool.input_model(file_path="/x")
     assert read.is_read_only(inp) and read.is_concurrency_safe(inp)
+
+
+async def test_fifo_refused_without_blocking(ctx, run, tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(ToolError, match="not a regular file"):
+        await run(read, ctx, file_path=str(fifo))

@@ -97,3 +97,16 @@ def test_parse_accepts_valid_input_and_nulls_for_optionals():
     read = find_tool(builtin_tools(), "Read")
     inp = parse_tool_input(read, {"file_path": "/x", "offset": None, "limit": 10})
     assert inp.file_path == "/x" and inp.offset is None and inp.limit == 10
+
+
+def test_null_for_a_defaulted_parameter_means_omitted():
+    edit = find_tool(builtin_tools(), "Edit")
+    raw = {"file_path": "/x", "old_string": "a", "new_string": "b", "replace_all": None}
+    inp = parse_tool_input(edit, raw)
+    assert inp.replace_all is False
+    grep = find_tool(builtin_tools(), "Grep")
+    inp = parse_tool_input(grep, {"pattern": "x", "-i": None, "output_mode": None})
+    assert inp.output_mode == "files_with_matches"
+    expected = "`file_path` type is expected as `string` but provided as `null`"
+    with pytest.raises(ToolError, match=expected):
+        parse_tool_input(edit, {"file_path": None, "old_string": "a", "new_string": "b"})

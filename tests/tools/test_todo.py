@@ -45,7 +45,10 @@ async def test_no_session_dir_writes_nothing(ctx, run, tmp_path):
         ({"content": "", "status": "pending", "activeForm": "x"}, "`todos[0].content`"),
         ({"content": "a", "status": "done", "activeForm": "x"}, "`todos[0].status`"),
         ({"content": "a", "status": "pending"}, "required parameter `todos[0].activeForm` is missing"),
-        ({"content": "a", "status": "pending", "activeForm": "x", "id": "1"}, "unexpected parameter `todos[0].id`"),
+        (
+            {"content": "a", "status": "pending", "activeForm": "x", "id": "1"},
+            "unexpected parameter `todos[0].id`",
+        ),
     ],
 )
 def test_item_validation_names_the_field(item, fragment):

@@ -89,6 +89,13 @@ class Tool:
         return True
 
     def input_schema(self) -> dict[str, Any]:
+        cached = _SCHEMAS.get(self.input_model)
+        if cached is None:
+            cached = _SCHEMAS[self.input_model] = self._build_schema()
+        return cached
+
+    def _build_schema(self) -> dict[str, Any]:
+        # Generating a JSON schema costs milliseconds; it is asked for on every request.
         schema = self.input_model.model_json_schema()
         schema.pop("title", None)
         for prop in schema.get("properties", {}).values():
@@ -109,3 +116,4 @@ class Tool:
 
 
 UNBOUNDED = math.inf
+_SCHEMAS: dict[type[BaseModel], dict[str, Any]] = {}

@@ -10,6 +10,13 @@ from typing import Any, Iterable, get_args
 from pydantic import BaseModel, ValidationError
 
 from codeloop.tools.base import Tool, ToolError
+from codeloop.tools.builtin.bash import BashTool
+from codeloop.tools.builtin.edit import EditTool
+from codeloop.tools.builtin.glob import GlobTool
+from codeloop.tools.builtin.grep import GrepTool
+from codeloop.tools.builtin.read import ReadTool
+from codeloop.tools.builtin.todo import TodoWriteTool
+from codeloop.tools.builtin.write import WriteTool
 
 _JSON_TYPES = {
     "int": "integer",
@@ -26,14 +33,6 @@ _JSON_TYPES = {
 
 def builtin_tools() -> list[Tool]:
     """Fresh instances of the core tools, in the order the model sees them."""
-    from codeloop.tools.builtin.bash import BashTool
-    from codeloop.tools.builtin.edit import EditTool
-    from codeloop.tools.builtin.glob import GlobTool
-    from codeloop.tools.builtin.grep import GrepTool
-    from codeloop.tools.builtin.read import ReadTool
-    from codeloop.tools.builtin.todo import TodoWriteTool
-    from codeloop.tools.builtin.write import WriteTool
-
     return [BashTool(), GlobTool(), GrepTool(), ReadTool(), EditTool(), WriteTool(), TodoWriteTool()]
 
 
@@ -68,6 +67,11 @@ def parse_tool_input(tool: Tool, raw: Any) -> BaseModel:
             f"InputValidationError: {tool.name} failed due to the following issue:\n"
             f"The input is expected as `object` but provided as `{_json_type_of(raw)}`"
         )
+    # Many models send `null` for optional parameters they mean to omit.
+    fields = tool.input_model.model_fields
+    optional = {n for n, f in fields.items() if not f.is_required()}
+    optional |= {f.alias for n, f in fields.items() if f.alias and n in optional}
+    raw = {k: v for k, v in raw.items() if not (v is None and k in optional)}
     try:
         return tool.input_model.model_validate(raw)
     except ValidationError as e:

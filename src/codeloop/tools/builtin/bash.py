@@ -132,6 +132,14 @@ async def _terminate_group(proc: asyncio.subprocess.Process) -> None:
     _kill_group(pgid, signal.SIGKILL)
 
 
+async def _reaped(proc: asyncio.subprocess.Process) -> None:
+    """Wait (briefly) for a SIGKILLed shell to be reaped, so no zombie outlives the call."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + KILL_GRACE_S
+    while proc.returncode is None and loop.time() < deadline:
+        await asyncio.sleep(POLL_S)
+
+
 def _shell() -> str:
     return shutil.which("bash") or "/bin/sh"
 
@@ -226,7 +234,7 @@ class BashTool(Tool):
         abort_wait = asyncio.ensure_future(ctx.abort.wait())
         outcome: str | None = None
         try:
-            outcome = await self._wait_exit(proc, timeout_ms / 1000, abort_wait)
+            outcome = await self._wait_exit(proc, timeout_ms / 1000, abort_wait, readers)
             if outcome is not None:
                 await _terminate_group(proc)
             try:
@@ -241,6 +249,7 @@ class BashTool(Tool):
                     pass  # a grandchild escaped the group (setsid); stop listening to it
         except asyncio.CancelledError:
             _kill_group(proc.pid, signal.SIGKILL)
+            await _reaped(proc)
             raise
         finally:
             abort_wait.cancel()
@@ -249,7 +258,7 @@ class BashTool(Tool):
                 transport = getattr(proc, "_transport", None)
                 if transport is not None:
                     transport.close()
-            # Reap the shell so it doesn't linger as a zombie.
+            # Whatever went wrong above, the shell must not outlive the call.
             if proc.returncode is None:
                 _kill_group(proc.pid, signal.SIGKILL)
         rc = proc.returncode if proc.returncode is not None else -1
@@ -257,16 +266,28 @@ class BashTool(Tool):
 
     @staticmethod
     async def _wait_exit(
-        proc: asyncio.subprocess.Process, timeout_s: float, abort_wait: asyncio.Future
+        proc: asyncio.subprocess.Process,
+        timeout_s: float,
+        abort_wait: asyncio.Future,
+        readers: asyncio.Future,
     ) -> str | None:
         # proc.wait() also waits for the pipes to close, which a background child can hold open
-        # forever; returncode is set as soon as the shell itself is reaped, so poll that.
+        # forever; returncode is set as soon as the shell itself is reaped, so poll that. Waking
+        # on the pipes closing keeps the common case (output done = shell done) prompt.
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
         while proc.returncode is None:
             if abort_wait.done():
                 return "abort"
-            if loop.time() >= deadline:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
                 return "timeout"
-            await asyncio.sleep(POLL_S)
+            if readers.done():
+                await asyncio.wait({abort_wait}, timeout=min(POLL_S / 10, remaining))
+            else:
+                await asyncio.wait(
+                    {abort_wait, readers},
+                    timeout=min(POLL_S, remaining),
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
         return None

@@ -14,7 +14,7 @@ import os
 import re
 import shutil
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Callable, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt
 from pydantic.json_schema import SkipJsonSchema
@@ -262,7 +262,7 @@ def _compile(inp: GrepInput) -> re.Pattern[str]:
         raise ToolError(f"Invalid regex pattern {inp.pattern!r}: {e}") from e
 
 
-def _file_filter(inp: GrepInput):
+def _file_filter(inp: GrepInput) -> Callable[[str], bool]:
     includes, excludes = [], []
     for g in split_globs(inp.glob):
         (excludes if g.startswith("!") else includes).append(g.lstrip("!"))

@@ -128,6 +128,8 @@ class ReadTool(Tool):
             )
         if not path.exists():
             raise missing_file_error(path, ctx)
+        if not path.is_file():
+            raise ToolError(f"{path} is not a regular file (device, FIFO or socket); cannot read it.")
         media_type = IMAGE_TYPES.get(path.suffix.lower())
         if media_type is not None:
             return self._read_image(path, media_type, ctx)

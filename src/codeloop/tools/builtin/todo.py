@@ -80,8 +80,9 @@ class TodoWriteTool(Tool):
     def is_concurrency_safe(self, inp: BaseModel) -> bool:
         return False
 
-    def input_schema(self) -> dict[str, Any]:
-        schema = super().input_schema()
+    def _build_schema(self) -> dict[str, Any]:
+        # Hooked below Tool.input_schema's per-model cache, so the inlining happens once.
+        schema = dict(super()._build_schema())
         defs = schema.pop("$defs", {})
         return _inline_refs(schema, defs)
 
