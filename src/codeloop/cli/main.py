@@ -76,6 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # httpcore probes for trio at import (~70 ms where it is installed); the CLI runs on asyncio only.
+    sys.modules.setdefault("trio", None)  # type: ignore[arg-type]
     args = build_parser().parse_args(argv)
     args.allowed_tools = _tool_list(args.allowed_tools) or []
     args.disallowed_tools = _tool_list(args.disallowed_tools) or []

@@ -71,8 +71,10 @@ class AnthropicProvider:
         else:
             headers["authorization"] = f"Bearer {self.auth_token}"
         headers.update(extra_headers or {})
+        # Plain-http endpoints (local proxies, test servers) never use TLS: skip loading the CA bundle.
+        verify = not self.base_url.startswith("http://")
         self._client = httpx.AsyncClient(
-            base_url=self.base_url, headers=headers, transport=transport,
+            base_url=self.base_url, headers=headers, transport=transport, verify=verify,
             timeout=httpx.Timeout(timeout, connect=15.0))
 
     async def aclose(self) -> None:
