@@ -82,6 +82,15 @@ class PermissionDenied:
 
 
 @dataclass(frozen=True)
+class CompactBoundary:
+    """History was compacted: `messages` replace everything before this point."""
+    trigger: Literal["auto", "manual"]
+    pre_tokens: int
+    messages: list[Message]
+    type: Literal["compact_boundary"] = "compact_boundary"
+
+
+@dataclass(frozen=True)
 class Terminal:
     reason: TerminalReason
     turn_count: int = 0
@@ -90,4 +99,4 @@ class Terminal:
 
 
 Event = Union[StreamEvent, AssistantEvent, UserEvent, SystemEvent, Tombstone, AttachmentEvent,
-              ApiCallEvent, ToolProgress, PermissionDenied, Terminal]
+              ApiCallEvent, ToolProgress, PermissionDenied, CompactBoundary, Terminal]

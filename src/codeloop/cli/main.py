@@ -56,6 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", help="model id or alias (sonnet, opus, haiku); default $ANTHROPIC_MODEL")
     p.add_argument("--fallback-model", help="comma-separated models to fall back to when overloaded")
     p.add_argument("--max-turns", type=int, help="stop after this many model turns")
+    p.add_argument("--token-budget", type=int, metavar="TOKENS",
+                   help="keep the model working until it has spent this many output tokens in the turn "
+                        '(also: end the prompt with "+500k")')
     p.add_argument("--system-prompt", help="replace the default system prompt")
     p.add_argument("--append-system-prompt", help="append to the system prompt")
     p.add_argument("--allowedTools", "--allowed-tools", dest="allowed_tools", nargs="+", action="extend",

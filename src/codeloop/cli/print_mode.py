@@ -132,7 +132,7 @@ class _Printer:
             if self.fmt == "stream-json":
                 _emit(self.out, {"type": "system", "subtype": ev.subtype, **ev.data, "session_id": sid,
                                  "uuid": new_uuid()})
-            elif ev.level != "info":
+            elif ev.level != "info" and ev.subtype != "api_retry":  # text mode: one error line, not a retry log
                 sys.stderr.write(f"codeloop: {ev.text}\n")
         elif isinstance(ev, StreamEvent):
             if self.fmt == "stream-json" and self.partial:

@@ -96,8 +96,12 @@ def build_conversation(args: argparse.Namespace, *, interactive: bool) -> tuple[
         provider = AnthropicProvider()
     except AuthenticationError as exc:
         raise SetupError(str(exc)) from None
+    fallback = [resolve_model(m) for m in (args.fallback_model or "").split(",") if m.strip()]
+    if args.token_budget is not None and args.token_budget < 1:
+        raise SetupError("--token-budget must be a positive number of tokens")
     config = ConversationConfig(
-        cwd=cwd, model=resolve_model(args.model), tools=_tools(args),
+        cwd=cwd, model=resolve_model(args.model), tools=_tools(args), fallback_models=fallback,
+        token_budget=args.token_budget,
         system_prompt=build_system_prompt(cwd, custom=args.system_prompt, append=args.append_system_prompt),
         user_context=user_context(cwd, store.config_dir()), policy=_permission_policy(args),
         max_turns=args.max_turns, persist=not args.no_session_persistence, interactive=interactive)

@@ -1,30 +1,36 @@
 """query(): the conversation loop of spec 004 §7 — one `while True`, one `State` per iteration.
 
-Each iteration: build the request, stream the model (yielding each content block as it
-completes), run the requested tools, then either stop with a `Terminal` event or rebuild the
-state and `continue`. Every exit path leaves a tool_result for every tool_use it sent.
+Each iteration: call the model (tools start mid-stream), then either recover and `continue`
+(the six transitions of §11, in priority order), stop with a `Terminal` event, or collect the
+tool results, run the continuation pipeline (§13.2) and go round again. Every exit leaves a
+tool_result for every tool_use it sent.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
-from dataclasses import dataclass, replace
-from typing import Any, AsyncIterator
+import os
+from dataclasses import dataclass, field, replace
+from typing import Any, AsyncIterator, Callable
 
 from codeloop.abort import AbortReason
-from codeloop.events import (ApiCallEvent, AssistantEvent, AttachmentEvent, Event, PermissionDenied,
-                             StreamEvent, Terminal, UserEvent)
-from codeloop.loop.request import build_request
+from codeloop.events import (AssistantEvent, AttachmentEvent, CompactBoundary, Event, PermissionDenied,
+                             SystemEvent, Terminal, Tombstone, UserEvent)
+from codeloop.loop.continuation import Continuation
+from codeloop.loop.model_call import ModelTurn, call_model
+from codeloop.loop.recovery import (DEFAULT_STOP_HOOK_BLOCK_CAP, MAX_OUTPUT_TOKENS_RECOVERY_LIMIT, ContextCollapse,
+                                    ReactiveCompact, StopHooks, max_output_tokens_error, recovery_message)
+from codeloop.loop.request import ESCALATED_MAX_OUTPUT_TOKENS, env_max_output_tokens, max_output_tokens
 from codeloop.loop.state import State, TerminalReason, Transition
-from codeloop.loop.tool_runner import CanUseTool, run_tool_use
+from codeloop.loop.tool_runner import CanUseTool
 from codeloop.messages import (INTERRUPT_MESSAGE, INTERRUPT_MESSAGE_FOR_TOOL_USE, Message, api_error_message,
                                missing_tool_results, user_message)
-from codeloop.providers.assembly import ResponseAssembler
 from codeloop.providers.base import Provider
-from codeloop.providers.errors import ProviderError
+from codeloop.providers.retry import RetryPolicy
 from codeloop.tools.base import Tool, ToolContext
-from codeloop.usage import Usage
+
+MAX_TOKENS_NOT_RUN = ("Tool call not executed: the response was cut off at the output token limit, "
+                      "so its input may be incomplete.")
 
 
 @dataclass
@@ -39,33 +45,17 @@ class QueryParams:
     can_use_tool: CanUseTool
     max_turns: int | None = None
     max_output_tokens: int | None = None
+    fallback_models: list[str] = field(default_factory=list)
+    retry: RetryPolicy = field(default_factory=RetryPolicy.from_env)
+    queue: Any = None                                   # input.queue.CommandQueue
+    refresh_tools: Callable[[], list[Tool]] | None = None
+    context_collapse: ContextCollapse | None = None
+    reactive_compact: ReactiveCompact | None = None
+    stop_hooks: StopHooks | None = None
+    token_budget: int | None = None
+    tool_use_summary_model: str | None = None           # None: no summaries
+    memory_prefetch: bool = True
     query_source: str = "repl_main_thread"
-
-
-class _Aborted(Exception):
-    pass
-
-
-async def _until_abort(stream: AsyncIterator[dict[str, Any]], ctx: ToolContext) -> AsyncIterator[dict[str, Any]]:
-    """Iterate the provider stream, stopping promptly when the query is aborted."""
-    abort_wait = asyncio.ensure_future(ctx.abort.wait())
-    try:
-        while True:
-            nxt = asyncio.ensure_future(anext(stream))
-            done, _ = await asyncio.wait({nxt, abort_wait}, return_when=asyncio.FIRST_COMPLETED)
-            if nxt not in done:
-                nxt.cancel()
-                await asyncio.gather(nxt, return_exceptions=True)
-                raise _Aborted
-            try:
-                yield nxt.result()
-            except StopAsyncIteration:
-                return
-    finally:
-        abort_wait.cancel()
-        aclose = getattr(stream, "aclose", None)
-        if aclose is not None:
-            await aclose()
 
 
 def _interruption(ctx: ToolContext, *, tool_use: bool) -> list[Message]:
@@ -75,95 +65,181 @@ def _interruption(ctx: ToolContext, *, tool_use: bool) -> list[Message]:
     return [user_message(INTERRUPT_MESSAGE_FOR_TOOL_USE if tool_use else INTERRUPT_MESSAGE)]
 
 
+def _stop_hook_cap() -> int:
+    value = os.environ.get("CODELOOP_STOP_HOOK_BLOCK_CAP", "")
+    return int(value) if value.isdigit() and int(value) > 0 else DEFAULT_STOP_HOOK_BLOCK_CAP
+
+
 async def query(p: QueryParams) -> AsyncIterator[Event]:
     state = State(messages=list(p.messages), tool_context=p.tool_context,
                   max_output_tokens_override=p.max_output_tokens)
-    while True:
-        messages_for_query = state.messages
-        ctx: ToolContext = state.tool_context
-        turn_count = state.turn_count
+    cont = Continuation(p)
+    model, fallback_chain, tools = p.model, list(p.fallback_models), list(p.tools)
+    try:
+        while True:
+            messages_for_query = state.messages
+            ctx: ToolContext = state.tool_context
+            turn_count = state.turn_count
+            if p.context_collapse is not None:
+                messages_for_query = p.context_collapse.apply_collapses_if_needed(messages_for_query)
 
-        # -- call the model, collecting each content block as it completes ----------------------
-        request = build_request(model=p.model, messages=messages_for_query, system_prompt=p.system_prompt,
-                                user_context=p.user_context, tools=p.tools,
-                                max_tokens_override=state.max_output_tokens_override)
-        assembler = ResponseAssembler()
-        assistant_messages: list[Message] = []
-        tool_use_blocks: list[dict[str, Any]] = []
-        started = time.monotonic()
-        try:
-            async for raw in _until_abort(p.provider.stream(request), ctx):
-                yield StreamEvent(raw)
-                block = assembler.feed(raw)
-                if block is None:
-                    continue
-                msg = Message(role="assistant", content=[block], id=assembler.id, model=assembler.model)
-                assistant_messages.append(msg)
-                yield AssistantEvent(msg)
-                if block.get("type") == "tool_use":
-                    tool_use_blocks.append(block)
-        except _Aborted:
-            pass
-        except ProviderError as err:
-            for m in missing_tool_results(assistant_messages, f"API error: {err}"):
-                yield UserEvent(m)
-            yield AssistantEvent(api_error_message(str(err)))
-            yield Terminal(TerminalReason.MODEL_ERROR, turn_count, str(err))
-            return
-        if assistant_messages:
-            assistant_messages[-1].stop_reason = assembler.stop_reason
-            assistant_messages[-1].usage = dict(assembler.usage)
-        if assembler.id is not None:
-            yield ApiCallEvent(assembler.model or p.model, Usage.from_api(assembler.usage),
-                               (time.monotonic() - started) * 1000, assembler.stop_reason)
+            # -- the model call: streaming, tools started mid-stream, retries, fallback (§9, §10) ------
+            turn = ModelTurn(model=model, fallback_chain=fallback_chain, messages=messages_for_query)
+            async for ev in call_model(p, turn, tools=tools, ctx=ctx, system_prompt=p.system_prompt,
+                                       max_tokens_override=state.max_output_tokens_override):
+                yield ev
+            model, fallback_chain, messages_for_query = turn.model, turn.fallback_chain, turn.messages
+            cont.record_output_tokens(turn.usage.output_tokens)
+            async for ev in cont.pending_summary(state):
+                yield ev
+            executor = turn.executor
+            assert executor is not None
 
-        # -- abort during streaming (spec 004 §12.1) --------------------------------------------
-        if ctx.abort.aborted:
-            for m in missing_tool_results(assistant_messages, INTERRUPT_MESSAGE_FOR_TOOL_USE):
-                yield UserEvent(m)
-            for m in _interruption(ctx, tool_use=False):
-                yield UserEvent(m)
-            yield Terminal(TerminalReason.ABORTED_STREAMING, turn_count)
-            return
-
-        if not tool_use_blocks:
-            yield Terminal(TerminalReason.COMPLETED, turn_count)
-            return
-
-        # -- run the tools (spec 004 §13.1) ------------------------------------------------------
-        tool_results: list[Message] = []
-        for block in tool_use_blocks:
+            # -- abort during streaming (§12.1) ----------------------------------------------------------
             if ctx.abort.aborted:
-                break
-            run = await run_tool_use(block, p.tools, ctx, p.can_use_tool,
-                                     invalid_json=assembler.invalid_json.get(block["id"]))
-            if run.denied:
-                yield PermissionDenied(run.tool_name, block["id"], dict(block.get("input") or {}))
-            tool_results.append(run.message)
-            yield UserEvent(run.message)
+                async for upd in executor.get_remaining_results():
+                    turn.results[upd.tool_use_id] = upd.message
+                    yield UserEvent(upd.message)
+                for m in missing_tool_results(turn.assistant_messages, INTERRUPT_MESSAGE_FOR_TOOL_USE,
+                                              set(turn.results)):
+                    yield UserEvent(m)
+                for m in _interruption(ctx, tool_use=False):
+                    yield UserEvent(m)
+                yield Terminal(TerminalReason.ABORTED_STREAMING, turn_count)
+                return
 
-        # -- abort during tools (spec 004 §12.2) -------------------------------------------------
-        if ctx.abort.aborted:
-            answered = {tid for m in tool_results for tid in m.tool_result_ids()}
-            for m in missing_tool_results(assistant_messages, INTERRUPT_MESSAGE_FOR_TOOL_USE, answered):
+            # -- a fatal API error (§10.2): answer orphaned tool calls, show the real error --------------
+            if turn.error is not None and turn.withheld is None:
+                executor.discard()
+                for m in missing_tool_results(turn.assistant_messages, f"API error: {turn.error}", set(turn.results)):
+                    yield UserEvent(m)
+                yield AssistantEvent(api_error_message(str(turn.error)))
+                yield Terminal(TerminalReason.MODEL_ERROR, turn_count, str(turn.error))
+                return
+
+            max_tokens_hit = turn.stop_reason == "max_tokens"
+            if max_tokens_hit and turn.tool_use_blocks:
+                executor.discard()
+                for m in missing_tool_results(turn.assistant_messages, MAX_TOKENS_NOT_RUN):
+                    turn.results[m.content[0]["tool_use_id"]] = m
+                    yield UserEvent(m)
+            needs_follow_up = bool(turn.tool_use_blocks) and not max_tokens_hit and turn.withheld is None
+            answered = [turn.results[b["id"]] for b in turn.tool_use_blocks if b["id"] in turn.results]
+
+            if not needs_follow_up:
+                # -- 1. collapse_drain_retry (§11.1) ----------------------------------------------------
+                if (turn.withheld == "prompt_too_long" and p.context_collapse is not None
+                        and state.transition is not Transition.COLLAPSE_DRAIN_RETRY):
+                    drained = p.context_collapse.recover_from_overflow(messages_for_query)
+                    if drained.committed > 0:
+                        state = replace(state, messages=drained.messages, transition=Transition.COLLAPSE_DRAIN_RETRY)
+                        continue
+                # -- 2. reactive_compact_retry (§11.2) ----------------------------------------------------
+                if turn.withheld is not None:
+                    if p.reactive_compact is not None and not state.has_attempted_reactive_compact:
+                        compacted = await p.reactive_compact.try_reactive_compact(
+                            has_attempted=state.has_attempted_reactive_compact, messages=messages_for_query,
+                            model=model)
+                        if compacted is not None:
+                            yield CompactBoundary(compacted.trigger, compacted.pre_tokens, compacted.messages)
+                            state = replace(state, messages=compacted.messages, has_attempted_reactive_compact=True,
+                                            transition=Transition.REACTIVE_COMPACT_RETRY)
+                            continue
+                    yield AssistantEvent(api_error_message(str(turn.error)))
+                    reason = TerminalReason.IMAGE_ERROR if turn.withheld == "media" else TerminalReason.PROMPT_TOO_LONG
+                    yield Terminal(reason, turn_count, str(turn.error))
+                    return
+                if max_tokens_hit:
+                    # -- 3. max_output_tokens_escalate (§11.3): same request, bigger cap, once -----------
+                    if state.max_output_tokens_override is None and env_max_output_tokens() is None:
+                        for m in [*turn.assistant_messages, *answered]:
+                            yield Tombstone(m)
+                        state = replace(state, max_output_tokens_override=ESCALATED_MAX_OUTPUT_TOKENS,
+                                        transition=Transition.MAX_OUTPUT_TOKENS_ESCALATE)
+                        continue
+                    # -- 4. max_output_tokens_recovery (§11.4): ask the model to resume, at most 3 times --
+                    if state.max_output_tokens_recovery_count < MAX_OUTPUT_TOKENS_RECOVERY_LIMIT:
+                        nudge = recovery_message()
+                        yield UserEvent(nudge)
+                        state = replace(state, messages=[*messages_for_query, *turn.assistant_messages, *answered,
+                                                         nudge],
+                                        max_output_tokens_recovery_count=state.max_output_tokens_recovery_count + 1,
+                                        transition=Transition.MAX_OUTPUT_TOKENS_RECOVERY)
+                        continue
+                    yield AssistantEvent(max_output_tokens_error(
+                        max_output_tokens(model, state.max_output_tokens_override)))
+                # -- 5. stop_hook_blocking (§11.5) --------------------------------------------------------
+                if p.stop_hooks is not None:
+                    outcome = await p.stop_hooks.run([*messages_for_query, *turn.assistant_messages],
+                                                     stop_hook_active=bool(state.stop_hook_active))
+                    if outcome.prevent_continuation:
+                        yield Terminal(TerminalReason.HOOK_STOPPED, turn_count, outcome.stop_reason)
+                        return
+                    if outcome.blocking_messages:
+                        if state.stop_hook_blocks + 1 > _stop_hook_cap():
+                            yield SystemEvent("stop_hook_cap", f"Stop hooks blocked {_stop_hook_cap()} times in a "
+                                              "row; ending the turn so it cannot loop forever.", "warning")
+                            yield Terminal(TerminalReason.HOOK_STOPPED, turn_count, "stop hook block cap reached")
+                            return
+                        for m in outcome.blocking_messages:
+                            yield UserEvent(m)
+                        state = replace(state, messages=[*messages_for_query, *turn.assistant_messages,
+                                                         *outcome.blocking_messages],
+                                        stop_hook_active=True, stop_hook_blocks=state.stop_hook_blocks + 1,
+                                        transition=Transition.STOP_HOOK_BLOCKING)
+                        continue
+                # -- 6. token_budget_continuation (§11.6) -------------------------------------------------
+                nudge = cont.budget_nudge(ctx)
+                if nudge is not None:
+                    yield UserEvent(nudge)
+                    state = replace(state, messages=[*messages_for_query, *turn.assistant_messages, nudge],
+                                    transition=Transition.TOKEN_BUDGET_CONTINUATION)
+                    continue
+                yield Terminal(TerminalReason.COMPLETED, turn_count)
+                return
+
+            # -- tool execution: collect what is still running (§13.1) ----------------------------------
+            async for upd in executor.get_remaining_results():
+                turn.results[upd.tool_use_id] = upd.message
+                if upd.denied:
+                    yield PermissionDenied(upd.tool_name, upd.tool_use_id, dict(upd.tool_input))
+                yield UserEvent(upd.message)
+            for m in missing_tool_results(turn.assistant_messages, INTERRUPT_MESSAGE_FOR_TOOL_USE, set(turn.results)):
+                turn.results[m.content[0]["tool_use_id"]] = m
                 yield UserEvent(m)
-            for m in _interruption(ctx, tool_use=True):
-                yield UserEvent(m)
-            if p.max_turns and turn_count + 1 > p.max_turns:
+            tool_results = [turn.results[b["id"]] for b in turn.tool_use_blocks]  # back in tool_use order
+            cont.start_summary(turn, tool_results)
+
+            # -- abort during tools (§12.2) ----------------------------------------------------------------
+            if ctx.abort.aborted:
+                for m in _interruption(ctx, tool_use=True):
+                    yield UserEvent(m)
+                if p.max_turns and turn_count + 1 > p.max_turns:
+                    yield AttachmentEvent({"type": "max_turns_reached", "maxTurns": p.max_turns,
+                                           "turnCount": turn_count + 1})
+                yield Terminal(TerminalReason.ABORTED_TOOLS, turn_count)
+                return
+
+            # -- continuation pipeline (§13.2): queued commands, attachments, memory, tool refresh ---------
+            extra: list[Message] = []
+            async for ev in cont.attachments(ctx):
+                if isinstance(ev, UserEvent):
+                    extra.append(ev.message)
+                yield ev
+            tools = cont.refreshed_tools(tools)
+
+            # -- max turns (§13.3) -------------------------------------------------------------------------
+            next_turn_count = turn_count + 1
+            if p.max_turns and next_turn_count > p.max_turns:
                 yield AttachmentEvent({"type": "max_turns_reached", "maxTurns": p.max_turns,
-                                       "turnCount": turn_count + 1})
-            yield Terminal(TerminalReason.ABORTED_TOOLS, turn_count)
-            return
+                                       "turnCount": next_turn_count})
+                yield Terminal(TerminalReason.MAX_TURNS, next_turn_count)
+                return
 
-        # -- max turns (spec 004 §13.3) -------------------------------------------------------------
-        next_turn_count = turn_count + 1
-        if p.max_turns and next_turn_count > p.max_turns:
-            yield AttachmentEvent({"type": "max_turns_reached", "maxTurns": p.max_turns,
-                                   "turnCount": next_turn_count})
-            yield Terminal(TerminalReason.MAX_TURNS, next_turn_count)
-            return
-
-        state = replace(state, messages=[*messages_for_query, *assistant_messages, *tool_results],
-                        turn_count=next_turn_count, max_output_tokens_recovery_count=0,
-                        has_attempted_reactive_compact=False, max_output_tokens_override=p.max_output_tokens,
-                        transition=Transition.NEXT_TURN)
+            state = replace(state, messages=[*messages_for_query, *turn.assistant_messages, *tool_results, *extra],
+                            turn_count=next_turn_count, max_output_tokens_recovery_count=0,
+                            has_attempted_reactive_compact=False, max_output_tokens_override=p.max_output_tokens,
+                            pending_tool_use_summary=cont.summary_task, stop_hook_blocks=0,
+                            transition=Transition.NEXT_TURN)
+    finally:
+        cont.close()

@@ -55,5 +55,6 @@ class State:
     max_output_tokens_override: int | None = None
     pending_tool_use_summary: "asyncio.Task[Message | None] | None" = None
     stop_hook_active: bool | None = None
+    stop_hook_blocks: int = 0            # consecutive stop-hook blocks, capped so a hook cannot loop forever
     turn_count: int = 1
     transition: Transition | None = None

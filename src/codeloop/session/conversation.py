@@ -14,8 +14,8 @@ from typing import Any, AsyncIterator, Awaitable, Callable
 from pydantic import BaseModel
 
 from codeloop.abort import AbortController
-from codeloop.events import (ApiCallEvent, AssistantEvent, Event, PermissionDenied, Terminal, Tombstone,
-                             UserEvent)
+from codeloop.events import (ApiCallEvent, AssistantEvent, CompactBoundary, Event, PermissionDenied, Terminal,
+                             Tombstone, UserEvent)
 from codeloop.loop.query import QueryParams, query
 from codeloop.messages import Message, user_message
 from codeloop.permissions.policy import PermissionPolicy, denial_message, denial_record
@@ -36,6 +36,9 @@ class ConversationConfig:
     policy: PermissionPolicy = field(default_factory=PermissionPolicy)
     max_turns: int | None = None
     max_output_tokens: int | None = None
+    fallback_models: list[str] = field(default_factory=list)
+    token_budget: int | None = None
+    tool_use_summary_model: str | None = None
     persist: bool = True
     interactive: bool = False
 
@@ -64,6 +67,8 @@ class Conversation:
                                         session_dir=store.session_dir(config.cwd, session_id),
                                         non_interactive=not config.interactive)
         self.abort: AbortController | None = None
+        from codeloop.input.queue import CommandQueue
+        self.queue = CommandQueue()
 
     # -- totals ----------------------------------------------------------------------------------
     @property
@@ -117,7 +122,10 @@ class Conversation:
                              user_context=self.config.user_context, tools=self.config.tools,
                              provider=self.provider, model=self.config.model, tool_context=self.tool_context,
                              can_use_tool=self.can_use_tool, max_turns=self.config.max_turns,
-                             max_output_tokens=self.config.max_output_tokens)
+                             max_output_tokens=self.config.max_output_tokens,
+                             fallback_models=list(self.config.fallback_models), queue=self.queue,
+                             token_budget=self._token_budget(msg),
+                             tool_use_summary_model=self.config.tool_use_summary_model)
         try:
             async for ev in query(params):
                 self._record(ev)
@@ -126,6 +134,11 @@ class Conversation:
             if self.writer is not None:
                 self.writer.sync()
 
+    def _token_budget(self, msg: Message) -> int | None:
+        from codeloop.loop.budget import parse_token_budget
+
+        return parse_token_budget(msg.text) or self.config.token_budget
+
     def _record(self, ev: Event) -> None:
         if isinstance(ev, (AssistantEvent, UserEvent)):
             self.messages.append(ev.message)
@@ -133,6 +146,12 @@ class Conversation:
         elif isinstance(ev, Tombstone):
             self.messages = [m for m in self.messages if m.uuid != ev.message.uuid]
             self._write_entry({"type": "tombstone", "targetUuid": ev.message.uuid})
+        elif isinstance(ev, CompactBoundary):
+            self.messages = list(ev.messages)
+            self._write_entry({"type": "system", "subtype": "compact_boundary",
+                               "compactMetadata": {"trigger": ev.trigger, "preTokens": ev.pre_tokens}})
+            for m in ev.messages:
+                self._write(m)
         elif isinstance(ev, ApiCallEvent):
             self._record_api_call(ev)
         elif isinstance(ev, PermissionDenied):

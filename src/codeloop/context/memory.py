@@ -1,0 +1,163 @@
+"""Nested-memory prefetch (spec 004 §7.1, §13.2): instruction files below the working directory.
+
+The user context already carries the CLAUDE.md files of cwd and its ancestors. Subdirectories
+can hold their own (`sub/CLAUDE.md`, `sub/CLAUDE.local.md`, `sub/.claude/CLAUDE.md`); those
+matter only once the model works in that subtree. This module owns finding them in the
+background when a query starts, and handing the relevant ones to the loop between turns
+without ever making the loop wait. The loop owns deduplication state (`already`) and yielding.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+from codeloop.messages import Message, user_message
+
+# Same per-directory order as the user context: shared, then .claude/, then private.
+MEMORY_FILE_NAMES = ("CLAUDE.md", os.path.join(".claude", "CLAUDE.md"), "CLAUDE.local.md")
+# Dot-dirs are skipped wholesale; these are the big non-dot ones worth never descending into.
+SKIP_DIRS = frozenset({"node_modules", "__pycache__", "venv", "site-packages"})
+MAX_MEMORY_CHARS = 40_000
+
+
+@dataclass(frozen=True)
+class MemoryFile:
+    path: str       # absolute path of the instruction file
+    directory: str  # the directory it governs (for .claude/CLAUDE.md, the parent of .claude)
+
+
+def find_nested_memory_files(cwd: Path, *, max_files: int = 2000, max_depth: int = 6,
+                             stop: threading.Event | None = None) -> list[MemoryFile]:
+    """Memory files in subdirectories of `cwd`, shallowest first.
+
+    Breadth-first so that when the `max_files` bound cuts a huge tree short, what was found is
+    what sits closest to the user. Runs in a worker thread; `stop` lets the owner end it early.
+    """
+    root = os.path.abspath(cwd)
+    found: list[MemoryFile] = []
+    visited = 0
+    pending: deque[tuple[str, int]] = deque([(root, 0)])
+    while pending:
+        directory, depth = pending.popleft()
+        if stop is not None and stop.is_set():
+            break
+        if depth > 0:
+            for name in MEMORY_FILE_NAMES:
+                candidate = os.path.join(directory, name)
+                if os.path.isfile(candidate):
+                    found.append(MemoryFile(candidate, directory))
+        if depth >= max_depth:
+            continue
+        children = []
+        try:
+            with os.scandir(directory) as entries:
+                for entry in entries:
+                    # Every entry counts, files too: a huge flat directory costs as much as a deep tree.
+                    visited += 1
+                    if visited > max_files:
+                        return found
+                    if _walkable(entry) and not entry.name.startswith(".") and entry.name not in SKIP_DIRS:
+                        children.append(entry.name)
+        except OSError:
+            continue  # unreadable directory: skip it, keep the rest of the walk
+        pending.extend((os.path.join(directory, name), depth + 1) for name in sorted(children))
+    return found
+
+
+def _walkable(entry: os.DirEntry[str]) -> bool:
+    # No symlinked directories: they can loop, or lead outside the project.
+    try:
+        return entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
+
+
+class MemoryPrefetch:
+    """A background walk for nested memory files, consumed zero-wait by the loop.
+
+    `consumed_on_iteration` is the loop's bookkeeping (the iteration that last took
+    attachments); this class never reads it.
+    """
+
+    def __init__(self, cwd: Path, *, max_files: int = 2000, max_depth: int = 6) -> None:
+        self.cwd = Path(os.path.abspath(cwd))
+        self.settled_at: float | None = None
+        self.consumed_on_iteration: int = -1
+        self.error: BaseException | None = None
+        self._files: list[MemoryFile] = []
+        self._stop = threading.Event()
+        self.task: asyncio.Task[None] = asyncio.get_running_loop().create_task(
+            self._run(max_files, max_depth), name="memory-prefetch")
+
+    async def _run(self, max_files: int, max_depth: int) -> None:
+        try:
+            self._files = await asyncio.to_thread(
+                find_nested_memory_files, self.cwd, max_files=max_files, max_depth=max_depth,
+                stop=self._stop)
+        except Exception as exc:  # a failed prefetch only means no nested memory this query
+            self.error = exc
+        finally:
+            self.settled_at = time.time()
+
+    @property
+    def files(self) -> list[MemoryFile]:
+        return list(self._files)
+
+    def take_attachments(self, read_paths: Iterable[str], already: set[str]) -> list[dict[str, Any]]:
+        """Attachments for memory files governing something the model read; never waits.
+
+        Returns [] until the walk has settled, so the loop simply tries again next iteration.
+        Adds each attached path to `already` so a file is attached once per session.
+        """
+        if self.settled_at is None or not self._files:
+            return []
+        touched = [os.path.abspath(p if os.path.isabs(p) else self.cwd / p) for p in read_paths]
+        out = []
+        for mem in self._files:
+            if mem.path in already or not any(_is_within(p, mem.directory) for p in touched):
+                continue
+            content = _read_capped(mem.path)
+            if content is None:
+                continue  # vanished or unreadable since the walk; maybe next time
+            already.add(mem.path)
+            out.append({"type": "nested_memory", "path": mem.path, "content": content})
+        return out
+
+    def close(self) -> None:
+        """Dispose: call on every exit path of the query so no walk outlives it."""
+        self._stop.set()
+        if not self.task.done():
+            self.task.cancel()
+
+
+def start_memory_prefetch(cwd: Path, *, max_files: int = 2000, max_depth: int = 6) -> MemoryPrefetch:
+    """Start the walk on the running loop; the caller must `close()` the result."""
+    return MemoryPrefetch(cwd, max_files=max_files, max_depth=max_depth)
+
+
+def _is_within(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
+
+
+def _read_capped(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read(MAX_MEMORY_CHARS + 1)
+    except OSError:
+        return None
+    if len(text) > MAX_MEMORY_CHARS:
+        text = text[:MAX_MEMORY_CHARS] + "\n… [truncated]"
+    return text
+
+
+def attachment_message(att: dict[str, Any]) -> Message:
+    text = (f"<system-reminder>\nContents of {att['path']} (project instructions for this "
+            f"subdirectory):\n\n{att['content']}\n</system-reminder>")
+    return user_message(text, is_meta=True)

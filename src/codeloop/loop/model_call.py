@@ -1,0 +1,196 @@
+"""One model call of the loop (spec 004 §9–§10): stream, start tools mid-stream, retry, fall back.
+
+`call_model` is an async generator: it yields events as they happen and fills in a `ModelTurn`
+describing what the call produced. A failed attempt leaves nothing behind: its messages are
+tombstoned and its executor discarded before the retry. Tool calls with side effects are held
+until the response is known not to have been cut at max_tokens (their JSON could be truncated
+yet still parse); read-only ones start as soon as their block is complete.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator
+
+from codeloop.events import (ApiCallEvent, AssistantEvent, Event, PermissionDenied, StreamEvent, SystemEvent,
+                             Tombstone, UserEvent)
+from codeloop.loop.recovery import strip_thinking, withheld_kind
+from codeloop.loop.request import build_request
+from codeloop.loop.streaming import StreamingToolExecutor, ToolUpdate
+from codeloop.messages import Message, missing_tool_results
+from codeloop.providers.assembly import ResponseAssembler
+from codeloop.providers.errors import ProviderError
+from codeloop.providers.retry import error_category, is_overloaded, is_retryable
+from codeloop.tools.base import ToolContext
+from codeloop.usage import Usage
+
+
+class Aborted(Exception):
+    """The query's abort controller fired while we were waiting on the model."""
+
+
+@dataclass
+class ModelTurn:
+    model: str
+    fallback_chain: list[str]
+    messages: list[Message]                   # what was sent (thinking stripped after a fallback)
+    executor: StreamingToolExecutor | None = None
+    assistant_messages: list[Message] = field(default_factory=list)
+    tool_use_blocks: list[dict[str, Any]] = field(default_factory=list)
+    results: dict[str, Message] = field(default_factory=dict)
+    stop_reason: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    error: ProviderError | None = None
+    withheld: str | None = None               # 'prompt_too_long' | 'media'
+    aborted: bool = False
+    invalid_json: dict[str, str] = field(default_factory=dict)
+
+
+async def _until_abort(stream: AsyncIterator[dict[str, Any]], ctx: ToolContext) -> AsyncIterator[dict[str, Any]]:
+    abort_wait = asyncio.ensure_future(ctx.abort.wait())
+    try:
+        while True:
+            nxt = asyncio.ensure_future(anext(stream))
+            done, _ = await asyncio.wait({nxt, abort_wait}, return_when=asyncio.FIRST_COMPLETED)
+            if nxt not in done:
+                nxt.cancel()
+                await asyncio.gather(nxt, return_exceptions=True)
+                raise Aborted
+            try:
+                yield nxt.result()
+            except StopAsyncIteration:
+                return
+    finally:
+        abort_wait.cancel()
+        aclose = getattr(stream, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+async def _sleep_or_abort(seconds: float, ctx: ToolContext) -> None:
+    try:
+        await asyncio.wait_for(ctx.abort.wait(), timeout=seconds)
+    except asyncio.TimeoutError:
+        return
+    raise Aborted
+
+
+def _updates_to_events(turn: ModelTurn, updates: list[ToolUpdate]) -> list[Event]:
+    events: list[Event] = []
+    for upd in updates:
+        turn.results[upd.tool_use_id] = upd.message
+        if upd.denied:
+            events.append(PermissionDenied(upd.tool_name, upd.tool_use_id, dict(upd.tool_input)))
+        events.append(UserEvent(upd.message))
+    return events
+
+
+def _is_safe(block: dict[str, Any], tools: list) -> bool:
+    from codeloop.tools.registry import find_tool, parse_tool_input
+    from codeloop.tools.base import ToolError
+
+    tool = find_tool(tools, block.get("name", ""))
+    if tool is None:
+        return True
+    try:
+        return tool.is_concurrency_safe(parse_tool_input(tool, block.get("input") or {}))
+    except ToolError:
+        return True
+
+
+async def call_model(p, turn: ModelTurn, *, tools: list, ctx: ToolContext, system_prompt: list[str],
+                     max_tokens_override: int | None) -> AsyncIterator[Event]:
+    """Stream one model response into `turn`, retrying and falling back as needed."""
+    attempt, overloaded_in_a_row = 0, 0
+    while True:
+        turn.executor = StreamingToolExecutor(tools, p.can_use_tool, ctx)
+        turn.assistant_messages, turn.tool_use_blocks, turn.results = [], [], {}
+        yielded_results: list[Message] = []
+        assembler = ResponseAssembler()
+        held: list[dict[str, Any]] = []     # complete blocks not yet handed to the executor
+        request = build_request(model=turn.model, messages=turn.messages, system_prompt=system_prompt,
+                                user_context=p.user_context, tools=tools, max_tokens_override=max_tokens_override)
+        started = time.monotonic()
+        try:
+            async for raw in _until_abort(p.provider.stream(request), ctx):
+                yield StreamEvent(raw)
+                etype = raw.get("type")
+                if etype == "content_block_start" and held:
+                    # a later block started, so held read-only blocks are complete and untruncated
+                    for b in [b for b in held if _is_safe(b, tools)]:
+                        turn.executor.add_tool(b, invalid_json=assembler.invalid_json.get(b["id"]))
+                        held.remove(b)
+                elif etype == "message_delta":
+                    if (raw.get("delta") or {}).get("stop_reason") != "max_tokens":
+                        for b in held:
+                            turn.executor.add_tool(b, invalid_json=assembler.invalid_json.get(b["id"]))
+                        held.clear()
+                block = assembler.feed(raw)
+                if block is not None:
+                    msg = Message(role="assistant", content=[block], id=assembler.id, model=assembler.model)
+                    turn.assistant_messages.append(msg)
+                    yield AssistantEvent(msg)
+                    if block.get("type") == "tool_use":
+                        turn.tool_use_blocks.append(block)
+                        held.append(block)
+                for ev in _updates_to_events(turn, turn.executor.get_completed_results()):
+                    if isinstance(ev, UserEvent):
+                        yielded_results.append(ev.message)
+                    yield ev
+        except Aborted:
+            turn.aborted = True
+        except ProviderError as err:
+            turn.error = err
+        turn.invalid_json = dict(assembler.invalid_json)
+        turn.stop_reason = assembler.stop_reason
+        if assembler.id is not None:
+            usage = Usage.from_api(assembler.usage)
+            turn.usage.add(usage)
+            yield ApiCallEvent(assembler.model or turn.model, usage, (time.monotonic() - started) * 1000,
+                               assembler.stop_reason)
+        if turn.assistant_messages:
+            turn.assistant_messages[-1].stop_reason = assembler.stop_reason
+            turn.assistant_messages[-1].usage = dict(assembler.usage)
+        err = turn.error
+        if err is None or turn.aborted:
+            return
+        turn.withheld = withheld_kind(err)
+        if turn.withheld is not None:
+            return  # held back: the loop tries to recover before showing it
+
+        overloaded_in_a_row = overloaded_in_a_row + 1 if is_overloaded(err) else 0
+        fallback = (turn.fallback_chain and overloaded_in_a_row >= p.retry.fallback_after)
+        if not fallback and (not is_retryable(err) or attempt >= p.retry.limit_for(err)):
+            return  # fatal: the loop reports it
+        # -- this attempt failed and will be redone: leave nothing of it behind ----------------------
+        turn.executor.discard()
+        answered = set(turn.results)
+        orphans = missing_tool_results(turn.assistant_messages, "Model fallback triggered" if fallback
+                                       else "Retrying after an API error", answered)
+        for m in orphans:
+            yield UserEvent(m)
+        for m in [*turn.assistant_messages, *yielded_results, *orphans]:
+            yield Tombstone(m)
+        turn.error = None
+        if fallback:
+            original, turn.model = turn.model, turn.fallback_chain.pop(0)
+            turn.messages = strip_thinking(turn.messages)
+            attempt, overloaded_in_a_row = 0, 0
+            yield SystemEvent("model_fallback", f"Switched to {turn.model} due to high demand for {original}",
+                              "warning", {"from_model": original, "to_model": turn.model})
+            continue
+        attempt += 1
+        delay = p.retry.delay_s(attempt, err)
+        yield SystemEvent("api_retry", f"API error ({error_category(err)}); retrying in {delay:.1f}s "
+                                       f"(attempt {attempt}/{p.retry.limit_for(err)})", "warning",
+                          {"attempt": attempt, "max_retries": p.retry.limit_for(err),
+                           "retry_delay_ms": int(delay * 1000), "error_status": getattr(err, "status", None),
+                           "error": error_category(err)})
+        try:
+            await _sleep_or_abort(delay, ctx)
+        except Aborted:
+            turn.aborted = True
+            turn.assistant_messages, turn.tool_use_blocks = [], []
+            return
