@@ -7,41 +7,14 @@ import pytest
 from fakeapi import ScriptedAPI, error, sse, text, tool_use
 from codeloop.abort import AbortController, AbortReason
 from codeloop.events import AssistantEvent, AttachmentEvent, PermissionDenied, Terminal, UserEvent
-from codeloop.loop.query import QueryParams, query
+from codeloop.loop.query import query
+from loophelpers import make_params, run, terminal
 from codeloop.loop.state import TerminalReason
 from codeloop.messages import user_message
 from codeloop.permissions.policy import PermissionMode, PermissionPolicy
 from codeloop.providers.anthropic import AnthropicProvider
 from codeloop.tools.base import PermissionBehavior, PermissionDecision, ToolContext
 from codeloop.tools.registry import builtin_tools
-
-
-def make_params(api, cwd, *, prompt="do it", policy=None, **kw):
-    policy = policy or PermissionPolicy(mode=PermissionMode.BYPASS)
-
-    async def can_use_tool(tool, inp, block, ctx):
-        d = policy.decide(tool, inp, await tool.check_permissions(inp, ctx))
-        if d.behavior is PermissionBehavior.ASK:
-            return PermissionDecision(PermissionBehavior.DENY, "denied in test")
-        return d
-
-    provider = AnthropicProvider(api_key="k", base_url="http://fake", transport=api.transport())
-    params = dict(messages=[user_message(prompt)], system_prompt=["You are a test."],
-                  user_context={"claudeMd": "Always be brief."}, tools=builtin_tools(), provider=provider,
-                  model="claude-sonnet-4-5", tool_context=ToolContext(cwd=cwd, project_dir=cwd),
-                  can_use_tool=can_use_tool)
-    params.update(kw)
-    return QueryParams(**params)
-
-
-async def run(params):
-    return [ev async for ev in query(params)]
-
-
-def terminal(events) -> Terminal:
-    assert isinstance(events[-1], Terminal)
-    assert sum(isinstance(e, Terminal) for e in events) == 1
-    return events[-1]
 
 
 async def test_text_answer_completes_and_sends_context(tmp_path):

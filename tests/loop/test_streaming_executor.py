@@ -71,9 +71,10 @@ def use(name: str, **inp) -> dict:
     return {"type": "tool_use", "id": f"toolu_{next(_ids)}", "name": name, "input": inp}
 
 
-def make(tmp_path, log, *extra: Tool, can_use_tool=allow, **kw) -> StreamingToolExecutor:
+def make(tmp_path, log, *extra: Tool, can_use_tool=allow, ctx=None, **kw) -> StreamingToolExecutor:
     tools = [Probe(log), Mutate(log), *extra]
-    return StreamingToolExecutor(tools, can_use_tool, ToolContext(cwd=tmp_path, project_dir=tmp_path), **kw)
+    ctx = ctx or ToolContext(cwd=tmp_path, project_dir=tmp_path)
+    return StreamingToolExecutor(tools, can_use_tool, ctx, **kw)
 
 
 async def remaining(ex: StreamingToolExecutor) -> list[ToolUpdate]:
@@ -234,7 +235,8 @@ async def test_read_error_does_not_cascade(tmp_path):
 
 async def test_abort_interrupts_queued_tools_and_yields_killed_bash_result(tmp_path):
     log: list = []
-    ex = make(tmp_path, log, BashTool())
+    ctx = ToolContext(cwd=tmp_path, project_dir=tmp_path)
+    ex = make(tmp_path, log, BashTool(), ctx=ctx)
     marker, pidfile = tmp_path / "marker", tmp_path / "pid"
     bash = use("Bash", command=f"echo $$ > {pidfile}; sleep 5; touch {marker}")
     queued = [use("Probe", label="p"), use("Mutate", label="m")]
@@ -247,7 +249,7 @@ async def test_abort_interrupts_queued_tools_and_yields_killed_bash_result(tmp_p
             await asyncio.sleep(0.01)
 
     await asyncio.wait_for(until_started(), GUARD_S)
-    ex._ctx.abort.abort()
+    ctx.abort.abort()
     results = by_id(await collector)
 
     killed = result(results[bash["id"]])

@@ -95,6 +95,9 @@ class MemoryPrefetch:
         self._stop = threading.Event()
         self.task: asyncio.Task[None] = asyncio.get_running_loop().create_task(
             self._run(max_files, max_depth), name="memory-prefetch")
+        # A done-callback, not a `finally`: it also fires when the task is cancelled before
+        # its first step, and it runs before anyone awaiting the task resumes.
+        self.task.add_done_callback(self._settle)
 
     async def _run(self, max_files: int, max_depth: int) -> None:
         try:
@@ -103,8 +106,9 @@ class MemoryPrefetch:
                 stop=self._stop)
         except Exception as exc:  # a failed prefetch only means no nested memory this query
             self.error = exc
-        finally:
-            self.settled_at = time.time()
+
+    def _settle(self, _task: asyncio.Task[None]) -> None:
+        self.settled_at = time.time()
 
     @property
     def files(self) -> list[MemoryFile]:

@@ -169,9 +169,14 @@ class StreamingToolExecutor:
             # Cancelled tasks are still awaited, so a killed Bash is reaped before we return.
             pending = {t for t in self._tasks if not t.done()}
             if not pending:
-                if all(e.status == "done" for e in self._entries):
-                    return
-                continue  # cannot happen (the scheduler always starts a tool when idle); re-check
+                # The scheduler starts a tool whenever none runs, so only a bug could leave one
+                # unanswered here: answer it rather than spin or leave a dangling tool_use.
+                for e in self._entries:
+                    if e.status != "done":
+                        self._finish(e, self._error_update(e, f"{e.name} was never started"))
+                for update in self.get_completed_results():
+                    yield update
+                return
             abort_wait = None
             if not self._ctx.abort.aborted:
                 abort_wait = asyncio.ensure_future(self._ctx.abort.wait())
