@@ -240,3 +240,29 @@ def test_sigterm_ends_cleanly_with_result_and_transcript(tmp_path):
     results = [b for e in entries if e.get("type") == "user" for b in e["message"]["content"]
                if isinstance(b, dict) and b.get("type") == "tool_result"]
     assert [r["tool_use_id"] for r in results] == ["long"]
+
+
+def test_stream_json_prints_api_retry_and_fallback(tmp_path):
+    overloaded = error(529, "overloaded_error", "Overloaded")
+    api = ScriptedAPI(overloaded, overloaded, overloaded, sse(text("from haiku")))
+    with api.serve() as url:
+        r = codeloop(["-p", "hi", "--output-format", "stream-json", "--verbose", "--fallback-model", "haiku"],
+                     cwd=tmp_path, base_url=url, env={"CODELOOP_MAX_RETRIES": "5"})
+    assert r.returncode == 0, r.stderr
+    lines = jsonl(r.stdout)
+    retries = [l for l in lines if l.get("subtype") == "api_retry"]
+    assert [l["attempt"] for l in retries] == [1, 2]
+    assert retries[0]["error_status"] == 529 and retries[0]["error"] == "overloaded"
+    assert retries[0]["max_retries"] == 5 and retries[0]["retry_delay_ms"] >= 0 and "session_id" in retries[0]
+    fallback = [l for l in lines if l.get("subtype") == "model_fallback"]
+    assert fallback and fallback[0]["to_model"] == "claude-haiku-4-5"
+    assert lines[-1]["result"] == "from haiku" and api.requests[-1].body["model"] == "claude-haiku-4-5"
+
+
+def test_text_mode_shows_fallback_warning_on_stderr(tmp_path):
+    overloaded = error(529, "overloaded_error", "Overloaded")
+    api = ScriptedAPI(overloaded, overloaded, overloaded, sse(text("ok")))
+    with api.serve() as url:
+        r = codeloop(["-p", "hi", "--fallback-model", "claude-haiku-4-5"], cwd=tmp_path, base_url=url)
+    assert r.returncode == 0 and r.stdout == "ok\n"
+    assert "Switched to claude-haiku-4-5 due to high demand for claude-sonnet-4-5" in r.stderr

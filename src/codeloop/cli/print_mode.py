@@ -16,7 +16,7 @@ import time
 from typing import Any, TextIO
 
 from codeloop.abort import AbortController, AbortReason
-from codeloop.events import ApiCallEvent, AssistantEvent, Event, StreamEvent, SystemEvent, Terminal, UserEvent
+from codeloop.events import ApiCallEvent, AssistantEvent, CompactBoundary, Event, StreamEvent, SystemEvent, Terminal, UserEvent
 from codeloop.loop.state import TerminalReason
 from codeloop.messages import new_uuid
 
@@ -134,6 +134,11 @@ class _Printer:
                                  "uuid": new_uuid()})
             elif ev.level != "info" and ev.subtype != "api_retry":  # text mode: one error line, not a retry log
                 sys.stderr.write(f"codeloop: {ev.text}\n")
+        elif isinstance(ev, CompactBoundary):
+            if self.fmt == "stream-json":
+                _emit(self.out, {"type": "system", "subtype": "compact_boundary", "session_id": sid,
+                                 "compact_metadata": {"trigger": ev.trigger, "pre_tokens": ev.pre_tokens},
+                                 "uuid": new_uuid()})
         elif isinstance(ev, StreamEvent):
             if self.fmt == "stream-json" and self.partial:
                 _emit(self.out, {"type": "stream_event", "event": ev.raw, "parent_tool_use_id": None,

@@ -2,13 +2,18 @@
 
 Looked up by longest matching id prefix so dated ids (claude-sonnet-4-5-20250929) and aliases
 share a row. Unknown models get conservative limits and Sonnet-class prices.
+`CODELOOP_CONTEXT_WINDOW` overrides the window (local models behind openai_compat, 1M betas).
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
+# What compaction keeps free for the model's answer (and the summary it writes): a full
+# max_output_tokens reservation would waste a quarter of the window on 64k-output models.
+COMPACT_OUTPUT_RESERVE = 20_000
 
 
 @dataclass(frozen=True)
@@ -51,3 +56,16 @@ def model_info(model: str) -> ModelInfo:
         if model.startswith(info.prefix) and len(info.prefix) > len(best.prefix):
             best = info
     return best
+
+
+def context_window(model: str) -> int:
+    """The usable input window: the table's figure unless CODELOOP_CONTEXT_WINDOW overrides it."""
+    env = os.environ.get("CODELOOP_CONTEXT_WINDOW", "").strip()
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    return model_info(model).context_window
+
+
+def output_reserve(model: str) -> int:
+    """Tokens kept free below the window for the response: min(max output, 20k)."""
+    return min(model_info(model).max_output_tokens, COMPACT_OUTPUT_RESERVE)

@@ -125,7 +125,8 @@ class Conversation:
                              max_output_tokens=self.config.max_output_tokens,
                              fallback_models=list(self.config.fallback_models), queue=self.queue,
                              token_budget=self._token_budget(msg),
-                             tool_use_summary_model=self.config.tool_use_summary_model)
+                             tool_use_summary_model=self.config.tool_use_summary_model,
+                             reactive_compact=self._compactor())
         try:
             async for ev in query(params):
                 self._record(ev)
@@ -133,6 +134,11 @@ class Conversation:
         finally:
             if self.writer is not None:
                 self.writer.sync()
+
+    def _compactor(self):
+        from codeloop.context.compact import Compactor
+
+        return Compactor(self.provider, self.config.model)
 
     def _token_budget(self, msg: Message) -> int | None:
         from codeloop.loop.budget import parse_token_budget

@@ -1,0 +1,366 @@
+"""The settings hierarchy: which files are read, in what order, how they merge, and the trust gate.
+
+Sources, highest precedence first (Claude Code's order, with `.codeloop/` files read just above
+their `.claude/` twins so either layout works):
+
+    managed   /etc/codeloop/managed-settings.json  (env CODELOOP_MANAGED_SETTINGS overrides)
+    cli       flag-derived overrides, then `--settings FILE|JSON`
+    local     <cwd>/.codeloop/settings.local.json, <cwd>/.claude/settings.local.json
+    project   <cwd>/.codeloop/settings.json,       <cwd>/.claude/settings.json
+    user      <config_dir>/settings.json,          ~/.claude/settings.json
+
+`<project>` is the cwd, not the git root: it is what Claude Code uses and it means the files
+that act are the ones next to where the user started codeloop.
+
+Merging: scalars — the highest source wins; lists — concatenated over all sources (highest
+first), deduplicated; dicts — merged key by key with the same rules (so `hooks.<Event>` lists
+concatenate). Loading never raises: unreadable or malformed files and wrong-typed keys are
+reported in `.errors` and skipped.
+
+This module reads files only; it never writes and never asks about trust (see `trust.py`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from codeloop.session.store import config_dir
+from codeloop.tools.base import PermissionBehavior
+
+DEFAULT_MANAGED_SETTINGS = "/etc/codeloop/managed-settings.json"
+MANAGED_SETTINGS_ENV = "CODELOOP_MANAGED_SETTINGS"
+CLI_SETTINGS_LABEL = "--settings"
+CLI_OVERRIDES_LABEL = "<command line flags>"
+UNTRUSTED_HINT = "this folder is not trusted (run codeloop interactively and trust it, or pass --trust)"
+
+
+class SettingsScope(str, Enum):
+    MANAGED = "managed"
+    CLI = "cli"
+    PROJECT_LOCAL = "projectLocal"
+    PROJECT = "project"
+    USER = "user"
+
+
+class DefaultMode(str, Enum):
+    DEFAULT = "default"
+    ACCEPT_EDITS = "acceptEdits"
+    PLAN = "plan"
+    DONT_ASK = "dontAsk"
+    BYPASS = "bypassPermissions"
+
+
+PROJECT_SCOPES = frozenset({SettingsScope.PROJECT, SettingsScope.PROJECT_LOCAL})
+
+# What an untrusted project file may still contribute. An allowlist, not a denylist: a key added
+# later that runs commands (statusLine, credential helpers, …) is then blocked by default.
+# Restrictions are always safe to apply, and the model name runs nothing.
+_UNTRUSTED_TOP_LEVEL = frozenset({"$schema", "model"})
+_UNTRUSTED_PERMISSIONS = frozenset({"deny", "ask", "disableBypassPermissionsMode"})
+
+
+@dataclass(frozen=True)
+class SettingsSource:
+    """One source that was read. `data` is what it contributes: validated and trust-filtered."""
+    path: str
+    scope: SettingsScope
+    data: dict[str, Any]
+
+
+@dataclass
+class LoadedSettings:
+    merged: dict[str, Any] = field(default_factory=dict)
+    sources: list[SettingsSource] = field(default_factory=list)   # highest precedence first
+    errors: list[str] = field(default_factory=list)
+    ignored_untrusted: list[str] = field(default_factory=list)
+
+    def permission_rules(self) -> list[tuple[PermissionBehavior, str, str]]:
+        """(behavior, rule, origin path) for every rule, highest-precedence source first.
+
+        Rules are never overridden, only added: the policy evaluates deny before ask before allow,
+        which is what makes a managed deny final.
+        """
+        seen: set[tuple[str, str]] = set()
+        out: list[tuple[PermissionBehavior, str, str]] = []
+        for src in self.sources:
+            perms = src.data.get("permissions") or {}
+            for behavior in (PermissionBehavior.DENY, PermissionBehavior.ASK, PermissionBehavior.ALLOW):
+                for rule in perms.get(behavior.value, []):
+                    if (behavior.value, rule) not in seen:
+                        seen.add((behavior.value, rule))
+                        out.append((behavior, rule, src.path))
+        return out
+
+    def bypass_disabled(self) -> bool:
+        """`disableBypassPermissionsMode: "disable"` in any applied source (managed in practice)."""
+        return (self.merged.get("permissions") or {}).get("disableBypassPermissionsMode") == "disable"
+
+    def default_mode(self) -> str | None:
+        mode = (self.merged.get("permissions") or {}).get("defaultMode")
+        if mode == DefaultMode.BYPASS.value and self.bypass_disabled():
+            return None
+        return mode
+
+    def hooks(self) -> dict[str, Any]:
+        return dict(self.merged.get("hooks") or {})
+
+    def env(self) -> dict[str, str]:
+        return dict(self.merged.get("env") or {})
+
+    def feature_flags(self) -> dict[str, Any]:
+        return dict(self.merged.get("featureFlags") or {})
+
+    def mcp_servers(self) -> dict[str, Any]:
+        return dict(self.merged.get("mcpServers") or {})
+
+    def api_key_helper(self) -> str | None:
+        return self.merged.get("apiKeyHelper")
+
+    def model(self) -> str | None:
+        return self.merged.get("model")
+
+    def additional_directories(self) -> list[str]:
+        return list((self.merged.get("permissions") or {}).get("additionalDirectories") or [])
+
+
+# -- where the files are ----------------------------------------------------------------------------
+
+def managed_settings_path() -> Path:
+    return Path(os.environ.get(MANAGED_SETTINGS_ENV) or DEFAULT_MANAGED_SETTINGS)
+
+
+def claude_user_dir() -> Path:
+    env = os.environ.get("CLAUDE_CONFIG_DIR")
+    return Path(env).expanduser() if env else Path.home() / ".claude"
+
+
+def project_settings_paths(cwd: Path | str) -> list[tuple[Path, SettingsScope]]:
+    """The project files, highest precedence first (also used by `trust.needs_trust`)."""
+    root = Path(os.path.abspath(cwd))
+    return [(root / ".codeloop" / "settings.local.json", SettingsScope.PROJECT_LOCAL),
+            (root / ".claude" / "settings.local.json", SettingsScope.PROJECT_LOCAL),
+            (root / ".codeloop" / "settings.json", SettingsScope.PROJECT),
+            (root / ".claude" / "settings.json", SettingsScope.PROJECT)]
+
+
+def user_settings_paths() -> list[Path]:
+    return [config_dir() / "settings.json", claude_user_dir() / "settings.json"]
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.realpath(a) == os.path.realpath(b)
+    except OSError:
+        return False
+
+
+# -- reading and validating -------------------------------------------------------------------------
+
+def _parse_json(text: str, label: str, errors: list[str]) -> dict[str, Any] | None:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        errors.append(f"{label}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}")
+        return None
+    if not isinstance(data, dict):
+        errors.append(f"{label}: settings must be a JSON object, not {type(data).__name__}; file ignored")
+        return None
+    return data
+
+
+def _read_file(path: Path, errors: list[str]) -> dict[str, Any] | None:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as e:
+        errors.append(f"{path}: cannot read settings: {e}")
+        return None
+    if not text.strip():
+        return {}     # an empty file is a common editor artefact, not an error
+    return _parse_json(text, str(path), errors)
+
+
+def _is_str_list(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+
+def _is_str_dict(v: Any) -> bool:
+    return isinstance(v, dict) and all(isinstance(x, str) for x in v.values())
+
+
+def _hook_event_problem(groups: Any) -> str | None:
+    if not isinstance(groups, list):
+        return "must be a list of {matcher, hooks} objects"
+    for g in groups:
+        if not isinstance(g, dict) or not isinstance(g.get("hooks"), list):
+            return "each entry must be an object with a 'hooks' list"
+        if "matcher" in g and not isinstance(g["matcher"], str):
+            return "'matcher' must be a string"
+        for h in g["hooks"]:
+            if not isinstance(h, dict) or not isinstance(h.get("command"), str) or h.get("type", "command") != "command":
+                return "each hook must be {\"type\": \"command\", \"command\": \"...\"}"
+            t = h.get("timeout")
+            if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or t <= 0):
+                return "'timeout' must be a positive number of seconds"
+    return None
+
+
+_TOP_LEVEL_CHECKS: dict[str, tuple[Any, str]] = {
+    "env": (_is_str_dict, "an object of string values"),
+    "model": (lambda v: isinstance(v, str), "a string"),
+    "apiKeyHelper": (lambda v: isinstance(v, str), "a string"),
+    "featureFlags": (lambda v: isinstance(v, dict), "an object"),
+    "mcpServers": (lambda v: isinstance(v, dict), "an object"),
+    "enableAllProjectMcpServers": (lambda v: isinstance(v, bool), "true or false"),
+    "cleanupPeriodDays": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
+                          "a non-negative integer"),
+    "hooks": (lambda v: isinstance(v, dict), "an object mapping event names to lists"),
+    "permissions": (lambda v: isinstance(v, dict), "an object"),
+}
+_PERMISSION_CHECKS: dict[str, tuple[Any, str]] = {
+    "allow": (_is_str_list, "a list of strings"),
+    "ask": (_is_str_list, "a list of strings"),
+    "deny": (_is_str_list, "a list of strings"),
+    "additionalDirectories": (_is_str_list, "a list of strings"),
+    "defaultMode": (lambda v: v in {m.value for m in DefaultMode},
+                    "one of " + "|".join(m.value for m in DefaultMode)),
+    "disableBypassPermissionsMode": (lambda v: v == "disable", '"disable"'),
+}
+
+
+def validate(data: dict[str, Any], label: str, errors: list[str]) -> dict[str, Any]:
+    """A copy of `data` without the known keys whose type is wrong (each reported). Unknown keys stay."""
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        check = _TOP_LEVEL_CHECKS.get(key)
+        if check and not check[0](value):
+            errors.append(f"{label}: '{key}' must be {check[1]}; ignored")
+            continue
+        out[key] = value
+    if "permissions" in out:
+        perms: dict[str, Any] = {}
+        for key, value in out["permissions"].items():
+            check = _PERMISSION_CHECKS.get(key)
+            if check and not check[0](value):
+                errors.append(f"{label}: 'permissions.{key}' must be {check[1]}; ignored")
+                continue
+            perms[key] = value
+        out["permissions"] = perms
+    if "hooks" in out:
+        hooks: dict[str, Any] = {}
+        for event, groups in out["hooks"].items():
+            problem = _hook_event_problem(groups)
+            if problem:
+                errors.append(f"{label}: 'hooks.{event}' {problem}; ignored")
+                continue
+            hooks[event] = groups
+        out["hooks"] = hooks
+    return out
+
+
+def untrusted_view(data: dict[str, Any], label: str, ignored: list[str]) -> dict[str, Any]:
+    """What an untrusted project file may contribute; every dropped setting is named in `ignored`."""
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if key == "permissions":
+            kept = {k: v for k, v in value.items() if k in _UNTRUSTED_PERMISSIONS}
+            for k in value:
+                if k not in _UNTRUSTED_PERMISSIONS:
+                    ignored.append(f"ignored permissions.{k} from {label}: {UNTRUSTED_HINT}")
+            if kept:
+                out["permissions"] = kept
+        elif key in _UNTRUSTED_TOP_LEVEL:
+            out[key] = value
+        else:
+            ignored.append(f"ignored {key} from {label}: {UNTRUSTED_HINT}")
+    return out
+
+
+# -- merging ----------------------------------------------------------------------------------------
+
+def _dedupe_key(v: Any) -> Any:
+    try:
+        hash(v)
+        return (0, v)
+    except TypeError:
+        return (1, json.dumps(v, sort_keys=True, default=str))
+
+
+def merge(higher: dict[str, Any], lower: dict[str, Any]) -> dict[str, Any]:
+    out = dict(higher)
+    for key, lv in lower.items():
+        if key not in out:
+            out[key] = lv
+            continue
+        hv = out[key]
+        if isinstance(hv, dict) and isinstance(lv, dict):
+            out[key] = merge(hv, lv)
+        elif isinstance(hv, list) and isinstance(lv, list):
+            seen: set[Any] = set()
+            combined = []
+            for item in [*hv, *lv]:
+                k = _dedupe_key(item)
+                if k not in seen:
+                    seen.add(k)
+                    combined.append(item)
+            out[key] = combined
+        # otherwise the higher source's scalar (or differently-typed value) stands
+    return out
+
+
+# -- loading ----------------------------------------------------------------------------------------
+
+def _cli_settings(value: str, cwd: Path, errors: list[str]) -> tuple[str, dict[str, Any] | None]:
+    """`--settings` is either a JSON object literal or a path (relative to the cwd)."""
+    if value.lstrip().startswith("{"):
+        return CLI_SETTINGS_LABEL, _parse_json(value, CLI_SETTINGS_LABEL, errors)
+    path = Path(value).expanduser()
+    if not path.is_absolute():
+        path = cwd / path
+    if not path.exists():
+        errors.append(f"{CLI_SETTINGS_LABEL}: settings file not found: {path}")
+        return str(path), None
+    return str(path), _read_file(path, errors)
+
+
+def load_settings(cwd: Path | str, *, cli_settings: str | None = None,
+                  cli_overrides: dict[str, Any] | None = None, trusted: bool) -> LoadedSettings:
+    cwd = Path(os.path.abspath(cwd))
+    result = LoadedSettings()
+    raw: list[tuple[str, SettingsScope, dict[str, Any] | None]] = []
+
+    managed = managed_settings_path()
+    raw.append((str(managed), SettingsScope.MANAGED, _read_file(managed, result.errors)))
+    if cli_overrides:
+        raw.append((CLI_OVERRIDES_LABEL, SettingsScope.CLI, dict(cli_overrides)))
+    if cli_settings is not None and cli_settings.strip():
+        label, data = _cli_settings(cli_settings, cwd, result.errors)
+        raw.append((label, SettingsScope.CLI, data))
+    user_paths = user_settings_paths()
+    for path, scope in project_settings_paths(cwd):
+        # Started in ~: ~/.claude/settings.json is then the user's file, not an untrusted project's.
+        if any(_same_file(path, u) for u in user_paths):
+            continue
+        raw.append((str(path), scope, _read_file(path, result.errors)))
+    seen_user: list[Path] = []
+    for path in user_paths:
+        if any(_same_file(path, s) for s in seen_user):
+            continue
+        seen_user.append(path)
+        raw.append((str(path), SettingsScope.USER, _read_file(path, result.errors)))
+
+    for label, scope, data in raw:
+        if data is None:
+            continue
+        data = validate(data, label, result.errors)
+        if scope in PROJECT_SCOPES and not trusted:
+            data = untrusted_view(data, label, result.ignored_untrusted)
+        result.sources.append(SettingsSource(label, scope, data))
+        result.merged = merge(result.merged, data)
+    return result

@@ -1,0 +1,154 @@
+"""Folder trust: which project folders may run their own configuration (hooks, MCP servers, …).
+
+Trust is remembered per absolute (symlink-resolved) path in `<config_dir>/trusted-folders.json`:
+
+    {"folders": {"/abs/path": {"trusted_at": "2025-01-01T00:00:00+00:00"}}}
+
+A folder is trusted when it or an ancestor was trusted — except that the home directory and
+`/` only count for themselves: trusting `~` once (say, to use codeloop there) must not silently
+trust every repository cloned below it. A corrupt trust file reads as empty and yields a warning;
+nothing here raises on bad data. Writes are atomic (temp file + os.replace).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from codeloop.session.store import config_dir
+
+TRUST_FILE_NAME = "trusted-folders.json"
+
+
+@dataclass(frozen=True)
+class TrustFile:
+    folders: dict[str, dict[str, Any]]
+    warning: str | None = None
+
+
+@dataclass(frozen=True)
+class TrustStatus:
+    trusted: bool
+    via: str | None = None          # the trusted folder that covers the path
+    warning: str | None = None      # set when the trust file could not be read
+
+
+def trust_file_path() -> Path:
+    return config_dir() / TRUST_FILE_NAME
+
+
+def _key(path: Path | str) -> str:
+    return os.path.realpath(os.path.abspath(os.path.expanduser(os.fspath(path))))
+
+
+def load_trusted_folders() -> TrustFile:
+    path = trust_file_path()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return TrustFile({})
+    except (OSError, UnicodeDecodeError) as e:
+        return TrustFile({}, f"could not read {path}: {e}; treating no folder as trusted")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        return TrustFile({}, f"{path}:{e.lineno}:{e.colno}: invalid JSON ({e.msg}); treating no folder as trusted")
+    folders = data.get("folders") if isinstance(data, dict) else None
+    if not isinstance(folders, dict):
+        return TrustFile({}, f"{path}: expected {{\"folders\": {{...}}}}; treating no folder as trusted")
+    return TrustFile({k: v if isinstance(v, dict) else {} for k, v in folders.items() if isinstance(k, str)})
+
+
+def check_trust(path: Path | str) -> TrustStatus:
+    loaded = load_trusted_folders()
+    target = Path(_key(path))
+    no_blanket = {_key(Path.home()), "/"}
+    for candidate in (target, *target.parents):
+        key = str(candidate)
+        if key not in loaded.folders:
+            continue
+        if candidate != target and key in no_blanket:
+            continue
+        return TrustStatus(True, key, loaded.warning)
+    return TrustStatus(False, None, loaded.warning)
+
+
+def is_trusted(path: Path | str) -> bool:
+    return check_trust(path).trusted
+
+
+def _write(folders: dict[str, dict[str, Any]]) -> None:
+    path = trust_file_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".trusted-folders.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump({"folders": folders}, f, indent=2, sort_keys=True)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _set_aside_corrupt() -> str | None:
+    """Keep a corrupt trust file as `.corrupt` rather than overwrite what the user may want back."""
+    path = trust_file_path()
+    backup = path.with_name(path.name + ".corrupt")
+    try:
+        os.replace(path, backup)
+    except OSError:
+        return None
+    return f"{path} was corrupt and has been moved to {backup}"
+
+
+def trust(path: Path | str) -> str | None:
+    """Trust `path` (and so its subfolders). Returns a warning if an unreadable trust file was replaced."""
+    loaded = load_trusted_folders()
+    warning = _set_aside_corrupt() if loaded.warning else None
+    folders = dict(loaded.folders)
+    folders[_key(path)] = {"trusted_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    _write(folders)
+    return warning or loaded.warning
+
+
+def untrust(path: Path | str) -> bool:
+    """Forget `path` itself. Returns False if it was not explicitly trusted (an ancestor may still be)."""
+    loaded = load_trusted_folders()
+    key = _key(path)
+    if key not in loaded.folders:
+        return False
+    folders = dict(loaded.folders)
+    del folders[key]
+    _write(folders)
+    return True
+
+
+def project_config_files(cwd: Path | str) -> list[Path]:
+    """Files in the project whose settings trust would unlock, and that exist."""
+    from codeloop.config.settings import project_settings_paths, user_settings_paths
+
+    root = Path(os.path.abspath(cwd))
+    user = [_key(p) for p in user_settings_paths()]
+    candidates = [p for p, _ in project_settings_paths(root)] + [root / ".mcp.json"]
+    # In ~, ~/.claude/settings.json is the user's own file: it is not project config.
+    return [p for p in candidates if p.is_file() and _key(p) not in user]
+
+
+def needs_trust(cwd: Path | str) -> bool:
+    """True only when the folder is untrusted *and* has configuration that trust would unlock.
+
+    Hooks and MCP servers live in the settings files and `.mcp.json`, so checking for those files
+    covers them; a plain folder never prompts.
+    """
+    return bool(project_config_files(cwd)) and not is_trusted(cwd)

@@ -1,0 +1,402 @@
+"""The five pre-query stages (spec 004 §8), in order, and `ContextPipeline` which owns their state.
+
+1. `apply_tool_result_budget` — aggregate tool output over a budget → preview + saved file
+2. `snip`                     — oversized blocks trimmed to head + tail, structure kept
+3. `microcompact`             — old tool results cleared to a stub, keyed by tool_use_id
+4. context collapse           — read-time folding of staged spans (see collapse.py)
+5. `autocompact`              — summary compaction near the model's limit, with a breaker
+
+Every stage is a pure function of (messages, state): input messages are never mutated and a
+decision, once taken for a tool_use_id, is replayed identically on every later call, so the
+prompt prefix stays byte-stable for prompt caching. Stage 1 runs before 3 because microcompact
+works by tool_use_id without looking at content; the two compose cleanly.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Iterable
+
+from codeloop.context.collapse import ContextCollapse
+from codeloop.context.tokens import TokenCounter, find_last_usage
+from codeloop.loop.recovery import CompactOutcome
+from codeloop.messages import Message
+from codeloop.providers.models import context_window, output_reserve
+
+PREVIEW_CHARS = 2_000
+DEFAULT_TOOL_RESULT_BUDGET_CHARS = 300_000
+DEFAULT_MAX_BLOCK_CHARS = 120_000
+DEFAULT_KEEP_RECENT_TURNS = 8
+CLEARED_STUB = "[Old tool result content cleared]"
+CLEARABLE_TOOLS = frozenset({"Read", "Bash", "Grep", "Glob", "WebFetch", "WebSearch", "Edit", "Write",
+                             "NotebookEdit", "LS"})
+DEFAULT_AUTOCOMPACT_RATIO = 0.92
+MAX_CONSECUTIVE_COMPACT_FAILURES = 3
+_UNSAFE_ID = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+# -- shared helpers -------------------------------------------------------------------------------
+def tool_names_from(messages: Iterable[Message]) -> dict[str, str]:
+    return {b["id"]: b.get("name", "") for m in messages if m.role == "assistant"
+            for b in m.content if b.get("type") == "tool_use" and "id" in b}
+
+
+def _result_chars(content: Any) -> int:
+    if isinstance(content, str):
+        return len(content)
+    if isinstance(content, list):
+        return sum(len(b.get("text") or "") for b in content if isinstance(b, dict))
+    return 0
+
+
+def _result_text(content: Any) -> str | None:
+    """The text of a tool_result, or None when it holds non-text blocks (images stay as they are)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and all(isinstance(b, dict) and b.get("type") == "text" for b in content):
+        return "\n".join(b.get("text") or "" for b in content)
+    return None
+
+
+def _with_results(msg: Message, new: dict[str, Any]) -> Message:
+    """A copy of `msg` with the tool_result blocks named in `new` (tool_use_id → content) swapped."""
+    content = [{**b, "content": new[b.get("tool_use_id")]}
+               if b.get("type") == "tool_result" and b.get("tool_use_id") in new else b
+               for b in msg.content]
+    return replace(msg, content=content)
+
+
+# -- 1. tool result budget ------------------------------------------------------------------------
+def record_replacement(tool_use_id: str, replacement: str) -> dict[str, Any]:
+    """The transcript entry that lets a resumed session replay a replacement exactly."""
+    return {"type": "content-replacement", "toolUseId": tool_use_id, "replacement": replacement}
+
+
+@dataclass
+class ContentReplacementState:
+    replacements: dict[str, str] = field(default_factory=dict)   # tool_use_id → replacement text
+    pending_records: list[dict[str, Any]] = field(default_factory=list)  # new, not yet persisted
+
+    @classmethod
+    def from_entries(cls, entries: Iterable[dict[str, Any]]) -> "ContentReplacementState":
+        state = cls()
+        for e in entries:
+            if (isinstance(e, dict) and e.get("type") == "content-replacement"
+                    and isinstance(e.get("toolUseId"), str) and isinstance(e.get("replacement"), str)):
+                state.replacements[e["toolUseId"]] = e["replacement"]
+        return state
+
+    def drain_records(self) -> list[dict[str, Any]]:
+        out, self.pending_records = self.pending_records, []
+        return out
+
+
+def _persist(session_dir: Path | None, tool_use_id: str, text: str) -> Path | None:
+    if session_dir is None:
+        return None
+    path = Path(session_dir) / "tool-results" / f"{_UNSAFE_ID.sub('_', tool_use_id)}.txt"
+    try:
+        if not path.exists():  # written once: the saved output never changes under the model
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(text, encoding="utf-8", errors="surrogateescape")
+            os.replace(tmp, path)
+        return path
+    except OSError:
+        return None
+
+
+def replacement_text(text: str, path: Path | None, preview_chars: int = PREVIEW_CHARS) -> str:
+    where = (f"Full output saved to: {path}\nUse Read on that file (with offset/limit) for more."
+             if path is not None else "The full output was not saved.")
+    return (f"<persisted-output>\nOutput too large ({len(text):,} characters). {where}\n\n"
+            f"Preview (first {preview_chars:,} characters):\n{text[:preview_chars]}\n</persisted-output>")
+
+
+def apply_tool_result_budget(messages: list[Message], state: ContentReplacementState, *,
+                             session_dir: Path | None, budget_chars: int = DEFAULT_TOOL_RESULT_BUDGET_CHARS,
+                             exempt_tools: set[str] | frozenset[str] = frozenset(),
+                             tool_names: dict[str, str] | None = None,
+                             preview_chars: int = PREVIEW_CHARS) -> list[Message]:
+    """Replace the largest tool results (oldest first among equals) until the total fits."""
+    names = tool_names_from(messages)
+    if tool_names:
+        names.update(tool_names)
+    total = 0
+    candidates: list[tuple[int, int, str, str]] = []   # (-size, position, id, text)
+    for pos, m in enumerate(messages):
+        if m.role != "user":
+            continue
+        for b in m.content:
+            if b.get("type") != "tool_result":
+                continue
+            tid = b.get("tool_use_id")
+            if tid in state.replacements:
+                total += len(state.replacements[tid])
+                continue
+            size = _result_chars(b.get("content"))
+            total += size
+            if names.get(tid) in exempt_tools or size <= preview_chars + 500:
+                continue
+            text = _result_text(b.get("content"))
+            if text is not None:
+                candidates.append((-size, pos, tid, text))
+    if total > budget_chars:
+        # Largest first: the fewest replacements (each one changes the cached prefix).
+        for neg_size, _, tid, text in sorted(candidates):
+            new = replacement_text(text, _persist(session_dir, tid, text), preview_chars)
+            state.replacements[tid] = new
+            state.pending_records.append(record_replacement(tid, new))
+            total -= -neg_size - len(new)
+            if total <= budget_chars:
+                break
+    if not state.replacements:
+        return list(messages)
+    out = []
+    for m in messages:
+        if m.role == "user":
+            hits = {b["tool_use_id"]: state.replacements[b["tool_use_id"]] for b in m.content
+                    if b.get("type") == "tool_result" and b.get("tool_use_id") in state.replacements
+                    and b.get("content") != state.replacements[b["tool_use_id"]]}
+            if hits:
+                m = _with_results(m, hits)
+        out.append(m)
+    return out
+
+
+# -- 2. snip ---------------------------------------------------------------------------------------
+def snip_text(text: str, max_chars: int) -> str:
+    if len(text) <= max_chars:
+        return text
+    head = max_chars * 2 // 3
+    tail = max_chars - head
+    cut = len(text) - head - tail
+    return f"{text[:head]}\n\n[... {cut:,} characters snipped ...]\n\n{text[len(text) - tail:]}"
+
+
+def _snip_blocks(blocks: list[dict[str, Any]], max_chars: int) -> list[dict[str, Any]] | None:
+    out, changed = [], False
+    for b in blocks:
+        kind = b.get("type")
+        if kind == "text" and len(b.get("text") or "") > max_chars:
+            b, changed = {**b, "text": snip_text(b["text"], max_chars)}, True
+        elif kind == "tool_result":
+            inner = b.get("content")
+            if isinstance(inner, str) and len(inner) > max_chars:
+                b, changed = {**b, "content": snip_text(inner, max_chars)}, True
+            elif isinstance(inner, list):
+                new = _snip_blocks(inner, max_chars)
+                if new is not None:
+                    b, changed = {**b, "content": new}, True
+        out.append(b)
+    return out if changed else None
+
+
+def snip(messages: list[Message], *, max_block_chars: int = DEFAULT_MAX_BLOCK_CHARS) -> list[Message]:
+    """Trim huge text blocks and tool_result strings to head + tail; same messages, same blocks."""
+    out = []
+    for m in messages:
+        new = _snip_blocks(m.content, max_block_chars)
+        out.append(m if new is None else replace(m, content=new))
+    return out
+
+
+# -- 3. microcompact -------------------------------------------------------------------------------
+@dataclass
+class MicrocompactState:
+    cleared: set[str] = field(default_factory=set)   # tool_use_ids whose results stay cleared
+
+
+def microcompact(messages: list[Message], *, keep_recent_turns: int = DEFAULT_KEEP_RECENT_TURNS,
+                 state: MicrocompactState, clearable: frozenset[str] | set[str] = CLEARABLE_TOOLS,
+                 min_clear_chars: int = 0) -> list[Message]:
+    """Clear results of clearable tools called before the last `keep_recent_turns` assistant turns.
+
+    Clearing happens in batches of at least `min_clear_chars` so the cached prefix is broken
+    rarely rather than a little on every turn; error results stay (they are short and explain
+    what went wrong).
+    """
+    turn_of: dict[str, int] = {}
+    names: dict[str, str] = {}
+    turns, prev_id, prev_assistant = 0, None, False
+    for m in messages:
+        if m.role == "assistant":
+            # Consecutive blocks of one response (same id) are one turn.
+            if not prev_assistant or m.id is None or m.id != prev_id:
+                turns += 1
+            prev_id, prev_assistant = m.id, True
+            for b in m.content:
+                if b.get("type") == "tool_use":
+                    turn_of[b.get("id")] = turns
+                    names[b.get("id")] = b.get("name", "")
+        else:
+            prev_assistant = False
+    cutoff = turns - keep_recent_turns   # tool_uses in turns <= cutoff are old
+    fresh: list[str] = []
+    fresh_chars = 0
+    for m in messages:
+        if m.role != "user":
+            continue
+        for b in m.content:
+            tid = b.get("tool_use_id")
+            if (b.get("type") == "tool_result" and tid not in state.cleared and not b.get("is_error")
+                    and turn_of.get(tid, turns + 1) <= cutoff and names.get(tid) in clearable
+                    and b.get("content") != CLEARED_STUB):
+                fresh.append(tid)
+                fresh_chars += _result_chars(b.get("content"))
+    if fresh and fresh_chars >= min_clear_chars:
+        state.cleared.update(fresh)
+    if not state.cleared:
+        return list(messages)
+    out = []
+    for m in messages:
+        if m.role == "user":
+            hits = {b["tool_use_id"]: CLEARED_STUB for b in m.content
+                    if b.get("type") == "tool_result" and b.get("tool_use_id") in state.cleared
+                    and b.get("content") != CLEARED_STUB}
+            if hits:
+                m = _with_results(m, hits)
+        out.append(m)
+    return out
+
+
+# -- 5. autocompact --------------------------------------------------------------------------------
+def autocompact_ratio() -> float:
+    raw = os.environ.get("CODELOOP_AUTOCOMPACT_PCT", "").strip().rstrip("%")
+    try:
+        pct = float(raw)
+    except ValueError:
+        return DEFAULT_AUTOCOMPACT_RATIO
+    return pct / 100 if 0 < pct <= 100 else DEFAULT_AUTOCOMPACT_RATIO
+
+
+def autocompact_threshold(model: str, *, threshold_ratio: float | None = None,
+                          output_reserve_tokens: int | None = None) -> int:
+    ratio = autocompact_ratio() if threshold_ratio is None else threshold_ratio
+    reserve = output_reserve(model) if output_reserve_tokens is None else output_reserve_tokens
+    return int((context_window(model) - reserve) * ratio)
+
+
+def should_autocompact(token_estimate: int, model: str, *, threshold_ratio: float | None = None,
+                       output_reserve: int | None = None) -> bool:
+    """True once the next request reaches (window − output reserve) × ratio (default 92%)."""
+    return token_estimate >= autocompact_threshold(model, threshold_ratio=threshold_ratio,
+                                                   output_reserve_tokens=output_reserve)
+
+
+@dataclass
+class CompactTracking:
+    """Autocompact bookkeeping across turns (mutable; the pipeline owns one per conversation)."""
+    consecutive_failures: int = 0
+    compactions: int = 0
+    last_error: str | None = None
+
+    @property
+    def tripped(self) -> bool:
+        return self.consecutive_failures >= MAX_CONSECUTIVE_COMPACT_FAILURES
+
+
+async def autocompact(messages: list[Message], compactor: Any, tracking: CompactTracking, *,
+                      token_estimate: int, model: str, threshold_ratio: float | None = None,
+                      output_reserve: int | None = None, **compact_kwargs: Any) -> CompactOutcome | None:
+    """Compact when over the threshold; after 3 failures in a row stop trying (the breaker).
+
+    A failed autocompact is not fatal: the request still goes out, and the reactive path
+    (prompt-too-long recovery) remains as the last resort.
+    """
+    if compactor is None or tracking.tripped:
+        return None
+    if not should_autocompact(token_estimate, model, threshold_ratio=threshold_ratio,
+                              output_reserve=output_reserve):
+        return None
+    try:
+        outcome = await compactor.compact(messages, trigger="auto", **compact_kwargs)
+    except Exception as err:  # noqa: BLE001 — any failure counts towards the breaker
+        tracking.consecutive_failures += 1
+        tracking.last_error = str(err) or type(err).__name__
+        return None
+    tracking.consecutive_failures = 0
+    tracking.compactions += 1
+    outcome.pre_tokens = token_estimate
+    return outcome
+
+
+# -- the pipeline ----------------------------------------------------------------------------------
+@dataclass
+class PipelineConfig:
+    budget_chars: int = DEFAULT_TOOL_RESULT_BUDGET_CHARS
+    max_block_chars: int = DEFAULT_MAX_BLOCK_CHARS
+    keep_recent_turns: int = DEFAULT_KEEP_RECENT_TURNS
+    microcompact_min_chars: int = 20_000
+    clearable_tools: frozenset[str] = CLEARABLE_TOOLS
+    threshold_ratio: float | None = None      # None: CODELOOP_AUTOCOMPACT_PCT or 0.92
+    output_reserve: int | None = None         # None: min(model max output, 20k)
+
+
+@dataclass
+class PipelineResult:
+    messages: list[Message]
+    compacted: CompactOutcome | None = None
+    replacements: list[dict[str, Any]] = field(default_factory=list)   # content-replacement entries
+    token_estimate: int = 0
+
+
+class ContextPipeline:
+    """Runs the five stages in order and owns their state for one conversation."""
+
+    def __init__(self, *, compactor: Any = None, session_dir: Path | None = None,
+                 exempt_tools: Iterable[str] = (), collapse: ContextCollapse | None = None,
+                 counter: TokenCounter | None = None, config: PipelineConfig | None = None,
+                 replacement_state: ContentReplacementState | None = None,
+                 microcompact_state: MicrocompactState | None = None,
+                 tracking: CompactTracking | None = None) -> None:
+        self.compactor = compactor
+        self.session_dir = session_dir
+        self.exempt_tools = set(exempt_tools)
+        self.collapse = collapse
+        self.counter = counter or TokenCounter()
+        self.config = config or PipelineConfig()
+        self.replacements = replacement_state or ContentReplacementState()
+        self.microcompact_state = microcompact_state or MicrocompactState()
+        self.tracking = tracking or CompactTracking()
+
+    @classmethod
+    def exempt_from_tools(cls, tools: Iterable[Any]) -> set[str]:
+        """Names of tools with an unbounded max result size (math.inf)."""
+        return {t.name for t in tools if getattr(t, "max_result_chars", 0) == float("inf")}
+
+    async def run(self, messages: list[Message], *, model: str, last_usage: dict[str, Any] | None = None,
+                  last_usage_index: int | None = None, tool_names: dict[str, str] | None = None,
+                  **compact_kwargs: Any) -> PipelineResult:
+        cfg = self.config
+        msgs = apply_tool_result_budget(messages, self.replacements, session_dir=self.session_dir,
+                                        budget_chars=cfg.budget_chars, exempt_tools=self.exempt_tools,
+                                        tool_names=tool_names)
+        msgs = snip(msgs, max_block_chars=cfg.max_block_chars)
+        msgs = microcompact(msgs, keep_recent_turns=cfg.keep_recent_turns, state=self.microcompact_state,
+                            clearable=cfg.clearable_tools, min_clear_chars=cfg.microcompact_min_chars)
+        if last_usage is None or last_usage_index is None:
+            found = find_last_usage(msgs)
+            last_usage_index, last_usage = found if found else (None, None)
+        # Stages 1–3 keep indices, so the usage index still points at the same response. The
+        # figure is an upper bound: the usage predates whatever those stages just shrank.
+        estimate = self.counter.estimate_next(msgs, last_usage_index=last_usage_index, last_usage=last_usage)
+        if self.collapse is not None:
+            folded = self.collapse.apply_collapses_if_needed(msgs, token_estimate=estimate, model=model)
+            if len(folded) != len(msgs):
+                estimate -= max(0, self.counter.estimate(msgs) - self.counter.estimate(folded))
+            msgs = folded
+        replacements = self.replacements.drain_records()
+        compacted = await autocompact(msgs, self.compactor, self.tracking, token_estimate=estimate, model=model,
+                                      threshold_ratio=cfg.threshold_ratio, output_reserve=cfg.output_reserve,
+                                      **compact_kwargs)
+        if compacted is not None:
+            # Old tool_use_ids are gone from the history; their decisions need not be kept.
+            self.microcompact_state.cleared.clear()
+            msgs = compacted.messages
+            estimate = self.counter.estimate(msgs)
+        return PipelineResult(messages=msgs, compacted=compacted, replacements=replacements,
+                              token_estimate=estimate)

@@ -1,0 +1,205 @@
+"""What hooks said: one process's exit code and output, read with Claude Code's semantics, and the
+aggregate over all hooks that ran for one event.
+
+Exit codes: 0 — success; stdout is parsed as JSON when it is a JSON object, otherwise it is
+context for UserPromptSubmit/SessionStart (and display-only output elsewhere). 2 — a blocking
+error: stdout (and any JSON in it) is ignored and stderr is the reason; for events that cannot
+block (Notification, PreCompact, SessionStart, SessionEnd) it is shown to the user. Anything else
+— a non-blocking error shown to the user; the action goes on.
+
+Aggregation over parallel hooks: deny beats ask beats allow; any `continue: false` wins (the first
+stopReason is kept); block reasons, context, system messages and errors are concatenated in
+configuration order; the *last* `updatedInput` in configuration order wins (not the last to
+finish, so the result is deterministic).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from codeloop.hooks.events import HookCommand, HookEvent
+
+BLOCKING_EXIT_CODE = 2
+
+# Events where exit 2 / decision "block" actually blocks something.
+CAN_BLOCK = frozenset({HookEvent.PRE_TOOL_USE, HookEvent.POST_TOOL_USE, HookEvent.USER_PROMPT_SUBMIT,
+                       HookEvent.STOP, HookEvent.SUBAGENT_STOP})
+# Events whose plain (non-JSON) stdout on exit 0 becomes context for the model.
+STDOUT_IS_CONTEXT = frozenset({HookEvent.USER_PROMPT_SUBMIT, HookEvent.SESSION_START})
+
+
+class HookPermissionDecision(str, Enum):
+    ALLOW = "allow"
+    ASK = "ask"
+    DENY = "deny"
+
+
+_RANK = {HookPermissionDecision.ALLOW: 0, HookPermissionDecision.ASK: 1, HookPermissionDecision.DENY: 2}
+# Pre-hookSpecificOutput PreToolUse hooks answered with a top-level decision.
+_LEGACY_PRE_TOOL = {"approve": HookPermissionDecision.ALLOW, "block": HookPermissionDecision.DENY}
+
+
+@dataclass
+class HookProcessResult:
+    hook: HookCommand
+    exit_code: int | None          # None when the hook was killed at its timeout or failed to start
+    stdout: str = ""
+    stderr: str = ""
+    timed_out: bool = False
+    start_error: str | None = None
+
+
+@dataclass
+class HookOutcome:
+    blocked: bool = False
+    block_reasons: list[str] = field(default_factory=list)
+    prevent_continuation: bool = False
+    stop_reason: str | None = None
+    permission_decision: str | None = None       # "allow" | "ask" | "deny" (PreToolUse)
+    permission_reason: str | None = None
+    updated_input: dict[str, Any] | None = None
+    additional_context: list[str] = field(default_factory=list)
+    system_messages: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)       # non-blocking, shown to the user
+    suppress_output: bool = False
+    # Plain stdout of successful hooks that was not consumed as JSON or context: display-only
+    # (Claude Code shows it in transcript mode unless suppressOutput).
+    output: list[str] = field(default_factory=list)
+    hooks_run: int = 0
+
+
+@dataclass
+class _Decision:
+    value: HookPermissionDecision
+    reason: str | None
+
+
+def _label(event: HookEvent, hook: HookCommand) -> str:
+    return f"{event.value} hook `{hook.command}`"
+
+
+def _as_json_object(stdout: str) -> dict[str, Any] | None:
+    text = stdout.strip()
+    if not text.startswith("{"):
+        return None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+class _Aggregate:
+    def __init__(self, event: HookEvent) -> None:
+        self.event = event
+        self.out = HookOutcome()
+        self.decisions: list[_Decision] = []
+
+    def block(self, reason: str) -> None:
+        self.out.blocked = True
+        self.out.block_reasons.append(reason)
+        if self.event is HookEvent.PRE_TOOL_USE:
+            # A blocked tool call is a denied one: the lead need only read permission_decision.
+            self.decisions.append(_Decision(HookPermissionDecision.DENY, reason))
+
+    def add(self, r: HookProcessResult) -> None:
+        self.out.hooks_run += 1
+        label = _label(self.event, r.hook)
+        if r.start_error is not None:
+            self.out.errors.append(f"{label} could not start: {r.start_error}")
+        elif r.timed_out:
+            self.out.errors.append(f"{label} timed out after {r.hook.timeout:g}s and was killed")
+        elif r.exit_code == 0:
+            self._success(r)
+        elif r.exit_code == BLOCKING_EXIT_CODE:
+            reason = r.stderr.strip() or f"{label} exited with code 2"
+            if self.event in CAN_BLOCK:
+                self.block(reason)
+            else:
+                self.out.errors.append(f"{label}: {reason}")
+        else:
+            detail = r.stderr.strip() or r.stdout.strip()
+            self.out.errors.append(f"{label} failed with exit code {r.exit_code}"
+                                   + (f": {detail}" if detail else ""))
+
+    def _success(self, r: HookProcessResult) -> None:
+        data = _as_json_object(r.stdout)
+        if data is None:
+            text = r.stdout.strip()
+            if text and self.event in STDOUT_IS_CONTEXT:
+                self.out.additional_context.append(text)
+            elif text:
+                self.out.output.append(text)
+            return
+        self._json(data, _label(self.event, r.hook))
+
+    def _json(self, data: dict[str, Any], label: str) -> None:
+        out = self.out
+        if data.get("continue") is False:
+            out.prevent_continuation = True
+            if out.stop_reason is None and isinstance(data.get("stopReason"), str):
+                out.stop_reason = data["stopReason"]
+        if data.get("suppressOutput") is True:
+            out.suppress_output = True
+        if isinstance(data.get("systemMessage"), str) and data["systemMessage"]:
+            out.system_messages.append(data["systemMessage"])
+        decision, reason = data.get("decision"), data.get("reason")
+        reason = reason if isinstance(reason, str) and reason.strip() else None
+        if self.event is HookEvent.PRE_TOOL_USE and decision in _LEGACY_PRE_TOOL:
+            legacy = _LEGACY_PRE_TOOL[decision]
+            if legacy is HookPermissionDecision.DENY:
+                self.block(reason or f"{label} blocked the tool call")
+            else:
+                self.decisions.append(_Decision(legacy, reason))
+        elif decision == "block" and self.event in CAN_BLOCK:
+            self.block(reason or f"{label} blocked with no reason given")
+        self._specific(data.get("hookSpecificOutput"), label)
+
+    def _specific(self, spec: Any, label: str) -> None:
+        if spec is None:
+            return
+        if not isinstance(spec, dict):
+            self.out.errors.append(f"{label}: hookSpecificOutput must be an object; ignored")
+            return
+        name = spec.get("hookEventName")
+        if name is not None and name != self.event.value:
+            self.out.errors.append(f"{label}: hookSpecificOutput is for {name!r}, not {self.event.value!r}; ignored")
+            return
+        ctx = spec.get("additionalContext")
+        if isinstance(ctx, str) and ctx.strip():
+            self.out.additional_context.append(ctx)
+        if self.event is not HookEvent.PRE_TOOL_USE:
+            return
+        raw = spec.get("permissionDecision")
+        if raw is not None:
+            try:
+                value = HookPermissionDecision(raw)
+            except ValueError:
+                self.out.errors.append(f"{label}: unknown permissionDecision {raw!r}; ignored")
+            else:
+                why = spec.get("permissionDecisionReason")
+                self.decisions.append(_Decision(value, why if isinstance(why, str) and why else None))
+        updated = spec.get("updatedInput")
+        if isinstance(updated, dict):
+            self.out.updated_input = updated
+        elif updated is not None:
+            self.out.errors.append(f"{label}: updatedInput must be an object; ignored")
+
+    def result(self) -> HookOutcome:
+        if self.decisions:
+            top = max(_RANK[d.value] for d in self.decisions)
+            winners = [d for d in self.decisions if _RANK[d.value] == top]
+            self.out.permission_decision = winners[0].value.value
+            reasons = [d.reason for d in winners if d.reason]
+            self.out.permission_reason = "\n".join(reasons) if reasons else None
+        return self.out
+
+
+def aggregate(event: HookEvent, results: list[HookProcessResult]) -> HookOutcome:
+    agg = _Aggregate(event)
+    for r in results:
+        agg.add(r)
+    return agg.result()

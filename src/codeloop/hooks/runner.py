@@ -1,0 +1,127 @@
+"""Running hooks: pick the commands that match an event, run them in parallel, read their answers.
+
+Each command runs through the shell (bash when available, as Claude Code documents hook commands
+as bash) in its own process group, with the event JSON on stdin, cwd = the project, and
+`CLAUDE_PROJECT_DIR` / `CODELOOP_PROJECT_DIR` in the environment. A hook that outlives its
+timeout (default 60 s) is killed together with everything it started and reported as a
+non-blocking error; a cancelled `run()` (user interrupt) kills its hooks the same way.
+What the answers mean is `outcome.py`'s business.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from codeloop.hooks.events import (EVENT_FIELDS, MATCH_FIELD, HookCommand, HookEvent, build_input,
+                                   matching_commands)
+from codeloop.hooks.outcome import HookOutcome, HookProcessResult, aggregate
+
+# After a kill, how long to wait for the pipes to close. Only a grandchild that escaped the
+# process group (setsid) can hold them longer, and it must not hang the harness.
+_DRAIN_AFTER_KILL_S = 5.0
+
+
+def _kill_group(proc: asyncio.subprocess.Process) -> None:
+    try:
+        if hasattr(os, "killpg"):
+            # The hook leads its own session, so its pid is the group id: this reaches
+            # `sleep`s and pipelines the shell started, not just the shell.
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:  # pragma: no cover - non-POSIX
+            proc.kill()
+    except ProcessLookupError:
+        pass
+
+
+async def _drain(comm: asyncio.Future[tuple[bytes, bytes]]) -> tuple[bytes, bytes]:
+    try:
+        return await asyncio.wait_for(comm, _DRAIN_AFTER_KILL_S)
+    except (asyncio.TimeoutError, OSError):
+        comm.cancel()
+        return b"", b""
+
+
+def _decode(b: bytes | None) -> str:
+    return (b or b"").decode("utf-8", errors="replace")
+
+
+class HookRunner:
+    """Runs the configured hooks for one session.
+
+    `config` is either the merged settings dict or just its `hooks` value;
+    `permission_mode_getter` is read at each run, so mode changes mid-session are reported.
+    """
+
+    def __init__(self, config: dict[str, Any], *, session_id: str, transcript_path: str | Path,
+                 cwd: str | Path, permission_mode_getter: Callable[[], Any],
+                 env: dict[str, str] | None = None) -> None:
+        self.config = config or {}
+        self.session_id = session_id
+        self.transcript_path = str(transcript_path)
+        self.cwd = os.path.abspath(cwd)
+        self._mode = permission_mode_getter
+        self._extra_env = dict(env or {})
+        self._shell: str | None = None
+
+    def commands_for(self, event: HookEvent | str, match_value: str | None = None) -> list[HookCommand]:
+        return matching_commands(self.config, HookEvent(event), match_value)
+
+    def has_hooks(self, event: HookEvent | str, match_value: str | None = None) -> bool:
+        return bool(self.commands_for(event, match_value))
+
+    async def run(self, event: HookEvent | str, payload: dict[str, Any] | None = None, *,
+                  match_value: str | None = None) -> HookOutcome:
+        event = HookEvent(event)
+        payload = dict(payload or {})
+        if match_value is None and event in MATCH_FIELD:
+            field = MATCH_FIELD[event]
+            match_value = str(payload.get(field, EVENT_FIELDS[event][field]))
+        hooks = matching_commands(self.config, event, match_value)
+        if not hooks:
+            return HookOutcome()
+        mode = self._mode()
+        data = build_input(event, payload, session_id=self.session_id, transcript_path=self.transcript_path,
+                           cwd=self.cwd, permission_mode=str(getattr(mode, "value", mode)))
+        stdin = json.dumps(data, default=str).encode("utf-8")
+        results = await asyncio.gather(*(self._run_one(h, stdin) for h in hooks))
+        return aggregate(event, list(results))
+
+    def _env(self) -> dict[str, str]:
+        env = {**os.environ, **self._extra_env}
+        env["CLAUDE_PROJECT_DIR"] = self.cwd
+        env["CODELOOP_PROJECT_DIR"] = self.cwd
+        return env
+
+    def _shell_path(self) -> str | None:
+        if self._shell is None:
+            self._shell = shutil.which("bash") or ""
+        return self._shell or None
+
+    async def _run_one(self, hook: HookCommand, stdin: bytes) -> HookProcessResult:
+        try:
+            proc = await asyncio.create_subprocess_shell(
+                hook.command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, cwd=self.cwd, env=self._env(),
+                start_new_session=True, executable=self._shell_path())
+        except OSError as e:
+            return HookProcessResult(hook, None, start_error=str(e))
+        comm = asyncio.ensure_future(proc.communicate(stdin))
+        try:
+            # shield: on timeout we still want what the hook wrote, after the kill closes its pipes.
+            out, err = await asyncio.wait_for(asyncio.shield(comm), hook.timeout)
+        except asyncio.TimeoutError:
+            _kill_group(proc)
+            out, err = await _drain(comm)
+            return HookProcessResult(hook, None, _decode(out), _decode(err), timed_out=True)
+        except asyncio.CancelledError:
+            _kill_group(proc)
+            comm.cancel()
+            raise
+        return HookProcessResult(hook, proc.returncode, _decode(out), _decode(err))

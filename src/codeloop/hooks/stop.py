@@ -1,0 +1,36 @@
+"""The loop's Stop-hook seam (`loop.recovery.StopHooks`) backed by configured Stop hooks.
+
+A blocking Stop hook (exit 2, or `"decision": "block"`) keeps the model working: its reasons go
+back to the model as a meta user message. `"continue": false` ends the query instead, with the
+hook's stopReason. Errors and system messages do not fit StopHookOutcome, so the full outcome of
+the last run is kept on `last_outcome` for the front end to show.
+"""
+
+from __future__ import annotations
+
+from codeloop.hooks.events import HookEvent
+from codeloop.hooks.outcome import HookOutcome
+from codeloop.hooks.runner import HookRunner
+from codeloop.loop.recovery import StopHookOutcome
+from codeloop.messages import Message, user_message
+
+STOP_FEEDBACK_PREFIX = "Stop hook feedback:\n"
+
+
+class StopHookAdapter:
+    def __init__(self, runner: HookRunner, *, event: HookEvent = HookEvent.STOP) -> None:
+        if event not in (HookEvent.STOP, HookEvent.SUBAGENT_STOP):
+            raise ValueError(f"StopHookAdapter runs Stop or SubagentStop hooks, not {event.value}")
+        self.runner = runner
+        self.event = event
+        self.last_outcome: HookOutcome | None = None
+
+    async def run(self, messages: list[Message], *, stop_hook_active: bool) -> StopHookOutcome:
+        outcome = await self.runner.run(self.event, {"stop_hook_active": stop_hook_active})
+        self.last_outcome = outcome
+        if outcome.prevent_continuation:
+            return StopHookOutcome(prevent_continuation=True, stop_reason=outcome.stop_reason)
+        if outcome.blocked:
+            text = STOP_FEEDBACK_PREFIX + "\n".join(outcome.block_reasons)
+            return StopHookOutcome(blocking_messages=[user_message(text, is_meta=True)])
+        return StopHookOutcome()
