@@ -36,7 +36,7 @@ def _permission_policy(args: argparse.Namespace):
 def _tools(args: argparse.Namespace):
     from codeloop.tools.registry import builtin_tools, select_tools
 
-    tools = builtin_tools()
+    tools = builtin_tools(lazy=True)
     known = {t.name for t in tools}
     unknown = [n for n in (args.tools or []) if n not in known]
     if unknown:

@@ -1,17 +1,25 @@
 """Summary compaction: replace the history with a model-written summary (auto, reactive, /compact).
 
-The post-compact history is one user message carrying the summary, followed by the last real
-user request, so the model knows where it stands. Compaction must not fail for being too long:
-when the summarisation request is itself too long, the oldest part of the history is dropped
-(tool outputs first) and the request tried again.
+Owns the summarisation request and the post-compact history, which keeps what matters:
+the summary; the user's CLAUDE.md instructions re-injected; the todo list verbatim; the files
+recently read or edited, re-read fresh from disk within a budget; the last user request.
+
+Compaction must never fail for being too long. When the summarisation request itself is
+too long: first the oldest half of the tool outputs is dropped, then all of them; then the
+history is summarised in chunks — the older part first, then the rest given that summary —
+splitting any chunk that is still too long.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, Callable
 
+# Resume after compaction lives in resume.py; re-exported so callers find it beside compaction.
+from codeloop.context.resume import load_from_last_boundary, messages_after_last_boundary  # noqa: F401
+from codeloop.context.tokens import TokenCounter
 from codeloop.loop.recovery import CompactOutcome
 from codeloop.messages import Message, to_api_messages, user_message
 from codeloop.providers.assembly import ResponseAssembler
@@ -39,11 +47,22 @@ Reply with the summary only, inside <summary></summary> tags. Do not call any to
 
 SUMMARY_PREFIX = ("This session is being continued from a previous conversation that ran out of context. "
                   "The conversation is summarized below:\n")
+INSTRUCTIONS_PREFIX = ("<system-reminder>\nThe user's instructions (CLAUDE.md), re-stated after compaction. "
+                       "They OVERRIDE default behaviour; follow them exactly as written.\n\n")
+TODOS_PREFIX = "Your todo list at the time of compaction (verbatim, still current):\n"
+LAST_REQUEST_PREFIX = "The user's most recent request, verbatim:\n"
+DROPPED_OUTPUT = "[tool output dropped to fit the summary request]"
+FILE_TOOLS = {"Read": "file_path", "Edit": "file_path", "MultiEdit": "file_path", "Write": "file_path",
+              "NotebookEdit": "notebook_path"}
+MAX_RECENT_FILES = 5
+RECENT_FILES_BUDGET_CHARS = 50_000
+_RENDER_TOOL_CHARS = 1_000
+_RENDER_TEXT_CHARS = 20_000
 
 
 def estimate_tokens(messages: list[Message]) -> int:
-    """A local estimate (≈4 characters a token) for what has no API usage figure yet."""
-    return sum(len(json.dumps(m.content, ensure_ascii=False)) for m in messages) // 4
+    """Tokens the history amounts to: last API usage plus a local estimate of what followed."""
+    return TokenCounter().estimate_next(messages)
 
 
 def last_user_request(messages: list[Message]) -> Message | None:
@@ -53,6 +72,67 @@ def last_user_request(messages: list[Message]) -> Message | None:
     return None
 
 
+def recent_files_from_messages(messages: list[Message], limit: int = MAX_RECENT_FILES) -> list[str]:
+    """Paths of files read or edited, most recent first, each once."""
+    seen: list[str] = []
+    for m in reversed(messages):
+        if m.role != "assistant":
+            continue
+        for b in reversed(m.content):
+            key = FILE_TOOLS.get(b.get("name", "")) if b.get("type") == "tool_use" else None
+            path = (b.get("input") or {}).get(key) if key else None
+            if isinstance(path, str) and path and path not in seen:
+                seen.append(path)
+                if len(seen) >= limit:
+                    return seen
+    return seen
+
+
+def _read_fresh(path: str, cwd: Path | None, limit: int) -> tuple[str, bool] | None:
+    p = Path(path).expanduser()
+    if not p.is_absolute() and cwd is not None:
+        p = cwd / p
+    try:
+        with open(p, "rb") as f:
+            raw = f.read(limit * 4 + 1)
+    except OSError:          # vanished, a directory, unreadable: nothing to re-inject
+        return None
+    if b"\x00" in raw[:8192]:
+        return None          # binary
+    text = raw.decode("utf-8", "replace")
+    return (text[:limit], True) if len(text) > limit else (text, False)
+
+
+def build_post_compact_messages(summary: str, *, instructions: str | None = None,
+                                todos: list[dict[str, Any]] | None = None,
+                                recent_files: list[str] | None = None, last_request: Message | None = None,
+                                extra_context: list[Message] | None = None, cwd: Path | None = None,
+                                max_files: int = MAX_RECENT_FILES,
+                                files_budget_chars: int = RECENT_FILES_BUDGET_CHARS) -> list[Message]:
+    """The history that replaces everything before a compact boundary (all user/meta messages)."""
+    post = [user_message(SUMMARY_PREFIX + summary, is_meta=True)]
+    if instructions and instructions.strip():
+        post.append(user_message(INSTRUCTIONS_PREFIX + instructions + "\n</system-reminder>", is_meta=True))
+    if todos:
+        post.append(user_message(TODOS_PREFIX + json.dumps(todos, indent=2, ensure_ascii=False), is_meta=True))
+    budget = files_budget_chars
+    for path in (recent_files or [])[:max_files]:
+        if budget <= 0:
+            break
+        got = _read_fresh(path, cwd, budget)
+        if got is None:
+            continue
+        text, truncated = got
+        budget -= len(text)
+        note = ", truncated to fit the budget" if truncated else ""
+        post.append(user_message(f"Contents of {path} as it is now (re-read from disk after compaction{note}):\n"
+                                 f"```\n{text}\n```", is_meta=True))
+    post.extend(extra_context or [])
+    if last_request is not None and last_request.text.strip():
+        post.append(user_message(LAST_REQUEST_PREFIX + last_request.text, is_meta=True))
+    return post
+
+
 def _extract_summary(text: str) -> str:
     start, end = text.find("<summary>"), text.rfind("</summary>")
     if start != -1 and end > start:
@@ -60,20 +140,50 @@ def _extract_summary(text: str) -> str:
     return text.strip()
 
 
-def _drop_oldest(messages: list[Message]) -> list[Message]:
-    """Make the history shorter: clear the oldest tool outputs first, then drop the oldest third."""
-    out, cleared = [], False
+def drop_old_tool_outputs(messages: list[Message], fraction: float) -> list[Message]:
+    """Copy with the oldest `fraction` of sizeable tool outputs replaced by a short marker."""
+    sizeable = [(i, b.get("tool_use_id")) for i, m in enumerate(messages) if m.role == "user"
+                for b in m.content if b.get("type") == "tool_result" and len(str(b.get("content"))) > 200]
+    victims = {tid for _, tid in sizeable[:max(0, round(len(sizeable) * fraction))]}
+    if not victims:
+        return list(messages)
+    out = []
     for m in messages:
-        if not cleared and m.role == "user" and any(b.get("type") == "tool_result" and len(str(b.get("content"))) > 200
-                                                     for b in m.content):
+        if m.role == "user" and any(b.get("tool_use_id") in victims for b in m.content):
             m = Message(**{**m.__dict__, "content": [
-                {**b, "content": "[tool output dropped to fit the summary request]"}
-                if b.get("type") == "tool_result" else b for b in m.content]})
-            cleared = True
+                {**b, "content": DROPPED_OUTPUT} if b.get("type") == "tool_result"
+                and b.get("tool_use_id") in victims else b for b in m.content]})
         out.append(m)
-    if cleared:
-        return out
-    return messages[len(messages) // 3:]
+    return out
+
+
+def render_transcript(messages: list[Message]) -> str:
+    """Plain-text form of history for chunked summaries (no tool pairing rules to respect)."""
+    lines = []
+    for m in messages:
+        for b in m.content:
+            kind = b.get("type")
+            if kind == "text" and (b.get("text") or "").strip():
+                who = "User" if m.role == "user" else "Assistant"
+                lines.append(f"{who}: {_clip(b['text'], _RENDER_TEXT_CHARS)}")
+            elif kind == "tool_use":
+                lines.append(f"Assistant called {b.get('name')}("
+                             f"{_clip(json.dumps(b.get('input'), ensure_ascii=False), _RENDER_TOOL_CHARS)})")
+            elif kind == "tool_result":
+                content = b.get("content")
+                if isinstance(content, list):
+                    content = "\n".join(x.get("text") or "[image]" for x in content if isinstance(x, dict))
+                flag = " (error)" if b.get("is_error") else ""
+                lines.append(f"Tool result{flag}: {_clip(str(content), _RENDER_TOOL_CHARS)}")
+    return "\n".join(lines)
+
+
+def _clip(s: str, n: int) -> str:
+    return s if len(s) <= n else s[:n] + f" …[{len(s) - n} more chars]"
+
+
+def _too_long(err: Exception) -> bool:
+    return isinstance(err, APIStatusError) and err.is_prompt_too_long
 
 
 @dataclass
@@ -81,12 +191,12 @@ class Compactor:
     provider: Provider
     model: str
     max_summary_tokens: int = 8_192
-    max_shrinks: int = 6
+    max_chunk_requests: int = 16
+    # Supplies instructions / todos / recent_files / cwd when a caller (the reactive path) has none.
+    context: Callable[[], dict[str, Any]] | None = None
 
-    async def _summarise(self, messages: list[Message], focus: str | None) -> str:
-        instructions = COMPACT_INSTRUCTIONS + (f"\n\nFocus especially on: {focus}" if focus else "")
-        history = to_api_messages([*messages, user_message(instructions)])
-        request = ModelRequest(model=self.model, messages=history, max_tokens=self.max_summary_tokens,
+    async def _request(self, api_messages: list[dict[str, Any]]) -> str:
+        request = ModelRequest(model=self.model, messages=api_messages, max_tokens=self.max_summary_tokens,
                                system=[{"type": "text", "text": "You summarise coding sessions precisely."}])
         asm = ResponseAssembler()
         async for ev in self.provider.stream(request):
@@ -96,25 +206,73 @@ class Compactor:
             raise ProviderError("the model returned an empty summary")
         return _extract_summary(text)
 
-    async def compact(self, messages: list[Message], *, trigger: str = "auto", focus: str | None = None,
-                      extra_context: list[Message] | None = None) -> CompactOutcome:
-        pre_tokens = estimate_tokens(messages)
-        attempt_messages = [m for m in messages if not m.is_api_error]
-        for _ in range(self.max_shrinks + 1):
-            try:
-                summary = await self._summarise(attempt_messages, focus)
+    def _instructions(self, focus: str | None) -> str:
+        return COMPACT_INSTRUCTIONS + (f"\n\nFocus especially on: {focus}" if focus else "")
+
+    async def _summarise(self, messages: list[Message], focus: str | None) -> str:
+        return await self._request(to_api_messages([*messages, user_message(self._instructions(focus))]))
+
+    async def _summarise_text(self, text: str, prior: str | None, focus: str | None, part: str) -> str:
+        head = (f"Summary of the earlier part of the conversation:\n<previous-summary>\n{prior}\n"
+                "</previous-summary>\n\nThe conversation then continued:\n" if prior else
+                "Here is the conversation so far" + (" (first part)" if part != "only" else "") + ":\n")
+        body = f"{head}<conversation>\n{text}\n</conversation>\n\n{self._instructions(focus)}"
+        if prior:
+            body += "\nMerge the previous summary and the continuation into one summary of the whole."
+        return await self._request([{"role": "user", "content": [{"type": "text", "text": body}]}])
+
+    async def _summarise_chunked(self, messages: list[Message], focus: str | None) -> str:
+        mid = max(1, len(messages) // 2)
+        queue = [messages[:mid], messages[mid:]] if len(messages) > 1 else [messages]
+        summary: str | None = None
+        for _ in range(self.max_chunk_requests):
+            if not queue:
                 break
+            chunk = queue.pop(0)
+            try:
+                summary = await self._summarise_text(render_transcript(chunk), summary, focus,
+                                                     "last" if not queue else "part")
             except APIStatusError as err:
-                if not err.is_prompt_too_long or len(attempt_messages) <= 2:
+                if not _too_long(err) or len(chunk) < 2:
                     raise
-                attempt_messages = _drop_oldest(attempt_messages)
-        else:
-            raise ProviderError("history still too long to summarise after dropping the oldest parts")
-        post = [user_message(SUMMARY_PREFIX + summary, is_meta=True)]
-        post.extend(extra_context or [])
-        last = last_user_request(messages)
-        if last is not None:
-            post.append(user_message("The user's most recent request, verbatim:\n" + last.text, is_meta=True))
+                half = len(chunk) // 2
+                queue[:0] = [chunk[:half], chunk[half:]]
+        if queue or summary is None:
+            raise ProviderError("history still too long to summarise in chunks")
+        return summary
+
+    async def summarise(self, messages: list[Message], focus: str | None = None) -> str:
+        """A summary whatever the history's size (see the module docstring for the fallbacks)."""
+        attempt = [m for m in messages if not m.is_api_error]
+        tried: list[list[Message]] = []
+        for fraction in (0.0, 0.5, 1.0):
+            candidate = drop_old_tool_outputs(attempt, fraction) if fraction else attempt
+            if tried and all(a is b for a, b in zip(candidate, tried[-1])):
+                continue     # nothing more to drop: this shape failed already
+            tried.append(candidate)
+            try:
+                return await self._summarise(candidate, focus)
+            except APIStatusError as err:
+                if not _too_long(err):
+                    raise
+        return await self._summarise_chunked(tried[-1], focus)
+
+    async def compact(self, messages: list[Message], *, trigger: str = "auto", focus: str | None = None,
+                      extra_context: list[Message] | None = None, instructions: str | None = None,
+                      todos: list[dict[str, Any]] | None = None, recent_files: list[str] | None = None,
+                      cwd: Path | None = None) -> CompactOutcome:
+        ctx = self.context() if self.context is not None else {}
+        instructions = instructions if instructions is not None else ctx.get("instructions")
+        todos = todos if todos is not None else ctx.get("todos")
+        recent_files = recent_files if recent_files is not None else ctx.get("recent_files")
+        if recent_files is None:
+            recent_files = recent_files_from_messages(messages)
+        cwd = cwd if cwd is not None else ctx.get("cwd")
+        pre_tokens = estimate_tokens(messages)
+        summary = await self.summarise(messages, focus)
+        post = build_post_compact_messages(summary, instructions=instructions, todos=todos,
+                                           recent_files=recent_files, last_request=last_user_request(messages),
+                                           extra_context=extra_context, cwd=Path(cwd) if cwd else None)
         return CompactOutcome(messages=post, pre_tokens=pre_tokens, trigger=trigger, summary=summary)
 
     async def try_reactive_compact(self, *, has_attempted: bool, messages: list[Message],

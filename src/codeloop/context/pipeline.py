@@ -171,8 +171,10 @@ def apply_tool_result_budget(messages: list[Message], state: ContentReplacementS
 def snip_text(text: str, max_chars: int) -> str:
     if len(text) <= max_chars:
         return text
-    head = max_chars * 2 // 3
-    tail = max_chars - head
+    # The marker counts against the limit, so a snipped block is never snipped again (stable).
+    room = max(0, max_chars - 64)
+    head = room * 2 // 3
+    tail = room - head
     cut = len(text) - head - tail
     return f"{text[:head]}\n\n[... {cut:,} characters snipped ...]\n\n{text[len(text) - tail:]}"
 

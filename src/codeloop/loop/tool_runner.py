@@ -6,18 +6,22 @@ so the history never holds a dangling tool_use.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
 import logging
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
-from pydantic import BaseModel
 
 from codeloop.messages import Message, tool_result_message
 from codeloop.tools.base import PermissionBehavior, PermissionDecision, Tool, ToolContext, ToolError, ToolResult
 
 log = logging.getLogger(__name__)
 
-CanUseTool = Callable[[Tool, BaseModel, dict[str, Any], ToolContext], Awaitable[PermissionDecision]]
+CanUseTool = Callable[[Tool, Any, dict[str, Any], ToolContext], Awaitable[PermissionDecision]]  # Any: the parsed input model
 
 
 @dataclass

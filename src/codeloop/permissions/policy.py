@@ -6,11 +6,15 @@ rule specifiers like `Bash(git status:*)` are parsed and matched in `rules.py`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel
 
 from codeloop.tools.base import PermissionBehavior, PermissionDecision, Tool, ToolContext
 

@@ -7,11 +7,15 @@ fsynced at turn ends), usage and cost per model, permission denials.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable
 
-from pydantic import BaseModel
 
 from codeloop.abort import AbortController
 from codeloop.events import (ApiCallEvent, AssistantEvent, CompactBoundary, Event, PermissionDenied, Terminal,
@@ -23,7 +27,7 @@ from codeloop.providers.base import Provider
 from codeloop.tools.base import PermissionBehavior, PermissionDecision, Tool, ToolContext
 from codeloop.usage import Usage
 
-AskUser = Callable[[Tool, BaseModel, dict[str, Any]], Awaitable[PermissionDecision]]
+AskUser = Callable[[Tool, Any, dict[str, Any]], Awaitable[PermissionDecision]]  # Any: the parsed input model
 
 
 @dataclass

@@ -7,13 +7,17 @@ model an `is_error` tool_result; anything else escaping `call` is a bug in the t
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
 import math
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import BaseModel
 
 from codeloop.abort import AbortController
 

@@ -5,18 +5,24 @@ the model can act on).
 
 from __future__ import annotations
 
-from typing import Any, Iterable, get_args
-
-from pydantic import BaseModel, ValidationError
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, get_args
 
 from codeloop.tools.base import Tool, ToolError
-from codeloop.tools.builtin.bash import BashTool
-from codeloop.tools.builtin.edit import EditTool
-from codeloop.tools.builtin.glob import GlobTool
-from codeloop.tools.builtin.grep import GrepTool
-from codeloop.tools.builtin.read import ReadTool
-from codeloop.tools.builtin.todo import TodoWriteTool
-from codeloop.tools.builtin.write import WriteTool
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel, ValidationError
+
+# name, module, class — in the order the model sees them
+BUILTINS: tuple[tuple[str, str, str], ...] = (
+    ("Bash", "codeloop.tools.builtin.bash", "BashTool"),
+    ("Glob", "codeloop.tools.builtin.glob", "GlobTool"),
+    ("Grep", "codeloop.tools.builtin.grep", "GrepTool"),
+    ("Read", "codeloop.tools.builtin.read", "ReadTool"),
+    ("Edit", "codeloop.tools.builtin.edit", "EditTool"),
+    ("Write", "codeloop.tools.builtin.write", "WriteTool"),
+    ("TodoWrite", "codeloop.tools.builtin.todo", "TodoWriteTool"),
+)
 
 _JSON_TYPES = {
     "int": "integer",
@@ -31,9 +37,23 @@ _JSON_TYPES = {
 }
 
 
-def builtin_tools() -> list[Tool]:
-    """Fresh instances of the core tools, in the order the model sees them."""
-    return [BashTool(), GlobTool(), GrepTool(), ReadTool(), EditTool(), WriteTool(), TodoWriteTool()]
+def builtin_tools(*, lazy: bool = False) -> list[Tool]:
+    """Fresh instances of the core tools, in the order the model sees them.
+
+    `lazy=True` (the CLI) returns stand-ins that import a tool only when it is first used and
+    serve API schemas from the on-disk cache, so the first request leaves sooner.
+    """
+    import importlib
+
+    if lazy:
+        from codeloop.session.store import config_dir
+        from codeloop.tools.lazy import LazyTool, SchemaCache, cache_key
+
+        here = Path(__file__).parent / "builtin"
+        files = [here / (module.rsplit(".", 1)[1] + ".py") for _, module, _ in BUILTINS]
+        cache = SchemaCache(config_dir() / "cache" / "tool-schemas.json", cache_key(files))
+        return [LazyTool(name, module, cls, cache) for name, module, cls in BUILTINS]  # type: ignore[misc]
+    return [getattr(importlib.import_module(module), cls)() for _, module, cls in BUILTINS]
 
 
 def select_tools(
@@ -62,6 +82,8 @@ def find_tool(tools: Iterable[Tool], name: str) -> Tool | None:
 
 def parse_tool_input(tool: Tool, raw: Any) -> BaseModel:
     """Validate the model's input for `tool`; errors name every failing parameter."""
+    from pydantic import ValidationError
+
     if not isinstance(raw, dict):
         raise ToolError(
             f"InputValidationError: {tool.name} failed due to the following issue:\n"
@@ -101,6 +123,7 @@ def _json_type_of(value: Any) -> str:
 
 
 def _field_names(model: type[BaseModel], seen: set[type[BaseModel]] | None = None) -> set[str]:
+    from pydantic import BaseModel
     """Every field name and alias in `model` and the models nested in it."""
     seen = seen if seen is not None else set()
     if model in seen:

@@ -1,0 +1,122 @@
+"""Resume after compaction: only what follows the last compact boundary becomes the history.
+
+A boundary entry is `{"type": "system", "subtype": "compact_boundary", "compactMetadata": …}`
+(a bare `{"type": "compact_boundary"}` is accepted too), followed by the post-compact messages.
+`load_from_last_boundary` finds the last boundary by searching the file's bytes backwards
+(memory-mapped, so a long transcript is neither read whole into Python nor parsed) and parses
+only the lines after it. Without a boundary it parses everything, like `load_transcript`.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import mmap
+from pathlib import Path
+from typing import Any, Iterable
+
+from codeloop.messages import Message
+from codeloop.session.transcript import LoadedTranscript, entry_to_message, repair_dangling_tool_uses
+
+# json.dumps never escapes these quotes in a real key/value, while inside message text they
+# appear as \"compact_boundary\" — the byte before the match tells the two apart.
+_MARKER = b'"compact_boundary"'
+
+
+def is_compact_boundary(entry: Any) -> bool:
+    return isinstance(entry, dict) and (
+        entry.get("type") == "compact_boundary"
+        or (entry.get("type") == "system" and entry.get("subtype") == "compact_boundary"))
+
+
+def _messages_from(entries: Iterable[dict[str, Any]]) -> tuple[list[Message], int]:
+    messages: list[Message] = []
+    tombstoned: set[Any] = set()
+    corrupt = 0
+    for entry in entries:
+        kind = entry.get("type")
+        if kind in ("user", "assistant"):
+            msg = entry_to_message(entry)
+            if msg is None:
+                corrupt += 1
+            else:
+                messages.append(msg)
+        elif kind == "tombstone":
+            tombstoned.add(entry.get("targetUuid"))
+    if tombstoned:
+        messages = [m for m in messages if m.uuid not in tombstoned]
+    return repair_dangling_tool_uses(messages), corrupt
+
+
+def messages_after_last_boundary(entries: list[dict[str, Any]]) -> list[Message]:
+    """The history a resumed session continues from: messages after the last boundary (or all)."""
+    start = 0
+    for i in range(len(entries) - 1, -1, -1):
+        if is_compact_boundary(entries[i]):
+            start = i + 1
+            break
+    return _messages_from(e for e in entries[start:] if isinstance(e, dict))[0]
+
+
+def _parse(line: bytes) -> dict[str, Any] | None:
+    try:
+        obj = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def _tail_after_boundary(buf: Any) -> tuple[int, dict[str, Any] | None]:
+    """(offset where the post-boundary lines start, boundary entry) — (0, None) if none."""
+    end = len(buf)
+    while True:
+        idx = buf.rfind(_MARKER, 0, end)
+        if idx < 0:
+            return 0, None
+        end = idx
+        if idx > 0 and buf[idx - 1:idx] == b"\\":
+            continue
+        line_start = buf.rfind(b"\n", 0, idx) + 1
+        line_end = buf.find(b"\n", idx)
+        line_end = len(buf) if line_end < 0 else line_end
+        entry = _parse(buf[line_start:line_end])
+        if is_compact_boundary(entry):
+            return min(len(buf), line_end + 1), entry
+        end = line_start
+
+
+def load_from_last_boundary(path: Path | str) -> LoadedTranscript:
+    """Messages after the last compact boundary, the entries they came from, and load warnings.
+
+    `entries` starts with the boundary entry itself when there is one; `last_uuid` is the chain
+    tip to hand to TranscriptWriter.
+    """
+    path = Path(path)
+    with open(path, "rb") as f:
+        size = f.seek(0, 2)
+        if size == 0:
+            return LoadedTranscript(messages=[], entries=[])
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            offset, boundary = _tail_after_boundary(mm)
+            tail = mm[offset:]
+    gc_was_enabled = gc.isenabled()
+    gc.disable()   # parsed JSON has no cycles; collections during the burst only cost time
+    try:
+        entries: list[dict[str, Any]] = [boundary] if boundary is not None else []
+        corrupt = 0
+        for line in tail.split(b"\n"):
+            if not line.strip():
+                continue
+            entry = _parse(line)
+            if entry is None:
+                corrupt += 1
+            else:
+                entries.append(entry)
+        messages, bad = _messages_from(entries)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    corrupt += bad
+    last_uuid = next((e["uuid"] for e in reversed(entries) if isinstance(e.get("uuid"), str) and e["uuid"]), None)
+    warnings = [f"skipped {corrupt} corrupt line(s) in {path}"] if corrupt else []
+    return LoadedTranscript(messages=messages, entries=entries, warnings=warnings, last_uuid=last_uuid)

@@ -1,0 +1,482 @@
+"""The shell scanner: split a bash command line into the simple commands it would run.
+
+Owns the tokenizer/parser behind `split_command`. It understands quoting (`'…'`, `"…"`,
+`$'…'`, backslashes), comments, line continuations, the list/pipeline operators, subshells and
+`{ …; }` groups, command and process substitution (recursing into them so inner commands are
+reported as parts too), redirections and heredocs. It is not a full bash parser: whatever it
+does not understand sets `parse_error` (or `unbalanced`), and the permission layer never
+auto-allows such a command. Public names are re-exported by `permissions.bash`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+# Characters that end an unquoted word (bash metacharacters).
+_META = frozenset(" \t\n;&|()<>")
+# Longest first, so `>>` wins over `>` and `<<<` over `<<`.
+_REDIRECT_OPS = ("&>>", "&>", "<<<", "<<-", "<<", "<>", "<&", ">>", ">&", ">|", "<", ">")
+# Reserved words that may prefix a command; skipping them keeps `then rm x` checkable as `rm x`.
+_PREFIX_KEYWORDS = frozenset({"if", "then", "else", "elif", "do", "while", "until", "!"})
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
+_MAX_DEPTH = 40  # nesting beyond this is refused rather than risk a recursion blow-up
+_ANSI_C = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r",
+           "t": "\t", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
+
+
+class Redirect(NamedTuple):
+    op: str      # operator with its fd prefix, e.g. ">", ">>", "2>", "2>&", "&>", "<<<", "<<"
+    target: str  # the target word after quote removal (for `<<`/`<<-`: the delimiter)
+
+
+@dataclass
+class SimpleCommand:
+    argv: list[str]                       # words after quote removal
+    raw: str                              # source text of this part, trimmed
+    env: dict[str, str] = field(default_factory=dict)   # leading VAR=value assignments
+    redirects: list[Redirect] = field(default_factory=list)
+    raw_words: list[str] = field(default_factory=list)  # source text of each argv word
+    # Indexes of argv words whose runtime value is not what we see: parameter/command
+    # expansion or unquoted glob/brace characters (`find *` may expand to `-delete`).
+    dynamic: frozenset[int] = frozenset()
+    heredocs: list[str] = field(default_factory=list)   # heredoc bodies, in order
+
+
+@dataclass
+class SplitResult:
+    parts: list[SimpleCommand] = field(default_factory=list)
+    has_command_substitution: bool = False   # $( ), backticks, <( ), >( ), also $(( ))
+    has_heredoc: bool = False
+    unbalanced: bool = False
+    has_subshell: bool = False                # ( … ) or { …; }
+    parse_error: str | None = None
+
+    @property
+    def clean(self) -> bool:
+        """Parsed fully, with nothing that runs code we cannot see statically."""
+        return not (self.has_command_substitution or self.has_heredoc or self.unbalanced
+                    or self.parse_error)
+
+
+def split_command(cmd: str) -> SplitResult:
+    sc = _Scanner(cmd, 0)
+    sc.parse_list(None)
+    sc.finish()
+    return sc.result
+
+
+def decode_ansi_c(body: str) -> str:
+    """Decode the inside of `$'…'` the way bash does (so `$'\\x72m'` is seen as `rm`)."""
+    out: list[str] = []
+    i, n = 0, len(body)
+    while i < n:
+        c = body[i]
+        if c != "\\" or i + 1 >= n:
+            out.append(c)
+            i += 1
+            continue
+        e = body[i + 1]
+        i += 2
+        if e in _ANSI_C:
+            out.append(_ANSI_C[e])
+        elif e in "xuU":
+            width = {"x": 2, "u": 4, "U": 8}[e]
+            m = re.match(r"[0-9A-Fa-f]{1,%d}" % width, body[i:])
+            if m:
+                out.append(chr(min(int(m.group(), 16), 0x10FFFF)))
+                i += m.end()
+            else:
+                out.append("\\" + e)
+        elif e in "01234567":
+            m = re.match(r"[0-7]{0,2}", body[i:])
+            out.append(chr(int(e + m.group(), 8) & 0xFF))
+            i += m.end()
+        elif e == "c" and i < n:
+            out.append(chr(ord(body[i]) & 0x1F))
+            i += 1
+        else:
+            out.append("\\" + e)
+    return "".join(out)
+
+
+class _Heredoc(NamedTuple):
+    delimiter: str
+    strip_tabs: bool
+    quoted: bool
+    sink: list[str]
+
+
+class _Scanner:
+    def __init__(self, src: str, depth: int, result: SplitResult | None = None):
+        self.s, self.n, self.i = src, len(src), 0
+        self.depth = depth
+        self.result = result if result is not None else SplitResult()
+        self.pending: list[_Heredoc] = []
+
+    # -- bookkeeping ------------------------------------------------------------------------
+    def error(self, msg: str, *, unbalanced: bool = False) -> None:
+        if unbalanced:
+            self.result.unbalanced = True
+        if self.result.parse_error is None:
+            self.result.parse_error = msg
+
+    def finish(self) -> None:
+        if self.pending:
+            self.error("here-document without its delimiter line", unbalanced=True)
+
+    def peek(self, k: int = 0) -> str:
+        j = self.i + k
+        return self.s[j] if j < self.n else ""
+
+    def skip_blanks(self) -> None:
+        while self.i < self.n:
+            if self.s[self.i] in " \t":
+                self.i += 1
+            elif self.s.startswith("\\\n", self.i):   # line continuation
+                self.i += 2
+            else:
+                return
+
+    def sub_scan(self, text: str) -> None:
+        """Parse `text` (a backtick body, `sh -c` string…) into the same result."""
+        if self.depth >= _MAX_DEPTH:
+            self.error("nesting too deep")
+            return
+        sub = _Scanner(text, self.depth + 1, self.result)
+        sub.parse_list(None)
+        sub.finish()
+
+    # -- lists ------------------------------------------------------------------------------
+    def parse_list(self, close: str | None) -> None:
+        if self.depth >= _MAX_DEPTH:
+            self.error("nesting too deep", unbalanced=True)
+            self.i = self.n
+            return
+        need_command = False  # after a binary operator another command must follow
+        while True:
+            self.skip_blanks()
+            if self.i >= self.n:
+                if close:
+                    self.error(f"missing '{close}'", unbalanced=True)
+                if need_command:
+                    self.error("command expected after operator")
+                return
+            c = self.s[self.i]
+            if close == ")" and c == ")":
+                self.i += 1
+                return
+            if close == "}" and c == "}" and self.peek(1) in _META | {""}:
+                self.i += 1
+                return
+            if c == "#":
+                while self.i < self.n and self.s[self.i] != "\n":
+                    self.i += 1
+                continue
+            if c == "\n":
+                self.i += 1
+                self.read_heredoc_bodies()
+                continue
+            op = self.separator()
+            if op:
+                if need_command or (op not in (";", "&") and not self.result.parts):
+                    self.error(f"syntax error near '{op}'")
+                need_command = op in ("&&", "||", "|", "|&")
+                continue
+            need_command = False
+            if c == ")":
+                self.error("unexpected ')'", unbalanced=True)
+                self.i += 1
+            elif c == "(":
+                self.i += 1
+                self.result.has_subshell = True
+                self.parse_list(")")
+            elif c == "{" and self.peek(1) in (" ", "\t", "\n"):
+                self.i += 1
+                self.result.has_subshell = True
+                self.parse_list("}")
+            else:
+                self.simple_command()
+
+    def separator(self) -> str | None:
+        s, i = self.s, self.i
+        for op in (";;&", ";;", ";&", "&&", "||", "|&", ";", "|"):
+            if s.startswith(op, i):
+                self.i += len(op)
+                return op
+        if s.startswith("&", i) and not s.startswith("&>", i):
+            self.i += 1
+            return "&"
+        return None
+
+    def read_heredoc_bodies(self) -> None:
+        while self.pending:
+            doc = self.pending.pop(0)
+            lines: list[str] = []
+            while True:
+                if self.i >= self.n:
+                    self.error(f"here-document delimited by end of input (wanted {doc.delimiter!r})",
+                               unbalanced=True)
+                    break
+                end = self.s.find("\n", self.i)
+                end = self.n if end < 0 else end
+                line = self.s[self.i:end]
+                self.i = min(end + 1, self.n)
+                if (line.lstrip("\t") if doc.strip_tabs else line) == doc.delimiter:
+                    break
+                lines.append(line)
+            body = "\n".join(lines)
+            doc.sink.append(body)
+            if not doc.quoted:   # an unquoted heredoc still expands $( ) and backticks
+                self.scan_expanding_text(body)
+
+    def scan_expanding_text(self, text: str) -> None:
+        sub = _Scanner(text, self.depth + 1, self.result)
+        junk: list[str] = []
+        while sub.i < sub.n:
+            c = sub.s[sub.i]
+            if c == "\\":
+                sub.i += 2
+            elif c == "$":
+                sub.read_dollar(junk, in_dq=True)
+            elif c == "`":
+                sub.read_backtick(junk)
+            else:
+                sub.i += 1
+
+    # -- simple commands --------------------------------------------------------------------
+    def simple_command(self) -> None:
+        start = self.i
+        argv: list[str] = []
+        raw_words: list[str] = []
+        dynamic: set[int] = set()
+        env: dict[str, str] = {}
+        redirects: list[Redirect] = []
+        heredocs: list[str] = []
+        comment_at: int | None = None
+        while True:
+            self.skip_blanks()
+            if self.i >= self.n:
+                break
+            c = self.s[self.i]
+            if c in "<>" and self.peek(1) == "(":
+                word, dyn = self.process_substitution()
+                argv.append(word)
+                raw_words.append(word)
+                dynamic.add(len(argv) - 1)
+                continue
+            if c in "<>" or (c == "&" and self.peek(1) == ">"):
+                self.redirect("", redirects, heredocs)
+                continue
+            if c in _META:
+                if c == "(":   # `f() {…}`, `a=(x)`: not something we model; still scan inside
+                    self.error("unexpected '('")
+                    self.i += 1
+                    self.result.has_subshell = True
+                    self.parse_list(")")
+                break
+            if c == "#":   # a comment starts only at a word boundary, which this is
+                comment_at = self.i
+                while self.i < self.n and self.s[self.i] != "\n":
+                    self.i += 1
+                break
+            word_start = self.i
+            value, dyn = self.read_word()
+            raw = self.s[word_start:self.i]
+            if self.peek() in ("<", ">") and (raw.isdigit() or re.fullmatch(r"\{\w+\}", raw)):
+                self.redirect(raw, redirects, heredocs)     # `2>file`, `{fd}>file`
+                continue
+            if not argv and _ASSIGNMENT.match(raw):
+                name, _, val = value.partition("=")
+                env[name.rstrip("+")] = val
+                continue
+            if not argv and not env and raw in _PREFIX_KEYWORDS:
+                start = self.i
+                continue
+            argv.append(value)
+            raw_words.append(raw)
+            if dyn:
+                dynamic.add(len(argv) - 1)
+        raw_text = self.s[start:self.i if comment_at is None else comment_at].strip()
+        if argv or env or redirects:
+            self.result.parts.append(SimpleCommand(argv, raw_text, env, redirects, raw_words,
+                                                   frozenset(dynamic), heredocs))
+
+    def process_substitution(self) -> tuple[str, bool]:
+        start = self.i
+        self.i += 2
+        self.result.has_command_substitution = True
+        self.parse_list(")")
+        return self.s[start:self.i], True
+
+    def redirect(self, fd: str, redirects: list[Redirect], heredocs: list[str]) -> None:
+        op = next(o for o in _REDIRECT_OPS if self.s.startswith(o, self.i))
+        self.i += len(op)
+        self.skip_blanks()
+        c = self.peek()
+        if c in "<>" and self.peek(1) == "(":
+            target, _ = self.process_substitution()
+        elif not c or c in _META:
+            self.error(f"missing target after '{op}'")
+            return
+        else:
+            word_start = self.i
+            target, _ = self.read_word()
+            if op in ("<<", "<<-"):
+                raw = self.s[word_start:self.i]
+                self.result.has_heredoc = True
+                quoted = any(q in raw for q in "'\"\\")
+                self.pending.append(_Heredoc(target, op == "<<-", quoted, heredocs))
+        redirects.append(Redirect(fd + op, target))
+
+    # -- words ------------------------------------------------------------------------------
+    def read_word(self) -> tuple[str, bool]:
+        val: list[str] = []
+        dynamic = False
+        s = self.s
+        while self.i < self.n:
+            c = s[self.i]
+            if c in _META:
+                break
+            if c == "\\":
+                if self.i + 1 >= self.n:
+                    self.i += 1
+                elif s[self.i + 1] == "\n":
+                    self.i += 2
+                else:
+                    val.append(s[self.i + 1])
+                    self.i += 2
+            elif c == "'":
+                end = s.find("'", self.i + 1)
+                if end < 0:
+                    self.error("unterminated single quote", unbalanced=True)
+                    val.append(s[self.i + 1:])
+                    self.i = self.n
+                else:
+                    val.append(s[self.i + 1:end])
+                    self.i = end + 1
+            elif c == '"':
+                dynamic |= self.read_dq(val)
+            elif c == "$":
+                dynamic |= self.read_dollar(val, in_dq=False)
+            elif c == "`":
+                self.read_backtick(val)
+                dynamic = True
+            else:
+                if c in "*?[{":   # glob / brace expansion: the real words are unknown
+                    dynamic = True
+                val.append(c)
+                self.i += 1
+        return "".join(val), dynamic
+
+    def read_dq(self, val: list[str]) -> bool:
+        """Read `"…"` starting at the opening quote; returns whether it holds expansions."""
+        s = self.s
+        self.i += 1
+        dynamic = False
+        while self.i < self.n:
+            c = s[self.i]
+            if c == '"':
+                self.i += 1
+                return dynamic
+            if c == "\\" and self.i + 1 < self.n and s[self.i + 1] in '$`"\\\n':
+                if s[self.i + 1] != "\n":
+                    val.append(s[self.i + 1])
+                self.i += 2
+            elif c == "$":
+                dynamic |= self.read_dollar(val, in_dq=True)
+            elif c == "`":
+                self.read_backtick(val)
+                dynamic = True
+            else:
+                val.append(c)
+                self.i += 1
+        self.error("unterminated double quote", unbalanced=True)
+        return dynamic
+
+    def read_dollar(self, val: list[str], *, in_dq: bool) -> bool:
+        """Read a `$…` form at self.i; returns whether its value is only known at run time."""
+        s, start = self.s, self.i
+        nxt = self.peek(1)
+        if nxt == "'" and not in_dq:
+            end = self.i + 2
+            while end < self.n and s[end] != "'":
+                end += 2 if s[end] == "\\" else 1
+            if end >= self.n:
+                self.error("unterminated $'…' quote", unbalanced=True)
+                val.append(decode_ansi_c(s[self.i + 2:]))
+                self.i = self.n
+            else:
+                val.append(decode_ansi_c(s[self.i + 2:end]))
+                self.i = end + 1
+            return False
+        if nxt == '"' and not in_dq:
+            self.i += 1
+            return self.read_dq(val)
+        if nxt == "(":
+            # `$(( ))` arithmetic is parsed like a substitution holding a subshell: it can
+            # itself contain `$( )`, and over-flagging only ever makes us ask.
+            self.result.has_command_substitution = True
+            self.i += 2
+            self.parse_list(")")
+        elif nxt == "{":
+            self.i += 2
+            self.read_braced_param()
+        elif nxt and (nxt.isalnum() or nxt in "_@*#?$!-"):
+            self.i += 1
+            if nxt.isalpha() or nxt == "_":
+                while self.i < self.n and (s[self.i].isalnum() or s[self.i] == "_"):
+                    self.i += 1
+            else:
+                self.i += 1
+        else:
+            val.append("$")
+            self.i += 1
+            return False
+        val.append(s[start:self.i])
+        return True
+
+    def read_braced_param(self) -> None:
+        junk: list[str] = []
+        while self.i < self.n:
+            c = self.s[self.i]
+            if c == "}":
+                self.i += 1
+                return
+            if c == "\\":
+                self.i += 2
+            elif c == "'":
+                end = self.s.find("'", self.i + 1)
+                self.i = self.n if end < 0 else end + 1
+            elif c == '"':
+                self.read_dq(junk)
+            elif c == "$":
+                self.read_dollar(junk, in_dq=True)
+            elif c == "`":
+                self.read_backtick(junk)
+            else:
+                self.i += 1
+        self.error("unterminated ${…}", unbalanced=True)
+
+    def read_backtick(self, val: list[str]) -> None:
+        s, start = self.s, self.i
+        self.i += 1
+        inner: list[str] = []
+        self.result.has_command_substitution = True
+        while self.i < self.n:
+            c = s[self.i]
+            if c == "`":
+                self.i += 1
+                val.append(s[start:self.i])
+                self.sub_scan("".join(inner))
+                return
+            if c == "\\" and self.i + 1 < self.n and s[self.i + 1] in "`\\$":
+                inner.append(s[self.i + 1])
+                self.i += 2
+            else:
+                inner.append(c)
+                self.i += 1
+        self.error("unterminated backtick", unbalanced=True)
+        val.append(s[start:])
+        self.sub_scan("".join(inner))

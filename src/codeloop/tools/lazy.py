@@ -1,0 +1,94 @@
+"""Lazy built-in tools: a tool's module is imported only when something beyond its name and API
+schema is needed, and schemas come from a small on-disk cache.
+
+Start-up is a feature: the first request can leave before pydantic and the tool modules are
+imported, and those imports then overlap with the model's time to first token. The cache is
+keyed by the codeloop version and the size/mtime of each tool's source file, so an edited or
+upgraded tool never serves a stale schema; a missing or corrupt cache is simply rebuilt.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+_CACHE_VERSION = 1
+
+
+class SchemaCache:
+    def __init__(self, path: Path, key: str) -> None:
+        self.path, self.key = path, key
+        self._schemas: dict[str, dict[str, Any]] | None = None
+
+    def _load(self) -> dict[str, dict[str, Any]]:
+        if self._schemas is None:
+            self._schemas = {}
+            try:
+                data = json.loads(self.path.read_text())
+                if data.get("v") == _CACHE_VERSION and data.get("key") == self.key:
+                    self._schemas = dict(data.get("schemas") or {})
+            except (OSError, ValueError, AttributeError):
+                pass
+        return self._schemas
+
+    def get(self, name: str) -> dict[str, Any] | None:
+        return self._load().get(name)
+
+    def put(self, name: str, schema: dict[str, Any]) -> None:
+        schemas = self._load()
+        schemas[name] = schema
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({"v": _CACHE_VERSION, "key": self.key, "schemas": schemas}))
+            os.replace(tmp, self.path)
+        except OSError:
+            pass  # a cache that cannot be written only costs start-up time
+
+
+def cache_key(module_files: list[Path]) -> str:
+    from codeloop import __version__
+
+    parts = [__version__]
+    for f in module_files:
+        try:
+            st = f.stat()
+            parts.append(f"{f.name}:{st.st_size}:{st.st_mtime_ns}")
+        except OSError:
+            parts.append(f"{f.name}:missing")
+    return "|".join(parts)
+
+
+class LazyTool:
+    """Stands in for a tool; `name` and `api_schema()` are served without importing it."""
+
+    def __init__(self, name: str, module: str, class_name: str, cache: SchemaCache | None) -> None:
+        self.name = name
+        self._module, self._class_name, self._cache = module, class_name, cache
+        self._tool: Any = None
+
+    @property
+    def real(self) -> Any:
+        if self._tool is None:
+            self._tool = getattr(importlib.import_module(self._module), self._class_name)()
+        return self._tool
+
+    def api_schema(self) -> dict[str, Any]:
+        cached = self._cache.get(self.name) if self._cache is not None else None
+        if cached is not None:
+            return cached
+        schema = self.real.api_schema()
+        if self._cache is not None:
+            self._cache.put(self.name, schema)
+        return schema
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        return getattr(self.real, attr)
+
+    def __repr__(self) -> str:
+        return f"<LazyTool {self.name}{' (loaded)' if self._tool is not None else ''}>"
