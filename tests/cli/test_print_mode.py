@@ -266,3 +266,47 @@ def test_text_mode_shows_fallback_warning_on_stderr(tmp_path):
         r = codeloop(["-p", "hi", "--fallback-model", "claude-haiku-4-5"], cwd=tmp_path, base_url=url)
     assert r.returncode == 0 and r.stdout == "ok\n"
     assert "Switched to claude-haiku-4-5 due to high demand for claude-sonnet-4-5" in r.stderr
+
+
+def test_system_prompt_flags_and_claude_md_reach_the_api(tmp_path):
+    (tmp_path / "CLAUDE.md").write_text("Project rule: use tabs.")
+    api = ScriptedAPI(sse(text("a")), sse(text("b")))
+    with api.serve() as url:
+        codeloop(["-p", "x", "--append-system-prompt", "Be terse."], cwd=tmp_path, base_url=url)
+        codeloop(["-p", "y", "--system-prompt", "You are a pirate."], cwd=tmp_path, base_url=url)
+    first, second = api.requests
+    assert first.system_text.startswith("You are codeloop") and first.system_text.endswith("Be terse.")
+    assert "<env>" in first.system_text and f"Working directory: {tmp_path.resolve()}" in first.system_text
+    assert second.system_text.startswith("You are a pirate.")
+    assert "Project rule: use tabs." in first.messages[0]["content"][0]["text"]
+
+
+def test_tool_use_is_durable_before_the_tool_runs(tmp_path):
+    cfg = tmp_path / ".cfg"
+    # the command counts tool_use records already on disk when it runs
+    cmd = f"grep -l '\"name\":\"Bash\"' $(find {cfg} -name '*.jsonl') | wc -l > seen"
+    api = ScriptedAPI(sse(tool_use("Bash", {"command": cmd})), sse(text("ok")))
+    with api.serve() as url:
+        r = codeloop(["-p", "go", "--allowedTools", "Bash"], cwd=tmp_path, base_url=url)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "seen").read_text().strip() == "1"
+
+
+def test_sigint_ends_cleanly_with_exit_130(tmp_path):
+    api = ScriptedAPI(sse(text("thinking…"), text("never arrives", delay=60)))
+    with api.serve() as url:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CODELOOP_"))}
+        env.update({"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": url, "CODELOOP_CONFIG_DIR": str(tmp_path / ".cfg")})
+        proc = subprocess.Popen([sys.executable, "-m", "codeloop", "-p", "wait", "--output-format", "json"],
+                                cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 20
+        while time.time() < deadline and not any(b"thinking" in p.read_bytes() for p in transcripts(tmp_path)):
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    res = json.loads(out)
+    assert res["is_error"] and res["terminal_reason"] == "aborted_streaming"
+    entries = [json.loads(l) for l in transcripts(tmp_path)[0].read_bytes().split(b"\n") if l]
+    assert any(e.get("message", {}).get("content") == [{"type": "text", "text": "[Request interrupted by user]"}]
+               for e in entries)

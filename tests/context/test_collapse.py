@@ -1,6 +1,7 @@
 """Context collapse: read-time folding of staged spans, and the overflow drain (§11.1)."""
 
 import copy
+import json
 
 from codeloop.context.collapse import ContextCollapse, find_exchanges
 from codeloop.messages import Message, to_api_messages, user_message
@@ -117,3 +118,22 @@ def test_multi_block_response_folds_as_one_exchange():
     assert drained.committed == 1 and len(drained.messages) == 4
     assert "file_path=a" in drained.messages[1].text and "file_path=b" in drained.messages[1].text
     assert_pairs_valid(drained.messages)
+
+
+async def test_loop_drains_real_collapse_on_prompt_too_long_then_succeeds(tmp_path):
+    from fakeapi import ScriptedAPI, error, sse, text
+    from loophelpers import make_params, run, terminal
+    from codeloop.loop.state import TerminalReason
+
+    ptl = error(400, "invalid_request_error", "prompt is too long: 250000 tokens > 200000 maximum")
+    api = ScriptedAPI(ptl, sse(text("all good")))
+    history = session()[:-2] + [reply("checking"), user_message("and finally?")]
+    params = make_params(api, tmp_path, messages=history)
+    params.context_collapse = ContextCollapse()
+    events = await run(params)
+    assert terminal(events).reason is TerminalReason.COMPLETED
+    first, retry = api.requests
+    assert len(retry.messages) < len(first.messages)
+    sent = json.dumps(retry.messages)
+    assert "earlier tool call(s) collapsed" in sent and "and finally?" in sent
+    assert '"tool_use"' not in sent          # every old exchange folded, pairs intact

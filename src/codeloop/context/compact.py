@@ -13,6 +13,7 @@ splitting any chunk that is still too long.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -88,10 +89,12 @@ def recent_files_from_messages(messages: list[Message], limit: int = MAX_RECENT_
     return seen
 
 
-def _read_fresh(path: str, cwd: Path | None, limit: int) -> tuple[str, bool] | None:
+def _resolve(path: str, cwd: Path | None) -> Path:
     p = Path(path).expanduser()
-    if not p.is_absolute() and cwd is not None:
-        p = cwd / p
+    return cwd / p if not p.is_absolute() and cwd is not None else p
+
+
+def _read_fresh(p: Path, limit: int) -> tuple[str, bool] | None:
     try:
         with open(p, "rb") as f:
             raw = f.read(limit * 4 + 1)
@@ -115,13 +118,19 @@ def build_post_compact_messages(summary: str, *, instructions: str | None = None
         post.append(user_message(INSTRUCTIONS_PREFIX + instructions + "\n</system-reminder>", is_meta=True))
     if todos:
         post.append(user_message(TODOS_PREFIX + json.dumps(todos, indent=2, ensure_ascii=False), is_meta=True))
-    budget = files_budget_chars
-    for path in (recent_files or [])[:max_files]:
-        if budget <= 0:
+    budget, shown, seen = files_budget_chars, 0, set()
+    for path in recent_files or []:
+        if budget <= 0 or shown >= max_files:
             break
-        got = _read_fresh(path, cwd, budget)
+        resolved = _resolve(path, cwd)
+        key = os.path.realpath(resolved)
+        if key in seen:   # the same file named relatively and absolutely
+            continue
+        seen.add(key)
+        got = _read_fresh(resolved, budget)
         if got is None:
             continue
+        shown += 1
         text, truncated = got
         budget -= len(text)
         note = ", truncated to fit the budget" if truncated else ""
