@@ -15,6 +15,7 @@ Role = Literal["user", "assistant"]
 
 INTERRUPT_MESSAGE = "[Request interrupted by user]"
 INTERRUPT_MESSAGE_FOR_TOOL_USE = "[Request interrupted by user for tool use]"
+ENDED_BY_MODEL_TOOL_RESULT = "Not run: the conversation was ended by the model."
 
 
 def new_uuid() -> str:

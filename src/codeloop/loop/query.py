@@ -23,7 +23,7 @@ from codeloop.loop.recovery import (DEFAULT_STOP_HOOK_BLOCK_CAP, MAX_OUTPUT_TOKE
 from codeloop.loop.request import ESCALATED_MAX_OUTPUT_TOKENS, env_max_output_tokens, max_output_tokens
 from codeloop.loop.state import State, TerminalReason, Transition
 from codeloop.loop.tool_runner import CanUseTool
-from codeloop.messages import (INTERRUPT_MESSAGE, INTERRUPT_MESSAGE_FOR_TOOL_USE, Message, api_error_message,
+from codeloop.messages import (ENDED_BY_MODEL_TOOL_RESULT, INTERRUPT_MESSAGE, INTERRUPT_MESSAGE_FOR_TOOL_USE, Message, api_error_message,
                                missing_tool_results, user_message)
 from codeloop.providers.base import Provider
 from codeloop.providers.retry import RetryPolicy
@@ -59,10 +59,19 @@ class QueryParams:
 
 
 def _interruption(ctx: ToolContext, *, tool_use: bool) -> list[Message]:
-    # A submit-interrupt is followed by the user's new message, which says enough.
-    if ctx.abort.reason is AbortReason.INTERRUPT:
+    # A submit-interrupt is followed by the user's new message, which says enough; an ended
+    # conversation is not an interruption at all.
+    if ctx.abort.reason in (AbortReason.INTERRUPT, AbortReason.END_CONVERSATION):
         return []
     return [user_message(INTERRUPT_MESSAGE_FOR_TOOL_USE if tool_use else INTERRUPT_MESSAGE)]
+
+
+def _abort_reason(ctx: ToolContext, default: TerminalReason) -> TerminalReason:
+    return TerminalReason.ENDED_BY_MODEL if ctx.abort.reason is AbortReason.END_CONVERSATION else default
+
+
+def _unanswered_text(ctx: ToolContext) -> str:
+    return ENDED_BY_MODEL_TOOL_RESULT if ctx.abort.reason is AbortReason.END_CONVERSATION else INTERRUPT_MESSAGE_FOR_TOOL_USE
 
 
 def _stop_hook_cap() -> int:
@@ -100,12 +109,11 @@ async def query(p: QueryParams) -> AsyncIterator[Event]:
                 async for upd in executor.get_remaining_results():
                     turn.results[upd.tool_use_id] = upd.message
                     yield UserEvent(upd.message)
-                for m in missing_tool_results(turn.assistant_messages, INTERRUPT_MESSAGE_FOR_TOOL_USE,
-                                              set(turn.results)):
+                for m in missing_tool_results(turn.assistant_messages, _unanswered_text(ctx), set(turn.results)):
                     yield UserEvent(m)
                 for m in _interruption(ctx, tool_use=False):
                     yield UserEvent(m)
-                yield Terminal(TerminalReason.ABORTED_STREAMING, turn_count)
+                yield Terminal(_abort_reason(ctx, TerminalReason.ABORTED_STREAMING), turn_count)
                 return
 
             # -- a fatal API error (§10.2): answer orphaned tool calls, show the real error --------------
@@ -204,7 +212,7 @@ async def query(p: QueryParams) -> AsyncIterator[Event]:
                 if upd.denied:
                     yield PermissionDenied(upd.tool_name, upd.tool_use_id, dict(upd.tool_input))
                 yield UserEvent(upd.message)
-            for m in missing_tool_results(turn.assistant_messages, INTERRUPT_MESSAGE_FOR_TOOL_USE, set(turn.results)):
+            for m in missing_tool_results(turn.assistant_messages, _unanswered_text(ctx), set(turn.results)):
                 turn.results[m.content[0]["tool_use_id"]] = m
                 yield UserEvent(m)
             tool_results = [turn.results[b["id"]] for b in turn.tool_use_blocks]  # back in tool_use order
@@ -217,7 +225,7 @@ async def query(p: QueryParams) -> AsyncIterator[Event]:
                 if p.max_turns and turn_count + 1 > p.max_turns:
                     yield AttachmentEvent({"type": "max_turns_reached", "maxTurns": p.max_turns,
                                            "turnCount": turn_count + 1})
-                yield Terminal(TerminalReason.ABORTED_TOOLS, turn_count)
+                yield Terminal(_abort_reason(ctx, TerminalReason.ABORTED_TOOLS), turn_count)
                 return
 
             # -- continuation pipeline (§13.2): queued commands, attachments, memory, tool refresh ---------

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Literal
 
 from codeloop.loop.tool_runner import CanUseTool, ToolRun, run_tool_use
-from codeloop.messages import INTERRUPT_MESSAGE_FOR_TOOL_USE, Message, tool_result_message
+from codeloop.messages import ENDED_BY_MODEL_TOOL_RESULT, INTERRUPT_MESSAGE_FOR_TOOL_USE, Message, tool_result_message
 from codeloop.tools.base import Tool, ToolContext, ToolError
 from codeloop.tools.registry import find_tool, parse_tool_input
 
@@ -206,7 +206,11 @@ class StreamingToolExecutor:
 
     def _interrupted_update(self, entry: _Entry) -> ToolUpdate:
         # Same shape as query.py's missing_tool_results for an interrupted turn.
-        return self._error_update(entry, INTERRUPT_MESSAGE_FOR_TOOL_USE, wrap=False)
+        from codeloop.abort import AbortReason
+
+        text = (ENDED_BY_MODEL_TOOL_RESULT
+                if self._ctx.abort.reason is AbortReason.END_CONVERSATION else INTERRUPT_MESSAGE_FOR_TOOL_USE)
+        return self._error_update(entry, text, wrap=False)
 
 
 def _describe(block: dict[str, Any]) -> str:

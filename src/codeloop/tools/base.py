@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar
 
 
 from codeloop.abort import AbortController
@@ -54,6 +54,16 @@ class ToolContext:
     session_dir: Path | None = None             # per-session folder for large outputs, todos…
     agent_id: str | None = None                 # set for subagents/forks
     non_interactive: bool = True
+    session_id: str | None = None
+    model: str = ""                             # the canonical model id of the main loop
+    entrypoint: str = "cli"                     # cli | sdk-py | sdk-ts | … (gates EndConversation)
+    # The conversation so far (read-only view) — EndConversation scans it for its first call.
+    messages: Callable[[], list[Any]] | None = None
+    # Side-channel for events produced inside a tool (a subagent's messages) → the front end.
+    emit: Callable[[Any], None] | None = None
+    # Best-effort append of a transcript entry (e.g. the ended-by-model marker); may raise.
+    append_entry: Callable[[dict[str, Any]], None] | None = None
+    ended_by_model: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
     def resolve(self, path: str) -> Path:
