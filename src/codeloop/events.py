@@ -91,6 +91,13 @@ class CompactBoundary:
 
 
 @dataclass(frozen=True)
+class TranscriptEntry:
+    """A record the loop wants kept in the transcript (e.g. a tool-result replacement)."""
+    entry: dict[str, Any]
+    type: Literal["transcript_entry"] = "transcript_entry"
+
+
+@dataclass(frozen=True)
 class Terminal:
     reason: TerminalReason
     turn_count: int = 0
@@ -99,4 +106,4 @@ class Terminal:
 
 
 Event = Union[StreamEvent, AssistantEvent, UserEvent, SystemEvent, Tombstone, AttachmentEvent,
-              ApiCallEvent, ToolProgress, PermissionDenied, CompactBoundary, Terminal]
+              ApiCallEvent, ToolProgress, PermissionDenied, CompactBoundary, TranscriptEntry, Terminal]

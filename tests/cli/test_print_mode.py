@@ -310,3 +310,26 @@ def test_sigint_ends_cleanly_with_exit_130(tmp_path):
     entries = [json.loads(l) for l in transcripts(tmp_path)[0].read_bytes().split(b"\n") if l]
     assert any(e.get("message", {}).get("content") == [{"type": "text", "text": "[Request interrupted by user]"}]
                for e in entries)
+
+
+def test_compact_slash_command_in_print_mode_and_resume_from_boundary(tmp_path):
+    (tmp_path / "CLAUDE.md").write_text("Rule: tabs.")
+    api = ScriptedAPI(sse(text("first answer")), sse(text("<summary>We talked about tabs.</summary>")),
+                      sse(text("after compaction")))
+    with api.serve() as url:
+        r1 = codeloop(["-p", "first question", "--output-format", "json"], cwd=tmp_path, base_url=url)
+        sid = json.loads(r1.stdout)["session_id"]
+        r2 = codeloop(["-p", "/compact focus on tabs", "--resume", sid, "--output-format", "stream-json",
+                       "--verbose"], cwd=tmp_path, base_url=url)
+        r3 = codeloop(["-p", "next question", "--resume", sid], cwd=tmp_path, base_url=url)
+    assert r2.returncode == 0, r2.stderr
+    lines = jsonl(r2.stdout)
+    boundary = [l for l in lines if l.get("subtype") == "compact_boundary"]
+    assert boundary and boundary[0]["compact_metadata"]["trigger"] == "manual"
+    assert boundary[0]["compact_metadata"]["pre_tokens"] > 0
+    assert lines[-1]["subtype"] == "success" and "compacted" in lines[-1]["result"]
+    assert "focus on tabs" in api.requests[1].messages[-1]["content"][-1]["text"]
+    # the resumed session starts from the summary, not from the old messages
+    sent = " ".join(b.get("text", "") for m in api.requests[2].messages for b in m["content"])
+    assert "We talked about tabs." in sent and "first answer" not in sent and "Rule: tabs." in sent
+    assert r3.stdout == "after compaction\n"

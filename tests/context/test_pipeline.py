@@ -282,3 +282,20 @@ def test_exempt_tools_from_tool_declarations():
         name, max_result_chars = "B", 100_000
 
     assert ContextPipeline.exempt_from_tools([A(), B()]) == {"A"}
+
+
+def test_budget_replaces_a_second_result_of_an_already_rewritten_message(tmp_path):
+    msgs = [user_message("go"),
+            call("Bash", {"command": "a"}, "p1", rid="m1"), call("Bash", {"command": "b"}, "p2", rid="m1"),
+            user_message([{"type": "tool_result", "tool_use_id": "p1", "content": "1" * 30_000},
+                          {"type": "tool_result", "tool_use_id": "p2", "content": "2" * 20_000}])]
+    state = ContentReplacementState()
+    out1 = apply_tool_result_budget(msgs, state, session_dir=tmp_path, budget_chars=40_000,
+                                    exempt_tools=set(), tool_names={})
+    assert result_content(out1, "p2") == "2" * 20_000
+    out2 = apply_tool_result_budget(msgs, state, session_dir=tmp_path, budget_chars=5_000,
+                                    exempt_tools=set(), tool_names={})
+    assert "persisted-output" in result_content(out2, "p1") and "persisted-output" in result_content(out2, "p2")
+    out3 = apply_tool_result_budget(msgs, state, session_dir=tmp_path, budget_chars=5_000,
+                                    exempt_tools=set(), tool_names={})
+    assert out3[-1] is out2[-1]                 # repeated calls reuse the rewritten message

@@ -135,6 +135,8 @@ class _Printer:
             elif ev.level != "info" and ev.subtype != "api_retry":  # text mode: one error line, not a retry log
                 sys.stderr.write(f"codeloop: {ev.text}\n")
         elif isinstance(ev, CompactBoundary):
+            if ev.trigger == "manual":
+                self.final_text = f"Conversation compacted (about {ev.pre_tokens:,} tokens summarised)."
             if self.fmt == "stream-json":
                 _emit(self.out, {"type": "system", "subtype": "compact_boundary", "session_id": sid,
                                  "compact_metadata": {"trigger": ev.trigger, "pre_tokens": ev.pre_tokens},
@@ -188,8 +190,10 @@ async def _run(args: argparse.Namespace, prompt: str, out: TextIO) -> int:
 
     printer = _Printer(args, conv, out)
     printer.init()
+    command, _, focus = prompt.strip().partition(" ")
+    events = conv.compact(focus.strip()) if command == "/compact" else conv.submit(prompt, abort=abort)
     try:
-        async for ev in conv.submit(prompt, abort=abort):
+        async for ev in events:
             if isinstance(ev, UserEvent) and printer.prompt_uuid is None:
                 printer.prompt_uuid = ev.message.uuid
             printer.event(ev)

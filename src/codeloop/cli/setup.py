@@ -44,10 +44,10 @@ def _tools(args: argparse.Namespace):
     return select_tools(tools, allowed=args.tools, disallowed=args.disallowed_tools)
 
 
-def _load_history(args: argparse.Namespace, cwd: Path) -> tuple[str, list, list, list[str]]:
-    """(session_id, messages, permission denials, warnings) for a new or resumed session."""
+def _load_history(args: argparse.Namespace, cwd: Path) -> tuple[str, list, list, list[str], list[dict]]:
+    """(session_id, messages, permission denials, warnings, entries) for a new or resumed session."""
+    from codeloop.context.resume import load_from_last_boundary
     from codeloop.session import store
-    from codeloop.session.transcript import load_transcript
 
     if args.resume and args.continue_:
         raise SetupError("--resume and --continue cannot be used together")
@@ -61,8 +61,8 @@ def _load_history(args: argparse.Namespace, cwd: Path) -> tuple[str, list, list,
                 raise SetupError(str(exc)) from None
             if store.session_path(cwd, sid).exists():
                 raise SetupError(f"session {sid} already exists; use --resume {sid} to continue it")
-            return sid, [], [], []
-        return store.new_session_id(), [], [], []
+            return sid, [], [], [], []
+        return store.new_session_id(), [], [], [], []
     if args.continue_:
         sid = store.latest_session(cwd)
         if sid is None:
@@ -76,10 +76,11 @@ def _load_history(args: argparse.Namespace, cwd: Path) -> tuple[str, list, list,
         path = store.find_session(sid, cwd)
         if path is None:
             raise SetupError(f"No conversation found with session ID: {sid}")
-    loaded = load_transcript(path)
+    # After a compaction only what follows the last boundary is history; the rest stays on disk.
+    loaded = load_from_last_boundary(path)
     denials = [{k: e.get(k) for k in ("tool_name", "tool_use_id", "tool_input")}
                for e in loaded.entries if e.get("type") == "permission-denial"]
-    return sid, loaded.messages, denials, list(loaded.warnings)
+    return sid, loaded.messages, denials, list(loaded.warnings), loaded.entries
 
 
 def build_conversation(args: argparse.Namespace, *, interactive: bool) -> tuple[Conversation, list[str]]:
@@ -91,7 +92,7 @@ def build_conversation(args: argparse.Namespace, *, interactive: bool) -> tuple[
     cwd = Path.cwd().resolve()
     if args.max_turns is not None and args.max_turns < 1:
         raise SetupError("--max-turns must be a positive integer")
-    session_id, messages, denials, warnings = _load_history(args, cwd)
+    session_id, messages, denials, warnings, entries = _load_history(args, cwd)
     try:
         provider = AnthropicProvider()
     except AuthenticationError as exc:
@@ -105,5 +106,6 @@ def build_conversation(args: argparse.Namespace, *, interactive: bool) -> tuple[
         system_prompt=build_system_prompt(cwd, custom=args.system_prompt, append=args.append_system_prompt),
         user_context=user_context(cwd, store.config_dir()), policy=_permission_policy(args),
         max_turns=args.max_turns, persist=not args.no_session_persistence, interactive=interactive)
-    conv = Conversation(config, provider, session_id=session_id, messages=messages, denials=denials)
+    conv = Conversation(config, provider, session_id=session_id, messages=messages, denials=denials,
+                        entries=entries)
     return conv, warnings

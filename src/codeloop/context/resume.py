@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from codeloop.messages import Message
-from codeloop.session.transcript import LoadedTranscript, entry_to_message, repair_dangling_tool_uses
+from codeloop.session.transcript import (LoadedTranscript, entry_to_message, load_transcript,
+                                         repair_dangling_tool_uses)
 
 # json.dumps never escapes these quotes in a real key/value, while inside message text they
 # appear as \"compact_boundary\" — the byte before the match tells the two apart.
@@ -98,7 +99,9 @@ def load_from_last_boundary(path: Path | str) -> LoadedTranscript:
             return LoadedTranscript(messages=[], entries=[])
         with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
             offset, boundary = _tail_after_boundary(mm)
-            tail = mm[offset:]
+            tail = mm[offset:] if boundary is not None else b""
+    if boundary is None:
+        return load_transcript(path)     # nothing to skip: the ordinary full load
     gc_was_enabled = gc.isenabled()
     gc.disable()   # parsed JSON has no cycles; collections during the burst only cost time
     try:

@@ -22,7 +22,7 @@ import json
 from typing import Any, Callable, Mapping
 
 from codeloop.messages import Message
-from codeloop.providers.models import context_window, model_info
+from codeloop.providers.models import context_window
 
 CHARS_PER_TOKEN = 3.8
 JSON_CHARS_PER_TOKEN = 3.2
@@ -186,7 +186,3 @@ async def count_tokens_api(client: Any, body: Mapping[str, Any], *,
     except Exception:  # noqa: BLE001 — any failure means "use the estimate"; never break a turn
         pass
     return fallback() if callable(fallback) else fallback
-
-
-def max_output_tokens(model: str) -> int:
-    return model_info(model).max_output_tokens

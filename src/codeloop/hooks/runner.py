@@ -11,6 +11,7 @@ What the answers mean is `outcome.py`'s business.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -46,6 +47,15 @@ async def _drain(comm: asyncio.Future[tuple[bytes, bytes]]) -> tuple[bytes, byte
     except (asyncio.TimeoutError, OSError):
         comm.cancel()
         return b"", b""
+
+
+def _close_transport(proc: asyncio.subprocess.Process) -> None:
+    # asyncio closes a subprocess transport only once every pipe callback has run; when the loop
+    # stops first (end of a test, a short-lived print-mode run) the transport's __del__ then
+    # touches a closed loop. Closing it here is idempotent and kills nothing that has exited.
+    transport = getattr(proc, "_transport", None)
+    if transport is not None:
+        transport.close()
 
 
 def _decode(b: bytes | None) -> str:
@@ -123,5 +133,9 @@ class HookRunner:
         except asyncio.CancelledError:
             _kill_group(proc)
             comm.cancel()
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(asyncio.shield(proc.wait()), _DRAIN_AFTER_KILL_S)
             raise
+        finally:
+            _close_transport(proc)
         return HookProcessResult(hook, proc.returncode, _decode(out), _decode(err))

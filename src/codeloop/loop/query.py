@@ -15,7 +15,7 @@ from typing import Any, AsyncIterator, Callable
 
 from codeloop.abort import AbortReason
 from codeloop.events import (AssistantEvent, AttachmentEvent, CompactBoundary, Event, PermissionDenied,
-                             SystemEvent, Terminal, Tombstone, UserEvent)
+                             SystemEvent, Terminal, Tombstone, TranscriptEntry, UserEvent)
 from codeloop.loop.continuation import Continuation
 from codeloop.loop.model_call import ModelTurn, call_model
 from codeloop.loop.recovery import (DEFAULT_STOP_HOOK_BLOCK_CAP, MAX_OUTPUT_TOKENS_RECOVERY_LIMIT, ContextCollapse,
@@ -49,6 +49,8 @@ class QueryParams:
     retry: RetryPolicy = field(default_factory=RetryPolicy.from_env)
     queue: Any = None                                   # input.queue.CommandQueue
     refresh_tools: Callable[[], list[Tool]] | None = None
+    context_pipeline: Any = None                        # context.pipeline.ContextPipeline (§8)
+    compact_context: Callable[[], dict[str, Any]] | None = None  # what compaction must keep
     context_collapse: ContextCollapse | None = None
     reactive_compact: ReactiveCompact | None = None
     stop_hooks: StopHooks | None = None
@@ -89,7 +91,16 @@ async def query(p: QueryParams) -> AsyncIterator[Event]:
             messages_for_query = state.messages
             ctx: ToolContext = state.tool_context
             turn_count = state.turn_count
-            if p.context_collapse is not None:
+            # -- the five-stage pre-query pipeline (§8) -------------------------------------------------
+            if p.context_pipeline is not None:
+                piped = await p.context_pipeline.run(messages_for_query, model=model,
+                                                     **(p.compact_context() if p.compact_context else {}))
+                for record in piped.replacements:
+                    yield TranscriptEntry(record)
+                messages_for_query = piped.messages
+                if piped.compacted is not None:
+                    yield CompactBoundary(piped.compacted.trigger, piped.compacted.pre_tokens, piped.compacted.messages)
+            elif p.context_collapse is not None:
                 messages_for_query = p.context_collapse.apply_collapses_if_needed(messages_for_query)
 
             # -- the model call: streaming, tools started mid-stream, retries, fallback (§9, §10) ------

@@ -14,8 +14,9 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from codeloop.permissions.shell_scan import (Redirect, SimpleCommand, SplitResult,
-                                             decode_ansi_c, split_command)
+from codeloop.permissions.shell_scan import split_command
+from codeloop.permissions.shell_words import (Redirect, SimpleCommand, SplitResult,
+                                              decode_ansi_c)
 
 __all__ = ["Redirect", "SimpleCommand", "SplitResult", "split_command", "decode_ansi_c",
            "Unwrapped", "unwrap", "strip_wrappers", "command_name", "launcher_name",

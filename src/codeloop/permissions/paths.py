@@ -129,8 +129,12 @@ def _compile(spec: str, origin: str, cwd: str, anywhere: bool, ignore_case: bool
         glob += "**"
     if not glob:
         glob = "**"
-    # Matching a directory also covers what is inside it (gitignore semantics).
-    tail = _glob_to_regex(glob.lstrip("/")) + "(?:/.*)?"
+    glob = glob.lstrip("/")
+    # `dir/**` also names `dir` itself (so Grep/Glob rooted at it are covered), and matching a
+    # directory covers what is inside it (gitignore semantics).
+    while glob.endswith("/**"):
+        glob = glob[:-3]
+    tail = (_glob_to_regex(glob) if glob and glob != "**" else ".*") + "(?:/.*)?"
     flags = re.IGNORECASE if ignore_case else 0
     if not anchored and anywhere:
         return [re.compile(r"(?:.*/)?" + tail, flags)]

@@ -18,9 +18,10 @@ from typing import Any, AsyncIterator, Awaitable, Callable
 
 
 from codeloop.abort import AbortController
-from codeloop.events import (ApiCallEvent, AssistantEvent, CompactBoundary, Event, PermissionDenied, Terminal,
-                             Tombstone, UserEvent)
+from codeloop.events import (ApiCallEvent, SystemEvent, AssistantEvent, CompactBoundary, Event, PermissionDenied, Terminal,
+                             Tombstone, TranscriptEntry, UserEvent)
 from codeloop.loop.query import QueryParams, query
+from codeloop.loop.state import TerminalReason
 from codeloop.messages import Message, user_message
 from codeloop.permissions.policy import PermissionPolicy, denial_message, denial_record
 from codeloop.providers.base import Provider
@@ -50,7 +51,7 @@ class ConversationConfig:
 class Conversation:
     def __init__(self, config: ConversationConfig, provider: Provider, *, session_id: str,
                  messages: list[Message] | None = None, denials: list[dict[str, Any]] | None = None,
-                 ask_user: AskUser | None = None) -> None:
+                 ask_user: AskUser | None = None, entries: list[dict[str, Any]] | None = None) -> None:
         from codeloop.session import store
         from codeloop.session.transcript import TranscriptWriter
 
@@ -73,6 +74,25 @@ class Conversation:
         self.abort: AbortController | None = None
         from codeloop.input.queue import CommandQueue
         self.queue = CommandQueue()
+        self._setup_context(entries or [])
+
+    def _setup_context(self, entries: list[dict[str, Any]]) -> None:
+        """The five-stage pipeline (spec 004 §8) and its compactor, with state that survives resume."""
+        from codeloop.context.collapse import ContextCollapse
+        from codeloop.context.compact import Compactor
+        from codeloop.context.pipeline import ContentReplacementState, ContextPipeline
+
+        self.collapse = ContextCollapse()
+        self.compactor = Compactor(self.provider, self.config.model, context=self.compact_context)
+        self.pipeline = ContextPipeline(
+            compactor=self.compactor, session_dir=self.tool_context.session_dir,
+            exempt_tools=ContextPipeline.exempt_from_tools(self.config.tools), collapse=self.collapse,
+            replacement_state=ContentReplacementState.from_entries(entries))
+
+    def compact_context(self) -> dict[str, Any]:
+        """What a compaction must carry over: instructions, the todo list, where we are."""
+        return {"instructions": self.config.user_context.get("claudeMd"), "todos": list(self.tool_context.todos),
+                "cwd": self.tool_context.cwd}
 
     # -- totals ----------------------------------------------------------------------------------
     @property
@@ -130,7 +150,8 @@ class Conversation:
                              fallback_models=list(self.config.fallback_models), queue=self.queue,
                              token_budget=self._token_budget(msg),
                              tool_use_summary_model=self.config.tool_use_summary_model,
-                             reactive_compact=self._compactor())
+                             reactive_compact=self.compactor, context_pipeline=self.pipeline,
+                             context_collapse=self.collapse, compact_context=self.compact_context)
         try:
             async for ev in query(params):
                 self._record(ev)
@@ -139,10 +160,21 @@ class Conversation:
             if self.writer is not None:
                 self.writer.sync()
 
-    def _compactor(self):
-        from codeloop.context.compact import Compactor
-
-        return Compactor(self.provider, self.config.model)
+    async def compact(self, focus: str | None = None) -> AsyncIterator[Event]:
+        """Manual `/compact [focus]`: summarise the history now and continue from the summary."""
+        if not [m for m in self.messages if not m.is_meta]:
+            yield SystemEvent("compact_skipped", "Nothing to compact yet.", "warning")
+            return
+        outcome = await self.compactor.compact(self.messages, trigger="manual", focus=focus or None,
+                                               **self.compact_context())
+        ev = CompactBoundary("manual", outcome.pre_tokens, outcome.messages)
+        self._record(ev)
+        if self.writer is not None:
+            self.writer.sync()
+        yield ev
+        done = Terminal(TerminalReason.COMPLETED, 0)
+        self._record(done)
+        yield done
 
     def _token_budget(self, msg: Message) -> int | None:
         from codeloop.loop.budget import parse_token_budget
@@ -162,6 +194,11 @@ class Conversation:
                                "compactMetadata": {"trigger": ev.trigger, "preTokens": ev.pre_tokens}})
             for m in ev.messages:
                 self._write(m)
+            # a resumed session loads from the last boundary: carry the denials across it
+            for record in self.permission_denials:
+                self._write_entry({"type": "permission-denial", **record})
+        elif isinstance(ev, TranscriptEntry):
+            self._write_entry(ev.entry)
         elif isinstance(ev, ApiCallEvent):
             self._record_api_call(ev)
         elif isinstance(ev, PermissionDenied):

@@ -1,0 +1,348 @@
+"""Permission rules in Claude Code's `settings.json` syntax: parsing and matching.
+
+Owns: `parse_rule` (`Tool`, `Tool(spec)`, `mcp__server__tool`, `mcp__server__*`), the
+`RuleSet` a settings hierarchy produces, and the pure decision for one tool call —
+`evaluate` → deny, then ask, then allow, else passthrough (the permission mode decides).
+Bash specifiers are matched per simple command of the split command line (`bash.py`);
+Read/Edit specifiers are gitignore-style paths (`paths.py`); WebFetch takes `domain:host`.
+
+Security stance: deny rules are matched generously (every form of every part, wrappers and
+launchers looked through); allow rules are matched strictly, and a Bash command that does not
+parse cleanly is never auto-allowed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Iterable
+from urllib.parse import urlsplit
+
+from codeloop.permissions import bash as sh
+from codeloop.permissions.paths import path_forms, path_matches
+
+
+class RuleError(ValueError):
+    """A rule string that cannot be parsed; the caller reports it and ignores the rule."""
+
+
+class RuleBehavior(str, Enum):
+    ALLOW = "allow"
+    ASK = "ask"
+    DENY = "deny"
+
+
+class DecisionBehavior(str, Enum):
+    ALLOW = "allow"
+    ASK = "ask"
+    DENY = "deny"
+    PASSTHROUGH = "passthrough"   # no rule decided: the permission mode / tool opinion does
+
+
+EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
+READ_TOOLS = frozenset({"Read", "Glob", "Grep", "LS", "NotebookRead"})
+_PATH_KEYS = ("file_path", "notebook_path", "path")
+_TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]*")
+_MCP_SERVER_WILDCARD = re.compile(r"(mcp__[A-Za-z0-9_\-]+?)__\*")
+
+
+@dataclass(frozen=True)
+class Rule:
+    tool: str
+    specifier: str | None = None
+    origin: str = "cli"   # settings file path the rule came from, or "cli"
+
+    def __str__(self) -> str:
+        return self.tool if self.specifier is None else f"{self.tool}({self.specifier})"
+
+
+@dataclass(frozen=True)
+class Decision:
+    behavior: DecisionBehavior
+    reason: str = ""
+    matched_rule: Rule | None = None
+
+
+def parse_rule(text: str, origin: str = "cli") -> Rule:
+    s = text.strip()
+    if not s:
+        raise RuleError("empty permission rule")
+    spec: str | None = None
+    if "(" in s or ")" in s:
+        head, paren, rest = s.partition("(")
+        if not paren or not rest.endswith(")"):
+            raise RuleError(f"unbalanced parentheses in permission rule {text!r}")
+        spec = rest[:-1].strip()
+        s = head.strip()
+        if not spec:
+            raise RuleError(f"empty specifier in {text!r}: write {s!r} to mean every use")
+    m = _MCP_SERVER_WILDCARD.fullmatch(s)
+    if m:
+        s = m.group(1)            # `mcp__server__*` is the whole server, like `mcp__server`
+    if not s or not _TOOL_NAME.fullmatch(s):
+        raise RuleError(f"invalid tool name in permission rule {text!r}")
+    return Rule(s, spec, origin)
+
+
+@dataclass
+class RuleSet:
+    allow: list[Rule] = field(default_factory=list)
+    ask: list[Rule] = field(default_factory=list)
+    deny: list[Rule] = field(default_factory=list)
+
+    def of(self, behavior: RuleBehavior) -> list[Rule]:
+        return {RuleBehavior.ALLOW: self.allow, RuleBehavior.ASK: self.ask,
+                RuleBehavior.DENY: self.deny}[behavior]
+
+    def add(self, behavior: RuleBehavior, text: str, origin: str = "cli") -> Rule:
+        rule = parse_rule(text, origin)
+        self.of(behavior).append(rule)
+        return rule
+
+    @classmethod
+    def from_strings(cls, *, allow: Iterable[str] = (), ask: Iterable[str] = (),
+                     deny: Iterable[str] = (), origin: str = "cli") -> tuple[RuleSet, list[RuleError]]:
+        """Parse a settings `permissions` block; bad rules are skipped and returned."""
+        rs, errors = cls(), []
+        for behavior, texts in ((RuleBehavior.ALLOW, allow), (RuleBehavior.ASK, ask),
+                                (RuleBehavior.DENY, deny)):
+            for t in texts:
+                try:
+                    rs.add(behavior, t, origin)
+                except RuleError as e:
+                    errors.append(e)
+        return rs, errors
+
+    def extend(self, other: RuleSet) -> RuleSet:
+        return RuleSet(self.allow + other.allow, self.ask + other.ask, self.deny + other.deny)
+
+
+# -- Bash -------------------------------------------------------------------------------------
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def bash_pattern_matches(spec: str, command: str) -> bool:
+    """Claude Code Bash specifier semantics against one (space-normalised) command text.
+
+    `cmd:*` — legacy prefix, on a word boundary; `*` — wildcard anywhere, where ` *` also
+    matches nothing (`ls *` matches `ls` but not `lsof`); otherwise exact.
+    """
+    spec, command = _squash(spec), _squash(command)
+    if spec.endswith(":*") and "*" not in spec[:-2]:
+        prefix = spec[:-2].rstrip()
+        return command == prefix or command.startswith(prefix + " ")
+    if "*" not in spec:
+        return command == spec
+    out, i = [], 0
+    while i < len(spec):
+        if spec.startswith("\\*", i):
+            out.append(re.escape("*"))
+            i += 2
+        elif spec.startswith(" *", i):
+            out.append("(?: .*)?")
+            i += 2
+        elif spec[i] == "*":
+            out.append(".*")
+            i += 1
+        else:
+            out.append(re.escape(spec[i]))
+            i += 1
+    return re.fullmatch("".join(out), command, re.DOTALL) is not None
+
+
+def _named(argv: list[str]) -> list[str]:
+    """The forms of one argv: as written and with its program reduced to a basename."""
+    if not argv:
+        return []
+    forms = [" ".join(argv), " ".join([sh.command_name(argv[0])] + argv[1:])]
+    if sh.command_name(argv[0]) == "git":        # `git -C x push` is still `git push`
+        rest, i = argv[1:], 0
+        while i < len(rest) and rest[i].startswith("-"):
+            i += 2 if rest[i] in ("-C", "-c", "--git-dir", "--work-tree", "--namespace") else 1
+        forms.append(" ".join(["git"] + rest[i:]))
+    return forms
+
+
+def _deny_forms(part: sh.SimpleCommand) -> list[str]:
+    u = sh.unwrap(part.argv)
+    forms = [part.raw, *_named(part.argv), *_named(u.argv),
+             " ".join(part.raw_words[u.offset:])]
+    for inner in sh.inner_commands(part):
+        forms += _named(inner) + _named(sh.strip_wrappers(inner))
+    return [f for f in forms if f]
+
+
+# An allow rule for `rm` also covers `/bin/rm`, but never `./rm` or `/tmp/rm`: a program the
+# model could have written itself is not the program the user allowed.
+_SYSTEM_BIN_DIRS = ("/bin/", "/usr/bin/", "/usr/local/bin/", "/sbin/", "/usr/sbin/",
+                    "/opt/homebrew/bin/")
+
+
+def _allow_forms(part: sh.SimpleCommand) -> list[str]:
+    u = sh.unwrap(part.argv)
+    forms = [" ".join(u.argv), " ".join(part.raw_words[u.offset:])]
+    prog = u.argv[0] if u.argv else ""
+    if os.path.dirname(prog) + "/" in _SYSTEM_BIN_DIRS:
+        forms.append(" ".join([sh.command_name(prog)] + u.argv[1:]))
+    return forms
+
+
+def _first_bash_match(rules: list[Rule], forms: list[str]) -> Rule | None:
+    for rule in rules:
+        if rule.tool != "Bash":
+            continue
+        if rule.specifier is None or any(bash_pattern_matches(rule.specifier, f) for f in forms):
+            return rule
+    return None
+
+
+def _names_launcher(rule: Rule, launcher: str) -> bool:
+    words = (rule.specifier or "").split()
+    return bool(words) and words[0].removesuffix(":*") == launcher
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def bash_decision(command: str, rules: RuleSet, *, cwd: str | os.PathLike[str]) -> Decision:
+    cwd = os.fspath(cwd)
+    split = sh.split_command(command)
+    deny_forms = [command.strip()] + [f for p in split.parts for f in _deny_forms(p)]
+    if rule := _first_bash_match(rules.deny, deny_forms):
+        return Decision(DecisionBehavior.DENY, f"Bash command matches deny rule {rule}", rule)
+    for part in split.parts:       # a redirect is a write: Edit deny rules cover it
+        for target in sh.write_targets(part, cwd):
+            if target and (d := path_decision("Edit", target, rules, cwd=cwd)).behavior is DecisionBehavior.DENY:
+                return Decision(DecisionBehavior.DENY, f"redirect writes {target}: {d.reason}", d.matched_rule)
+    if rule := _first_bash_match(rules.ask, deny_forms):
+        return Decision(DecisionBehavior.ASK, f"Bash command matches ask rule {rule}", rule)
+    bare = next((r for r in rules.allow if r.tool == "Bash" and r.specifier is None), None)
+    if bare:
+        return Decision(DecisionBehavior.ALLOW, "Bash is allowed for every command", bare)
+    if not split.clean or not split.parts:
+        why = split.parse_error or ("command substitution" if split.has_command_substitution
+                                    else "heredoc" if split.has_heredoc else "empty command")
+        return Decision(DecisionBehavior.PASSTHROUGH, f"not auto-allowed: {why}")
+    real_cwd = os.path.realpath(cwd)
+    matched: Rule | None = None
+    for part in split.parts:
+        if bad := sh.dangerous_env(part.env) + sh.dangerous_env(sh.unwrap(part.argv).env):
+            return Decision(DecisionBehavior.PASSTHROUGH, f"sets {', '.join(bad)}")
+        for target in sh.write_targets(part, cwd):
+            if target is None or not _inside(os.path.realpath(target), real_cwd):
+                return Decision(DecisionBehavior.PASSTHROUGH,
+                                f"redirect writes outside the working directory: {part.raw}")
+        if not part.argv:
+            continue
+        launcher = sh.launcher_name(part.argv)
+        candidates = rules.allow
+        if launcher:
+            candidates = [r for r in rules.allow if _names_launcher(r, launcher)]
+        elif sh.is_read_only_command(part):
+            continue
+        rule = _first_bash_match(candidates, _allow_forms(part))
+        if rule is None:
+            why = f"runs other commands via {launcher}" if launcher else "no allow rule matches"
+            return Decision(DecisionBehavior.PASSTHROUGH, f"{why}: {part.raw}")
+        matched = matched or rule
+    return Decision(DecisionBehavior.ALLOW, "every part is allowed or read-only", matched)
+
+
+# -- paths ------------------------------------------------------------------------------------
+def _path_rule_applies(rule: Rule, tool_name: str, behavior: RuleBehavior) -> bool:
+    if rule.tool == tool_name:
+        return True
+    if tool_name in EDIT_TOOLS:
+        return rule.tool == "Edit"
+    if tool_name in READ_TOOLS:
+        # Edit permission implies read permission, never the other way round
+        return rule.tool == "Read" or (behavior is RuleBehavior.ALLOW and rule.tool == "Edit")
+    return False
+
+
+def path_decision(tool_name: str, path: str, rules: RuleSet, *, cwd: str | os.PathLike[str]) -> Decision:
+    cwd = os.fspath(cwd)
+    try:
+        lexical, real = path_forms(path, cwd)
+    except ValueError as e:
+        return Decision(DecisionBehavior.DENY, f"invalid path: {e}")
+    for behavior, verdict in ((RuleBehavior.DENY, DecisionBehavior.DENY),
+                              (RuleBehavior.ASK, DecisionBehavior.ASK)):
+        for rule in rules.of(behavior):
+            if not _path_rule_applies(rule, tool_name, behavior):
+                continue
+            if rule.specifier is None or any(
+                    path_matches(rule.specifier, p, origin=rule.origin, cwd=cwd, restrictive=True)
+                    for p in (lexical, real)):
+                return Decision(verdict, f"{tool_name} on {path} matches {behavior.value} rule {rule}", rule)
+    for rule in rules.allow:
+        if _path_rule_applies(rule, tool_name, RuleBehavior.ALLOW) and (
+                rule.specifier is None or
+                path_matches(rule.specifier, real, origin=rule.origin, cwd=cwd, restrictive=False)):
+            return Decision(DecisionBehavior.ALLOW, f"{tool_name} on {path} allowed by {rule}", rule)
+    return Decision(DecisionBehavior.PASSTHROUGH)
+
+
+# -- WebFetch, MCP, everything else -----------------------------------------------------------
+_HOST = re.compile(r"[a-z0-9](?:[a-z0-9\-.]*[a-z0-9])?|\[[0-9a-f:.]+\]")
+
+
+def url_host(url: str) -> str | None:
+    """Lower-case host of an http(s) URL, or None when it is odd enough to be a trick."""
+    if re.search(r"[\s\\]", url):
+        return None          # `http://evil\@good.com`: parsers disagree about the host
+    try:
+        parts = urlsplit(url)
+        host = (parts.hostname or "").rstrip(".")
+    except ValueError:
+        return None
+    return host if parts.scheme in ("http", "https") and _HOST.fullmatch(host) else None
+
+
+def webfetch_matches(spec: str, url: str) -> bool:
+    if not spec.startswith("domain:"):
+        return False
+    domain = spec[len("domain:"):].strip().lower().removeprefix("*.").rstrip(".")
+    host = url_host(url)
+    return bool(domain) and host is not None and (host == domain or host.endswith("." + domain))
+
+
+def mcp_matches(rule: Rule, tool_name: str) -> bool:
+    if not rule.tool.startswith("mcp__") or rule.specifier is not None:
+        return False
+    if rule.tool == tool_name:
+        return True
+    return rule.tool.count("__") == 1 and tool_name.startswith(rule.tool + "__")
+
+
+def _simple_match(rule: Rule, tool_name: str, tool_input: dict[str, Any]) -> bool:
+    if tool_name.startswith("mcp__"):
+        return mcp_matches(rule, tool_name)
+    if rule.tool != tool_name:
+        return False
+    if rule.specifier is None:
+        return True
+    if tool_name == "WebFetch":
+        return webfetch_matches(rule.specifier, str(tool_input.get("url", "")))
+    return False   # specifiers of other tools are not understood: they never match
+
+
+def evaluate(tool_name: str, tool_input: dict[str, Any], rules: RuleSet, *,
+             cwd: str | os.PathLike[str]) -> Decision:
+    """Rule decision for one tool call: deny beats ask beats allow; else passthrough."""
+    if tool_name == "Bash":
+        return bash_decision(str(tool_input.get("command", "")), rules, cwd=cwd)
+    if tool_name in EDIT_TOOLS or tool_name in READ_TOOLS:
+        path = next((tool_input[k] for k in _PATH_KEYS if tool_input.get(k)), None)
+        return path_decision(tool_name, str(path or "."), rules, cwd=cwd)
+    for behavior, verdict in ((RuleBehavior.DENY, DecisionBehavior.DENY),
+                              (RuleBehavior.ASK, DecisionBehavior.ASK),
+                              (RuleBehavior.ALLOW, DecisionBehavior.ALLOW)):
+        for rule in rules.of(behavior):
+            if _simple_match(rule, tool_name, tool_input):
+                return Decision(verdict, f"{tool_name} matches {behavior.value} rule {rule}", rule)
+    return Decision(DecisionBehavior.PASSTHROUGH)

@@ -1,0 +1,242 @@
+"""Subagent definitions: the built-in `general-purpose` agent and `*.md` files with frontmatter.
+
+Where they come from, highest precedence first (a name defined twice keeps the first):
+
+    <project>/.codeloop/agents/*.md, <project>/.claude/agents/*.md,
+    <config dir>/agents/*.md, ~/.claude/agents/*.md, built-ins
+
+A file is YAML-style frontmatter between `---` lines, then the agent's system prompt:
+
+    ---
+    name: code-reviewer
+    description: Reviews diffs for bugs
+    tools: Read, Grep, Glob          # or [Read, Grep] or a "- Read" block list; "*"/absent = all
+    model: sonnet                    # inherit (default) | sonnet | opus | haiku | a full model id
+    maxTurns: 20                     # optional
+    ---
+    You are a meticulous reviewer…
+
+Only the small frontmatter subset agents use is parsed (scalars, quoted scalars, inline and
+block lists, `|`/`>` block scalars), so no YAML dependency is needed. A file that cannot be
+parsed or lacks `name`/`description` is skipped and reported in `.warnings`; loading never raises.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+GENERAL_PURPOSE = "general-purpose"
+DEFAULT_MAX_TURNS = 50
+INHERIT = "inherit"
+
+DEFAULT_SUBAGENT_PROMPT = """\
+You are a subagent of codeloop, an agentic coding harness. The main agent has handed you one task; \
+carry it out using the tools you have, working autonomously — nobody will answer questions. \
+Search and read before you change anything, keep to the task, and do not start unrelated work.
+
+When you are done, reply with a concise final report: what you found or did, with the exact file \
+paths and lines that matter. That final message is all the main agent receives, so include \
+everything it needs and nothing else. If you cannot finish, say what blocked you."""
+
+_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+_KEY_RE = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*)\s*:(.*)")
+
+
+class AgentSource(str, Enum):
+    BUILTIN = "built-in"
+    USER = "user"
+    PROJECT = "project"
+
+
+@dataclass(frozen=True)
+class AgentDefinition:
+    name: str
+    description: str
+    system_prompt: str
+    tools: tuple[str, ...] | None = None     # None: every tool the parent has (except Task)
+    model: str | None = None                 # None or "inherit": the parent's model
+    max_turns: int | None = None             # None: DEFAULT_MAX_TURNS
+    source: AgentSource = AgentSource.BUILTIN
+    path: Path | None = None
+
+
+BUILTIN_AGENTS: tuple[AgentDefinition, ...] = (
+    AgentDefinition(
+        name=GENERAL_PURPOSE,
+        description=("General-purpose agent for researching complex questions, searching for code and "
+                     "carrying out multi-step tasks. Use it when a search may take several rounds of "
+                     "looking, or to keep a large investigation out of the main context."),
+        system_prompt=DEFAULT_SUBAGENT_PROMPT),
+)
+
+
+class AgentDefinitions(dict[str, AgentDefinition]):
+    """name → definition, plus the warnings about files that were skipped."""
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.warnings: list[str] = []
+
+
+class FrontmatterError(ValueError):
+    pass
+
+
+# -- frontmatter --------------------------------------------------------------------------------
+
+def _scalar(raw: str) -> str:
+    raw = raw.strip()
+    if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "\"'":
+        if raw[0] == "'":
+            return raw[1:-1].replace("''", "'")
+        try:
+            return str(json.loads(raw))  # YAML double-quoted escapes are (nearly) JSON's
+        except ValueError:
+            return raw[1:-1]
+    if " #" in raw:  # a trailing comment
+        raw = raw.split(" #", 1)[0].rstrip()
+    return raw
+
+
+def _inline_list(raw: str) -> list[str]:
+    inner = raw.strip()[1:-1]
+    return [_scalar(p) for p in inner.split(",") if p.strip()]
+
+
+def parse_frontmatter(text: str) -> tuple[dict[str, Any], str]:
+    """(fields, body) of a markdown file that starts with a `---` frontmatter block."""
+    lines = text.lstrip("\ufeff").splitlines()
+    if not lines or lines[0].strip() != "---":
+        raise FrontmatterError("no frontmatter: the file must start with a '---' line")
+    try:
+        end = next(k for k in range(1, len(lines)) if lines[k].strip() == "---")
+    except StopIteration:
+        raise FrontmatterError("the frontmatter is not closed by a '---' line") from None
+    fields: dict[str, Any] = {}
+    k = 1
+    while k < end:
+        line = lines[k]
+        if not line.strip() or line.lstrip().startswith("#"):
+            k += 1
+            continue
+        if line[:1].isspace():
+            raise FrontmatterError(f"line {k + 1}: unexpected indentation: {line.strip()!r}")
+        m = _KEY_RE.fullmatch(line.rstrip())
+        if m is None:
+            raise FrontmatterError(f"line {k + 1}: expected 'key: value', got {line.strip()!r}")
+        key, rest = m.group(1), m.group(2).strip()
+        k += 1
+        block: list[str] = []
+        while k < end and (not lines[k].strip() or lines[k][:1].isspace()):
+            block.append(lines[k])
+            k += 1
+        while block and not block[-1].strip():
+            block.pop()
+        if rest in ("|", ">", "|-", ">-"):
+            body = [b.strip() for b in block]
+            fields[key] = "\n".join(body) if rest[0] == "|" else " ".join(b for b in body if b)
+        elif rest.startswith("["):
+            if not rest.endswith("]") or block:
+                raise FrontmatterError(f"{key}: unterminated list")
+            fields[key] = _inline_list(rest)
+        elif rest == "" and block:
+            items = [b.strip() for b in block if b.strip()]
+            if not all(i.startswith("- ") or i == "-" for i in items):
+                raise FrontmatterError(f"{key}: nested mappings are not supported")
+            fields[key] = [_scalar(i[1:]) for i in items]
+        elif block:
+            raise FrontmatterError(f"{key}: unexpected indented lines after a value")
+        else:
+            fields[key] = _scalar(rest)
+    return fields, "\n".join(lines[end + 1:]).strip()
+
+
+# -- definitions ----------------------------------------------------------------------------------
+
+def _tool_list(value: Any) -> tuple[str, ...] | None:
+    if value is None or value == "":
+        return None  # absent or empty: inherit every tool
+    items = value if isinstance(value, list) else str(value).split(",")
+    names = tuple(dict.fromkeys(s for s in (str(i).strip() for i in items) if s))
+    return None if "*" in names else names
+
+
+def parse_agent_file(path: Path, source: AgentSource) -> AgentDefinition:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeError) as exc:
+        raise FrontmatterError(f"cannot read: {exc}") from exc
+    fields, body = parse_frontmatter(text)
+    name, description = fields.get("name"), fields.get("description")
+    if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
+        raise FrontmatterError("missing or invalid 'name' (letters, digits, '-', '_', '.')")
+    if not isinstance(description, str) or not description.strip():
+        raise FrontmatterError("missing 'description'")
+    model = fields.get("model")
+    if model is not None and (not isinstance(model, str) or not model.strip()):
+        raise FrontmatterError("'model' must be a model name, an alias or 'inherit'")
+    max_turns = fields.get("maxTurns", fields.get("max_turns"))
+    if max_turns is not None:
+        if not (isinstance(max_turns, str) and max_turns.isdigit() and int(max_turns) > 0):
+            raise FrontmatterError("'maxTurns' must be a positive integer")
+        max_turns = int(max_turns)
+    return AgentDefinition(name=name, description=description.strip(),
+                           system_prompt=body or DEFAULT_SUBAGENT_PROMPT, tools=_tool_list(fields.get("tools")),
+                           model=None if model in (None, INHERIT) else model.strip(), max_turns=max_turns,
+                           source=source, path=path)
+
+
+def agent_dirs(cwd: Path, config_dir: Path, home: Path | None = None) -> list[tuple[Path, AgentSource]]:
+    """The folders definitions are read from, highest precedence first."""
+    home = Path.home() if home is None else home
+    return [(cwd / ".codeloop" / "agents", AgentSource.PROJECT), (cwd / ".claude" / "agents", AgentSource.PROJECT),
+            (config_dir / "agents", AgentSource.USER), (home / ".claude" / "agents", AgentSource.USER)]
+
+
+def load_agent_definitions(cwd: Path, config_dir: Path, *, home: Path | None = None) -> AgentDefinitions:
+    out = AgentDefinitions()
+    seen_dirs: set[Path] = set()
+    for folder, source in agent_dirs(cwd, config_dir, home):
+        try:
+            resolved = folder.resolve()
+            files = sorted(folder.glob("*.md")) if folder.is_dir() else []
+        except OSError as exc:
+            out.warnings.append(f"{folder}: cannot list agent definitions: {exc}")
+            continue
+        if resolved in seen_dirs:  # e.g. the config dir is ~/.claude
+            continue
+        seen_dirs.add(resolved)
+        for path in files:
+            try:
+                definition = parse_agent_file(path, source)
+            except FrontmatterError as exc:
+                out.warnings.append(f"{path}: skipped agent definition: {exc}")
+                continue
+            out.setdefault(definition.name, definition)
+    for builtin in BUILTIN_AGENTS:
+        out.setdefault(builtin.name, builtin)
+    return out
+
+
+def resolve_agent_model(definition: AgentDefinition, parent_model: str) -> str:
+    """The model a subagent runs on: the parent's for inherit/unset, aliases resolved."""
+    from codeloop.cli.setup import MODEL_ALIASES
+
+    model = definition.model
+    if not model or model == INHERIT:
+        return parent_model
+    return MODEL_ALIASES.get(model, model)
+
+
+def agent_listing(definitions: dict[str, AgentDefinition]) -> str:
+    """`- name: description (Tools: …)` lines for the Task tool's description."""
+    lines = []
+    for d in definitions.values():
+        tools = ", ".join(d.tools) if d.tools is not None else "*"
+        lines.append(f"- {d.name}: {d.description} (Tools: {tools})")
+    return "\n".join(lines)
