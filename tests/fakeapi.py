@@ -140,8 +140,12 @@ class Request:
 class ScriptedAPI:
     """Serves scripted responses in order; a callable entry is called with the Request."""
 
-    def __init__(self, *responses: Response | Callable[[Request], Response]) -> None:
+    def __init__(self, *responses: Response | Callable[[Request], Response],
+                 count_tokens: Callable[[Request], int] | None = None) -> None:
         self.responses = list(responses)
+        # /v1/messages/count_tokens: answered by this callable, or 404 (not offered) when None
+        self.count_tokens = count_tokens
+        self.count_requests: list[Request] = []
         self.requests: list[Request] = []
         self._lock = threading.Lock()
 
@@ -149,6 +153,12 @@ class ScriptedAPI:
         self.responses.extend(responses)
 
     def _next(self, req: Request) -> Response:
+        if req.path.endswith("/count_tokens"):
+            self.count_requests.append(req)
+            if self.count_tokens is None:
+                return error(404, "not_found_error", "count_tokens is not offered here")
+            return Response([(0.0, json.dumps({"input_tokens": self.count_tokens(req)}).encode())],
+                            headers={"content-type": "application/json"})
         with self._lock:
             self.requests.append(req)
             if not self.responses:

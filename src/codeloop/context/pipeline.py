@@ -18,7 +18,7 @@ import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Awaitable, Callable, Iterable
 
 from codeloop.context.collapse import ContextCollapse
 from codeloop.context.tokens import TokenCounter, find_last_usage
@@ -371,8 +371,12 @@ class ContextPipeline:
                  counter: TokenCounter | None = None, config: PipelineConfig | None = None,
                  replacement_state: ContentReplacementState | None = None,
                  microcompact_state: MicrocompactState | None = None,
-                 tracking: CompactTracking | None = None) -> None:
+                 tracking: CompactTracking | None = None,
+                 count_tokens: Callable[[list[Message]], Awaitable[int | None]] | None = None) -> None:
         self.compactor = compactor
+        # Exact counting (/v1/messages/count_tokens) is asked only when the estimate says
+        # "compact now", so an over-estimate never costs a needless summary.
+        self.count_tokens = count_tokens
         self.session_dir = session_dir
         self.exempt_tools = set(exempt_tools)
         self.collapse = collapse
@@ -409,6 +413,11 @@ class ContextPipeline:
                 estimate -= max(0, self.counter.estimate(msgs) - self.counter.estimate(folded))
             msgs = folded
         replacements = self.replacements.drain_records()
+        if self.count_tokens is not None and self.compactor is not None and should_autocompact(
+                estimate, model, threshold_ratio=cfg.threshold_ratio, output_reserve=cfg.output_reserve):
+            exact = await self.count_tokens(msgs)
+            if exact is not None:
+                estimate = exact
         compacted = await autocompact(msgs, self.compactor, self.tracking, token_estimate=estimate, model=model,
                                       threshold_ratio=cfg.threshold_ratio, output_reserve=cfg.output_reserve,
                                       **compact_kwargs)

@@ -80,6 +80,13 @@ class AnthropicProvider:
     async def aclose(self) -> None:
         await self._client.aclose()
 
+    async def count_tokens(self, request: ModelRequest) -> int | None:
+        """Exact input tokens for `request` from /v1/messages/count_tokens; None when unavailable."""
+        from codeloop.context.tokens import count_tokens_api
+
+        value = await count_tokens_api(self._client, request.body(), fallback=-1)
+        return value if value >= 0 else None
+
     async def stream(self, request: ModelRequest) -> AsyncIterator[dict[str, Any]]:
         from httpx_sse import EventSource
 

@@ -87,7 +87,17 @@ class Conversation:
         self.pipeline = ContextPipeline(
             compactor=self.compactor, session_dir=self.tool_context.session_dir,
             exempt_tools=ContextPipeline.exempt_from_tools(self.config.tools), collapse=self.collapse,
-            replacement_state=ContentReplacementState.from_entries(entries))
+            replacement_state=ContentReplacementState.from_entries(entries), count_tokens=self._count_tokens)
+
+    async def _count_tokens(self, messages: list[Message]) -> int | None:
+        counter = getattr(self.provider, "count_tokens", None)
+        if counter is None:
+            return None
+        from codeloop.loop.request import build_request
+
+        return await counter(build_request(model=self.config.model, messages=messages,
+                                           system_prompt=self.config.system_prompt,
+                                           user_context=self.config.user_context, tools=self.config.tools))
 
     def compact_context(self) -> dict[str, Any]:
         """What a compaction must carry over: instructions, the todo list, where we are."""
