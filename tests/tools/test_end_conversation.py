@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from fakeapi import ScriptedAPI, sse, text, tool_use
-from loophelpers import make_params, run, terminal
+from loophelpers import make_params, terminal
 from codeloop.abort import AbortReason
 from codeloop.events import AssistantEvent, UserEvent
 from codeloop.input.queue import QUEUED_PROMPT_TEMPLATE
@@ -191,7 +191,7 @@ def test_is_enabled_follows_the_gate(tmp_path):
 
 
 async def test_a_gated_off_call_is_an_error_and_ends_nothing(tmp_path):
-    ctx = ctx_for(tmp_path, [*FIRST, result("e1"), asst("m2", call_block("e2"))], )
+    ctx = ctx_for(tmp_path, [*FIRST, result("e1"), asst("m2", call_block("e2"))])
     ctx.extra["feature_flags"] = {"end_conversation": False}
     tool = EndConversationTool()
     with pytest.raises(ToolError):

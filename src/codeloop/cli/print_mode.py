@@ -77,10 +77,26 @@ def build_result(conv, terminal: Terminal | None, *, started: float, final_text:
     return result
 
 
+ENDED_MESSAGE = ("The model ended this conversation (EndConversation). It cannot be continued; "
+                 "start a new session.")
+
+
 def _reason_text(reason: TerminalReason) -> str:
     return {TerminalReason.ABORTED_STREAMING: "Interrupted while the model was responding",
-            TerminalReason.ABORTED_TOOLS: "Interrupted while tools were running"}.get(
+            TerminalReason.ABORTED_TOOLS: "Interrupted while tools were running",
+            TerminalReason.ENDED_BY_MODEL: ENDED_MESSAGE}.get(
         reason, f"Query ended: {reason.value}")
+
+
+def message_line(msg, session_id: str) -> dict[str, Any]:
+    """An `assistant` or `user` stream-json line, in Claude Code's shape."""
+    obj: dict[str, Any] = {"type": msg.role, "message": msg.api_message(),
+                           "parent_tool_use_id": msg.parent_tool_use_id, "session_id": session_id, "uuid": msg.uuid}
+    if msg.is_api_error:
+        obj["error"] = "unknown"
+    if msg.role == "user" and msg.tool_use_result is not None:
+        obj["tool_use_result"] = msg.tool_use_result
+    return obj
 
 
 class _Printer:
@@ -95,12 +111,17 @@ class _Printer:
     def init(self) -> None:
         if self.fmt != "stream-json":
             return
+        from codeloop.tools.deferred import enabled_tools
+
         c = self.conv
+        tools = [t.name for t in enabled_tools(c.config.tools, c.tool_context)]
+        agents = sorted(c.config.agent_definitions) or ["general-purpose"]
         _emit(self.out, {"type": "system", "subtype": "init", "cwd": str(c.config.cwd), "session_id": c.session_id,
-                         "tools": [t.name for t in c.config.tools], "mcp_servers": [], "model": c.config.model,
+                         "tools": tools, "mcp_servers": [], "model": c.config.model,
                          "permissionMode": c.config.policy.mode.value, "slash_commands": [],
                          "apiKeySource": "ANTHROPIC_API_KEY", "claude_code_version": _version(),
-                         "output_style": "default", "agents": [], "skills": [], "plugins": [], "uuid": new_uuid()})
+                         "output_style": "default", "agents": agents, "skills": [], "plugins": [],
+                         "uuid": new_uuid()})
 
     def event(self, ev: Event) -> None:
         sid = self.conv.session_id
@@ -113,21 +134,12 @@ class _Printer:
                 self.final_text += text
                 self._last_id = msg.id
             if self.fmt == "stream-json":
-                obj = {"type": "assistant", "message": msg.api_message(), "parent_tool_use_id": msg.parent_tool_use_id,
-                       "session_id": sid, "uuid": msg.uuid}
-                if msg.is_api_error:
-                    obj["error"] = "unknown"
-                _emit(self.out, obj)
+                _emit(self.out, message_line(msg, sid))
         elif isinstance(ev, ApiCallEvent):
             self.stop_reason = ev.stop_reason
         elif isinstance(ev, UserEvent):
             if self.fmt == "stream-json" and ev.message.uuid != self.prompt_uuid:
-                obj = {"type": "user", "message": ev.message.api_message(),
-                       "parent_tool_use_id": ev.message.parent_tool_use_id, "session_id": sid,
-                       "uuid": ev.message.uuid}
-                if ev.message.tool_use_result is not None:
-                    obj["tool_use_result"] = ev.message.tool_use_result
-                _emit(self.out, obj)
+                _emit(self.out, message_line(ev.message, sid))
         elif isinstance(ev, SystemEvent):
             if self.fmt == "stream-json":
                 _emit(self.out, {"type": "system", "subtype": ev.subtype, **ev.data, "session_id": sid,
@@ -145,6 +157,12 @@ class _Printer:
             if self.fmt == "stream-json" and self.partial:
                 _emit(self.out, {"type": "stream_event", "event": ev.raw, "parent_tool_use_id": None,
                                  "session_id": sid, "uuid": new_uuid()})
+
+    def side_event(self, ev: Event) -> None:
+        """A subagent's messages: shown in stream-json with their parent_tool_use_id, nothing else."""
+        if self.fmt != "stream-json" or not isinstance(ev, (AssistantEvent, UserEvent)):
+            return
+        _emit(self.out, message_line(ev.message, self.conv.session_id))
 
     def result(self, result: dict[str, Any]) -> None:
         if self.fmt == "text":
@@ -176,6 +194,15 @@ async def _run(args: argparse.Namespace, prompt: str, out: TextIO) -> int:
         return EXIT_ERROR
     for w in warnings:
         sys.stderr.write(f"codeloop: warning: {w}\n")
+    if conv.ended_by_model:
+        message = (f"Session {conv.session_id} was ended by the model and cannot be resumed. "
+                   "Start a new session.")
+        if args.output_format == "text":
+            sys.stderr.write(f"Error: {message}\n")
+        else:
+            _emit(out, {**error_result(conv.session_id, [message]), "terminal_reason": "ended_by_model"})
+        await conv.provider.aclose()
+        return EXIT_ERROR
 
     abort = AbortController()
     got_signal: list[int] = []
@@ -190,6 +217,7 @@ async def _run(args: argparse.Namespace, prompt: str, out: TextIO) -> int:
 
     printer = _Printer(args, conv, out)
     printer.init()
+    conv.side_listeners.append(printer.side_event)
     command, _, focus = prompt.strip().partition(" ")
     events = conv.compact(focus.strip()) if command == "/compact" else conv.submit(prompt, abort=abort)
     try:

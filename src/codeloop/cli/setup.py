@@ -33,10 +33,10 @@ def _permission_policy(args: argparse.Namespace):
     return PermissionPolicy(mode=mode, allow=list(args.allowed_tools), deny=list(args.disallowed_tools))
 
 
-def _tools(args: argparse.Namespace):
+def _tools(args: argparse.Namespace, agent_definitions: dict):
     from codeloop.tools.registry import builtin_tools, select_tools
 
-    tools = builtin_tools(lazy=True)
+    tools = builtin_tools(lazy=True, agent_definitions=agent_definitions)
     known = {t.name for t in tools}
     unknown = [n for n in (args.tools or []) if n not in known]
     if unknown:
@@ -83,6 +83,15 @@ def _load_history(args: argparse.Namespace, cwd: Path) -> tuple[str, list, list,
     return sid, loaded.messages, denials, list(loaded.warnings), loaded.entries
 
 
+def _entrypoint() -> str:
+    """Who drives us: `cli` unless a wrapping runtime (an SDK) says otherwise."""
+    return (os.environ.get("CODELOOP_ENTRYPOINT") or os.environ.get("CLAUDE_CODE_ENTRYPOINT") or "cli").strip()
+
+
+def _feature_flags() -> dict:
+    return {}
+
+
 def build_conversation(args: argparse.Namespace, *, interactive: bool) -> tuple[Conversation, list[str]]:
     from codeloop.context.prompt import build_system_prompt, user_context
     from codeloop.providers.anthropic import AnthropicProvider
@@ -97,11 +106,16 @@ def build_conversation(args: argparse.Namespace, *, interactive: bool) -> tuple[
         provider = AnthropicProvider()
     except AuthenticationError as exc:
         raise SetupError(str(exc)) from None
+    from codeloop.tools.agents import load_agent_definitions
+
+    definitions = load_agent_definitions(cwd, store.config_dir())
+    warnings.extend(getattr(definitions, "warnings", []))
     fallback = [resolve_model(m) for m in (args.fallback_model or "").split(",") if m.strip()]
     if args.token_budget is not None and args.token_budget < 1:
         raise SetupError("--token-budget must be a positive number of tokens")
     config = ConversationConfig(
-        cwd=cwd, model=resolve_model(args.model), tools=_tools(args), fallback_models=fallback,
+        cwd=cwd, model=resolve_model(args.model), tools=_tools(args, definitions), fallback_models=fallback,
+        agent_definitions=dict(definitions), entrypoint=_entrypoint(), feature_flags=_feature_flags(),
         token_budget=args.token_budget,
         system_prompt=build_system_prompt(cwd, custom=args.system_prompt, append=args.append_system_prompt),
         user_context=user_context(cwd, store.config_dir()), policy=_permission_policy(args),

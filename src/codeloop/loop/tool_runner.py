@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
 import logging
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
@@ -20,6 +21,9 @@ from codeloop.messages import Message, tool_result_message
 from codeloop.tools.base import PermissionBehavior, PermissionDecision, Tool, ToolContext, ToolError, ToolResult
 
 log = logging.getLogger(__name__)
+
+# The tool_use id of the tool running in this task (a subagent tags its messages with it).
+CURRENT_TOOL_USE_ID: ContextVar[str | None] = ContextVar("CURRENT_TOOL_USE_ID", default=None)
 
 CanUseTool = Callable[[Tool, Any, dict[str, Any], ToolContext], Awaitable[PermissionDecision]]  # Any: the parsed input model
 
@@ -60,6 +64,7 @@ async def run_tool_use(block: dict[str, Any], tools: list[Tool], ctx: ToolContex
         except ToolError as exc:
             return error(str(exc))
 
+    token = CURRENT_TOOL_USE_ID.set(tid)
     try:
         result: ToolResult = await tool.call(inp, ctx)
     except ToolError as exc:
@@ -69,6 +74,8 @@ async def run_tool_use(block: dict[str, Any], tools: list[Tool], ctx: ToolContex
     except Exception as exc:  # a bug in the tool: report it and keep the session alive
         log.exception("tool %s crashed", name)
         return error(f"{name} failed unexpectedly: {type(exc).__name__}: {exc}")
+    finally:
+        CURRENT_TOOL_USE_ID.reset(token)
     content = result.content if result.content != "" else f"({name} completed with no output)"
     return ToolRun(tool_result_message(tid, content, is_error=result.is_error,
                                        tool_use_result=result.data if result.data is not None else content),

@@ -46,6 +46,9 @@ class ConversationConfig:
     tool_use_summary_model: str | None = None
     persist: bool = True
     interactive: bool = False
+    entrypoint: str = "cli"
+    feature_flags: dict[str, Any] = field(default_factory=dict)
+    agent_definitions: dict[str, Any] = field(default_factory=dict)
 
 
 class Conversation:
@@ -74,7 +77,37 @@ class Conversation:
         self.abort: AbortController | None = None
         from codeloop.input.queue import CommandQueue
         self.queue = CommandQueue()
+        # A session the model ended stays ended (spec 000): the marker survives resume.
+        self.ended_by_model = any(e.get("type") == "ended-by-model" for e in entries or [])
+        self.side_listeners: list[Callable[[Event], None]] = []
+        self._wire_tool_context()
         self._setup_context(entries or [])
+
+    def _wire_tool_context(self) -> None:
+        ctx, cfg = self.tool_context, self.config
+        ctx.session_id, ctx.model, ctx.entrypoint = self.session_id, cfg.model, cfg.entrypoint
+        ctx.ended_by_model = self.ended_by_model
+        ctx.messages = lambda: self.messages
+        ctx.append_entry = self._write_entry
+        ctx.emit = self._on_side_event
+        ctx.extra["feature_flags"] = dict(cfg.feature_flags)
+        ctx.extra["tool_pool"] = cfg.tools
+        if any(t.name == "Task" for t in cfg.tools):
+            ctx.extra["subagent_runtime"] = self._subagent_runtime  # built on first Task call
+
+    def _subagent_runtime(self) -> Any:
+        from codeloop.tools.builtin.task import SubagentRuntime
+
+        return SubagentRuntime(self.provider, self.config.model, self.config.tools, self.can_use_tool,
+                               self.config.user_context, self.config.cwd, self.tool_context.session_dir,
+                               dict(self.config.agent_definitions))
+
+    def _on_side_event(self, ev: Event) -> None:
+        """Events from inside a tool (a subagent's messages): counted, shown, never added to history."""
+        if isinstance(ev, ApiCallEvent):
+            self._record_api_call(ev)
+        for listener in list(self.side_listeners):
+            listener(ev)
 
     def _setup_context(self, entries: list[dict[str, Any]]) -> None:
         """The five-stage pipeline (spec 004 §8) and its compactor, with state that survives resume."""
@@ -146,14 +179,27 @@ class Conversation:
     # -- the turn --------------------------------------------------------------------------------
     async def submit(self, prompt: str | list[dict[str, Any]] | Message, *,
                      abort: AbortController | None = None) -> AsyncIterator[Event]:
+        if self.ended_by_model:
+            yield SystemEvent("session_ended", "The model ended this conversation. Start a new session (or /clear).",
+                              "error")
+            done = Terminal(TerminalReason.ENDED_BY_MODEL, 0, "the session was ended by the model")
+            self._record(done)
+            yield done
+            return
         msg = prompt if isinstance(prompt, Message) else user_message(prompt)
         self.messages.append(msg)
         self._write(msg)
         yield UserEvent(msg)
         self.abort = abort or AbortController()
         self.tool_context.abort = self.abort
-        params = QueryParams(messages=list(self.messages), system_prompt=self.config.system_prompt,
-                             user_context=self.config.user_context, tools=self.config.tools,
+        from codeloop.tools.deferred import hint_for, request_tools
+
+        ctx, pool = self.tool_context, self.config.tools
+        hint = hint_for(pool, ctx)
+        params = QueryParams(messages=list(self.messages),
+                             system_prompt=[*self.config.system_prompt, *([hint] if hint else [])],
+                             user_context=self.config.user_context, tools=request_tools(pool, ctx),
+                             refresh_tools=lambda: request_tools(pool, ctx),
                              provider=self.provider, model=self.config.model, tool_context=self.tool_context,
                              can_use_tool=self.can_use_tool, max_turns=self.config.max_turns,
                              max_output_tokens=self.config.max_output_tokens,
@@ -217,3 +263,5 @@ class Conversation:
             self._write_entry({"type": "permission-denial", **record})
         elif isinstance(ev, Terminal):
             self.last_terminal = ev
+            if ev.reason is TerminalReason.ENDED_BY_MODEL:
+                self.ended_by_model = self.tool_context.ended_by_model = True

@@ -13,7 +13,7 @@ import importlib
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 _CACHE_VERSION = 1
 
@@ -65,15 +65,20 @@ def cache_key(module_files: list[Path]) -> str:
 class LazyTool:
     """Stands in for a tool; `name` and `api_schema()` are served without importing it."""
 
-    def __init__(self, name: str, module: str, class_name: str, cache: SchemaCache | None) -> None:
+    def __init__(self, name: str, module: str, class_name: str, cache: SchemaCache | None,
+                 *, gate: Callable[[Any], bool] | None = None, should_defer: bool = False,
+                 kwargs: dict[str, Any] | None = None) -> None:
         self.name = name
         self._module, self._class_name, self._cache = module, class_name, cache
+        self._kwargs = kwargs or {}
+        # Facts known without importing the tool: its cheap gate and whether it is deferred.
+        self._gate, self.should_defer = gate, should_defer
         self._tool: Any = None
 
     @property
     def real(self) -> Any:
         if self._tool is None:
-            self._tool = getattr(importlib.import_module(self._module), self._class_name)()
+            self._tool = getattr(importlib.import_module(self._module), self._class_name)(**self._kwargs)
         return self._tool
 
     def api_schema(self) -> dict[str, Any]:
@@ -84,6 +89,13 @@ class LazyTool:
         if self._cache is not None:
             self._cache.put(self.name, schema)
         return schema
+
+    def is_enabled(self, ctx: Any) -> bool:
+        if self._gate is not None and not self._gate(ctx):
+            return False  # gated off: never worth importing
+        if self._tool is None and self._gate is None:
+            return True   # built-ins without a gate are always on
+        return bool(self.real.is_enabled(ctx))
 
     def __getattr__(self, attr: str) -> Any:
         if attr.startswith("__"):

@@ -22,7 +22,24 @@ BUILTINS: tuple[tuple[str, str, str], ...] = (
     ("Edit", "codeloop.tools.builtin.edit", "EditTool"),
     ("Write", "codeloop.tools.builtin.write", "WriteTool"),
     ("TodoWrite", "codeloop.tools.builtin.todo", "TodoWriteTool"),
+    ("ToolSearch", "codeloop.tools.builtin.tool_search", "ToolSearchTool"),
+    ("EndConversation", "codeloop.tools.builtin.end_conversation", "EndConversationTool"),
 )
+DEFERRED = frozenset({"EndConversation"})
+
+
+def _end_conversation_gate(ctx: Any) -> bool:
+    from codeloop.config.flags import end_conversation_enabled
+
+    return end_conversation_enabled(entrypoint=ctx.entrypoint, model=ctx.model,
+                                    flags=ctx.extra.get("feature_flags") or {})
+
+
+def _task_gate(ctx: Any) -> bool:
+    return ctx.agent_id is None and ctx.extra.get("subagent_runtime") is not None
+
+
+_GATES = {"EndConversation": _end_conversation_gate, "Task": _task_gate}
 
 _JSON_TYPES = {
     "int": "integer",
@@ -37,7 +54,7 @@ _JSON_TYPES = {
 }
 
 
-def builtin_tools(*, lazy: bool = False) -> list[Tool]:
+def builtin_tools(*, lazy: bool = False, agent_definitions: dict[str, Any] | None = None) -> list[Tool]:
     """Fresh instances of the core tools, in the order the model sees them.
 
     `lazy=True` (the CLI) returns stand-ins that import a tool only when it is first used and
@@ -52,8 +69,24 @@ def builtin_tools(*, lazy: bool = False) -> list[Tool]:
         here = Path(__file__).parent / "builtin"
         files = [here / (module.rsplit(".", 1)[1] + ".py") for _, module, _ in BUILTINS]
         cache = SchemaCache(config_dir() / "cache" / "tool-schemas.json", cache_key(files))
-        return [LazyTool(name, module, cls, cache) for name, module, cls in BUILTINS]  # type: ignore[misc]
-    return [getattr(importlib.import_module(module), cls)() for _, module, cls in BUILTINS]
+        tools = [LazyTool(name, module, cls, cache, gate=_GATES.get(name), should_defer=name in DEFERRED)
+                 for name, module, cls in BUILTINS]
+        if agent_definitions is not None:
+            # Task's description lists the agent types, so its cached schema is keyed by them too.
+            import hashlib
+
+            from codeloop.tools.agents import agent_listing
+            listing = hashlib.sha1(agent_listing(agent_definitions).encode()).hexdigest()[:16]
+            task_cache = SchemaCache(cache.path.with_name("task-schema.json"),
+                                     cache_key(files + [here / "task.py"]) + "|" + listing)
+            tools.append(LazyTool("Task", "codeloop.tools.builtin.task", "TaskTool", task_cache,
+                                  gate=_task_gate, kwargs={"definitions": agent_definitions}))
+        return tools  # type: ignore[return-value]
+    tools = [getattr(importlib.import_module(module), cls)() for _, module, cls in BUILTINS]
+    if agent_definitions is not None:
+        from codeloop.tools.builtin.task import TaskTool
+        tools.append(TaskTool(agent_definitions))
+    return tools
 
 
 def select_tools(

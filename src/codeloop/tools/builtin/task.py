@@ -39,6 +39,14 @@ ENDED_REFUSAL = "The session was ended by the model; start a new session (or /cl
 CURRENT_TOOL_USE_ID: ContextVar[str | None] = ContextVar("CURRENT_TOOL_USE_ID", default=None)
 
 
+def runtime_of(ctx: ToolContext) -> "SubagentRuntime | None":
+    """The runtime wired into `ctx`: an instance, or a zero-argument factory (built on first use)."""
+    value = ctx.extra.get(RUNTIME_KEY)
+    if callable(value) and not isinstance(value, SubagentRuntime):
+        value = ctx.extra[RUNTIME_KEY] = value()
+    return value if isinstance(value, SubagentRuntime) else None
+
+
 def current_tool_use_id() -> str | None:
     runner = sys.modules.get("codeloop.loop.tool_runner")
     var = getattr(runner, "CURRENT_TOOL_USE_ID", None)
@@ -104,7 +112,7 @@ class TaskTool(Tool):
 
     def is_enabled(self, ctx: ToolContext) -> bool:
         # Never inside a subagent (no recursion), and only where a runtime was wired in.
-        return ctx.agent_id is None and isinstance(ctx.extra.get(RUNTIME_KEY), SubagentRuntime)
+        return ctx.agent_id is None and ctx.extra.get(RUNTIME_KEY) is not None
 
     def is_read_only(self, inp: BaseModel) -> bool:
         return False
@@ -123,8 +131,8 @@ class TaskTool(Tool):
             raise ToolError(ENDED_REFUSAL)
         if ctx.agent_id is not None:
             raise ToolError("Subagents cannot launch subagents.")
-        runtime = ctx.extra.get(RUNTIME_KEY)
-        if not isinstance(runtime, SubagentRuntime):
+        runtime = runtime_of(ctx)
+        if runtime is None:
             raise ToolError("Subagents are not available in this session.")
         definitions = dict(runtime.definitions) or {d.name: d for d in BUILTIN_AGENTS}
         definition = definitions.get(inp.subagent_type)
