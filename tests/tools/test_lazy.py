@@ -42,3 +42,30 @@ def test_cli_first_request_path_does_not_import_pydantic(tmp_path):
             "print('pydantic' in sys.modules, any('.builtin.' in m for m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
+
+
+def test_static_facts_match_the_real_tools(tmp_path, monkeypatch):
+    monkeypatch.setenv("CODELOOP_CONFIG_DIR", str(tmp_path))
+    real = {t.name: t for t in builtin_tools()}
+    for lazy in builtin_tools(lazy=True):
+        assert lazy.max_result_chars == real[lazy.name].max_result_chars, lazy.name
+        assert lazy.should_defer == real[lazy.name].should_defer, lazy.name
+        assert lazy._tool is None   # reading those facts loaded nothing
+
+
+def test_registry_gates_agree_with_the_tools_is_enabled(tmp_path, monkeypatch):
+    from codeloop.tools.base import ToolContext
+    monkeypatch.setenv("CODELOOP_CONFIG_DIR", str(tmp_path))
+    ctxs = []
+    for model, flags, agent, runtime in [("claude-opus-4-8", {"end_conversation": True}, None, True),
+                                         ("claude-opus-4-7", {"end_conversation": True}, None, False),
+                                         ("claude-opus-4-8", {}, "a1", True)]:
+        ctx = ToolContext(cwd=tmp_path, project_dir=tmp_path, model=model, agent_id=agent)
+        ctx.extra["feature_flags"] = flags
+        if runtime:
+            ctx.extra["subagent_runtime"] = object()
+        ctxs.append(ctx)
+    real = {t.name: t for t in builtin_tools(agent_definitions={})}
+    for lazy in builtin_tools(lazy=True, agent_definitions={}):
+        for ctx in ctxs:
+            assert lazy.is_enabled(ctx) == real[lazy.name].is_enabled(ctx), (lazy.name, ctx.model, ctx.agent_id)

@@ -67,12 +67,12 @@ class LazyTool:
 
     def __init__(self, name: str, module: str, class_name: str, cache: SchemaCache | None,
                  *, gate: Callable[[Any], bool] | None = None, should_defer: bool = False,
-                 kwargs: dict[str, Any] | None = None) -> None:
+                 kwargs: dict[str, Any] | None = None, max_result_chars: float = 100_000) -> None:
         self.name = name
         self._module, self._class_name, self._cache = module, class_name, cache
         self._kwargs = kwargs or {}
         # Facts known without importing the tool: its cheap gate and whether it is deferred.
-        self._gate, self.should_defer = gate, should_defer
+        self._gate, self.should_defer, self.max_result_chars = gate, should_defer, max_result_chars
         self._tool: Any = None
 
     @property
@@ -91,11 +91,11 @@ class LazyTool:
         return schema
 
     def is_enabled(self, ctx: Any) -> bool:
-        if self._gate is not None and not self._gate(ctx):
-            return False  # gated off: never worth importing
-        if self._tool is None and self._gate is None:
-            return True   # built-ins without a gate are always on
-        return bool(self.real.is_enabled(ctx))
+        # The registry's gate mirrors the tool's own is_enabled, so no import is needed to
+        # answer; built-ins without a gate are always on.
+        if self._gate is not None:
+            return bool(self._gate(ctx))
+        return True if self._tool is None else bool(self._tool.is_enabled(ctx))
 
     def __getattr__(self, attr: str) -> Any:
         if attr.startswith("__"):

@@ -26,6 +26,7 @@ BUILTINS: tuple[tuple[str, str, str], ...] = (
     ("EndConversation", "codeloop.tools.builtin.end_conversation", "EndConversationTool"),
 )
 DEFERRED = frozenset({"EndConversation"})
+UNBOUNDED_RESULTS = frozenset({"Read"})  # kept in step with the tools' max_result_chars (tested)
 
 
 def _end_conversation_gate(ctx: Any) -> bool:
@@ -69,7 +70,8 @@ def builtin_tools(*, lazy: bool = False, agent_definitions: dict[str, Any] | Non
         here = Path(__file__).parent / "builtin"
         files = [here / (module.rsplit(".", 1)[1] + ".py") for _, module, _ in BUILTINS]
         cache = SchemaCache(config_dir() / "cache" / "tool-schemas.json", cache_key(files))
-        tools = [LazyTool(name, module, cls, cache, gate=_GATES.get(name), should_defer=name in DEFERRED)
+        tools = [LazyTool(name, module, cls, cache, gate=_GATES.get(name), should_defer=name in DEFERRED,
+                          max_result_chars=float("inf") if name in UNBOUNDED_RESULTS else 100_000)
                  for name, module, cls in BUILTINS]
         if agent_definitions is not None:
             # Task's description lists the agent types, so its cached schema is keyed by them too.

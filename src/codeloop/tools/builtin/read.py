@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt
 from pydantic.json_schema import SkipJsonSchema
 
-from codeloop.tools.base import FileReadRecord, Tool, ToolContext, ToolError, ToolResult
+from codeloop.tools.base import UNBOUNDED, FileReadRecord, Tool, ToolContext, ToolError, ToolResult
 
 DEFAULT_LIMIT = 2000
 MAX_LINE_CHARS = 2000
@@ -107,6 +107,8 @@ def number_lines(lines: list[str], start: int) -> str:
 
 
 class ReadTool(Tool):
+    # Read bounds its own output (lines × width); persisting it to a file to be Read again would loop.
+    max_result_chars = UNBOUNDED
     name: ClassVar[str] = "Read"
     description: ClassVar[str] = DESCRIPTION
     input_model: ClassVar[type[BaseModel]] = ReadInput
