@@ -20,7 +20,7 @@ def make_params(api, cwd, *, prompt="do it", policy=None, tools=None, **kw) -> Q
     policy = policy or PermissionPolicy(mode=PermissionMode.BYPASS)
 
     async def can_use_tool(tool, inp, block, ctx):
-        d = policy.decide(tool, inp, await tool.check_permissions(inp, ctx))
+        d = policy.decide(tool, inp, await tool.check_permissions(inp, ctx), block.get("input") or {})
         if d.behavior is PermissionBehavior.ASK:
             return PermissionDecision(PermissionBehavior.DENY, "denied in test")
         return d

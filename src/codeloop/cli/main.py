@@ -70,6 +70,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--permission-mode", choices=PERMISSION_MODES, help="permission mode for the session")
     p.add_argument("--dangerously-skip-permissions", action="store_true",
                    help="bypass all permission checks (same as --permission-mode bypassPermissions)")
+    p.add_argument("--settings", metavar="FILE_OR_JSON", help="extra settings: a settings.json path or a JSON object")
+    p.add_argument("--trust", action="store_true",
+                   help="trust this folder's own configuration (hooks, env, allow rules…) for this run")
+    p.add_argument("--add-dir", dest="add_dir", nargs="+", action="extend", metavar="DIR",
+                   help="additional working directories tools may use")
     p.add_argument("-r", "--resume", metavar="SESSION_ID", help="resume a session by id")
     p.add_argument("-c", "--continue", dest="continue_", action="store_true",
                    help="continue the most recent session in this directory")

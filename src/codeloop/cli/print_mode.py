@@ -228,7 +228,7 @@ async def _run(args: argparse.Namespace, prompt: str, out: TextIO) -> int:
     finally:
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(signum)
-        conv.close()
+        await conv.aclose()
         await conv.provider.aclose()
     result = build_result(conv, conv.last_terminal, started=started, final_text=printer.final_text,
                           stop_reason=printer.stop_reason)
@@ -242,6 +242,9 @@ def run_print_mode(args: argparse.Namespace) -> int:
     if args.output_format == "stream-json" and not args.verbose:
         sys.stderr.write("Error: When using --print, --output-format=stream-json requires --verbose\n")
         return EXIT_ERROR
+    if getattr(args, "input_format", "text") == "stream-json":  # multi-turn JSONL session (SDKs)
+        from codeloop.cli.stream_json import run_stream_json_mode
+        return run_stream_json_mode(args)
     prompt = _read_prompt(args)
     if not prompt.strip():
         sys.stderr.write("Error: Input must be provided either through stdin or as a prompt argument "

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import Any
 
 from codeloop.session.conversation import Conversation, ConversationConfig
 
@@ -25,12 +26,49 @@ def resolve_model(flag: str | None) -> str:
     return MODEL_ALIASES.get(model, model)
 
 
-def _permission_policy(args: argparse.Namespace):
+def _permission_policy(args: argparse.Namespace, settings, cwd: Path):
     from codeloop.permissions.policy import PermissionMode, PermissionPolicy
 
-    mode = PermissionMode.BYPASS if args.dangerously_skip_permissions else PermissionMode(
-        args.permission_mode or "default")
-    return PermissionPolicy(mode=mode, allow=list(args.allowed_tools), deny=list(args.disallowed_tools))
+    requested = ("bypassPermissions" if args.dangerously_skip_permissions else args.permission_mode) \
+        or settings.default_mode() or "default"
+    if requested == "bypassPermissions" and settings.bypass_disabled():
+        raise SetupError("bypassPermissions mode is disabled by managed settings "
+                         "(permissions.disableBypassPermissionsMode)")
+    dirs = [str((cwd / d).resolve()) for d in [*settings.additional_directories(), *(args.add_dir or [])]]
+    for d in dirs:
+        if not Path(d).is_dir():
+            raise SetupError(f"--add-dir: {d} is not a directory")
+    return PermissionPolicy(mode=PermissionMode(requested), allow=list(args.allowed_tools),
+                            deny=list(args.disallowed_tools), cwd=cwd,
+                            settings_rules=[(str(b.value), r, o) for b, r, o in settings.permission_rules()],
+                            additional_directories=dirs, bypass_disabled=settings.bypass_disabled())
+
+
+def _load_settings(args: argparse.Namespace, cwd: Path) -> tuple[Any, list[str]]:
+    """The settings hierarchy, with the folder's own configuration only if the folder is trusted."""
+    from codeloop.config.settings import load_settings
+    from codeloop.config.trust import check_trust
+
+    status = check_trust(cwd)
+    warnings = [status.warning] if status.warning else []
+    trusted = bool(args.trust) or status.trusted
+    settings = load_settings(cwd, cli_settings=args.settings, trusted=trusted)
+    warnings += [f"settings: {e}" for e in settings.errors]
+    warnings += settings.ignored_untrusted
+    return settings, warnings
+
+
+def _api_key_from_helper(command: str) -> str:
+    """`apiKeyHelper`: a command whose stdout is the API key (trusted settings only)."""
+    import subprocess
+
+    try:
+        out = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise SetupError(f"apiKeyHelper failed: {exc}") from None
+    if out.returncode != 0 or not out.stdout.strip():
+        raise SetupError(f"apiKeyHelper exited {out.returncode} without printing a key: {out.stderr.strip()[:200]}")
+    return out.stdout.strip()
 
 
 def _tools(args: argparse.Namespace, agent_definitions: dict):
@@ -88,10 +126,6 @@ def _entrypoint() -> str:
     return (os.environ.get("CODELOOP_ENTRYPOINT") or os.environ.get("CLAUDE_CODE_ENTRYPOINT") or "cli").strip()
 
 
-def _feature_flags() -> dict:
-    return {}
-
-
 def build_conversation(args: argparse.Namespace, *, interactive: bool) -> tuple[Conversation, list[str]]:
     from codeloop.context.prompt import build_system_prompt, user_context
     from codeloop.providers.anthropic import AnthropicProvider
@@ -101,9 +135,14 @@ def build_conversation(args: argparse.Namespace, *, interactive: bool) -> tuple[
     cwd = Path.cwd().resolve()
     if args.max_turns is not None and args.max_turns < 1:
         raise SetupError("--max-turns must be a positive integer")
-    session_id, messages, denials, warnings, entries = _load_history(args, cwd)
+    settings, warnings = _load_settings(args, cwd)
+    # settings "env" applies to this process (a trusted folder's own env only — see _load_settings)
+    os.environ.update({k: str(v) for k, v in settings.env().items()})
+    session_id, messages, denials, history_warnings, entries = _load_history(args, cwd)
+    warnings += history_warnings
+    helper = settings.api_key_helper()
     try:
-        provider = AnthropicProvider()
+        provider = AnthropicProvider(api_key=_api_key_from_helper(helper) if helper else None)
     except AuthenticationError as exc:
         raise SetupError(str(exc)) from None
     from codeloop.tools.agents import load_agent_definitions
@@ -114,12 +153,15 @@ def build_conversation(args: argparse.Namespace, *, interactive: bool) -> tuple[
     if args.token_budget is not None and args.token_budget < 1:
         raise SetupError("--token-budget must be a positive number of tokens")
     config = ConversationConfig(
-        cwd=cwd, model=resolve_model(args.model), tools=_tools(args, definitions), fallback_models=fallback,
-        agent_definitions=dict(definitions), entrypoint=_entrypoint(), feature_flags=_feature_flags(),
+        cwd=cwd, model=resolve_model(args.model or settings.model()), tools=_tools(args, definitions),
+        fallback_models=fallback, agent_definitions=dict(definitions), entrypoint=_entrypoint(),
+        feature_flags=settings.feature_flags(), hooks=settings.hooks(), hook_env=settings.env(),
+        resumed=bool(messages),
         token_budget=args.token_budget,
         system_prompt=build_system_prompt(cwd, custom=args.system_prompt, append=args.append_system_prompt),
-        user_context=user_context(cwd, store.config_dir()), policy=_permission_policy(args),
+        user_context=user_context(cwd, store.config_dir()), policy=_permission_policy(args, settings, cwd),
         max_turns=args.max_turns, persist=not args.no_session_persistence, interactive=interactive)
     conv = Conversation(config, provider, session_id=session_id, messages=messages, denials=denials,
                         entries=entries)
+    warnings += config.policy.rule_errors if config.policy.rules is not None else []
     return conv, warnings

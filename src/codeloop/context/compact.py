@@ -16,7 +16,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Awaitable, Any, Callable
 
 # Resume after compaction lives in resume.py; re-exported so callers find it beside compaction.
 from codeloop.context.resume import load_from_last_boundary, messages_after_last_boundary  # noqa: F401
@@ -203,6 +203,8 @@ class Compactor:
     max_chunk_requests: int = 16
     # Supplies instructions / todos / recent_files / cwd when a caller (the reactive path) has none.
     context: Callable[[], dict[str, Any]] | None = None
+    # Told before every compaction (the PreCompact hook): (trigger, focus) → awaitable.
+    before_compact: Callable[[str, str | None], Awaitable[None]] | None = None
 
     async def _request(self, api_messages: list[dict[str, Any]]) -> str:
         request = ModelRequest(model=self.model, messages=api_messages, max_tokens=self.max_summary_tokens,
@@ -270,6 +272,8 @@ class Compactor:
                       extra_context: list[Message] | None = None, instructions: str | None = None,
                       todos: list[dict[str, Any]] | None = None, recent_files: list[str] | None = None,
                       cwd: Path | None = None) -> CompactOutcome:
+        if self.before_compact is not None:
+            await self.before_compact(trigger, focus)
         ctx = self.context() if self.context is not None else {}
         instructions = instructions if instructions is not None else ctx.get("instructions")
         todos = todos if todos is not None else ctx.get("todos")

@@ -46,6 +46,7 @@ class ModelTurn:
     withheld: str | None = None               # 'prompt_too_long' | 'media'
     aborted: bool = False
     invalid_json: dict[str, str] = field(default_factory=dict)
+    hook_stop: str | None = None              # a PostToolUse hook said `continue: false`
 
 
 async def _until_abort(stream: AsyncIterator[dict[str, Any]], ctx: ToolContext) -> AsyncIterator[dict[str, Any]]:
@@ -81,6 +82,8 @@ def _updates_to_events(turn: ModelTurn, updates: list[ToolUpdate]) -> list[Event
     events: list[Event] = []
     for upd in updates:
         turn.results[upd.tool_use_id] = upd.message
+        if upd.prevent_continuation:
+            turn.hook_stop = upd.stop_reason or f"a PostToolUse hook stopped the turn after {upd.tool_name}"
         if upd.denied:
             events.append(PermissionDenied(upd.tool_name, upd.tool_use_id, dict(upd.tool_input)))
         events.append(UserEvent(upd.message))

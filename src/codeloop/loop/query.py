@@ -218,10 +218,13 @@ async def query(p: QueryParams) -> AsyncIterator[Event]:
                 return
 
             # -- tool execution: collect what is still running (§13.1) ----------------------------------
+            hook_stop: str | None = turn.hook_stop
             async for upd in executor.get_remaining_results():
                 turn.results[upd.tool_use_id] = upd.message
                 if upd.denied:
                     yield PermissionDenied(upd.tool_name, upd.tool_use_id, dict(upd.tool_input))
+                if upd.prevent_continuation:
+                    hook_stop = upd.stop_reason or f"a PostToolUse hook stopped the turn after {upd.tool_name}"
                 yield UserEvent(upd.message)
             for m in missing_tool_results(turn.assistant_messages, _unanswered_text(ctx), set(turn.results)):
                 turn.results[m.content[0]["tool_use_id"]] = m
@@ -237,6 +240,11 @@ async def query(p: QueryParams) -> AsyncIterator[Event]:
                     yield AttachmentEvent({"type": "max_turns_reached", "maxTurns": p.max_turns,
                                            "turnCount": turn_count + 1})
                 yield Terminal(_abort_reason(ctx, TerminalReason.ABORTED_TOOLS), turn_count)
+                return
+
+            # -- a hook asked to stop after the tools ran (§13.1 hook_stopped_continuation) -------------
+            if hook_stop is not None:
+                yield Terminal(TerminalReason.HOOK_STOPPED, turn_count, hook_stop)
                 return
 
             # -- continuation pipeline (§13.2): queued commands, attachments, memory, tool refresh ---------

@@ -31,6 +31,8 @@ class ToolUpdate:
     tool_name: str
     denied: bool = False
     tool_input: dict = field(default_factory=dict)
+    prevent_continuation: bool = False   # a PostToolUse hook said `continue: false`
+    stop_reason: str | None = None
 
 
 @dataclass
@@ -121,7 +123,7 @@ class StreamingToolExecutor:
             run: ToolRun = await self._run(entry.block, self._tools, self._ctx, self._can_use_tool,
                                            invalid_json=entry.invalid_json)
             update = ToolUpdate(run.message, entry.id, run.tool_name or entry.name, run.denied,
-                                dict(entry.block.get("input") or {}))
+                                dict(entry.block.get("input") or {}), run.prevent_continuation, run.stop_reason)
         except asyncio.CancelledError:
             raise  # discard or a sibling's failure: whoever cancelled has already answered
         except Exception as exc:  # run_tool_use catches tool errors, so this is a bug: still answer
@@ -130,7 +132,8 @@ class StreamingToolExecutor:
         if self._discarded or entry.status == "done":
             return
         self._finish(entry, update)
-        if entry.name == CASCADING_TOOL and update.message.content[0].get("is_error"):
+        # A denied command never ran, so it says nothing about its siblings: only failures cascade.
+        if entry.name == CASCADING_TOOL and update.message.content[0].get("is_error") and not update.denied:
             self._cascade(entry)
         self._schedule()
 

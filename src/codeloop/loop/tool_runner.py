@@ -33,6 +33,8 @@ class ToolRun:
     message: Message
     denied: bool = False
     tool_name: str = ""
+    prevent_continuation: bool = False   # a PostToolUse hook said `continue: false`
+    stop_reason: str | None = None
 
 
 async def run_tool_use(block: dict[str, Any], tools: list[Tool], ctx: ToolContext, can_use_tool: CanUseTool,
@@ -77,6 +79,11 @@ async def run_tool_use(block: dict[str, Any], tools: list[Tool], ctx: ToolContex
     finally:
         CURRENT_TOOL_USE_ID.reset(token)
     content = result.content if result.content != "" else f"({name} completed with no output)"
-    return ToolRun(tool_result_message(tid, content, is_error=result.is_error,
-                                       tool_use_result=result.data if result.data is not None else content),
-                   False, name)
+    data = result.data if result.data is not None else content
+    post = await ctx.post_tool_use(name, dict(block.get("input") or {}), data, tid) if ctx.post_tool_use else None
+    if post is not None and post.feedback:
+        # PostToolUse feedback (exit 2 stderr, additionalContext) is shown to the model with the result
+        content = ([*content, {"type": "text", "text": post.feedback}] if isinstance(content, list)
+                   else f"{content}\n\n{post.feedback}")
+    return ToolRun(tool_result_message(tid, content, is_error=result.is_error, tool_use_result=data), False, name,
+                   bool(post and post.prevent_continuation), post.stop_reason if post else None)

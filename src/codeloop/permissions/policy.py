@@ -1,22 +1,24 @@
-"""Permission modes and the decision a tool call gets: allow, ask or deny.
+"""The permission decision for one tool call: rules, mode and the tool's own opinion combined.
 
-This is the tool-name level of the policy (`--allowedTools`, `--disallowedTools`, modes);
-rule specifiers like `Bash(git status:*)` are parsed and matched in `rules.py`.
+Order (deny anywhere beats allow anywhere): protected paths and deny rules → ask rules → the
+mode (bypass allows, plan refuses writes) → allow rules and the built-in read-only set → the
+tool's opinion → acceptEdits for edits inside the working directories → dontAsk denies →
+otherwise ask. Protected paths (settings files, the transcript directory) are deny rules no
+mode can lift, bypassPermissions included.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from pydantic import BaseModel
-
+import os
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from codeloop.tools.base import PermissionBehavior, PermissionDecision, Tool
 
-from codeloop.tools.base import PermissionBehavior, PermissionDecision, Tool, ToolContext
+if TYPE_CHECKING:
+    from codeloop.permissions.rules import RuleSet
 
 
 class PermissionMode(str, Enum):
@@ -28,37 +30,113 @@ class PermissionMode(str, Enum):
 
 
 EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
+READ_TOOLS = frozenset({"Read", "Glob", "Grep"})
+_PATH_KEYS = ("file_path", "notebook_path", "path")
 
 
-def _bare_names(rules: list[str]) -> set[str]:
-    return {r.strip() for r in rules if r.strip() and "(" not in r}
+def protected_paths(cwd: Path) -> list[str]:
+    """Files and folders no tool may write, in any mode: configuration and session records."""
+    from codeloop.session.store import config_dir
+
+    home = Path(os.path.expanduser("~"))
+    claude_home = Path(os.environ.get("CLAUDE_CONFIG_DIR") or home / ".claude")
+    cfg = config_dir()
+    paths = [cfg / "settings.json", cfg / "projects", cfg / "trusted-folders.json", claude_home / "settings.json",
+             Path(os.environ.get("CODELOOP_MANAGED_SETTINGS") or "/etc/codeloop/managed-settings.json")]
+    for d in (".codeloop", ".claude"):
+        paths += [cwd / d / "settings.json", cwd / d / "settings.local.json"]
+    return [str(p) for p in paths]
+
+
+def _rule_for(path: str) -> str:
+    # `//abs` is an absolute pattern; a folder covers everything under it.
+    return f"Edit(/{path})" if not path.endswith("projects") else f"Edit(/{path}/**)"
 
 
 @dataclass
 class PermissionPolicy:
     mode: PermissionMode = PermissionMode.DEFAULT
-    allow: list[str] = field(default_factory=list)
-    deny: list[str] = field(default_factory=list)
+    allow: list[str] = field(default_factory=list)     # CLI --allowedTools
+    deny: list[str] = field(default_factory=list)      # CLI --disallowedTools
+    ask: list[str] = field(default_factory=list)
+    cwd: Path = field(default_factory=Path.cwd)
+    # (behavior, rule, origin) from settings files; origins resolve `/x` patterns
+    settings_rules: list[tuple[str, str, str]] = field(default_factory=list)
+    additional_directories: list[str] = field(default_factory=list)
+    bypass_disabled: bool = False
+    rule_errors: list[str] = field(default_factory=list)
+    _rules: "RuleSet | None" = None
 
-    def decide(self, tool: Tool, inp: BaseModel, tool_opinion: PermissionDecision) -> PermissionDecision:
-        name = tool.name
-        if name in _bare_names(self.deny):
-            return PermissionDecision(PermissionBehavior.DENY, f"Permission to use {name} has been denied.")
+    @property
+    def rules(self) -> "RuleSet":
+        if self._rules is None:
+            self._rules = self._build_rules()
+        return self._rules
+
+    def _build_rules(self) -> "RuleSet":
+        from codeloop.permissions.rules import RuleBehavior, RuleError, RuleSet
+
+        rs = RuleSet([], [], [])
+        entries = [(RuleBehavior.DENY, _rule_for(p), "protected") for p in protected_paths(self.cwd)]
+        entries += [(RuleBehavior(str(b.value if hasattr(b, "value") else b)), r, o) for b, r, o in self.settings_rules]
+        entries += [(RuleBehavior.ALLOW, r, "cli") for r in self.allow]
+        entries += [(RuleBehavior.DENY, r, "cli") for r in self.deny]
+        entries += [(RuleBehavior.ASK, r, "cli") for r in self.ask]
+        for behavior, text, origin in entries:
+            try:
+                rs.add(behavior, text, origin=origin)
+            except RuleError as exc:
+                self.rule_errors.append(f"ignored permission rule {text!r} from {origin}: {exc}")
+        return rs
+
+    def set_mode(self, mode: PermissionMode) -> None:
+        if mode is PermissionMode.BYPASS and self.bypass_disabled:
+            raise ValueError("bypassPermissions mode is disabled by managed settings")
+        self.mode = mode
+
+    def _inside_workdirs(self, raw: dict[str, Any]) -> bool:
+        path = next((raw[k] for k in _PATH_KEYS if raw.get(k)), None)
+        if path is None:
+            return True
+        target = os.path.realpath(os.path.join(str(self.cwd), os.path.expanduser(str(path))))
+        roots = [os.path.realpath(str(self.cwd))] + [os.path.realpath(d) for d in self.additional_directories]
+        return any(target == r or target.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
+
+    def decide(self, tool: Tool, inp: Any, tool_opinion: PermissionDecision,
+               raw_input: dict[str, Any] | None = None) -> PermissionDecision:
+        from codeloop.permissions.rules import DecisionBehavior, evaluate
+
+        name, raw = tool.name, dict(raw_input or {})
+        verdict = evaluate(name, raw, self.rules, cwd=str(self.cwd))
+        if verdict.behavior is DecisionBehavior.DENY:
+            protected = verdict.matched_rule is not None and verdict.matched_rule.origin == "protected"
+            why = ("it would modify codeloop's own settings or session records, which tools may never write"
+                   if protected else f"it matches the deny rule {verdict.matched_rule}")
+            return PermissionDecision(PermissionBehavior.DENY, f"Permission to use {name} has been denied: {why}.")
+        if tool_opinion.behavior is PermissionBehavior.DENY:
+            return tool_opinion
+        if verdict.behavior is DecisionBehavior.ASK and self.mode is not PermissionMode.BYPASS:
+            return PermissionDecision(PermissionBehavior.ASK, f"{name} matches the ask rule {verdict.matched_rule}.")
         if self.mode is PermissionMode.BYPASS:
             return PermissionDecision(PermissionBehavior.ALLOW)
-        if self.mode is PermissionMode.PLAN and not tool.is_read_only(inp):
+        read_only = tool.is_read_only(inp)
+        if self.mode is PermissionMode.PLAN and not read_only:
             return PermissionDecision(PermissionBehavior.DENY,
                                       f"{name} is not available in plan mode: only read-only tools may run.")
-        if tool_opinion.behavior is not PermissionBehavior.ASK:
+        if verdict.behavior is DecisionBehavior.ALLOW:
+            return PermissionDecision(PermissionBehavior.ALLOW)
+        if name in READ_TOOLS and not self._inside_workdirs(raw):
+            return self._ask_or_deny(name, f"{name} of a path outside the working directories needs permission.")
+        if tool_opinion.behavior is PermissionBehavior.ALLOW:
             return tool_opinion
-        if name in _bare_names(self.allow):
+        if self.mode is PermissionMode.ACCEPT_EDITS and name in EDIT_TOOLS and self._inside_workdirs(raw):
             return PermissionDecision(PermissionBehavior.ALLOW)
-        if self.mode is PermissionMode.ACCEPT_EDITS and name in EDIT_TOOLS:
-            return PermissionDecision(PermissionBehavior.ALLOW)
+        return self._ask_or_deny(name, f"{name} requires permission.")
+
+    def _ask_or_deny(self, name: str, why: str) -> PermissionDecision:
         if self.mode is PermissionMode.DONT_ASK:
-            return PermissionDecision(PermissionBehavior.DENY,
-                                      f"Permission to use {name} was not granted (dontAsk mode).")
-        return PermissionDecision(PermissionBehavior.ASK, f"{name} requires permission.")
+            return PermissionDecision(PermissionBehavior.DENY, f"Permission to use {name} was not granted (dontAsk mode).")
+        return PermissionDecision(PermissionBehavior.ASK, why)
 
 
 def denial_message(tool_name: str, decision: PermissionDecision, *, interactive: bool) -> str:
@@ -66,9 +144,10 @@ def denial_message(tool_name: str, decision: PermissionDecision, *, interactive:
         return decision.message
     if interactive:
         return f"The user doesn't want to proceed with this tool use. The {tool_name} tool use was rejected."
-    return (f"Claude requested permissions to use {tool_name}, but you haven't granted it yet. "
-            f"(codeloop runs non-interactively: allow it with --allowedTools {tool_name} "
-            f"or choose a --permission-mode.)")
+    why = f" ({decision.message})" if decision.message else ""
+    return (f"Claude requested permissions to use {tool_name}, but you haven't granted it yet{why}. "
+            f"codeloop runs non-interactively: allow it with --allowedTools {tool_name} "
+            f"or choose a --permission-mode.")
 
 
 def denial_record(tool_name: str, tool_use_id: str, tool_input: dict[str, Any]) -> dict[str, Any]:

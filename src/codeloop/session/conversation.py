@@ -25,6 +25,7 @@ from codeloop.loop.state import TerminalReason
 from codeloop.messages import Message, user_message
 from codeloop.permissions.policy import PermissionPolicy, denial_message, denial_record
 from codeloop.providers.base import Provider
+from codeloop.session.hooks_bridge import ConversationHooks
 from codeloop.tools.base import PermissionBehavior, PermissionDecision, Tool, ToolContext
 from codeloop.usage import Usage
 
@@ -49,6 +50,9 @@ class ConversationConfig:
     entrypoint: str = "cli"
     feature_flags: dict[str, Any] = field(default_factory=dict)
     agent_definitions: dict[str, Any] = field(default_factory=dict)
+    hooks: dict[str, Any] = field(default_factory=dict)        # settings "hooks" (trusted sources only)
+    hook_env: dict[str, str] = field(default_factory=dict)     # settings "env", passed to hook commands
+    resumed: bool = False
 
 
 class Conversation:
@@ -80,8 +84,19 @@ class Conversation:
         # A session the model ended stays ended (spec 000): the marker survives resume.
         self.ended_by_model = any(e.get("type") == "ended-by-model" for e in entries or [])
         self.side_listeners: list[Callable[[Event], None]] = []
+        self._started = False
+        self.hooks = ConversationHooks(self._hook_runner())
         self._wire_tool_context()
         self._setup_context(entries or [])
+
+    def _hook_runner(self) -> Any | None:
+        if not self.config.hooks:
+            return None
+        from codeloop.hooks.runner import HookRunner
+
+        return HookRunner(self.config.hooks, session_id=self.session_id, transcript_path=self.transcript_path,
+                          cwd=self.config.cwd, permission_mode_getter=lambda: self.config.policy.mode.value,
+                          env=self.config.hook_env)
 
     def _wire_tool_context(self) -> None:
         ctx, cfg = self.tool_context, self.config
@@ -90,6 +105,7 @@ class Conversation:
         ctx.messages = lambda: self.messages
         ctx.append_entry = self._write_entry
         ctx.emit = self._on_side_event
+        ctx.post_tool_use = self.hooks.post_tool if self.hooks.runner is not None else None
         ctx.extra["feature_flags"] = dict(cfg.feature_flags)
         ctx.extra["tool_pool"] = cfg.tools
         if any(t.name == "Task" for t in cfg.tools):
@@ -116,7 +132,8 @@ class Conversation:
         from codeloop.context.pipeline import ContentReplacementState, ContextPipeline
 
         self.collapse = ContextCollapse()
-        self.compactor = Compactor(self.provider, self.config.model, context=self.compact_context)
+        self.compactor = Compactor(self.provider, self.config.model, context=self.compact_context,
+                                   before_compact=self.hooks.pre_compact if self.hooks.runner else None)
         self.pipeline = ContextPipeline(
             compactor=self.compactor, session_dir=self.tool_context.session_dir,
             exempt_tools=ContextPipeline.exempt_from_tools(self.config.tools), collapse=self.collapse,
@@ -151,15 +168,34 @@ class Conversation:
         self.api_duration_ms += ev.duration_ms
 
     # -- permissions -----------------------------------------------------------------------------
-    async def can_use_tool(self, tool: Tool, inp: BaseModel, block: dict[str, Any],
+    async def can_use_tool(self, tool: Tool, inp: Any, block: dict[str, Any],
                            ctx: ToolContext) -> PermissionDecision:
+        raw = dict(block.get("input") or {})
+        hook = await self.hooks.pre_tool(tool.name, raw, block.get("id", ""))
+        hook_says = hook.permission_decision if hook is not None else None
+        if hook is not None and (hook.blocked or hook_says == "deny"):
+            reason = "; ".join(hook.block_reasons) or hook.permission_reason or "denied by a PreToolUse hook"
+            return PermissionDecision(PermissionBehavior.DENY, f"PreToolUse hook blocked {tool.name}: {reason}")
+        updated = hook.updated_input if hook is not None and hook.updated_input is not None else None
+        if updated is not None:
+            from codeloop.tools.registry import parse_tool_input
+            inp, raw = parse_tool_input(tool, updated), dict(updated)
         opinion = await tool.check_permissions(inp, ctx)
-        decision = self.config.policy.decide(tool, inp, opinion)
+        decision = self.config.policy.decide(tool, inp, opinion, raw)
+        # A hook's "allow" answers the question a prompt would ask; it never lifts a deny rule.
+        if hook_says == "allow" and decision.behavior is PermissionBehavior.ASK:
+            decision = PermissionDecision(PermissionBehavior.ALLOW)
+        if hook_says == "ask" and decision.behavior is PermissionBehavior.ALLOW:
+            decision = PermissionDecision(PermissionBehavior.ASK, hook.permission_reason or "a PreToolUse hook asks")
         if decision.behavior is PermissionBehavior.ASK:
             if self.ask_user is not None:
-                return await self.ask_user(tool, inp, block)
-            return PermissionDecision(PermissionBehavior.DENY,
-                                      denial_message(tool.name, decision, interactive=False))
+                await self.hooks.notify(f"Claude needs your permission to use {tool.name}")
+                decision = await self.ask_user(tool, inp, block)
+            else:
+                decision = PermissionDecision(PermissionBehavior.DENY,
+                                              denial_message(tool.name, decision, interactive=False))
+        if updated is not None and decision.behavior is PermissionBehavior.ALLOW and decision.updated_input is None:
+            decision = PermissionDecision(PermissionBehavior.ALLOW, decision.message, updated)
         return decision
 
     # -- transcript ------------------------------------------------------------------------------
@@ -170,6 +206,13 @@ class Conversation:
     def _write_entry(self, entry: dict[str, Any]) -> None:
         if self.writer is not None:
             self.writer.append_entry(entry)
+
+    async def aclose(self, reason: str = "other") -> None:
+        """End the session: SessionEnd hooks, then the transcript is synced and closed."""
+        try:
+            await self.hooks.session_end(reason)
+        finally:
+            self.close()
 
     def close(self) -> None:
         if self.writer is not None:
@@ -187,8 +230,23 @@ class Conversation:
             yield done
             return
         msg = prompt if isinstance(prompt, Message) else user_message(prompt)
-        self.messages.append(msg)
-        self._write(msg)
+        context: list[Message] = []
+        if not self._started:
+            self._started = True
+            context += await self.hooks.session_start("resume" if self.config.resumed else "startup")
+        if not msg.is_meta:
+            verdict = await self.hooks.user_prompt(msg.text)
+            for ev in [*self.hooks.drain_notices(), *verdict.events]:
+                yield ev
+            if verdict.blocked:  # the prompt is erased: never sent, never recorded
+                done = Terminal(TerminalReason.HOOK_STOPPED, 0, verdict.stop_reason)
+                self._record(done)
+                yield done
+                return
+            context += verdict.context
+        for m in [msg, *context]:
+            self.messages.append(m)
+            self._write(m)
         yield UserEvent(msg)
         self.abort = abort or AbortController()
         self.tool_context.abort = self.abort
@@ -207,11 +265,14 @@ class Conversation:
                              token_budget=self._token_budget(msg),
                              tool_use_summary_model=self.config.tool_use_summary_model,
                              reactive_compact=self.compactor, context_pipeline=self.pipeline,
-                             context_collapse=self.collapse, compact_context=self.compact_context)
+                             context_collapse=self.collapse, compact_context=self.compact_context,
+                             stop_hooks=self.hooks.stop_hooks())
         try:
             async for ev in query(params):
                 self._record(ev)
                 yield ev
+                for notice in self.hooks.drain_notices():
+                    yield notice
         finally:
             if self.writer is not None:
                 self.writer.sync()

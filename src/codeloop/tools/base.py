@@ -64,6 +64,8 @@ class ToolContext:
     # Best-effort append of a transcript entry (e.g. the ended-by-model marker); may raise.
     append_entry: Callable[[dict[str, Any]], None] | None = None
     ended_by_model: bool = False
+    # PostToolUse hooks: (tool_name, input, response, tool_use_id) → PostToolFeedback | None
+    post_tool_use: Callable[..., Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def resolve(self, path: str) -> Path:

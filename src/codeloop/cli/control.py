@@ -1,0 +1,146 @@
+"""The stream-json control protocol, as Claude Code speaks it to the Agent SDKs.
+
+Owns the message shapes (control_request / control_response, success and error), the
+answers to inbound requests that need no running query (initialize, set_permission_mode,
+set_model, mcp_status, get_context_usage), the SDK hook registrations sent in `initialize`, and
+the translation of `can_use_tool` / `hook_callback` answers into codeloop decisions. The
+session runner (`stream_json.py`) owns I/O, queries and interrupts.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from codeloop.messages import new_uuid
+from codeloop.tools.base import PermissionBehavior, PermissionDecision
+
+
+class ControlSubtype(str, Enum):
+    """Request subtypes codeloop answers (inbound) or sends (outbound)."""
+    INITIALIZE = "initialize"
+    INTERRUPT = "interrupt"
+    SET_PERMISSION_MODE = "set_permission_mode"
+    SET_MODEL = "set_model"
+    MCP_STATUS = "mcp_status"
+    GET_CONTEXT_USAGE = "get_context_usage"
+    CAN_USE_TOOL = "can_use_tool"          # outbound
+    HOOK_CALLBACK = "hook_callback"        # outbound
+
+
+class ControlError(Exception):
+    """An inbound request we refuse; its text becomes the `error` of the control_response."""
+
+
+def request(subtype: ControlSubtype, **fields: Any) -> tuple[str, dict[str, Any]]:
+    """An outbound control_request and its id."""
+    rid = new_uuid()
+    return rid, {"type": "control_request", "request_id": rid, "request": {"subtype": subtype.value, **fields}}
+
+
+def success(request_id: str, response: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"type": "control_response",
+            "response": {"subtype": "success", "request_id": request_id, "response": response or {}}}
+
+
+def error(request_id: str, message: str) -> dict[str, Any]:
+    return {"type": "control_response", "response": {"subtype": "error", "request_id": request_id, "error": message}}
+
+
+# -- initialize ------------------------------------------------------------------------------------
+_MODELS = [
+    {"value": "default", "displayName": "Default (recommended)", "description": "Use the default model"},
+    {"value": "sonnet", "displayName": "Sonnet", "description": "claude-sonnet-4-5"},
+    {"value": "opus", "displayName": "Opus", "description": "claude-opus-4-5"},
+    {"value": "haiku", "displayName": "Haiku", "description": "claude-haiku-4-5"},
+]
+_COMMANDS = [{"name": "compact", "description": "Clear conversation history but keep a summary in context",
+              "argumentHint": "<optional custom summarization instructions>"}]
+
+
+@dataclass
+class HookRegistry:
+    """Hook callbacks the SDK registered in `initialize`: event → [(matcher, callback ids, timeout)]."""
+    matchers: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+    @classmethod
+    def from_initialize(cls, hooks: Any) -> HookRegistry:
+        reg = cls()
+        for event, matchers in (hooks or {}).items():
+            if isinstance(matchers, list):
+                reg.matchers[event] = [m for m in matchers if isinstance(m, dict)]
+        return reg
+
+    def callbacks_for(self, event: str, value: str | None) -> list[tuple[str, float | None]]:
+        from codeloop.hooks.events import matcher_matches
+
+        return [(cid, m.get("timeout")) for m in self.matchers.get(event, [])
+                if matcher_matches(m.get("matcher"), value) for cid in m.get("hookCallbackIds") or []]
+
+
+def initialize_response(conv: Any) -> dict[str, Any]:
+    """What `initialize` answers: the fields the SDK reads (`get_server_info()`), minimal but valid."""
+    return {"commands": _COMMANDS, "output_style": "default", "available_output_styles": ["default"],
+            "models": _MODELS, "account": {"apiKeySource": "ANTHROPIC_API_KEY" if os.environ.get(
+                "ANTHROPIC_API_KEY") else "none"}, "pid": os.getpid(),
+            # SDK hooks run as PreToolUse callbacks only, and a failing one never blocks.
+            "hook_on_failure_supported": False}
+
+
+def handle_simple(conv: Any, req: dict[str, Any]) -> dict[str, Any]:
+    """Answer an inbound request that does not touch the running query. ControlError to refuse."""
+    from codeloop.permissions.policy import PermissionMode
+
+    subtype = req.get("subtype")
+    if subtype == ControlSubtype.SET_PERMISSION_MODE.value:
+        try:
+            conv.config.policy.mode = PermissionMode(req.get("mode"))
+        except ValueError:
+            raise ControlError(f"Invalid permission mode: {req.get('mode')!r} (expected one of "
+                               f"{', '.join(m.value for m in PermissionMode)})") from None
+        return {"mode": conv.config.policy.mode.value}
+    if subtype == ControlSubtype.SET_MODEL.value:
+        from codeloop.cli.setup import resolve_model
+
+        model = req.get("model")
+        resolved = resolve_model(None if model in (None, "", "default") else str(model))
+        conv.config.model = conv.tool_context.model = resolved
+        if getattr(conv, "compactor", None) is not None:
+            conv.compactor.model = resolved
+        return {"model": resolved}
+    if subtype == ControlSubtype.MCP_STATUS.value:
+        return {"mcpServers": []}
+    if subtype == ControlSubtype.GET_CONTEXT_USAGE.value:
+        from codeloop.providers.models import model_info
+
+        usage = conv.usage
+        return {"model": conv.config.model, "totalTokens": usage.total_input + usage.output_tokens,
+                "maxTokens": model_info(conv.config.model).context_window, "categories": []}
+    raise ControlError(f"Unsupported control request subtype: {subtype}")
+
+
+# -- answers to outbound requests ------------------------------------------------------------------
+def permission_decision(tool_name: str, response: dict[str, Any]) -> tuple[PermissionDecision, bool]:
+    """A can_use_tool answer → (decision, interrupt?). Anything but an allow denies."""
+    behavior = response.get("behavior")
+    if behavior == "allow":
+        updated = response.get("updatedInput")
+        return PermissionDecision(PermissionBehavior.ALLOW,
+                                  updated_input=updated if isinstance(updated, dict) else None), False
+    message = response.get("message") or f"Permission to use {tool_name} was denied."
+    return PermissionDecision(PermissionBehavior.DENY, str(message)), bool(response.get("interrupt"))
+
+
+def hook_decision(output: dict[str, Any]) -> PermissionDecision | None:
+    """A PreToolUse hook_callback answer → a decision that overrides the permission check, or None."""
+    specific = output.get("hookSpecificOutput") if isinstance(output.get("hookSpecificOutput"), dict) else {}
+    verdict = specific.get("permissionDecision")
+    reason = specific.get("permissionDecisionReason") or output.get("reason") or output.get("stopReason") or ""
+    if verdict == "deny" or output.get("decision") == "block" or output.get("continue") is False:
+        return PermissionDecision(PermissionBehavior.DENY, reason or "Blocked by a PreToolUse hook.")
+    if verdict == "allow" or output.get("decision") == "approve":
+        updated = specific.get("updatedInput")
+        return PermissionDecision(PermissionBehavior.ALLOW, updated_input=updated if isinstance(updated, dict) else None)
+    return None

@@ -1,0 +1,324 @@
+"""`-p --input-format stream-json`: a multi-turn session over JSONL stdin/stdout, as the SDKs drive it.
+
+Owns the session runner: a reader task that parses stdin lines, answers inbound control
+requests at once (so `interrupt` works mid-query), resolves the answers to our outbound
+requests (`can_use_tool`, `hook_callback`) by request_id, and queues user messages; the main
+task runs the queued messages in order, one query each, each ending with its own `result`
+line, on one Conversation. Stdin EOF ends the session after the current query.
+Output shapes are print mode's (`_Printer`, `build_result`), so every line matches `-p`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+import threading
+import time
+from typing import Any, AsyncIterator, TextIO
+
+from codeloop.abort import AbortController, AbortReason
+from codeloop.cli import control
+from codeloop.cli.control import ControlError, ControlSubtype
+from codeloop.cli.print_mode import (EXIT_ERROR, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM, _emit, _Printer, build_result,
+                                     error_result, message_line)
+from codeloop.events import SystemEvent, UserEvent
+from codeloop.loop.structured import StructuredEvent, parse_schema, run_structured
+from codeloop.messages import Message, user_message
+from codeloop.session.engine import BudgetGuard
+from codeloop.tools.base import PermissionBehavior, PermissionDecision
+
+_EOF = object()
+_STDIO = "stdio"
+
+
+async def stdin_lines() -> AsyncIterator[str]:
+    """Lines of the real stdin. A daemon thread reads, so a pipe, a file or a tty all work and a
+    blocked read never holds up exit."""
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[Any] = asyncio.Queue()
+
+    def pump() -> None:
+        try:
+            for raw in sys.stdin.buffer:
+                loop.call_soon_threadsafe(queue.put_nowait, raw.decode("utf-8", "replace"))
+        except (OSError, ValueError):
+            pass
+        finally:
+            try:
+                loop.call_soon_threadsafe(queue.put_nowait, _EOF)
+            except RuntimeError:  # the loop is already closed: nobody is listening
+                pass
+
+    threading.Thread(target=pump, name="codeloop-stdin", daemon=True).start()
+    while (line := await queue.get()) is not _EOF:
+        yield line
+
+
+class StreamJsonSession:
+    def __init__(self, args: argparse.Namespace, conv: Any, out: TextIO, lines: AsyncIterator[str]) -> None:
+        self.args, self.conv, self.out, self.lines = args, conv, out, lines
+        self.inbox: asyncio.Queue[Any] = asyncio.Queue()
+        self.pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self.abort: AbortController | None = None
+        self.hooks = control.HookRegistry()
+        self.stdin_closed = False
+        self.last_error = False
+        self.signal: int | None = None
+        schema = getattr(args, "json_schema", None)
+        self.schema = parse_schema(schema) if isinstance(schema, str) else schema
+        budget = getattr(args, "max_budget_usd", None)
+        self.budget = BudgetGuard(budget) if budget is not None else None
+        if getattr(args, "permission_prompt_tool", None) == _STDIO:
+            conv.ask_user = self.ask_sdk
+        self._inner_can_use_tool = conv.can_use_tool
+        conv.can_use_tool = self.can_use_tool  # SDK PreToolUse hooks get the first word
+
+    # -- stdin -------------------------------------------------------------------------------------
+    async def read(self) -> None:
+        try:
+            async for line in self.lines:
+                if line.strip():
+                    self.dispatch(line)
+        finally:
+            self.stdin_closed = True
+            for fut in self.pending.values():
+                if not fut.done():
+                    fut.set_exception(EOFError("stdin closed before the SDK answered"))
+            self.inbox.put_nowait(_EOF)
+
+    def dispatch(self, line: str) -> None:
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            sys.stderr.write(f"codeloop: skipped a stream-json input line that is not JSON: {line[:120]!r}\n")
+            return
+        kind = msg.get("type") if isinstance(msg, dict) else None
+        if kind == "control_response":
+            resp = msg.get("response") or {}
+            fut = self.pending.pop(resp.get("request_id"), None)
+            if fut is not None and not fut.done():
+                fut.set_result(resp)
+        elif kind == "control_request":
+            self.on_control(msg.get("request_id"), msg.get("request") or {})
+        elif kind == "user":
+            self.inbox.put_nowait(msg)
+        elif kind in ("keep_alive", "control_cancel_request", "update_environment_variables"):
+            pass
+        else:
+            sys.stderr.write(f"codeloop: ignored a stream-json input line of type {kind!r}\n")
+
+    def on_control(self, rid: Any, req: dict[str, Any]) -> None:
+        subtype = req.get("subtype")
+        try:
+            if subtype == ControlSubtype.INITIALIZE.value:
+                self.hooks = control.HookRegistry.from_initialize(req.get("hooks"))
+                if req.get("agents"):
+                    self.conv.config.agent_definitions.update(req["agents"])
+                response = control.initialize_response(self.conv)
+            elif subtype == ControlSubtype.INTERRUPT.value:
+                # as Esc in Claude Code: the user stopped the turn (the transcript says so)
+                if self.abort is not None:
+                    self.abort.abort(AbortReason.USER)
+                response = {}
+            else:
+                response = control.handle_simple(self.conv, req)
+        except ControlError as exc:
+            _emit(self.out, control.error(rid, str(exc)))
+            return
+        _emit(self.out, control.success(rid, response))
+
+    async def ask(self, subtype: ControlSubtype, **fields: Any) -> dict[str, Any]:
+        """Send an outbound request; the SDK's answer, or raise (error answer, EOF, abort)."""
+        if self.stdin_closed:
+            raise EOFError("stdin is closed: the SDK cannot answer")
+        rid, req = control.request(subtype, **fields)
+        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self.pending[rid] = fut
+        _emit(self.out, req)
+        try:
+            resp = await fut
+        finally:
+            self.pending.pop(rid, None)
+        if resp.get("subtype") == "error":
+            raise ControlError(str(resp.get("error") or "the SDK answered with an error"))
+        return resp.get("response") or {}
+
+    # -- permissions and hooks ---------------------------------------------------------------------
+    async def ask_sdk(self, tool: Any, inp: Any, block: dict[str, Any]) -> PermissionDecision:
+        try:
+            answer = await self.ask(ControlSubtype.CAN_USE_TOOL, tool_name=tool.name, input=block.get("input") or {},
+                                    permission_suggestions=[], blocked_path=None, tool_use_id=block.get("id"))
+        except (ControlError, EOFError) as exc:
+            return PermissionDecision(PermissionBehavior.DENY, f"Permission to use {tool.name} was not granted: {exc}")
+        decision, interrupt = control.permission_decision(tool.name, answer)
+        if interrupt and self.abort is not None:
+            self.abort.abort(AbortReason.USER)
+        return decision
+
+    async def can_use_tool(self, tool: Any, inp: Any, block: dict[str, Any], ctx: Any) -> PermissionDecision:
+        for cid, _timeout in self.hooks.callbacks_for("PreToolUse", tool.name):
+            payload = {"hook_event_name": "PreToolUse", "session_id": self.conv.session_id,
+                       "transcript_path": str(self.conv.transcript_path), "cwd": str(self.conv.config.cwd),
+                       "permission_mode": self.conv.config.policy.mode.value, "tool_name": tool.name,
+                       "tool_input": block.get("input") or {}, "tool_use_id": block.get("id")}
+            try:
+                out = await self.ask(ControlSubtype.HOOK_CALLBACK, callback_id=cid, input=payload,
+                                     tool_use_id=block.get("id"))
+            except (ControlError, EOFError) as exc:  # a failing hook never blocks (see initialize)
+                sys.stderr.write(f"codeloop: PreToolUse hook {cid} failed: {exc}\n")
+                continue
+            decision = control.hook_decision(out)
+            if decision is not None:  # the first hook with a verdict decides
+                return decision
+        return await self._inner_can_use_tool(tool, inp, block, ctx)
+
+    # -- queries -----------------------------------------------------------------------------------
+    async def run(self) -> int:
+        reader = asyncio.ensure_future(self.read())
+        try:
+            while (msg := await self.inbox.get()) is not _EOF:
+                await self.query(msg)
+                if self.signal is not None:
+                    break
+        finally:
+            reader.cancel()
+            try:
+                await reader
+            except (asyncio.CancelledError, Exception):
+                pass
+        if self.signal is not None:
+            return EXIT_SIGINT if self.signal == signal.SIGINT else EXIT_SIGTERM
+        return EXIT_ERROR if self.last_error else EXIT_OK
+
+    def _prompt_message(self, msg: dict[str, Any]) -> Message | None:
+        body = msg.get("message") if isinstance(msg.get("message"), dict) else {}
+        content = body.get("content")
+        if isinstance(content, str) and content.strip():
+            blocks: Any = content
+        elif isinstance(content, list) and content:
+            blocks = [b if isinstance(b, dict) else {"type": "text", "text": str(b)} for b in content]
+        else:
+            return None
+        extra = {"uuid": msg["uuid"]} if isinstance(msg.get("uuid"), str) and msg["uuid"] else {}
+        return user_message(blocks, **extra)
+
+    async def query(self, msg: dict[str, Any]) -> None:
+        conv, started = self.conv, time.monotonic()
+        prompt = self._prompt_message(msg)
+        if prompt is None:
+            _emit(self.out, error_result(conv.session_id, ["A stream-json user message needs non-empty "
+                                                           "message.content (a string or content blocks)"]))
+            self.last_error = True
+            return
+        if self.budget is not None and self.budget.check(conv):
+            self._result(error_result(conv.session_id, [self.budget.error_text(conv)], subtype="error_max_budget_usd"))
+            return
+        printer = _Printer(self.args, conv, self.out)
+        printer.init()  # Claude Code sends system/init at the start of every turn
+        printer.prompt_uuid = prompt.uuid
+        if getattr(self.args, "replay_user_messages", False):
+            _emit(self.out, {**message_line(prompt, conv.session_id), "isReplay": True})
+        self.abort = abort = AbortController()
+        conv.last_terminal = None
+        command, _, focus = prompt.text.strip().partition(" ")
+        structured: dict[str, Any] = {}
+        if command == "/compact" and len(prompt.content) == 1:
+            events = conv.compact(focus.strip())
+        elif self.schema is not None:
+            events = run_structured(conv, prompt, self.schema, 2, abort=abort)
+        else:
+            events = conv.submit(prompt, abort=abort)
+        try:
+            async for ev in events:
+                if isinstance(ev, SystemEvent) and ev.subtype in (StructuredEvent.OUTPUT.value,
+                                                                  StructuredEvent.FAILED.value):
+                    structured[ev.subtype] = ev.data
+                    continue
+                if isinstance(ev, UserEvent) and ev.message.uuid == prompt.uuid:
+                    continue
+                printer.event(ev)
+        except Exception as exc:  # one broken query must not end the session
+            self._result(error_result(conv.session_id, [f"{type(exc).__name__}: {exc}"],
+                                      duration_ms=(time.monotonic() - started) * 1000))
+            return
+        finally:
+            self.abort = None
+            if conv.writer is not None:
+                conv.writer.sync()
+        result = build_result(conv, conv.last_terminal, started=started, final_text=printer.final_text,
+                              stop_reason=printer.stop_reason)
+        if StructuredEvent.OUTPUT.value in structured:
+            result["structured_output"] = structured[StructuredEvent.OUTPUT.value]["structured_output"]
+        elif StructuredEvent.FAILED.value in structured and not result["is_error"]:
+            result.update(subtype="error_max_structured_output_retries", is_error=True,
+                          errors=structured[StructuredEvent.FAILED.value]["errors"])
+            result.pop("result", None)
+        if self.budget is not None and not result["is_error"] and self.budget.check(conv):
+            result.update(subtype="error_max_budget_usd", is_error=True, errors=[self.budget.error_text(conv)])
+            result.pop("result", None)
+        self._result(result)
+
+    def _result(self, result: dict[str, Any]) -> None:
+        self.last_error = bool(result.get("is_error"))
+        _emit(self.out, result)
+
+    def on_signal(self, signum: int) -> None:
+        self.signal = signum
+        if self.abort is not None:
+            self.abort.abort(AbortReason.USER if signum == signal.SIGINT else AbortReason.SIGNAL)
+        self.inbox.put_nowait(_EOF)
+
+
+async def run_stream_json(args: argparse.Namespace, conv: Any, out: TextIO,
+                          lines: AsyncIterator[str] | None = None) -> int:
+    """Serve one stream-json session on `conv`; the exit status. Closes the conversation."""
+    loop = asyncio.get_running_loop()
+    installed: list[int] = []
+    try:
+        session = StreamJsonSession(args, conv, out, lines if lines is not None else stdin_lines())
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(signum, session.on_signal, signum)
+                installed.append(signum)
+        return await session.run()
+    finally:
+        for signum in installed:
+            loop.remove_signal_handler(signum)
+        conv.close()
+        closer = getattr(conv.provider, "aclose", None)
+        if closer is not None:
+            await closer()
+
+
+def run_stream_json_mode(args: argparse.Namespace) -> int:
+    """Print mode's entry for `--input-format stream-json`: checks, the conversation, the session."""
+    if args.output_format != "stream-json":
+        sys.stderr.write("Error: --input-format=stream-json requires output-format=stream-json.\n")
+        return EXIT_ERROR
+    if getattr(args, "prompt", None):
+        sys.stderr.write("Error: with --input-format=stream-json the prompt is read from stdin, not the "
+                         "command line.\n")
+        return EXIT_ERROR
+
+    async def main() -> int:
+        from codeloop.cli.setup import SetupError, build_conversation
+
+        try:
+            conv, warnings = build_conversation(args, interactive=False)
+        except SetupError as exc:
+            _emit(sys.stdout, error_result(args.resume or args.session_id or "", [str(exc)]))
+            return EXIT_ERROR
+        for w in warnings:
+            sys.stderr.write(f"codeloop: warning: {w}\n")
+        return await run_stream_json(args, conv, sys.stdout)
+
+    try:
+        return asyncio.run(main())
+    except KeyboardInterrupt:
+        return EXIT_SIGINT
+    except ValueError as exc:  # a bad --json-schema / --max-budget-usd
+        sys.stderr.write(f"Error: {exc}\n")
+        return EXIT_ERROR

@@ -1,0 +1,288 @@
+"""McpManager: connects to the configured MCP servers and exposes their tools.
+
+Owns the connections' lifecycle. `start()` launches every server at once, each in its own task
+(the SDK's anyio task groups must be entered and left by one task), each bounded by the
+connect timeout (`MCP_TIMEOUT`, milliseconds as in Claude Code, default 30 s). A server that
+cannot start — bad command, crash, timeout — is `failed` with its error; the others go on.
+`start(wait=…)` may return before slow servers are done: they keep connecting in the background,
+and `tools()` grows (and `version` goes up) when they do, for the loop's between-turn
+`refresh_tools`. A server that dies later is marked failed; calls to its tools raise a clear
+`ToolError` while the session goes on. `aclose()` stops everything (stdio processes included).
+
+The `mcp` SDK is imported only here and only once servers are started (it costs over a second).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import os
+import tempfile
+from enum import Enum
+from typing import Any, Iterable, Mapping
+
+from codeloop.mcp.config import ServerConfig, Transport
+from codeloop.mcp.tools import McpTool
+from codeloop.tools.base import ToolError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT_S = 30.0
+_CLOSE_GRACE_S = 10.0
+
+
+class ServerStatus(str, Enum):
+    PENDING = "pending"
+    CONNECTED = "connected"
+    FAILED = "failed"
+
+
+def env_timeout_s(name: str, default: float | None) -> float | None:
+    """An env var in milliseconds (Claude Code's MCP_TIMEOUT / MCP_TOOL_TIMEOUT unit) → seconds."""
+    value = os.environ.get(name, "").strip()
+    try:
+        return float(value) / 1000 if value and float(value) > 0 else default
+    except ValueError:
+        return default
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(_describe(e) for e in exc.exceptions)
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+async def _open_transport(stack: contextlib.AsyncExitStack, cfg: ServerConfig, errlog: Any) -> tuple[Any, Any]:
+    if cfg.transport is Transport.STDIO:
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+
+        # The full environment, as Claude Code passes it (the SDK's default keeps only a few vars).
+        params = StdioServerParameters(command=cfg.command or "", args=list(cfg.args),
+                                       env={**os.environ, **cfg.env}, cwd=cfg.cwd)
+        streams = await stack.enter_async_context(stdio_client(params, errlog=errlog))
+    elif cfg.transport is Transport.HTTP:
+        headers = dict(cfg.headers) or None
+        try:  # mcp 2.x (and late 1.x): headers go on an http client we hand over
+            from mcp.client.streamable_http import streamable_http_client
+            from mcp.shared._httpx_utils import create_mcp_http_client
+        except ImportError:
+            from mcp.client.streamable_http import streamablehttp_client
+
+            streams = await stack.enter_async_context(streamablehttp_client(cfg.url or "", headers=headers))
+        else:
+            client = await stack.enter_async_context(create_mcp_http_client(headers=headers))
+            streams = await stack.enter_async_context(streamable_http_client(cfg.url or "", http_client=client))
+    else:
+        from mcp.client.sse import sse_client
+
+        streams = await stack.enter_async_context(sse_client(cfg.url or "", headers=dict(cfg.headers) or None))
+    return streams[0], streams[1]  # 1.x streamable HTTP yields a third item (session id getter)
+
+
+async def _list_tools(session: Any) -> list[dict[str, Any]]:
+    tools: list[dict[str, Any]] = []
+    result = await session.list_tools()
+    for _ in range(100):  # pagination, bounded against a server that never stops
+        tools += [t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in result.tools]
+        cursor = getattr(result, "next_cursor", None) or getattr(result, "nextCursor", None)
+        if not cursor:
+            break
+        from mcp import types
+
+        result = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor))
+    return tools
+
+
+class _Connection:
+    def __init__(self, config: ServerConfig, manager: "McpManager") -> None:
+        self.config, self.manager = config, manager
+        self.status = ServerStatus.PENDING
+        self.error: str | None = None
+        self.session: Any = None
+        self.tools: list[McpTool] = []
+        self.task: asyncio.Task | None = None
+        self.scope: Any = None                   # the anyio CancelScope around the connection
+        self.stopping = False
+        self.errlog: Any = None                  # the stdio server's stderr, quoted in errors
+        self.settled = asyncio.Event()           # connected or failed
+        self.ended = asyncio.Event()             # the connection task has finished
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    def fail(self, error: str) -> None:
+        was_connected = self.status is ServerStatus.CONNECTED
+        if self.status is ServerStatus.FAILED:
+            return
+        self.status, self.error = ServerStatus.FAILED, error
+        self.settled.set()
+        log.info("MCP server %s failed: %s", self.name, error)
+        if was_connected:
+            self.manager._bump()
+
+    async def run(self, timeout: float) -> None:
+        import anyio
+
+        errlog = self.errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
+        try:
+            with anyio.CancelScope() as scope:
+                self.scope = scope
+                if self.stopping:
+                    scope.cancel()
+                scope.deadline = anyio.current_time() + timeout
+                async with contextlib.AsyncExitStack() as stack:
+                    read, write = await _open_transport(stack, self.config, errlog)
+                    from mcp import ClientSession
+
+                    session = await stack.enter_async_context(ClientSession(read, write))
+                    await session.initialize()
+                    specs = await _list_tools(session)
+                    scope.deadline = math.inf  # connected: the timeout bounded the start only
+                    self.session = session
+                    self.tools = [McpTool(self.name, spec, self.call) for spec in specs]
+                    self.status = ServerStatus.CONNECTED
+                    self.settled.set()
+                    self.manager._bump()
+                    await anyio.sleep_forever()
+            if self.status is ServerStatus.PENDING and not self.stopping:
+                self.fail(f"timed out after {timeout:g}s waiting for the server to start (MCP_TIMEOUT)")
+        except Exception as exc:  # noqa: BLE001 — any failure of one server is that server's status
+            self.fail(self._with_stderr(_describe(exc), errlog))
+        finally:
+            if self.status is ServerStatus.CONNECTED and not self.stopping:
+                self.fail("the connection ended")
+            self.settled.set()
+            self.ended.set()
+
+    @staticmethod
+    def _with_stderr(message: str, errlog: Any) -> str:
+        try:
+            errlog.seek(0)
+            tail = errlog.read()[-400:].strip()
+        except (OSError, ValueError, AttributeError):
+            tail = ""
+        return f"{message} (stderr: {tail})" if tail else message
+
+    async def call(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        if self.status is not ServerStatus.CONNECTED or self.session is None:
+            raise ToolError(f"MCP server {self.name} is not connected ({self.status.value}"
+                            f"{': ' + self.error if self.error else ''})")
+        call = asyncio.ensure_future(self.session.call_tool(tool, args, read_timeout_seconds=self.manager.tool_timeout))
+        ended = asyncio.ensure_future(self.ended.wait())
+        done: set[asyncio.Future] = set()
+        try:
+            # Race the call against the connection's end: a dead server must not hang the turn.
+            done, _ = await asyncio.wait({call, ended}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            ended.cancel()
+            if not call.done():
+                call.cancel()
+                await asyncio.gather(call, return_exceptions=True)
+        if call not in done or call.cancelled():
+            self.fail(self._with_stderr("the connection ended", self.errlog))
+            raise ToolError(f"MCP server {self.name} disconnected: {self.error}")
+        exc = call.exception()
+        if exc is None:
+            return call.result().model_dump(by_alias=True, exclude_none=True, mode="json")
+        if self._connection_lost(exc):
+            self.fail(self._with_stderr(_describe(exc), self.errlog))
+            raise ToolError(f"MCP server {self.name} disconnected: {self.error}") from exc
+        raise ToolError(f"MCP server {self.name}: tool {tool} failed: {_describe(exc)}") from exc
+
+    def _connection_lost(self, exc: BaseException) -> bool:
+        import anyio
+
+        if self.ended.is_set() or isinstance(exc, (anyio.ClosedResourceError, anyio.BrokenResourceError,
+                                                   anyio.EndOfStream, ConnectionError, EOFError)):
+            return True
+        return "connection closed" in str(exc).lower()
+
+
+class McpManager:
+    """The MCP connections of one session. See the module docstring for the lifecycle."""
+
+    def __init__(self, *, tool_timeout: float | None = None) -> None:
+        self._conns: dict[str, _Connection] = {}
+        self._version = 0
+        self._seen_version = -1
+        # MCP_TOOL_TIMEOUT (ms) bounds a single tool call; unset means no limit, as in Claude Code.
+        self.tool_timeout = tool_timeout if tool_timeout is not None else env_timeout_s("MCP_TOOL_TIMEOUT", None)
+
+    def _bump(self) -> None:
+        self._version += 1
+
+    @property
+    def version(self) -> int:
+        """Goes up whenever the tool list changes (a server connected, or one was lost)."""
+        return self._version
+
+    async def start(self, configs: Mapping[str, ServerConfig] | Iterable[ServerConfig], *,
+                    timeout: float | None = None, wait: float | None = None) -> None:
+        """Start every server in parallel. Each has `timeout` seconds (default MCP_TIMEOUT ms, 30 s)
+        to connect. Returns when all have settled, or after `wait` seconds if given (0: at once);
+        servers still pending then keep connecting in the background."""
+        if timeout is None:
+            timeout = env_timeout_s("MCP_TIMEOUT", DEFAULT_TIMEOUT_S) or DEFAULT_TIMEOUT_S
+        items = list(configs.values()) if isinstance(configs, Mapping) else list(configs)
+        new = []
+        for cfg in items:
+            if cfg.name in self._conns:
+                continue
+            conn = self._conns[cfg.name] = _Connection(cfg, self)
+            conn.task = asyncio.create_task(conn.run(timeout), name=f"mcp:{cfg.name}")
+            new.append(conn)
+        await self.wait_settled(wait, conns=new)
+
+    async def wait_settled(self, timeout: float | None = None, *, conns: list[_Connection] | None = None) -> None:
+        """Wait until the pending servers are connected or failed (at most `timeout` seconds)."""
+        waits = [asyncio.ensure_future(c.settled.wait()) for c in (conns or self._conns.values())]
+        if not waits:
+            return
+        try:
+            if timeout is None or timeout > 0:
+                await asyncio.wait(waits, timeout=timeout)
+        finally:
+            for w in waits:
+                w.cancel()
+
+    def statuses(self) -> list[dict[str, str]]:
+        """`[{"name", "status"}]` for system/init `mcp_servers`; status is pending|connected|failed."""
+        return [{"name": c.name, "status": c.status.value} for c in self._conns.values()]
+
+    def errors(self) -> dict[str, str]:
+        return {c.name: c.error for c in self._conns.values() if c.error}
+
+    def tools(self) -> list[McpTool]:
+        """The tools of every connected server, in configuration order."""
+        return [t for c in self._conns.values() if c.status is ServerStatus.CONNECTED for t in c.tools]
+
+    def refresh(self) -> list[McpTool] | None:
+        """The new tool list if it changed since the last `refresh()`, else None."""
+        if self._version == self._seen_version:
+            return None
+        self._seen_version = self._version
+        return self.tools()
+
+    async def aclose(self) -> None:
+        conns = list(self._conns.values())
+        for c in conns:
+            c.stopping = True
+            if c.scope is not None:
+                c.scope.cancel()
+            elif c.task is not None:
+                c.task.cancel()
+        tasks = [c.task for c in conns if c.task is not None]
+        if tasks:
+            _, stuck = await asyncio.wait(tasks, timeout=_CLOSE_GRACE_S)
+            for t in stuck:  # the SDK bounds its own shutdown; this is a last resort
+                t.cancel()
+            if stuck:
+                await asyncio.wait(stuck, timeout=_CLOSE_GRACE_S)
+        for c in conns:
+            if c.errlog is not None:
+                c.errlog.close()
+        self._conns.clear()

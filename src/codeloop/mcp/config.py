@@ -1,0 +1,149 @@
+"""MCP server configuration: where it comes from, its shape, and validation.
+
+Sources, later overriding earlier for a server of the same name: the project's `.mcp.json`
+(only when `include_project` — the caller decides whether the folder is trusted), settings
+`mcpServers`, then each `--mcp-config` value (a file path or a JSON string) in order. With
+`strict` (`--strict-mcp-config`) only the `--mcp-config` values count.
+
+Each entry is `{"command", "args", "env"}` (stdio; `"type": "stdio"` optional) or
+`{"type": "http" | "sse", "url", "headers"}`. `${VAR}` and `${VAR:-default}` are expanded from
+the environment in commands, args, env values, URLs and headers, as Claude Code does.
+A bad entry or file is reported in the returned error list; it never stops the others.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any, Mapping
+
+PROJECT_FILE = ".mcp.json"
+
+
+class Transport(str, Enum):
+    STDIO = "stdio"
+    HTTP = "http"
+    SSE = "sse"
+
+
+class Source(str, Enum):
+    PROJECT = "project"
+    SETTINGS = "settings"
+    CLI = "cli"
+
+
+_TYPE_ALIASES = {"stdio": Transport.STDIO, "http": Transport.HTTP, "streamable-http": Transport.HTTP,
+                 "streamable_http": Transport.HTTP, "streamablehttp": Transport.HTTP, "sse": Transport.SSE}
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    name: str
+    transport: Transport
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    source: Source = Source.SETTINGS
+
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def expand_env(value: str, env: Mapping[str, str] | None = None) -> str:
+    env = os.environ if env is None else env
+    return _VAR.sub(lambda m: env.get(m.group(1), m.group(2) if m.group(2) is not None else m.group(0)), value)
+
+
+def parse_server(name: str, raw: Any, source: Source, env: Mapping[str, str] | None = None) -> ServerConfig:
+    """One `mcpServers` entry → `ServerConfig`; raises ValueError with a message for the user."""
+    if not isinstance(raw, dict):
+        raise ValueError("expected an object")
+    kind = str(raw.get("type") or ("stdio" if "command" in raw else "http" if "url" in raw else "stdio")).lower()
+    transport = _TYPE_ALIASES.get(kind)
+    if transport is None:
+        raise ValueError(f"unknown type {raw.get('type')!r} (expected stdio, http or sse)")
+    x = lambda v: expand_env(str(v), env)  # noqa: E731
+    if transport is Transport.STDIO:
+        command = raw.get("command")
+        if not isinstance(command, str) or not command.strip():
+            raise ValueError("a stdio server needs a \"command\"")
+        args = raw.get("args") or []
+        if not isinstance(args, list):
+            raise ValueError("\"args\" must be a list")
+        env_map = raw.get("env") or {}
+        if not isinstance(env_map, dict):
+            raise ValueError("\"env\" must be an object")
+        return ServerConfig(name, transport, command=x(command), args=tuple(x(a) for a in args),
+                            env={str(k): x(v) for k, v in env_map.items()},
+                            cwd=x(raw["cwd"]) if raw.get("cwd") else None, source=source)
+    url = raw.get("url")
+    if not isinstance(url, str) or not url.strip():
+        raise ValueError(f"an {transport.value} server needs a \"url\"")
+    headers = raw.get("headers") or {}
+    if not isinstance(headers, dict):
+        raise ValueError("\"headers\" must be an object")
+    return ServerConfig(name, transport, url=x(url), headers={str(k): x(v) for k, v in headers.items()},
+                        source=source)
+
+
+def _servers_from(data: Any, origin: str, source: Source, out: dict[str, ServerConfig], errors: list[str],
+                  env: Mapping[str, str] | None) -> None:
+    servers = data.get("mcpServers") if isinstance(data, dict) else None
+    if not isinstance(servers, dict):
+        errors.append(f"{origin}: expected an object with \"mcpServers\"")
+        return
+    for name, raw in servers.items():
+        try:
+            out[str(name)] = parse_server(str(name), raw, source, env)
+        except ValueError as exc:
+            errors.append(f"{origin}: MCP server {name!r}: {exc}")
+
+
+def _read_json(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def load_mcp_configs(cwd: Path | str, *, settings_servers: Mapping[str, Any] | None = None,
+                     cli_configs: list[str] | None = None, strict: bool = False, include_project: bool = True,
+                     env: Mapping[str, str] | None = None) -> tuple[dict[str, ServerConfig], list[str]]:
+    """(servers by name, human-readable errors) from every configured source."""
+    cwd = Path(cwd)
+    servers: dict[str, ServerConfig] = {}
+    errors: list[str] = []
+    if not strict:
+        project = cwd / PROJECT_FILE
+        if include_project and project.is_file():
+            try:
+                _servers_from(_read_json(project), str(project), Source.PROJECT, servers, errors, env)
+            except (OSError, ValueError) as exc:
+                errors.append(f"{project}: {exc}")
+        if settings_servers:
+            _servers_from({"mcpServers": dict(settings_servers)}, "settings mcpServers", Source.SETTINGS,
+                          servers, errors, env)
+    for i, value in enumerate(cli_configs or []):
+        text = value.strip()
+        if text.startswith("{"):
+            origin = f"--mcp-config #{i + 1}"
+            try:
+                data = json.loads(text)
+            except ValueError as exc:
+                errors.append(f"{origin}: invalid JSON: {exc}")
+                continue
+        else:
+            path = Path(text).expanduser()
+            path = path if path.is_absolute() else cwd / path
+            origin = str(path)
+            try:
+                data = _read_json(path)
+            except (OSError, ValueError) as exc:
+                errors.append(f"--mcp-config {text}: {exc}")
+                continue
+        _servers_from(data, origin, Source.CLI, servers, errors, env)
+    return servers, errors

@@ -1,0 +1,170 @@
+"""OpenAI-compatible Chat Completions provider: OpenAI, OpenRouter, Ollama, vLLM, llama.cpp, LM Studio.
+
+Owns the HTTP side: `POST {base}/chat/completions` with `stream: true` and
+`stream_options.include_usage`, SSE parsing up to `data: [DONE]`, and error classification
+(status errors → `APIStatusError`, context-length errors worded so the loop's reactive
+compaction recognises them as "prompt is too long", connection failures and cut streams →
+`APIConnectionError`). Translation of requests and chunks lives in `openai_translate.py`.
+
+`count_tokens` is deliberately not offered: there is no standard endpoint for it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, AsyncIterator
+from urllib.parse import urlparse
+
+import httpx
+
+from codeloop.providers.base import ModelRequest
+from codeloop.providers.errors import APIConnectionError, APIStatusError, AuthenticationError
+from codeloop.providers.openai_translate import StreamTranslator, chat_body
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+_OPENAI_HOST = "api.openai.com"
+# Status → our error vocabulary (errors.py decides retryability from it); OpenAI's own `type`
+# strings ("invalid_request_error", "server_error", …) do not line up with Anthropic's.
+_STATUS_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+                 404: "not_found_error", 413: "request_too_large", 422: "invalid_request_error",
+                 429: "rate_limit_error"}
+# How servers word "your prompt does not fit": OpenAI/vLLM/OpenRouter, llama.cpp, others.
+_CONTEXT_MARKERS = ("context_length_exceeded", "maximum context length", "exceeds the available context size",
+                    "exceed_context_size", "context window", "prompt is too long", "too many tokens",
+                    "input is too long")
+
+
+def _retry_after(headers: httpx.Headers) -> float | None:
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value:
+            try:
+                return float(value) * scale
+            except ValueError:
+                continue
+    return None
+
+
+def _is_context_error(*texts: Any) -> bool:
+    low = " ".join(str(t) for t in texts if t).lower()
+    return any(marker in low for marker in _CONTEXT_MARKERS)
+
+
+def error_from_payload(status: int | None, payload: Any, fallback: str,
+                       headers: httpx.Headers | None = None) -> APIStatusError:
+    """An `APIStatusError` from `{"error": {"message", "type", "code"}}` (or the looser shapes
+    some servers use: `{"error": "..."}`, `{"detail": ...}`, `{"message": ...}`)."""
+    message, code, etype = fallback, None, None
+    if isinstance(payload, dict):
+        err = payload.get("error", payload)
+        if isinstance(err, dict):
+            message = str(err.get("message") or err.get("detail") or message)
+            code, etype = err.get("code"), err.get("type")
+        elif isinstance(err, str):
+            message = err
+    if status is None and isinstance(code, int) and 400 <= code < 600:
+        status = code
+    if _is_context_error(message, code, etype):
+        # reactive compaction keys on a 400/413 whose message says "prompt is too long"
+        return APIStatusError(status if status in (400, 413) else 400, f"prompt is too long: {message}",
+                              "invalid_request_error")
+    kind = _STATUS_TYPES.get(status or 0) or ("api_error" if status is None or status >= 500
+                                              else "invalid_request_error")
+    return APIStatusError(status, message, kind, _retry_after(headers) if headers is not None else None,
+                          headers.get("x-request-id") if headers is not None else None)
+
+
+def _status_error(status: int, body: bytes, headers: httpx.Headers) -> APIStatusError:
+    text = body.decode("utf-8", "replace").strip()
+    try:
+        payload: Any = json.loads(body)
+    except ValueError:
+        payload = None
+    return error_from_payload(status, payload, text or httpx.codes.get_reason_phrase(status), headers)
+
+
+def is_openai_host(base_url: str) -> bool:
+    return urlparse(base_url).hostname == _OPENAI_HOST
+
+
+class OpenAICompatProvider:
+    name = "openai"
+
+    def __init__(self, api_key: str | None = None, base_url: str | None = None,
+                 transport: httpx.AsyncBaseTransport | None = None, *, timeout: float = 600.0,
+                 extra_headers: dict[str, str] | None = None, require_key: bool | None = None,
+                 name: str | None = None, max_tokens_field: str | None = None,
+                 capability_overrides: dict[str, dict[str, Any]] | None = None) -> None:
+        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        if name:
+            self.name = name
+        # OpenAI's own API always needs a key; local servers (Ollama, llama.cpp …) usually don't.
+        if (require_key if require_key is not None else is_openai_host(self.base_url)) and not self.api_key:
+            raise AuthenticationError(
+                f"No API key for {self.base_url}. Set OPENAI_API_KEY (or the provider's key variable) "
+                "and try again.")
+        # OpenAI deprecated `max_tokens` (its o-series and gpt-5 reject it); every other server we
+        # target understands `max_tokens`, and not all of them know `max_completion_tokens`.
+        self.max_tokens_field = max_tokens_field or (
+            "max_completion_tokens" if is_openai_host(self.base_url) else "max_tokens")
+        self.capability_overrides = capability_overrides
+        headers = {"content-type": "application/json", "accept": "text/event-stream"}
+        if self.api_key:
+            headers["authorization"] = f"Bearer {self.api_key}"
+        headers.update(extra_headers or {})
+        self._client = httpx.AsyncClient(
+            base_url=self.base_url, headers=headers, transport=transport,
+            verify=not self.base_url.startswith("http://"), timeout=httpx.Timeout(timeout, connect=15.0))
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    def request_body(self, request: ModelRequest) -> dict[str, Any]:
+        from codeloop.providers.models import capabilities
+
+        send_tools = capabilities(request.model, self.capability_overrides).supports_tools
+        return chat_body(request, max_tokens_field=self.max_tokens_field, send_tools=send_tools)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[dict[str, Any]]:
+        from httpx_sse import EventSource
+
+        translator = StreamTranslator(request.model)
+        done = False
+        try:
+            async with self._client.stream("POST", "/chat/completions", json=self.request_body(request)) as resp:
+                if resp.status_code != 200:
+                    raise _status_error(resp.status_code, await resp.aread(), resp.headers)
+                async for sse in EventSource(resp).aiter_sse():
+                    data = sse.data.strip()
+                    if not data:
+                        continue
+                    if data == "[DONE]":
+                        done = True
+                        break
+                    try:
+                        chunk = json.loads(data)
+                    except ValueError as exc:
+                        raise APIConnectionError(f"malformed SSE data from {self.base_url}: {exc}",
+                                                 mid_stream=True) from exc
+                    if not isinstance(chunk, dict):
+                        continue
+                    if chunk.get("error") is not None or sse.event == "error":
+                        raise error_from_payload(None, chunk, "stream error")
+                    for event in translator.feed(chunk):
+                        yield event
+        except httpx.TimeoutException as exc:
+            raise APIConnectionError(f"request to {self.base_url} timed out ({type(exc).__name__})",
+                                     mid_stream=True) from exc
+        except httpx.ConnectError as exc:
+            raise APIConnectionError(f"could not connect to {self.base_url}: {exc or type(exc).__name__}") from exc
+        except (httpx.ReadError, httpx.RemoteProtocolError, httpx.WriteError) as exc:
+            raise APIConnectionError(f"connection to {self.base_url} dropped: {exc or type(exc).__name__}",
+                                     mid_stream=True) from exc
+        # A finish_reason is the real end of the answer; [DONE] alone (no finish) is accepted as
+        # end_turn. Neither means the connection was cut.
+        if not done and translator.finish_reason is None:
+            raise APIConnectionError("the response stream ended before the model finished", mid_stream=True)
+        for event in translator.finish():
+            yield event

@@ -1,0 +1,447 @@
+"""QueryEngine: codeloop's library API (spec 001), driving the real loop and model.
+
+Owns the session-level stop rules on top of a `Conversation`: `max_turns` (a hard stop counted
+in submitted prompts, changing no state; compaction never resets the count), the token budget
+(a soft stop: the turn that crosses it is recorded, later prompts are refused), compaction
+every `compact_after_turns` prompts, structured output, the spec's event shapes and
+`TurnResult`, and the engine summary file (`<session dir>/engine.json`, written atomically with
+a format version) that `from_saved_session` reads back with the transcript. Also `BudgetGuard`
+for the dollar budget of print mode (`--max-budget-usd`).
+
+One implementation, two faces: `astream_submit_message` is the engine; `asubmit_message` drains
+it; the sync methods run the async ones with `asyncio.run`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field, replace
+from enum import Enum
+from pathlib import Path
+from typing import Any, AsyncIterator, Iterator
+
+from codeloop.events import (AssistantEvent, CompactBoundary, PermissionDenied, SystemEvent, Terminal)
+from codeloop.loop.state import TerminalReason
+from codeloop.loop.structured import StructuredEvent, run_structured
+from codeloop.session import store
+from codeloop.session.conversation import Conversation, ConversationConfig
+from codeloop.usage import Usage
+
+FORMAT_VERSION = 1
+ENGINE_FILE = "engine.json"
+
+
+class StopReason(str, Enum):
+    COMPLETED = "completed"
+    MAX_TURNS_REACHED = "max_turns_reached"
+    MAX_BUDGET_REACHED = "max_budget_reached"
+    ENDED_BY_MODEL = "ended_by_model"
+    INTERRUPTED = "interrupted"
+    STRUCTURED_OUTPUT_FAILED = "max_structured_output_retries"
+    ERROR = "error"
+
+
+class SlashCommand(str, Enum):
+    """Slash commands the engine recognises at the start of a prompt (and runs itself)."""
+    COMPACT = "/compact"
+
+
+_TERMINAL_TO_STOP = {TerminalReason.COMPLETED: StopReason.COMPLETED,
+                     TerminalReason.MAX_TURNS: StopReason.MAX_TURNS_REACHED,
+                     TerminalReason.ENDED_BY_MODEL: StopReason.ENDED_BY_MODEL,
+                     TerminalReason.ABORTED_STREAMING: StopReason.INTERRUPTED,
+                     TerminalReason.ABORTED_TOOLS: StopReason.INTERRUPTED}
+
+
+class EngineError(RuntimeError):
+    """Misuse of the engine or an unreadable saved session."""
+
+
+@dataclass(frozen=True)
+class QueryEngineConfig:
+    max_turns: int = 8                        # prompts per session (hard stop)
+    max_budget_tokens: int | None = None      # input (incl. cache) + output tokens (soft stop); None: unlimited
+    compact_after_turns: int | None = 12      # summarise the history every N prompts; None: never
+    structured_output: bool = False           # the answer must be JSON (matching json_schema if given)
+    structured_retry_limit: int = 2
+    json_schema: dict[str, Any] | None = None
+    model: str | None = None                  # id or alias; default $ANTHROPIC_MODEL or the built-in default
+    tools: tuple[str, ...] | None = None      # names of the tools to offer; None: all built-ins
+    allowed_tools: tuple[str, ...] = ()       # permission rules: allowed without asking
+    disallowed_tools: tuple[str, ...] = ()
+    permission_mode: str = "default"
+    cwd: str | Path | None = None
+    system_prompt: str | None = None
+    append_system_prompt: str | None = None
+    loop_max_turns: int | None = None         # model calls per prompt (the loop's own max_turns)
+    persist: bool = True
+
+
+@dataclass(frozen=True)
+class UsageSummary:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cost_usd: float = 0.0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens + self.output_tokens
+
+    @classmethod
+    def of(cls, conv: Conversation) -> UsageSummary:
+        return cls(**conv.usage.to_dict(), cost_usd=round(conv.cost_usd, 8))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class PermissionDenial:
+    tool_name: str
+    tool_use_id: str = ""
+    tool_input: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_record(cls, r: dict[str, Any]) -> PermissionDenial:
+        return cls(str(r.get("tool_name") or ""), str(r.get("tool_use_id") or ""), dict(r.get("tool_input") or {}))
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    prompt: str
+    output: str
+    matched_commands: tuple[str, ...]
+    matched_tools: tuple[str, ...]
+    permission_denials: tuple[PermissionDenial, ...]
+    usage: UsageSummary
+    stop_reason: str
+    structured_output: Any = None
+
+
+class BudgetGuard:
+    """`--max-budget-usd`: is the conversation's dollar budget spent? Checked between turns."""
+
+    def __init__(self, max_usd: float) -> None:
+        if isinstance(max_usd, bool) or not isinstance(max_usd, (int, float)) or not max_usd > 0:
+            raise ValueError("--max-budget-usd must be a positive number of dollars")
+        self.max_usd = float(max_usd)
+
+    def check(self, conv: Any) -> bool:
+        return float(conv.cost_usd) >= self.max_usd
+
+    def error_text(self, conv: Any) -> str:
+        return f"Reached maximum budget (${self.max_usd:g}); spent ${float(conv.cost_usd):.4f}"
+
+
+def match_commands(prompt: str) -> tuple[str, ...]:
+    word = prompt.strip().split(maxsplit=1)[0] if prompt.strip() else ""
+    return tuple(c.value for c in SlashCommand if c.value == word)
+
+
+def _run_sync(coro: Any) -> Any:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    coro.close()
+    raise EngineError("called the synchronous QueryEngine API inside a running event loop; "
+                      "use `await engine.asubmit_message(...)` / `engine.astream_submit_message(...)`")
+
+
+class QueryEngine:
+    def __init__(self, config: QueryEngineConfig | None = None, *, provider: Any = None,
+                 session_id: str | None = None, conversation: Conversation | None = None) -> None:
+        self.config = config or QueryEngineConfig()
+        if self.config.max_turns < 1:
+            raise ValueError("max_turns must be at least 1")
+        self.conv = conversation or _build_conversation(self.config, provider, session_id)
+        self.turn_count = 0              # prompts processed; compaction never touches it
+        self.turns_since_compaction = 0
+        self.last_result: TurnResult | None = None
+        self.compaction_error: str | None = None   # why the last automatic compaction failed, if it did
+
+    # -- views -----------------------------------------------------------------------------------
+    @property
+    def session_id(self) -> str:
+        return self.conv.session_id
+
+    @property
+    def total_usage(self) -> UsageSummary:
+        return UsageSummary.of(self.conv)
+
+    @property
+    def permission_denials(self) -> list[PermissionDenial]:
+        return [PermissionDenial.from_record(r) for r in self.conv.permission_denials]
+
+    @property
+    def messages(self) -> list[Any]:
+        return list(self.conv.messages)
+
+    def budget_exhausted(self) -> bool:
+        limit = self.config.max_budget_tokens
+        return limit is not None and self.total_usage.total_tokens >= limit
+
+    # -- the turn --------------------------------------------------------------------------------
+    async def astream_submit_message(self, prompt: str, *, abort: Any = None) -> AsyncIterator[dict[str, Any]]:
+        yield {"type": "message_start", "session_id": self.session_id, "prompt": prompt}
+        refusal = self._refusal()
+        if refusal is not None:  # hard stops: nothing is recorded, no model call is made
+            reason, text = refusal
+            yield {"type": "message_delta", "text": text}
+            yield self._finish(TurnResult(prompt, text, (), (), (), self.total_usage, reason.value))
+            return
+        commands = match_commands(prompt)
+        if commands:
+            yield {"type": "command_match", "commands": commands}
+        self.turn_count += 1
+        self.turns_since_compaction += 1
+        tools, denials, output, reason, value = await self._drive(prompt, commands, abort)
+        if tools:
+            yield {"type": "tool_match", "tools": tools}
+        if denials:
+            yield {"type": "permission_denial", "denials": [d.tool_name for d in denials]}
+        if reason is StopReason.COMPLETED and self.budget_exhausted():
+            reason = StopReason.MAX_BUDGET_REACHED      # recorded, but the last one
+        if reason is StopReason.COMPLETED:
+            await self._compact_if_due()
+        yield {"type": "message_delta", "text": output}
+        yield self._finish(TurnResult(prompt, output, commands, tools, denials, self.total_usage,
+                                      reason.value, value))
+
+    async def asubmit_message(self, prompt: str, *, abort: Any = None) -> TurnResult:
+        async for _ in self.astream_submit_message(prompt, abort=abort):
+            pass
+        assert self.last_result is not None
+        return self.last_result
+
+    def submit_message(self, prompt: str) -> TurnResult:
+        return _run_sync(self.asubmit_message(prompt))
+
+    def stream_submit_message(self, prompt: str) -> Iterator[dict[str, Any]]:
+        """The event dicts of one turn (collected by running the async stream to its end)."""
+        async def collect() -> list[dict[str, Any]]:
+            return [ev async for ev in self.astream_submit_message(prompt)]
+        return iter(_run_sync(collect()))
+
+    def _refusal(self) -> tuple[StopReason, str] | None:
+        if self.turn_count >= self.config.max_turns:
+            return StopReason.MAX_TURNS_REACHED, (f"Max turns reached ({self.config.max_turns}) "
+                                                  "before processing this prompt.")
+        if self.budget_exhausted():
+            return StopReason.MAX_BUDGET_REACHED, (f"Token budget exhausted ({self.total_usage.total_tokens} of "
+                                                   f"{self.config.max_budget_tokens}) before processing this prompt.")
+        if self.conv.ended_by_model:
+            return StopReason.ENDED_BY_MODEL, "The model ended this conversation; start a new session."
+        return None
+
+    def _finish(self, result: TurnResult) -> dict[str, Any]:
+        self.last_result = result
+        return {"type": "message_stop", "usage": result.usage.to_dict(), "stop_reason": result.stop_reason,
+                "transcript_size": len(self.conv.messages)}
+
+    async def _drive(self, prompt: str, commands: tuple[str, ...], abort: Any):
+        """Run one prompt through the conversation: (tools, denials, output, stop reason, structured value)."""
+        if SlashCommand.COMPACT.value in commands:
+            focus = prompt.strip()[len(SlashCommand.COMPACT.value):].strip()
+            events = self.conv.compact(focus or None)
+        elif self.config.structured_output:
+            events = run_structured(self.conv, prompt, self.config.json_schema or {},
+                                    self.config.structured_retry_limit, abort=abort)
+        else:
+            events = self.conv.submit(prompt, abort=abort)
+        tools: list[str] = []
+        denials: list[PermissionDenial] = []
+        final_id, output, value, failed = None, "", None, False
+        terminal: Terminal | None = None
+        async for ev in events:
+            if isinstance(ev, AssistantEvent):
+                msg = ev.message
+                tools += [b["name"] for b in msg.tool_uses() if b["name"] not in tools]
+                if msg.id != final_id or msg.is_api_error:
+                    final_id, output = msg.id, ""
+                output += msg.text
+            elif isinstance(ev, PermissionDenied):
+                denials.append(PermissionDenial(ev.tool_name, ev.tool_use_id, dict(ev.tool_input)))
+            elif isinstance(ev, CompactBoundary):
+                self.turns_since_compaction = 0
+                output = f"Conversation compacted (about {ev.pre_tokens:,} tokens summarised)."
+            elif isinstance(ev, SystemEvent) and ev.subtype == StructuredEvent.OUTPUT.value:
+                value = ev.data["structured_output"]
+            elif isinstance(ev, SystemEvent) and ev.subtype == StructuredEvent.FAILED.value:
+                failed = True
+            elif isinstance(ev, Terminal):
+                terminal = ev
+        if terminal is None:
+            reason = StopReason.INTERRUPTED
+        else:
+            reason = _TERMINAL_TO_STOP.get(terminal.reason, StopReason.ERROR)
+            if terminal.error and reason is StopReason.ERROR and not output:
+                output = terminal.error
+        if failed and reason is StopReason.COMPLETED:
+            reason = StopReason.STRUCTURED_OUTPUT_FAILED
+        return tuple(tools), tuple(denials), output, reason, value
+
+    async def _compact_if_due(self) -> None:
+        every = self.config.compact_after_turns
+        if not every or self.turns_since_compaction < every:
+            return
+        try:
+            async for _ in self.conv.compact():
+                pass
+        except Exception as exc:  # a failed summary must not fail the turn that already completed
+            self.compaction_error = str(exc)
+        else:
+            self.turns_since_compaction = 0
+
+    # -- persistence -----------------------------------------------------------------------------
+    @property
+    def summary_path(self) -> Path:
+        return store.session_dir(self.conv.config.cwd, self.session_id) / ENGINE_FILE
+
+    def persist_session(self) -> str:
+        """fsync the transcript and write the engine summary atomically; its path."""
+        if self.conv.writer is None:
+            raise EngineError("this engine was created with persist=False: there is no transcript to save")
+        self.conv.writer.sync()
+        usage = self.total_usage
+        data = {"format_version": FORMAT_VERSION, "session_id": self.session_id, "cwd": str(self.conv.config.cwd),
+                "model": self.conv.config.model, "turn_count": self.turn_count,
+                "turns_since_compaction": self.turns_since_compaction, "usage": usage.to_dict(),
+                "usage_by_model": {m: u.to_dict() for m, u in self.conv.usage_by_model.items()},
+                "permission_denials": list(self.conv.permission_denials),
+                "transcript": str(self.conv.transcript_path)}
+        _atomic_write_json(self.summary_path, data)
+        return str(self.summary_path)
+
+    @classmethod
+    def from_saved_session(cls, session_id: str, *, cwd: str | Path | None = None,
+                           config: QueryEngineConfig | None = None, provider: Any = None) -> QueryEngine:
+        """Messages (from the transcript, after its last compaction), usage, turn count, denials."""
+        from codeloop.context.resume import load_from_last_boundary
+
+        sid = store.validate_session_id(session_id)
+        root = Path(cwd if cwd is not None else (config.cwd if config and config.cwd else Path.cwd())).resolve()
+        path = store.find_session(sid, root)
+        if path is None:
+            raise EngineError(f"No conversation found with session ID: {sid}")
+        summary = read_summary(path.with_suffix("") / ENGINE_FILE)
+        loaded = load_from_last_boundary(path)
+        denials = [{k: e.get(k) for k in ("tool_name", "tool_use_id", "tool_input")}
+                   for e in loaded.entries if e.get("type") == "permission-denial"]
+        if not denials and summary:
+            denials = list(summary.get("permission_denials") or [])
+        config = replace(config or QueryEngineConfig(), cwd=root)
+        conv = _build_conversation(config, provider, sid, messages=loaded.messages, denials=denials,
+                                   entries=loaded.entries)
+        engine = cls(config, conversation=conv)
+        if summary:
+            engine.turn_count = int(summary.get("turn_count") or 0)
+            engine.turns_since_compaction = int(summary.get("turns_since_compaction") or 0)
+            for model, u in (summary.get("usage_by_model") or {}).items():
+                conv.usage_by_model[model] = Usage.from_api(u)
+            conv.cost_usd = float((summary.get("usage") or {}).get("cost_usd") or 0.0)
+        else:  # a session the CLI wrote: count its prompts
+            engine.turn_count = engine.turns_since_compaction = _count_prompts(path)
+        return engine
+
+    def close(self) -> None:
+        self.conv.close()
+
+    async def aclose(self) -> None:
+        self.conv.close()
+        closer = getattr(self.conv.provider, "aclose", None)
+        if closer is not None:
+            await closer()
+
+
+def read_summary(path: Path) -> dict[str, Any] | None:
+    """The engine summary at `path`, None if absent; EngineError if unreadable or too new."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise EngineError(f"unreadable engine summary {path}: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("format_version"), int):
+        raise EngineError(f"{path} is not an engine summary (no format_version)")
+    if data["format_version"] > FORMAT_VERSION:
+        raise EngineError(f"{path} has format_version {data['format_version']}; this codeloop reads up to "
+                          f"{FORMAT_VERSION}")
+    return data
+
+
+def _count_prompts(path: Path) -> int:
+    from codeloop.session.transcript import load_transcript
+
+    def is_prompt(e: dict[str, Any]) -> bool:
+        content = (e.get("message") or {}).get("content")
+        blocks = content if isinstance(content, list) else []
+        return (e.get("type") == "user" and not e.get("isMeta")
+                and not any(isinstance(b, dict) and b.get("type") == "tool_result" for b in blocks))
+    return sum(1 for e in load_transcript(path).entries if is_prompt(e))
+
+
+def _atomic_write_json(path: Path, data: dict[str, Any]) -> None:
+    # temp file in the same directory + fsync + rename + fsync(dir): readers see the old file or
+    # the new one, never a torn one, even across a crash.
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd, tmp = tempfile.mkstemp(prefix=".engine-", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, ensure_ascii=False, indent=2, default=str)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    dfd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+def _build_conversation(config: QueryEngineConfig, provider: Any, session_id: str | None, *,
+                        messages: list | None = None, denials: list | None = None,
+                        entries: list | None = None) -> Conversation:
+    from codeloop.cli.setup import resolve_model
+    from codeloop.context.prompt import build_system_prompt, user_context
+    from codeloop.permissions.policy import PermissionMode, PermissionPolicy
+    from codeloop.tools.registry import builtin_tools, select_tools
+
+    cwd = Path(config.cwd if config.cwd is not None else Path.cwd()).resolve()
+    if provider is None:
+        from codeloop.providers.anthropic import AnthropicProvider
+        provider = AnthropicProvider()
+    if session_id is None:
+        session_id = store.new_session_id()
+    session_id = store.validate_session_id(session_id)
+    known = builtin_tools()
+    names = {t.name for t in known}
+    unknown = [n for n in (config.tools or ()) if n not in names]
+    if unknown:
+        raise ValueError(f"unknown tool(s): {', '.join(unknown)} (known: {', '.join(sorted(names))})")
+    tools = select_tools(known, allowed=None if config.tools is None else list(config.tools),
+                         disallowed=config.disallowed_tools)
+    policy = PermissionPolicy(mode=PermissionMode(config.permission_mode), allow=list(config.allowed_tools),
+                              deny=list(config.disallowed_tools))
+    conv_config = ConversationConfig(
+        cwd=cwd, model=resolve_model(config.model), tools=tools, policy=policy,
+        system_prompt=build_system_prompt(cwd, custom=config.system_prompt, append=config.append_system_prompt),
+        user_context=user_context(cwd, store.config_dir()), max_turns=config.loop_max_turns,
+        persist=config.persist, entrypoint="library")
+    return Conversation(conv_config, provider, session_id=session_id, messages=messages, denials=denials,
+                        entries=entries)
+
+
+__all__ = ["BudgetGuard", "EngineError", "PermissionDenial", "QueryEngine", "QueryEngineConfig", "SlashCommand",
+           "StopReason", "TurnResult", "UsageSummary"]

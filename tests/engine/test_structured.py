@@ -1,0 +1,117 @@
+"""Structured output: schema loading, JSON extraction, validation (jsonschema and the built-in
+subset agree), the retry message, and the answer → validate → retry cycle on a real Conversation."""
+
+import json
+
+import pytest
+
+from fakeapi import ScriptedAPI, error, sse, text
+from codeloop.events import SystemEvent, Terminal, UserEvent
+from codeloop.loop.structured import (SchemaError, StructuredEvent, builtin_validate, extract_json, parse_schema,
+                                      retry_message, run_structured, validate)
+from codeloop.permissions.policy import PermissionMode, PermissionPolicy
+from codeloop.providers.anthropic import AnthropicProvider
+from codeloop.session.conversation import Conversation, ConversationConfig
+
+SCHEMA = {"type": "object", "properties": {"name": {"type": "string", "minLength": 1},
+                                           "age": {"type": "integer", "minimum": 0},
+                                           "tags": {"type": "array", "items": {"enum": ["a", "b"]}}},
+          "required": ["name"], "additionalProperties": False}
+
+
+def test_parse_schema_from_string_and_file(tmp_path):
+    assert parse_schema(json.dumps(SCHEMA)) == SCHEMA
+    f = tmp_path / "schema.json"
+    f.write_text(json.dumps(SCHEMA))
+    assert parse_schema(str(f)) == SCHEMA
+    with pytest.raises(SchemaError, match="invalid JSON"):
+        parse_schema('{"type": ')
+    with pytest.raises(SchemaError, match="not JSON and not a readable file"):
+        parse_schema(str(tmp_path / "missing.json"))
+    with pytest.raises(SchemaError, match="must be an object"):
+        parse_schema("[1, 2]")
+    with pytest.raises(SchemaError, match="not a valid JSON schema"):
+        parse_schema('{"type": 12}')
+
+
+def test_extract_json():
+    assert extract_json(' {"a": 1} ') == {"a": 1}
+    assert extract_json('Here you go:\n```json\n{"a": [1, 2]}\n```\nthanks') == {"a": [1, 2]}
+    assert extract_json("```\n[1]\n```") == [1]
+    with pytest.raises(ValueError, match="not JSON"):
+        extract_json("The answer is four.")
+
+
+CASES = [
+    ({"name": "x"}, True), ({"name": "x", "age": 3, "tags": ["a"]}, True),
+    ({}, False), ({"name": ""}, False), ({"name": "x", "age": -1}, False), ({"name": "x", "age": 1.5}, False),
+    ({"name": "x", "extra": 1}, False), ({"name": "x", "tags": ["c"]}, False), ([], False), ({"name": 3}, False),
+    ({"name": "x", "age": True}, False),
+]
+
+
+@pytest.mark.parametrize("instance,ok", CASES)
+def test_validators_agree(instance, ok):
+    assert (validate(instance, SCHEMA) == []) is ok
+    assert (builtin_validate(instance, SCHEMA) == []) is ok
+
+
+def test_builtin_combinators_and_messages():
+    schema = {"anyOf": [{"type": "string"}, {"type": "number", "maximum": 5}]}
+    assert builtin_validate("s", schema) == [] and builtin_validate(3, schema) == []
+    assert "anyOf" in builtin_validate(9, schema)[0]
+    one = {"oneOf": [{"type": "integer"}, {"type": "number"}]}
+    assert builtin_validate(1.5, one) == [] and "exactly 1" in builtin_validate(2, one)[0]
+    assert builtin_validate(2, {"allOf": [{"minimum": 1}, {"maximum": 1}]}) == ["$: 2 violates maximum 1"]
+    assert builtin_validate({"a": {"b": 1}}, {"properties": {"a": {"properties": {"b": {"const": 2}}}}}) == [
+        "$.a.b: 2 was expected"]
+    errs = validate({"name": "x", "age": "old"}, SCHEMA)
+    assert errs and errs[0].startswith("$.age")
+
+
+def test_retry_message_lists_errors_and_schema():
+    msg = retry_message(["$.age: 'old' is not of type 'integer'"], SCHEMA)
+    assert "- $.age: 'old' is not of type 'integer'" in msg and '"additionalProperties": false' in msg
+    assert "only a JSON value" in msg
+
+
+def conv_for(api, tmp_path):
+    cfg = ConversationConfig(cwd=tmp_path, model="claude-sonnet-4-5", tools=[], system_prompt=["t"], user_context={},
+                             policy=PermissionPolicy(mode=PermissionMode.BYPASS))
+    return Conversation(cfg, AnthropicProvider(api_key="k", base_url="http://fake", transport=api.transport()),
+                        session_id="11111111-2222-4333-8444-555555555555")
+
+
+async def collect(gen):
+    return [e async for e in gen]
+
+
+async def test_run_structured_retries_then_succeeds(tmp_path):
+    api = ScriptedAPI(sse(text('{"name": ""}')), sse(text('{"name": "Ada", "age": 36}')))
+    conv = conv_for(api, tmp_path)
+    events = await collect(run_structured(conv, "who?", SCHEMA, 2))
+    last = events[-1]
+    assert isinstance(last, SystemEvent) and last.subtype == StructuredEvent.OUTPUT.value
+    assert last.data["structured_output"] == {"name": "Ada", "age": 36} and last.data["attempts"] == 2
+    retry_users = [e.message for e in events if isinstance(e, UserEvent) and e.message.is_meta]
+    assert len(retry_users) == 1 and "does not satisfy" in retry_users[0].text
+    assert "$.name" in api.requests[1].messages[-1]["content"][-1]["text"]
+    assert sum(isinstance(e, Terminal) for e in events) == 2
+    assert conv.messages[-1].text == '{"name": "Ada", "age": 36}'
+
+
+async def test_run_structured_gives_up_after_the_limit(tmp_path):
+    api = ScriptedAPI(sse(text("nope")), sse(text("nope")), sse(text("nope")))
+    conv = conv_for(api, tmp_path)
+    events = await collect(run_structured(conv, "json!", SCHEMA, 2))
+    assert events[-1].subtype == StructuredEvent.FAILED.value and events[-1].level == "error"
+    assert events[-1].data["attempts"] == 3 and "not JSON" in events[-1].data["errors"][0]
+    assert len(api.requests) == 3
+
+
+async def test_run_structured_stops_on_a_failed_turn(tmp_path):
+    api = ScriptedAPI(error(400, "invalid_request_error", "bad"))
+    conv = conv_for(api, tmp_path)
+    events = await collect(run_structured(conv, "json!", SCHEMA, 2))
+    assert isinstance(events[-1], Terminal) and len(api.requests) == 1
+    assert not any(isinstance(e, SystemEvent) and e.subtype.startswith("structured") for e in events)

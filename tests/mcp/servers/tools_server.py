@@ -1,0 +1,89 @@
+"""A real MCP server written with the SDK's own server API, for the client tests.
+
+Usage: python tools_server.py stdio | http PORT | sse PORT   (NAME env var renames the server)
+Tools: echo, add, image (a 1x1 PNG), fail (raises → isError), crash (exits mid-call),
+peek (readOnlyHint), pid, big (n characters of text).
+"""
+
+import base64
+import os
+import sys
+
+try:  # mcp 2.x
+    from mcp.server.mcpserver import Image, MCPServer as Server
+except ImportError:  # mcp 1.x
+    from mcp.server.fastmcp import FastMCP as Server, Image
+
+from mcp.types import ToolAnnotations
+
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
+
+mode = sys.argv[1] if len(sys.argv) > 1 else "stdio"
+port = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+name = os.environ.get("NAME", "tools")
+try:
+    server = Server(name, host="127.0.0.1", port=port)  # 1.x takes transport settings here
+except TypeError:
+    server = Server(name)
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Echo the text back."""
+    return f"echo: {text}"
+
+
+@server.tool()
+def add(a: int, b: int) -> str:
+    """Add two integers."""
+    return str(a + b)
+
+
+@server.tool()
+def image() -> Image:
+    """A tiny PNG."""
+    return Image(data=PNG, format="png")
+
+
+@server.tool()
+def fail(reason: str) -> str:
+    """Always fails."""
+    raise ValueError(f"failed on purpose: {reason}")
+
+
+@server.tool()
+def crash() -> str:
+    """Kills the server process in the middle of the call."""
+    sys.stderr.write("about to crash\n")
+    sys.stderr.flush()
+    os._exit(3)
+
+
+@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+def peek() -> str:
+    """Looks without touching."""
+    return "nothing changed"
+
+
+@server.tool()
+def pid() -> str:
+    """The server's process id (to check that shutdown leaves no process behind)."""
+    return str(os.getpid())
+
+
+@server.tool()
+def big(n: int) -> str:
+    """n characters of text."""
+    return "x" * n
+
+
+if __name__ == "__main__":
+    if mode == "stdio":
+        server.run()
+    else:
+        transport = "streamable-http" if mode == "http" else "sse"
+        try:
+            server.run(transport, host="127.0.0.1", port=port)
+        except TypeError:
+            server.run(transport)
