@@ -12,6 +12,7 @@ class AbortReason(str, Enum):
     END_CONVERSATION = "end_conversation"
     SIGNAL = "signal"                  # SIGTERM and friends
     TIMEOUT = "timeout"
+    BUDGET = "budget"                  # --max-budget-usd reached
 
 
 class AbortController:

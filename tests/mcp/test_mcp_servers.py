@@ -137,6 +137,19 @@ async def test_crash_mid_call_is_a_clear_error_and_other_servers_keep_working(ma
     assert (await call(tools["mcp__steady__echo"], {"text": "still here"}, tmp_path)).content == "echo: still here"
 
 
+async def test_tool_timeout_errors_but_keeps_the_server(tmp_path):
+    manager = McpManager(tool_timeout=0.2)
+    try:
+        await manager.start([stdio("slow")], timeout=HANG_GUARD)
+        tools = tools_by_name(manager)
+        with pytest.raises(ToolError, match="timed out"):
+            await call(tools["mcp__slow__sleep"], {"seconds": 30}, tmp_path)
+        assert manager.statuses() == [{"name": "slow", "status": "connected"}]
+        assert (await call(tools["mcp__slow__echo"], {"text": "ok"}, tmp_path)).content == "echo: ok"
+    finally:
+        await asyncio.wait_for(manager.aclose(), HANG_GUARD)
+
+
 async def test_servers_connecting_late_grow_the_tool_list(manager):
     await manager.start([stdio("late")], timeout=HANG_GUARD, wait=0)
     assert manager.statuses() == [{"name": "late", "status": "pending"}] and manager.tools() == []

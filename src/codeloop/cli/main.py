@@ -80,21 +80,62 @@ def build_parser() -> argparse.ArgumentParser:
                    help="continue the most recent session in this directory")
     p.add_argument("--session-id", metavar="UUID", help="use this id for a new session")
     p.add_argument("--no-session-persistence", action="store_true", help="do not write a transcript")
+    p.add_argument("--fork-session", action="store_true", help="with --resume/--continue: continue in a new session")
+    _add_integration_flags(p)
     return p
+
+
+def _add_integration_flags(p: argparse.ArgumentParser) -> None:
+    """Flags SDKs and scripts pass (claude-agent-sdk's transport among them)."""
+    p.add_argument("--replay-user-messages", action="store_true",
+                   help="stream-json input: echo each user message back on stdout")
+    p.add_argument("--permission-prompt-tool", metavar="TOOL",
+                   help='who answers permission prompts in print mode: "stdio" (the SDK control protocol) '
+                        "or an MCP tool name (mcp__server__tool)")
+    p.add_argument("--json-schema", metavar="SCHEMA", help="structured output: the final answer must match "
+                                                           "this JSON schema (JSON or a file path)")
+    p.add_argument("--max-budget-usd", type=float, metavar="USD", help="stop once the session has cost this much")
+    p.add_argument("--setting-sources", metavar="LIST",
+                   help="comma-separated settings sources to load: user,project,local (default: all)")
+    p.add_argument("--mcp-config", nargs="+", action="extend", metavar="FILE_OR_JSON",
+                   help="MCP servers: .mcp.json-style files or JSON strings")
+    p.add_argument("--strict-mcp-config", action="store_true", help="use only the servers from --mcp-config")
+    p.add_argument("--system-prompt-file", metavar="FILE", help="read the system prompt from a file")
+    p.add_argument("--max-thinking-tokens", type=int, metavar="N", help="enable extended thinking with this budget")
+    p.add_argument("--thinking", choices=("enabled", "adaptive", "disabled"),
+                   help="extended thinking (enabled/adaptive use --max-thinking-tokens or a default budget)")
+    p.add_argument("--betas", nargs="+", action="extend", metavar="BETA", help="anthropic-beta headers to send")
+    # Accepted so SDK-generated command lines parse; codeloop has no equivalent yet (warned about).
+    for flag, kw in (("--effort", {}), ("--include-hook-events", {"action": "store_true"}),
+                     ("--resume-session-at", {}), ("--resume-drops-turn", {}), ("--task-budget", {}),
+                     ("--plugin-dir", {"action": "append"}), ("--session-mirror", {}),
+                     ("--thinking-display", {}), ("--agents", {})):
+        p.add_argument(flag, help=argparse.SUPPRESS, **kw)
+
+
+UNSUPPORTED = ("effort", "include_hook_events", "resume_session_at", "resume_drops_turn", "task_budget",
+               "plugin_dir", "session_mirror", "thinking_display", "agents")
 
 
 def main(argv: list[str] | None = None) -> int:
     # httpcore probes for trio at import (~70 ms where it is installed); the CLI runs on asyncio only.
     sys.modules.setdefault("trio", None)  # type: ignore[arg-type]
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["sessions"]:
+        from codeloop.cli.sessions_cmd import sessions_main
+        return sessions_main(argv[1:])
     args = build_parser().parse_args(argv)
+    for name in UNSUPPORTED:
+        if getattr(args, name, None):
+            sys.stderr.write(f"codeloop: warning: --{name.replace('_', '-')} is not supported yet; ignored\n")
     args.allowed_tools = _tool_list(args.allowed_tools) or []
     args.disallowed_tools = _tool_list(args.disallowed_tools) or []
     args.tools = _tool_list(args.tools)
-    if args.print_mode:
+    if args.print_mode or args.input_format == "stream-json":  # SDKs drive stream-json without -p
         from codeloop.cli.print_mode import run_print_mode
         return run_print_mode(args)
-    sys.stderr.write("codeloop: the interactive REPL is not available yet; use -p \"prompt\".\n")
-    return 2
+    from codeloop.cli.repl import run_repl
+    return run_repl(args)
 
 
 if __name__ == "__main__":

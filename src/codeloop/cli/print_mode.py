@@ -21,6 +21,7 @@ from codeloop.loop.state import TerminalReason
 from codeloop.messages import new_uuid
 
 EXIT_OK, EXIT_ERROR, EXIT_SIGINT, EXIT_SIGTERM = 0, 1, 130, 143
+STRUCTURED_RETRY_LIMIT = 2
 
 
 def _emit(out: TextIO, obj: dict[str, Any]) -> None:
@@ -49,8 +50,8 @@ def build_result(conv, terminal: Terminal | None, *, started: float, final_text:
     from codeloop.providers.models import model_info
 
     reason = terminal.reason if terminal else TerminalReason.ABORTED_STREAMING
-    subtype = {TerminalReason.COMPLETED: "success", TerminalReason.MAX_TURNS: "error_max_turns"}.get(
-        reason, "error_during_execution")
+    subtype = {TerminalReason.COMPLETED: "success", TerminalReason.MAX_TURNS: "error_max_turns",
+               TerminalReason.BUDGET_EXCEEDED: "error_max_budget_usd"}.get(reason, "error_during_execution")
     usage = conv.usage.to_dict()
     usage["server_tool_use"] = {"web_search_requests": 0, "web_fetch_requests": 0}
     usage["service_tier"] = "standard"
@@ -72,6 +73,9 @@ def build_result(conv, terminal: Terminal | None, *, started: float, final_text:
         result["result"] = final_text
     elif reason is TerminalReason.MAX_TURNS:
         result["errors"] = [f"Reached maximum number of turns ({conv.config.max_turns})"]
+    elif reason is TerminalReason.BUDGET_EXCEEDED:
+        result["errors"] = [f"Reached the maximum budget (${conv.config.max_budget_usd}); "
+                            f"spent ${conv.cost_usd:.4f}"]
     else:
         result["errors"] = [terminal.error if terminal and terminal.error else _reason_text(reason)]
     return result
@@ -79,6 +83,19 @@ def build_result(conv, terminal: Terminal | None, *, started: float, final_text:
 
 ENDED_MESSAGE = ("The model ended this conversation (EndConversation). It cannot be continued; "
                  "start a new session.")
+
+
+def apply_structured(result: dict[str, Any], structured: dict[str, Any]) -> dict[str, Any]:
+    """Fold the structured-output outcome (`--json-schema`) into a result line."""
+    from codeloop.loop.structured import StructuredEvent
+
+    if StructuredEvent.OUTPUT.value in structured:
+        result["structured_output"] = structured[StructuredEvent.OUTPUT.value]["structured_output"]
+    elif StructuredEvent.FAILED.value in structured and not result["is_error"]:
+        result.update(subtype="error_max_structured_output_retries", is_error=True,
+                      errors=structured[StructuredEvent.FAILED.value]["errors"])
+        result.pop("result", None)
+    return result
 
 
 def _reason_text(reason: TerminalReason) -> str:
@@ -219,19 +236,29 @@ async def _run(args: argparse.Namespace, prompt: str, out: TextIO) -> int:
     printer.init()
     conv.side_listeners.append(printer.side_event)
     command, _, focus = prompt.strip().partition(" ")
-    events = conv.compact(focus.strip()) if command == "/compact" else conv.submit(prompt, abort=abort)
+    structured: dict[str, Any] = {}
+    if command == "/compact":
+        events = conv.compact(focus.strip())
+    elif args.json_schema:
+        from codeloop.loop.structured import parse_schema, run_structured
+        events = run_structured(conv, prompt, parse_schema(args.json_schema), STRUCTURED_RETRY_LIMIT, abort=abort)
+    else:
+        events = conv.submit(prompt, abort=abort)
     try:
         async for ev in events:
             if isinstance(ev, UserEvent) and printer.prompt_uuid is None:
                 printer.prompt_uuid = ev.message.uuid
+            if isinstance(ev, SystemEvent) and ev.subtype.startswith("structured_output"):
+                structured[ev.subtype] = ev.data
+                continue
             printer.event(ev)
     finally:
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(signum)
         await conv.aclose()
         await conv.provider.aclose()
-    result = build_result(conv, conv.last_terminal, started=started, final_text=printer.final_text,
-                          stop_reason=printer.stop_reason)
+    result = apply_structured(build_result(conv, conv.last_terminal, started=started, final_text=printer.final_text,
+                                           stop_reason=printer.stop_reason), structured)
     printer.result(result)
     if got_signal:
         return EXIT_SIGINT if got_signal[0] == signal.SIGINT else EXIT_SIGTERM

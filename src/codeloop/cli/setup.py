@@ -52,7 +52,14 @@ def _load_settings(args: argparse.Namespace, cwd: Path) -> tuple[Any, list[str]]
     status = check_trust(cwd)
     warnings = [status.warning] if status.warning else []
     trusted = bool(args.trust) or status.trusted
-    settings = load_settings(cwd, cli_settings=args.settings, trusted=trusted)
+    sources = None
+    if args.setting_sources is not None:
+        sources = {x.strip() for x in args.setting_sources.split(",") if x.strip()}
+        unknown = sources - {"user", "project", "local"}
+        if unknown:
+            raise SetupError(f"--setting-sources: unknown source(s) {', '.join(sorted(unknown))} "
+                             "(use user, project, local)")
+    settings = load_settings(cwd, cli_settings=args.settings, trusted=trusted, sources=sources)
     warnings += [f"settings: {e}" for e in settings.errors]
     warnings += settings.ignored_untrusted
     return settings, warnings
@@ -91,6 +98,8 @@ def _load_history(args: argparse.Namespace, cwd: Path) -> tuple[str, list, list,
         raise SetupError("--resume and --continue cannot be used together")
     if args.session_id and (args.resume or args.continue_):
         raise SetupError("--session-id starts a new session; it cannot be combined with --resume/--continue")
+    if args.fork_session and not (args.resume or args.continue_):
+        raise SetupError("--fork-session needs --resume or --continue")
     if not (args.resume or args.continue_):
         if args.session_id:
             try:
@@ -116,6 +125,14 @@ def _load_history(args: argparse.Namespace, cwd: Path) -> tuple[str, list, list,
             raise SetupError(f"No conversation found with session ID: {sid}")
     # After a compaction only what follows the last boundary is history; the rest stays on disk.
     loaded = load_from_last_boundary(path)
+    if args.fork_session:
+        # the fork starts as a copy of the original transcript under a new id; the original is untouched
+        import shutil
+        new_sid = store.new_session_id()
+        new_path = store.session_path(cwd, new_sid)
+        new_path.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, new_path)
+        sid = new_sid
     denials = [{k: e.get(k) for k in ("tool_name", "tool_use_id", "tool_input")}
                for e in loaded.entries if e.get("type") == "permission-denial"]
     return sid, loaded.messages, denials, list(loaded.warnings), loaded.entries
@@ -124,6 +141,31 @@ def _load_history(args: argparse.Namespace, cwd: Path) -> tuple[str, list, list,
 def _entrypoint() -> str:
     """Who drives us: `cli` unless a wrapping runtime (an SDK) says otherwise."""
     return (os.environ.get("CODELOOP_ENTRYPOINT") or os.environ.get("CLAUDE_CODE_ENTRYPOINT") or "cli").strip()
+
+
+def _custom_system_prompt(args: argparse.Namespace) -> str | None:
+    if args.system_prompt_file:
+        try:
+            return Path(args.system_prompt_file).read_text()
+        except OSError as exc:
+            raise SetupError(f"--system-prompt-file: cannot read {args.system_prompt_file}: {exc.strerror}") from None
+    return args.system_prompt
+
+
+DEFAULT_THINKING_BUDGET = 10_000
+
+
+def _thinking(args: argparse.Namespace) -> dict | None:
+    """Extended thinking for the API: on with --max-thinking-tokens or --thinking enabled|adaptive."""
+    if args.thinking == "disabled":
+        return None
+    if args.max_thinking_tokens is not None:
+        if args.max_thinking_tokens < 1024:
+            raise SetupError("--max-thinking-tokens must be at least 1024 (the API's minimum thinking budget)")
+        return {"type": "enabled", "budget_tokens": args.max_thinking_tokens}
+    if args.thinking in ("enabled", "adaptive"):
+        return {"type": "enabled", "budget_tokens": DEFAULT_THINKING_BUDGET}
+    return None
 
 
 def build_conversation(args: argparse.Namespace, *, interactive: bool) -> tuple[Conversation, list[str]]:
@@ -141,8 +183,9 @@ def build_conversation(args: argparse.Namespace, *, interactive: bool) -> tuple[
     session_id, messages, denials, history_warnings, entries = _load_history(args, cwd)
     warnings += history_warnings
     helper = settings.api_key_helper()
+    betas = {"anthropic-beta": ",".join(args.betas)} if args.betas else None
     try:
-        provider = AnthropicProvider(api_key=_api_key_from_helper(helper) if helper else None)
+        provider = AnthropicProvider(api_key=_api_key_from_helper(helper) if helper else None, extra_headers=betas)
     except AuthenticationError as exc:
         raise SetupError(str(exc)) from None
     from codeloop.tools.agents import load_agent_definitions
@@ -158,7 +201,8 @@ def build_conversation(args: argparse.Namespace, *, interactive: bool) -> tuple[
         feature_flags=settings.feature_flags(), hooks=settings.hooks(), hook_env=settings.env(),
         resumed=bool(messages),
         token_budget=args.token_budget,
-        system_prompt=build_system_prompt(cwd, custom=args.system_prompt, append=args.append_system_prompt),
+        system_prompt=build_system_prompt(cwd, custom=_custom_system_prompt(args), append=args.append_system_prompt),
+        max_budget_usd=args.max_budget_usd, thinking=_thinking(args),
         user_context=user_context(cwd, store.config_dir()), policy=_permission_policy(args, settings, cwd),
         max_turns=args.max_turns, persist=not args.no_session_persistence, interactive=interactive)
     conv = Conversation(config, provider, session_id=session_id, messages=messages, denials=denials,

@@ -22,8 +22,8 @@ from typing import Any, AsyncIterator, TextIO
 from codeloop.abort import AbortController, AbortReason
 from codeloop.cli import control
 from codeloop.cli.control import ControlError, ControlSubtype
-from codeloop.cli.print_mode import (EXIT_ERROR, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM, _emit, _Printer, build_result,
-                                     error_result, message_line)
+from codeloop.cli.print_mode import (EXIT_ERROR, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM, STRUCTURED_RETRY_LIMIT, _emit,
+                                     _Printer, apply_structured, build_result, error_result, message_line)
 from codeloop.events import SystemEvent, UserEvent
 from codeloop.loop.structured import StructuredEvent, parse_schema, run_structured
 from codeloop.messages import Message, user_message
@@ -228,7 +228,7 @@ class StreamJsonSession:
         if command == "/compact" and len(prompt.content) == 1:
             events = conv.compact(focus.strip())
         elif self.schema is not None:
-            events = run_structured(conv, prompt, self.schema, 2, abort=abort)
+            events = run_structured(conv, prompt, self.schema, STRUCTURED_RETRY_LIMIT, abort=abort)
         else:
             events = conv.submit(prompt, abort=abort)
         try:
@@ -250,12 +250,7 @@ class StreamJsonSession:
                 conv.writer.sync()
         result = build_result(conv, conv.last_terminal, started=started, final_text=printer.final_text,
                               stop_reason=printer.stop_reason)
-        if StructuredEvent.OUTPUT.value in structured:
-            result["structured_output"] = structured[StructuredEvent.OUTPUT.value]["structured_output"]
-        elif StructuredEvent.FAILED.value in structured and not result["is_error"]:
-            result.update(subtype="error_max_structured_output_retries", is_error=True,
-                          errors=structured[StructuredEvent.FAILED.value]["errors"])
-            result.pop("result", None)
+        apply_structured(result, structured)
         if self.budget is not None and not result["is_error"] and self.budget.check(conv):
             result.update(subtype="error_max_budget_usd", is_error=True, errors=[self.budget.error_text(conv)])
             result.pop("result", None)

@@ -329,9 +329,17 @@ def _cli_settings(value: str, cwd: Path, errors: list[str]) -> tuple[str, dict[s
     return str(path), _read_file(path, errors)
 
 
+SOURCE_SCOPES = {"user": SettingsScope.USER, "project": SettingsScope.PROJECT,
+                 "local": SettingsScope.PROJECT_LOCAL}
+
+
 def load_settings(cwd: Path | str, *, cli_settings: str | None = None,
-                  cli_overrides: dict[str, Any] | None = None, trusted: bool) -> LoadedSettings:
+                  cli_overrides: dict[str, Any] | None = None, trusted: bool,
+                  sources: set[str] | None = None) -> LoadedSettings:
+    """`sources` (`--setting-sources`: user, project, local) limits which files are read;
+    managed settings and the command line always apply."""
     cwd = Path(os.path.abspath(cwd))
+    allowed = None if sources is None else {SOURCE_SCOPES[x] for x in sources if x in SOURCE_SCOPES}
     result = LoadedSettings()
     raw: list[tuple[str, SettingsScope, dict[str, Any] | None]] = []
 
@@ -356,7 +364,7 @@ def load_settings(cwd: Path | str, *, cli_settings: str | None = None,
         raw.append((str(path), SettingsScope.USER, _read_file(path, result.errors)))
 
     for label, scope, data in raw:
-        if data is None:
+        if data is None or (allowed is not None and scope in SOURCE_SCOPES.values() and scope not in allowed):
             continue
         data = validate(data, label, result.errors)
         if scope in PROJECT_SCOPES and not trusted:

@@ -114,7 +114,8 @@ async def call_model(p, turn: ModelTurn, *, tools: list, ctx: ToolContext, syste
         assembler = ResponseAssembler()
         held: list[dict[str, Any]] = []     # complete blocks not yet handed to the executor
         request = build_request(model=turn.model, messages=turn.messages, system_prompt=system_prompt,
-                                user_context=p.user_context, tools=tools, max_tokens_override=max_tokens_override)
+                                user_context=p.user_context, tools=tools, max_tokens_override=max_tokens_override,
+                                thinking=p.thinking)
         started = time.monotonic()
         try:
             async for raw in _until_abort(p.provider.stream(request), ctx):

@@ -57,19 +57,21 @@ class QueryParams:
     token_budget: int | None = None
     tool_use_summary_model: str | None = None           # None: no summaries
     memory_prefetch: bool = True
+    thinking: dict[str, Any] | None = None              # extended thinking config for the API
     query_source: str = "repl_main_thread"
 
 
 def _interruption(ctx: ToolContext, *, tool_use: bool) -> list[Message]:
     # A submit-interrupt is followed by the user's new message, which says enough; an ended
     # conversation is not an interruption at all.
-    if ctx.abort.reason in (AbortReason.INTERRUPT, AbortReason.END_CONVERSATION):
+    if ctx.abort.reason in (AbortReason.INTERRUPT, AbortReason.END_CONVERSATION, AbortReason.BUDGET):
         return []
     return [user_message(INTERRUPT_MESSAGE_FOR_TOOL_USE if tool_use else INTERRUPT_MESSAGE)]
 
 
 def _abort_reason(ctx: ToolContext, default: TerminalReason) -> TerminalReason:
-    return TerminalReason.ENDED_BY_MODEL if ctx.abort.reason is AbortReason.END_CONVERSATION else default
+    return {AbortReason.END_CONVERSATION: TerminalReason.ENDED_BY_MODEL,
+            AbortReason.BUDGET: TerminalReason.BUDGET_EXCEEDED}.get(ctx.abort.reason, default)  # type: ignore[arg-type]
 
 
 def _unanswered_text(ctx: ToolContext) -> str:

@@ -43,11 +43,14 @@ def _mark_last_block(messages: list[dict[str, Any]]) -> None:
 
 def build_request(*, model: str, messages: list[Message], system_prompt: list[str],
                   user_context: dict[str, str], tools: list[Tool],
-                  max_tokens_override: int | None = None) -> ModelRequest:
+                  max_tokens_override: int | None = None, thinking: dict[str, Any] | None = None) -> ModelRequest:
     history = [user_context_message(user_context), *messages] if user_context else list(messages)
     api_messages = to_api_messages(history)  # fresh lists: marking never touches history
     _mark_last_block(api_messages)
     system = [{"type": "text", "text": "\n\n".join(p for p in system_prompt if p), "cache_control": _EPHEMERAL}]
+    max_tokens = max_output_tokens(model, max_tokens_override)
+    if thinking and thinking.get("type") == "enabled":
+        # the API requires max_tokens > budget_tokens; keep room for the visible answer
+        max_tokens = min(max(max_tokens, int(thinking["budget_tokens"]) + 4096), model_info(model).max_output_tokens)
     return ModelRequest(model=model, messages=api_messages, system=system,
-                        tools=[t.api_schema() for t in tools],
-                        max_tokens=max_output_tokens(model, max_tokens_override))
+                        tools=[t.api_schema() for t in tools], max_tokens=max_tokens, thinking=thinking)

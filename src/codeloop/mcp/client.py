@@ -171,17 +171,20 @@ class _Connection:
         if self.status is not ServerStatus.CONNECTED or self.session is None:
             raise ToolError(f"MCP server {self.name} is not connected ({self.status.value}"
                             f"{': ' + self.error if self.error else ''})")
-        call = asyncio.ensure_future(self.session.call_tool(tool, args, read_timeout_seconds=self.manager.tool_timeout))
+        call = asyncio.ensure_future(self.session.call_tool(tool, args))
         ended = asyncio.ensure_future(self.ended.wait())
         done: set[asyncio.Future] = set()
+        timeout = self.manager.tool_timeout  # enforced here: the SDK's own parameter changed type in 2.x
         try:
             # Race the call against the connection's end: a dead server must not hang the turn.
-            done, _ = await asyncio.wait({call, ended}, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait({call, ended}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         finally:
             ended.cancel()
             if not call.done():
                 call.cancel()
                 await asyncio.gather(call, return_exceptions=True)
+        if not done:
+            raise ToolError(f"MCP server {self.name}: tool {tool} timed out after {timeout:g}s (MCP_TOOL_TIMEOUT)")
         if call not in done or call.cancelled():
             self.fail(self._with_stderr("the connection ended", self.errlog))
             raise ToolError(f"MCP server {self.name} disconnected: {self.error}")

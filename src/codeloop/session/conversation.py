@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable
 
 
-from codeloop.abort import AbortController
+from codeloop.abort import AbortController, AbortReason
 from codeloop.events import (ApiCallEvent, SystemEvent, AssistantEvent, CompactBoundary, Event, PermissionDenied, Terminal,
                              Tombstone, TranscriptEntry, UserEvent)
 from codeloop.loop.query import QueryParams, query
@@ -53,6 +53,8 @@ class ConversationConfig:
     hooks: dict[str, Any] = field(default_factory=dict)        # settings "hooks" (trusted sources only)
     hook_env: dict[str, str] = field(default_factory=dict)     # settings "env", passed to hook commands
     resumed: bool = False
+    max_budget_usd: float | None = None
+    thinking: dict[str, Any] | None = None
 
 
 class Conversation:
@@ -162,6 +164,10 @@ class Conversation:
             total.add(u)
         return total
 
+    @property
+    def budget_exhausted(self) -> bool:
+        return self.config.max_budget_usd is not None and self.cost_usd >= self.config.max_budget_usd
+
     def _record_api_call(self, ev: ApiCallEvent) -> None:
         self.usage_by_model.setdefault(ev.model, Usage()).add(ev.usage)
         self.cost_usd += ev.usage.cost_usd(ev.model)
@@ -229,6 +235,13 @@ class Conversation:
             self._record(done)
             yield done
             return
+        if self.budget_exhausted:
+            yield SystemEvent("budget_exceeded", f"The session's budget of ${self.config.max_budget_usd} is spent.",
+                              "error")
+            done = Terminal(TerminalReason.BUDGET_EXCEEDED, 0, "max budget reached")
+            self._record(done)
+            yield done
+            return
         msg = prompt if isinstance(prompt, Message) else user_message(prompt)
         context: list[Message] = []
         if not self._started:
@@ -266,7 +279,7 @@ class Conversation:
                              tool_use_summary_model=self.config.tool_use_summary_model,
                              reactive_compact=self.compactor, context_pipeline=self.pipeline,
                              context_collapse=self.collapse, compact_context=self.compact_context,
-                             stop_hooks=self.hooks.stop_hooks())
+                             stop_hooks=self.hooks.stop_hooks(), thinking=self.config.thinking)
         try:
             async for ev in query(params):
                 self._record(ev)
@@ -318,6 +331,8 @@ class Conversation:
             self._write_entry(ev.entry)
         elif isinstance(ev, ApiCallEvent):
             self._record_api_call(ev)
+            if self.budget_exhausted and self.abort is not None:
+                self.abort.abort(AbortReason.BUDGET)
         elif isinstance(ev, PermissionDenied):
             record = denial_record(ev.tool_name, ev.tool_use_id, ev.tool_input)
             self.permission_denials.append(record)

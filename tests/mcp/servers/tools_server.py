@@ -2,7 +2,7 @@
 
 Usage: python tools_server.py stdio | http PORT | sse PORT   (NAME env var renames the server)
 Tools: echo, add, image (a 1x1 PNG), fail (raises → isError), crash (exits mid-call),
-peek (readOnlyHint), pid, big (n characters of text).
+peek (readOnlyHint), sleep, pid, big (n characters of text).
 """
 
 import base64
@@ -64,6 +64,15 @@ def crash() -> str:
 def peek() -> str:
     """Looks without touching."""
     return "nothing changed"
+
+
+@server.tool()
+async def sleep(seconds: float) -> str:
+    """Sleeps, then answers."""
+    import anyio
+
+    await anyio.sleep(seconds)
+    return "awake"
 
 
 @server.tool()

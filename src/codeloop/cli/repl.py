@@ -1,0 +1,372 @@
+"""The interactive REPL: `codeloop` without -p.
+
+Owns the terminal session: the trust question, the prompt_toolkit input (history, multi-line,
+paste), the always-available prompt while a query runs (input typed meanwhile is dispatched —
+queued or run at once — by `input.dispatch`), inline choices (permission prompts, the /resume
+picker), the status toolbar and an orderly exit. Rendering is `repl_render`, keys `repl_keys`.
+
+prompt_toolkit and rich are imported only here and below, so `codeloop -p` never loads them.
+Esc, Ctrl+C and SIGINT only ever abort the running query: the loop's abort paths answer every
+tool_use, and the transcript is synced and closed on the way out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, AsyncIterator
+
+from codeloop.abort import AbortReason
+from codeloop.input.queue import QueueMode
+
+if TYPE_CHECKING:
+    from codeloop.events import Event
+    from codeloop.session.conversation import Conversation
+    from codeloop.tools.base import PermissionDecision, Tool
+
+CTRL_C_EXIT_WINDOW_S = 2.0
+FLASH_S = 2.5
+
+
+@dataclass
+class PendingChoice:
+    title: str
+    options: list[tuple[str, str]]
+    future: "asyncio.Future[str | None]"
+
+
+class Repl:
+    def __init__(self, conv: "Conversation", registry: Any, *, started_bypass: bool, idle_mode: Any) -> None:
+        from codeloop.cli.repl_render import Renderer
+        from codeloop.input.dispatch import Dispatcher
+
+        self.conv = conv
+        self.registry = registry
+        self.renderer = Renderer(self._write, color=not os.environ.get("NO_COLOR"))
+        self.dispatcher = Dispatcher(self, registry, idle_return=idle_mode)
+        self.started_bypass = started_bypass
+        self.pending: PendingChoice | None = None
+        self._choice_lock = asyncio.Lock()
+        self.tasks: set[asyncio.Task[Any]] = set()
+        self.exiting = False
+        self.pastes: dict[int, dict[str, Any]] = {}
+        self._paste_ids = 0
+        self._last_ctrl_c = 0.0
+        self._flash, self._flash_until = "", 0.0
+        self.session: Any = None
+        conv.ask_user = self.ask_user
+
+    # -- output ---------------------------------------------------------------------------------------
+    @staticmethod
+    def _write(s: str) -> None:
+        sys.stdout.write(s)
+        sys.stdout.flush()
+
+    def show(self, text: str, *, style: str = "") -> None:
+        self.renderer.show(text, style)
+
+    def flash(self, text: str) -> None:
+        self._flash, self._flash_until = text, time.monotonic() + FLASH_S
+        self._invalidate()
+
+    def _invalidate(self) -> None:
+        if self.session is not None and self.session.app.is_running:
+            self.session.app.invalidate()
+
+    # -- FrontEnd (input.dispatch) ----------------------------------------------------------------------
+    def render_event(self, ev: "Event") -> None:
+        self.renderer.event(ev)
+
+    def query_started(self) -> None:
+        self.renderer.query_started(self.conv.cost_usd)
+
+    def query_finished(self, duration_s: float, aborted: bool) -> None:
+        self.renderer.query_finished(duration_s, aborted)
+        self._invalidate()
+
+    async def render_events(self, events: AsyncIterator["Event"]) -> None:
+        self.renderer.query_started(self.conv.cost_usd)
+        try:
+            async for ev in events:
+                self.renderer.event(ev)
+        finally:
+            self.renderer.busy = False
+
+    async def choose(self, title: str, options: list[tuple[str, str]]) -> str | None:
+        async with self._choice_lock:  # parallel tools ask one at a time
+            lines = [title] + [f"  {i}) {label}" for i, (_, label) in enumerate(options, 1)]
+            self.show("\n".join(lines), style="bold")
+            future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+            self.pending = PendingChoice(title, options, future)
+            self._invalidate()
+            try:
+                answer = await future
+            finally:
+                self.pending = None
+                self._invalidate()
+            label = next((lab for key, lab in options if key == answer), "cancelled")
+            self.show(f"  ⎿  {label}", style="info")
+            return answer
+
+    def answer_choice(self, text: str | None) -> None:
+        p = self.pending
+        if p is None or p.future.done():
+            return
+        keys = [k for k, _ in p.options]
+        if text is None or text.lower() in ("n", "no"):
+            answer = None if text is None or "no" not in keys else "no"
+        elif text.lower() in ("y", "yes"):
+            answer = keys[0]
+        elif text.isdigit() and 1 <= int(text) <= len(keys):
+            answer = keys[int(text) - 1]
+        else:
+            self.flash(f"Choose 1-{len(keys)} (Esc cancels)")
+            return
+        p.future.set_result(answer)
+
+    async def switch_conversation(self, conv: "Conversation", *, reason: str) -> None:
+        old, self.conv = self.conv, conv
+        conv.ask_user = self.ask_user
+        await old.aclose(reason)
+        if reason == "resume" and conv.messages:
+            self.renderer.history(conv.messages)
+        if conv.ended_by_model:
+            self.show("This session was ended by the model. Start a new session (or /clear).", style="warning")
+
+    def request_exit(self) -> None:
+        self.exiting = True
+        if self.session is not None and self.session.app.is_running:
+            self.session.app.exit(exception=EOFError())
+
+    # -- permission prompts -------------------------------------------------------------------------------
+    async def ask_user(self, tool: "Tool", inp: Any, block: dict[str, Any]) -> "PermissionDecision":
+        from codeloop.cli.repl_render import tool_label
+        from codeloop.permissions.policy import denial_message
+        from codeloop.tools.base import PermissionBehavior, PermissionDecision
+
+        raw = dict(block.get("input") or {})
+        rule = f"Bash({raw['command']})" if tool.name == "Bash" and isinstance(raw.get("command"), str) else tool.name
+        answer = await self.choose(f"Allow {tool_label(tool.name, raw)}?",
+                                   [("yes", "Yes"), ("always", f"Yes, and don't ask again for {rule} this session"),
+                                    ("no", "No, and tell Claude what to do differently (esc)")])
+        if answer == "always":
+            policy = self.conv.config.policy
+            policy.allow.append(rule)
+            policy._rules = None  # rebuilt with the new rule on next use
+        if answer in ("yes", "always"):
+            return PermissionDecision(PermissionBehavior.ALLOW)
+        # Like Claude Code, a refusal also stops the turn: the user says what to do instead.
+        self.dispatcher.interrupt(AbortReason.USER)
+        ask = PermissionDecision(PermissionBehavior.ASK)
+        return PermissionDecision(PermissionBehavior.DENY, denial_message(tool.name, ask, interactive=True))
+
+    # -- key actions ---------------------------------------------------------------------------------------
+    def interrupt(self) -> None:
+        if self.dispatcher.interrupt(AbortReason.USER):
+            self.flash("Interrupted")
+
+    def ctrl_c(self, buffer: Any) -> None:
+        now = time.monotonic()
+        if now - self._last_ctrl_c < CTRL_C_EXIT_WINDOW_S:
+            self.request_exit()
+            return
+        self._last_ctrl_c = now
+        if self.pending is not None:
+            self.answer_choice(None)
+        elif buffer.text:
+            buffer.reset()
+        else:
+            self.dispatcher.interrupt(AbortReason.USER)
+        self.flash("Press Ctrl-C again to exit")
+
+    def cycle_permission_mode(self) -> None:
+        from codeloop.permissions.policy import PermissionMode
+
+        cycle = [PermissionMode.DEFAULT, PermissionMode.ACCEPT_EDITS, PermissionMode.PLAN]
+        if self.started_bypass:
+            cycle.append(PermissionMode.BYPASS)
+        policy = self.conv.config.policy
+        nxt = cycle[(cycle.index(policy.mode) + 1) % len(cycle)] if policy.mode in cycle else cycle[0]
+        policy.set_mode(nxt)
+        self._invalidate()
+
+    def add_paste(self, text: str) -> str:
+        from codeloop.input.process import paste_placeholder
+
+        self._paste_ids += 1
+        self.pastes[self._paste_ids] = {"type": "text", "content": text}
+        return paste_placeholder(self._paste_ids, text)
+
+    def app_buffer_text(self) -> str:
+        return self.session.default_buffer.text if self.session is not None else ""
+
+    # -- the toolbar -----------------------------------------------------------------------------------------
+    def toolbar(self) -> Any:
+        from codeloop.permissions.policy import PermissionMode
+
+        parts: list[tuple[str, str]] = []
+        status = self.renderer.status_line(self.conv.cost_usd)
+        if self.pending is not None:
+            opts = "  ".join(f"{i}) {label}" for i, (_, label) in enumerate(self.pending.options, 1))
+            parts.append(("class:choice", f"{self.pending.title}  {opts}\n"))
+        elif status:
+            parts.append(("class:status", status + "\n"))
+        mode = self.conv.config.policy.mode
+        label = {PermissionMode.ACCEPT_EDITS: "⏵⏵ accept edits on", PermissionMode.PLAN: "⏸ plan mode on",
+                 PermissionMode.BYPASS: "⏵⏵ bypass permissions on",
+                 PermissionMode.DONT_ASK: "dontAsk mode"}.get(mode, "? for shortcuts")
+        parts.append(("class:mode", f"  {label} (shift+tab to cycle)"))
+        queued = len(self.conv.queue)
+        if queued:
+            parts.append(("class:queued", f" · {queued} queued"))
+        if self._flash and time.monotonic() < self._flash_until:
+            parts.append(("class:flash", f" · {self._flash}"))
+        return parts
+
+    async def _ticker(self) -> None:
+        while True:
+            await asyncio.sleep(0.1)
+            if self.renderer.busy or (self._flash and time.monotonic() < self._flash_until + 0.2):
+                self._invalidate()
+
+    # -- the loop ------------------------------------------------------------------------------------------------
+    def _submit(self, text: str) -> None:
+        pasted = {k: v for k, v in self.pastes.items() if f"[Pasted text #{k}" in text} or None
+        self.pastes = {}
+        mode = QueueMode.PROMPT
+        if text.startswith("!") and len(text.strip()) > 1:
+            mode, text = QueueMode.BASH, text[1:].strip()
+        task = asyncio.create_task(self.dispatcher.on_submit(text, mode=mode, pasted=pasted))
+        self.tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: "asyncio.Task[Any]") -> None:
+        self.tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            exc = task.exception()
+            self.show(f"Internal error: {type(exc).__name__}: {exc}", style="error")
+
+    def _make_session(self) -> Any:
+        from prompt_toolkit import PromptSession
+        from prompt_toolkit.history import FileHistory
+        from prompt_toolkit.styles import Style
+
+        from codeloop.cli.repl_keys import build_bindings
+        from codeloop.session.store import config_dir
+
+        cfg = config_dir()
+        cfg.mkdir(parents=True, exist_ok=True)
+        style = Style.from_dict({"bottom-toolbar": "noreverse", "status": "ansiyellow", "mode": "ansibrightblack",
+                                 "queued": "ansicyan", "flash": "ansiyellow", "choice": "bold ansicyan",
+                                 "prompt": "bold"})
+        session: Any = PromptSession(history=FileHistory(str(cfg / "history")), multiline=True,
+                                     key_bindings=build_bindings(self), bottom_toolbar=self.toolbar, style=style,
+                                     enable_history_search=False, reserve_space_for_menu=0,
+                                     prompt_continuation=lambda width, line, soft: " " * width)
+        session.app.ttimeoutlen = 0.05   # a bare Esc is recognised quickly
+        session.app.timeoutlen = 0.3     # …while Esc+Enter still reads as Alt+Enter
+        return session
+
+    async def run(self, warnings: list[str]) -> int:
+        from prompt_toolkit.patch_stdout import patch_stdout
+
+        self.session = self._make_session()
+        loop = asyncio.get_running_loop()
+        try:  # `kill -INT` (no tty key): interrupt the query, never the process
+            loop.add_signal_handler(signal.SIGINT, lambda: self.dispatcher.interrupt(AbortReason.USER))
+        except (NotImplementedError, RuntimeError):
+            pass
+        ticker = asyncio.create_task(self._ticker())
+        with patch_stdout(raw=True):
+            self._banner(warnings)
+            while not self.exiting:
+                try:
+                    text = await self.session.prompt_async([("class:prompt", "> ")], handle_sigint=False)
+                except EOFError:
+                    break
+                except KeyboardInterrupt:
+                    continue
+                self._submit(text)
+            await self._shutdown()
+        ticker.cancel()
+        return 0
+
+    def _banner(self, warnings: list[str]) -> None:
+        from codeloop import __version__
+
+        c = self.conv
+        self.show(f"✻ codeloop {__version__} · {c.config.model} · {c.config.cwd}", style="bold")
+        self.show("  /help for commands · Esc interrupts · Ctrl+C twice exits", style="info")
+        for w in warnings:
+            self.show(f"⚠ {w}", style="warning")
+        if c.messages:
+            self.show(f"Resumed session {c.session_id} ({len(c.messages)} messages)", style="info")
+            self.renderer.history(c.messages)
+        if c.ended_by_model:
+            self.show("This session was ended by the model. Start a new session (or /clear).", style="warning")
+
+    async def _shutdown(self) -> None:
+        self.dispatcher.interrupt(AbortReason.USER)
+        if self.tasks:  # let the abort paths answer every tool_use and sync the transcript
+            await asyncio.wait(list(self.tasks), timeout=15)
+        try:
+            await self.conv.aclose("prompt_input_exit")
+        finally:
+            await self.conv.provider.aclose()
+
+
+def _ask_trust(cwd: Path) -> bool:
+    from prompt_toolkit import prompt
+
+    from codeloop.config.trust import project_config_files
+
+    files = "\n".join(f"  {p}" for p in project_config_files(cwd))
+    sys.stdout.write(f"Do you trust the files in this folder?\n\n  {cwd}\n\nIts configuration can run commands "
+                     f"(hooks, MCP servers, environment):\n{files}\n\n")
+    try:
+        answer = prompt("Trust this folder? 1) Yes, proceed  2) No, continue without its configuration  > ")
+    except (EOFError, KeyboardInterrupt):
+        return False
+    return answer.strip().lower() in ("1", "y", "yes")
+
+
+def run_repl(args: argparse.Namespace) -> int:
+    from codeloop.cli.setup import SetupError, build_conversation
+    from codeloop.config.trust import needs_trust, trust
+    from codeloop.input.commands import CommandRegistry
+    from codeloop.input.dispatch import IdleReturnMode
+    from codeloop.session.store import config_dir
+
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        sys.stderr.write("codeloop: the interactive session needs a terminal; use -p \"prompt\" for scripts.\n")
+        return 1
+    cwd = Path.cwd().resolve()
+    if not args.trust and needs_trust(cwd) and _ask_trust(cwd):
+        trust(cwd)
+    try:
+        conv, warnings = build_conversation(args, interactive=True)
+    except SetupError as exc:
+        sys.stderr.write(f"Error: {exc}\n")
+        return 1
+    registry = CommandRegistry.load(cwd, config_dir())
+    idle_mode = IdleReturnMode.resolve(_setting("idleReturn", cwd))
+    started_bypass = conv.config.policy.mode.value == "bypassPermissions"
+
+    async def main() -> int:
+        repl = Repl(conv, registry, started_bypass=started_bypass, idle_mode=idle_mode)
+        return await repl.run([*warnings, *registry.warnings])
+
+    return asyncio.run(main())
+
+
+def _setting(key: str, cwd: Path) -> Any:
+    from codeloop.config.settings import load_settings
+    from codeloop.config.trust import is_trusted
+
+    return load_settings(cwd, trusted=is_trusted(cwd)).merged.get(key)

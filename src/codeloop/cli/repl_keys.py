@@ -1,0 +1,88 @@
+"""REPL key bindings: what each key does, and only that (the actions live on the Repl).
+
+    Enter            submit (a trailing `\\` turns it into a newline); answers a pending choice
+    Alt/Meta+Enter   newline (also Ctrl+J)
+    Esc              interrupt the running query; cancels a pending choice ("No")
+    Ctrl+C           clear the input / interrupt; twice within 2 s exits
+    Ctrl+D           exit on empty input
+    Shift+Tab        cycle permission modes: default → acceptEdits → plan (→ bypass if started so)
+    1-9, y, n        answer a pending choice (permission prompt, /resume picker)
+    paste            long pastes collapse into a `[Pasted text #N +K lines]` placeholder
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from prompt_toolkit.filters import Condition
+from prompt_toolkit.key_binding import KeyBindings
+from prompt_toolkit.keys import Keys
+
+if TYPE_CHECKING:
+    from codeloop.cli.repl import Repl
+
+PASTE_COLLAPSE_CHARS = 800
+PASTE_COLLAPSE_LINES = 10
+
+
+def build_bindings(repl: "Repl") -> KeyBindings:
+    kb = KeyBindings()
+    choosing = Condition(lambda: repl.pending is not None)
+
+    @kb.add("enter")
+    def _enter(event) -> None:
+        buf = event.current_buffer
+        if repl.pending is not None:
+            answer = buf.text.strip()
+            buf.reset()
+            repl.answer_choice(answer)
+            return
+        if buf.document.text_before_cursor.endswith("\\"):
+            buf.delete_before_cursor(1)
+            buf.insert_text("\n")
+            return
+        buf.validate_and_handle()
+
+    @kb.add("escape", "enter")
+    @kb.add("c-j")
+    def _newline(event) -> None:
+        event.current_buffer.insert_text("\n")
+
+    @kb.add("escape")
+    def _escape(event) -> None:
+        if repl.pending is not None:
+            repl.answer_choice(None)
+        else:
+            repl.interrupt()
+
+    @kb.add("c-c")
+    @kb.add(Keys.SIGINT)
+    def _ctrl_c(event) -> None:
+        repl.ctrl_c(event.current_buffer)
+
+    @kb.add("c-d")
+    def _ctrl_d(event) -> None:
+        buf = event.current_buffer
+        if buf.text:
+            buf.delete(1)
+        else:
+            repl.request_exit()
+
+    @kb.add("s-tab")
+    def _cycle_mode(event) -> None:
+        repl.cycle_permission_mode()
+
+    for key in "123456789yn":
+        @kb.add(key, filter=choosing & Condition(lambda: not repl.app_buffer_text()))
+        def _choice(event, key=key) -> None:
+            repl.answer_choice(key)
+
+    @kb.add(Keys.BracketedPaste)
+    def _paste(event) -> None:
+        data = event.data.replace("\r\n", "\n").replace("\r", "\n")
+        if len(data) > PASTE_COLLAPSE_CHARS or data.count("\n") > PASTE_COLLAPSE_LINES:
+            event.current_buffer.insert_text(repl.add_paste(data))
+        else:
+            event.current_buffer.insert_text(data)
+
+    return kb

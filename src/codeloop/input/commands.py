@@ -1,0 +1,313 @@
+"""Slash commands: the built-ins (/help, /clear, /compact, /resume, /model, /cost, …) and the
+custom markdown commands of `custom_commands.py`, behind one registry.
+
+A command is either LOCAL (runs in the harness and shows its output; never calls the model) or
+PROMPT (expands into a prompt the model answers: /init and every custom command). Commands
+marked `immediate` (/help, /status, /cost) may run while a query is active (spec 004 §2.1).
+LOCAL commands act on the session through a `CommandHost` — the REPL implements it, tests fake it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, AsyncIterator, Awaitable, Callable, Protocol
+
+from codeloop.input.custom_commands import CommandSource, CustomCommand, expand_arguments, load_custom_commands
+
+if TYPE_CHECKING:
+    from codeloop.events import Event
+    from codeloop.session.conversation import Conversation
+
+
+class CommandType(str, Enum):
+    LOCAL = "local"
+    PROMPT = "prompt"
+
+
+class CommandHost(Protocol):
+    """What a LOCAL command may do to the interactive session."""
+    conv: "Conversation"
+
+    def show(self, text: str, *, style: str = "") -> None: ...
+    async def render_events(self, events: AsyncIterator["Event"]) -> None: ...
+    async def choose(self, title: str, options: list[tuple[str, str]]) -> str | None: ...
+    async def switch_conversation(self, conv: "Conversation", *, reason: str) -> None: ...
+    def request_exit(self) -> None: ...
+
+
+@dataclass
+class CommandOutcome:
+    """What running a command produced: text to show and/or a prompt for the model."""
+    text: str | None = None
+    prompt: str | None = None                 # PROMPT commands: what is sent to the model
+    allowed_tools: tuple[str, ...] = ()       # extra allow rules for that query only
+    model: str | None = None                  # model override for that query only
+
+    @property
+    def should_query(self) -> bool:
+        return self.prompt is not None
+
+
+Handler = Callable[[CommandHost, str], Awaitable[CommandOutcome]]
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    description: str
+    type: CommandType
+    handler: Handler | None = None            # LOCAL
+    prompt: str | None = None                 # PROMPT: template with $ARGUMENTS
+    immediate: bool = False
+    aliases: tuple[str, ...] = ()
+    argument_hint: str | None = None
+    allowed_tools: tuple[str, ...] = ()
+    model: str | None = None
+    source: CommandSource = CommandSource.BUILTIN
+
+    async def run(self, host: CommandHost, args: str) -> CommandOutcome:
+        if self.type is CommandType.LOCAL:
+            assert self.handler is not None
+            return await self.handler(host, args)
+        return CommandOutcome(prompt=expand_arguments(self.prompt or "", args),
+                              allowed_tools=self.allowed_tools, model=self.model)
+
+
+def parse_slash(text: str) -> tuple[str, str] | None:
+    """`/name args…` → (name, args); None when the text is not a slash command."""
+    text = text.strip()
+    if not text.startswith("/") or len(text) < 2 or text[1].isspace():
+        return None
+    name, _, args = text[1:].partition(" ")
+    if "/" in name:  # "/usr/bin/ls" is a path, not a command
+        return None
+    return name, args.strip()
+
+
+@dataclass
+class CommandRegistry:
+    commands: dict[str, Command] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def add(self, cmd: Command) -> None:
+        if cmd.name in self.commands:  # built-ins come first and win
+            self.warnings.append(f"/{cmd.name} from {cmd.source.value} is shadowed by an earlier definition")
+            return
+        self.commands[cmd.name] = cmd
+
+    def find(self, name: str) -> Command | None:
+        if name in self.commands:
+            return self.commands[name]
+        return next((c for c in self.commands.values() if name in c.aliases), None)
+
+    def all(self) -> list[Command]:
+        return sorted(self.commands.values(), key=lambda c: c.name)
+
+    @classmethod
+    def load(cls, cwd: Path, config_dir: Path, *, home: Path | None = None) -> "CommandRegistry":
+        reg = cls()
+        for cmd in BUILTINS:
+            reg.add(cmd)
+        custom, warnings = load_custom_commands(cwd, config_dir, home=home)
+        reg.warnings += warnings
+        for c in custom.values():
+            reg.add(from_custom(c))
+        return reg
+
+
+def from_custom(c: CustomCommand) -> Command:
+    return Command(name=c.name, description=c.description, type=CommandType.PROMPT, prompt=c.prompt,
+                   argument_hint=c.argument_hint, allowed_tools=c.allowed_tools, model=c.model, source=c.source)
+
+
+# -- conversation switching (/clear, /resume, /continue) ------------------------------------------
+
+def conversation_like(conv: "Conversation", *, session_id: str | None = None, messages: list | None = None,
+                      denials: list | None = None, entries: list | None = None) -> "Conversation":
+    """A new Conversation with `conv`'s config, provider and callbacks; a fresh session by default."""
+    from codeloop.session import store
+    from codeloop.session.conversation import Conversation
+
+    config = replace(conv.config, resumed=bool(messages))
+    new = Conversation(config, conv.provider, session_id=session_id or store.new_session_id(),
+                       messages=messages, denials=denials, entries=entries, ask_user=conv.ask_user)
+    new.side_listeners = conv.side_listeners
+    new.queue = conv.queue  # input typed meanwhile survives the switch
+    return new
+
+
+def load_session(conv: "Conversation", session_id: str) -> "Conversation":
+    from codeloop.context.resume import load_from_last_boundary
+    from codeloop.session import store
+
+    path = store.find_session(session_id, conv.config.cwd)
+    if path is None:
+        raise ValueError(f"No conversation found with session ID: {session_id}")
+    loaded = load_from_last_boundary(path)
+    denials = [{k: e.get(k) for k in ("tool_name", "tool_use_id", "tool_input")}
+               for e in loaded.entries if e.get("type") == "permission-denial"]
+    return conversation_like(conv, session_id=session_id, messages=loaded.messages, denials=denials,
+                             entries=loaded.entries)
+
+
+# -- the built-ins --------------------------------------------------------------------------------
+
+async def _help(host: CommandHost, args: str) -> CommandOutcome:
+    reg: CommandRegistry | None = getattr(host, "registry", None)
+    cmds = reg.all() if reg else list(BUILTINS)
+    lines = ["Commands:"]
+    for c in cmds:
+        hint = f" {c.argument_hint}" if c.argument_hint else ""
+        tag = "" if c.source is CommandSource.BUILTIN else f" ({c.source.value})"
+        lines.append(f"  /{c.name}{hint} — {c.description}{tag}")
+    lines += ["", "Keys: Enter send · Alt+Enter or \\ newline · Esc interrupt · Shift+Tab permission mode · "
+              "Ctrl+C twice / Ctrl+D exit", "!cmd runs a shell command into the context; @path attaches a file."]
+    return CommandOutcome("\n".join(lines))
+
+
+async def _clear(host: CommandHost, args: str) -> CommandOutcome:
+    await host.switch_conversation(conversation_like(host.conv), reason="clear")
+    return CommandOutcome("(no content)  Started a new session: " + host.conv.session_id)
+
+
+async def _compact(host: CommandHost, args: str) -> CommandOutcome:
+    await host.render_events(host.conv.compact(args or None))
+    return CommandOutcome()
+
+
+async def _resume(host: CommandHost, args: str) -> CommandOutcome:
+    from codeloop.session import store
+
+    sid = args.strip()
+    if not sid:
+        sessions = [s for s in store.list_sessions(host.conv.config.cwd) if s.session_id != host.conv.session_id]
+        if not sessions:
+            return CommandOutcome("No other conversations to resume in this project.")
+        import time
+
+        options = [(s.session_id, f"{time.strftime('%Y-%m-%d %H:%M', time.localtime(s.mtime))}  "
+                                  f"{s.first_prompt or '(no prompt)'}") for s in sessions[:20]]
+        sid = await host.choose("Resume which conversation?", options) or ""
+        if not sid:
+            return CommandOutcome("Resume cancelled.")
+    try:
+        new = load_session(host.conv, sid)
+    except ValueError as exc:
+        return CommandOutcome(str(exc))
+    await host.switch_conversation(new, reason="resume")
+    return CommandOutcome(f"Resumed session {sid} ({len(new.messages)} messages).")
+
+
+async def _continue(host: CommandHost, args: str) -> CommandOutcome:
+    from codeloop.session import store
+
+    other = next((s for s in store.list_sessions(host.conv.config.cwd) if s.session_id != host.conv.session_id), None)
+    if other is None:
+        return CommandOutcome("No previous conversation to continue in this project.")
+    return await _resume(host, other.session_id)
+
+
+async def _model(host: CommandHost, args: str) -> CommandOutcome:
+    if not args:
+        return CommandOutcome(f"Model: {host.conv.config.model}  (change with /model <name>; "
+                              "aliases: sonnet, opus, haiku)")
+    from codeloop.cli.setup import resolve_model
+
+    host.conv.config.model = host.conv.tool_context.model = resolve_model(args)
+    return CommandOutcome(f"Model set to {host.conv.config.model}")
+
+
+def cost_text(conv: "Conversation") -> str:
+    u = conv.usage
+    lines = [f"Total cost:            ${conv.cost_usd:.4f}",
+             f"Total duration (API):  {conv.api_duration_ms / 1000:.1f}s",
+             f"Usage:                 {u.input_tokens:,} input, {u.output_tokens:,} output, "
+             f"{u.cache_read_input_tokens:,} cache read, {u.cache_creation_input_tokens:,} cache write"]
+    for model, mu in conv.usage_by_model.items():
+        lines.append(f"  {model}: {mu.input_tokens:,} in, {mu.output_tokens:,} out, ${mu.cost_usd(model):.4f}")
+    return "\n".join(lines)
+
+
+def context_tokens(conv: "Conversation") -> int:
+    """About how many tokens the next request would carry (last API usage + an estimate after it)."""
+    from codeloop.context.tokens import TokenCounter
+
+    return TokenCounter().estimate_next(conv.messages)
+
+
+async def _cost(host: CommandHost, args: str) -> CommandOutcome:
+    return CommandOutcome(cost_text(host.conv))
+
+
+async def _status(host: CommandHost, args: str) -> CommandOutcome:
+    c = host.conv
+    lines = [f"Session:          {c.session_id}", f"Working directory: {c.config.cwd}",
+             f"Model:            {c.config.model}", f"Permission mode:  {c.config.policy.mode.value}",
+             f"Messages:         {len(c.messages)} (~{context_tokens(c):,} tokens in context)",
+             f"Cost so far:      ${c.cost_usd:.4f}"]
+    if c.ended_by_model:
+        lines.append("State:            ended by the model — /clear to start a new session")
+    return CommandOutcome("\n".join(lines))
+
+
+async def _permissions(host: CommandHost, args: str) -> CommandOutcome:
+    p = host.conv.config.policy
+    lines = [f"Permission mode: {p.mode.value}  (Shift+Tab cycles default → acceptEdits → plan)"]
+    for label, rules in (("allow", [*p.allow, *[r for b, r, _ in p.settings_rules if b == "allow"]]),
+                         ("ask", [*p.ask, *[r for b, r, _ in p.settings_rules if b == "ask"]]),
+                         ("deny", [*p.deny, *[r for b, r, _ in p.settings_rules if b == "deny"]])):
+        lines.append(f"{label}: " + (", ".join(rules) if rules else "(none)"))
+    return CommandOutcome("\n".join(lines))
+
+
+async def _config(host: CommandHost, args: str) -> CommandOutcome:
+    from codeloop.config.settings import load_settings
+    from codeloop.config.trust import is_trusted
+
+    cwd = host.conv.config.cwd
+    loaded = load_settings(cwd, trusted=is_trusted(cwd))
+    sources = ", ".join(f"{s.scope.value}: {s.path}" for s in loaded.sources) or "(no settings files)"
+    return CommandOutcome(f"Settings sources: {sources}\n" + json.dumps(loaded.merged, indent=2, sort_keys=True))
+
+
+async def _exit(host: CommandHost, args: str) -> CommandOutcome:
+    host.request_exit()
+    return CommandOutcome()
+
+
+INIT_PROMPT = """Please analyze this codebase and create a CLAUDE.md file in the repository root. It will be \
+given to future instances of the coding agent that work in this repository.
+
+Include:
+1. The commands used to build, lint and test — including how to run a single test.
+2. The high-level architecture: the big-picture structure that takes reading several files to understand.
+
+Survey the repository first (README, build files, the main source folders, existing CLAUDE.md or \
+.cursorrules / .github/copilot-instructions.md). Keep it concise; do not list every file or repeat \
+generic advice. If a CLAUDE.md already exists, suggest improvements to it instead. Start the file with:
+
+# CLAUDE.md
+
+This file provides guidance to coding agents when working with code in this repository."""
+
+
+BUILTINS: tuple[Command, ...] = (
+    Command("help", "Show commands and keys", CommandType.LOCAL, _help, immediate=True, aliases=("?",)),
+    Command("clear", "Start a new session with empty history", CommandType.LOCAL, _clear, aliases=("reset", "new")),
+    Command("compact", "Summarise the conversation to free context", CommandType.LOCAL, _compact,
+            argument_hint="[focus]"),
+    Command("resume", "Resume another conversation of this project", CommandType.LOCAL, _resume,
+            argument_hint="[session id]"),
+    Command("continue", "Continue the most recent other conversation", CommandType.LOCAL, _continue),
+    Command("model", "Show or set the model", CommandType.LOCAL, _model, argument_hint="[name]"),
+    Command("cost", "Show the cost and token usage of this session", CommandType.LOCAL, _cost, immediate=True),
+    Command("status", "Show session, model and permission status", CommandType.LOCAL, _status, immediate=True),
+    Command("permissions", "Show permission rules and mode", CommandType.LOCAL, _permissions,
+            aliases=("allowed-tools",)),
+    Command("config", "Show the merged settings", CommandType.LOCAL, _config),
+    Command("init", "Write a CLAUDE.md describing this codebase", CommandType.PROMPT, prompt=INIT_PROMPT),
+    Command("exit", "Exit codeloop", CommandType.LOCAL, _exit, immediate=True, aliases=("quit",)),
+)

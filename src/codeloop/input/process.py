@@ -1,0 +1,190 @@
+"""process_user_input (spec 004 §4): one submitted command → the messages it adds to the context.
+
+Owns the input forms the harness handles itself before (or instead of) a model call:
+
+* `/name args` — slash commands: LOCAL ones run here and show their output (no model call);
+  PROMPT ones (custom commands, /init) expand into the prompt that is sent.
+* bash mode (`!cmd`) — the user's own shell command, run in the session's cwd with no permission
+  check (the user typed it); input and output enter the context as `<bash-*>` user messages so
+  the model sees them next turn. No model call.
+* `@path` mentions — the file's content attached as a meta message, read through the Read tool
+  and only when the permission policy would let Read have it without asking.
+* pasted-text placeholders (`[Pasted text #1 +12 lines]`) expanded back; pasted images become
+  image blocks on the prompt.
+
+Attachments are skipped for every command but the first of a batch (`skip_attachments`), so a
+batch of queued prompts does not inject the same files twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from codeloop.input.commands import CommandRegistry, CommandType, parse_slash
+from codeloop.input.queue import QueuedCommand, QueueMode, _image_blocks
+from codeloop.messages import Message, user_message
+
+if TYPE_CHECKING:
+    from codeloop.abort import AbortController
+    from codeloop.input.commands import CommandHost
+    from codeloop.session.conversation import Conversation
+
+BASH_OUTPUT_LIMIT = 30_000
+BASH_TIMEOUT_S = 600.0
+MAX_DIR_ENTRIES = 200
+_PASTE_REF = re.compile(r"\[Pasted text #(\d+)(?: \+\d+ lines)?\]")
+_MENTION = re.compile(r'(?:^|(?<=\s))@("[^"]+"|[^\s"]+)')
+
+
+@dataclass
+class ProcessedInput:
+    messages: list[Message] = field(default_factory=list)  # the last one is the prompt when querying
+    should_query: bool = False
+    allowed_tools: tuple[str, ...] = ()
+    model: str | None = None
+    notices: list[str] = field(default_factory=list)       # shown to the user, never to the model
+    output: str | None = None                               # a LOCAL command's output
+
+
+def paste_placeholder(paste_id: int, text: str) -> str:
+    lines = text.count("\n")
+    return f"[Pasted text #{paste_id} +{lines} lines]" if lines else f"[Pasted text #{paste_id}]"
+
+
+def expand_pasted_text(value: str, pasted: dict[Any, dict[str, Any]] | None) -> str:
+    if not pasted:
+        return value
+
+    def sub(m: re.Match[str]) -> str:
+        item = pasted.get(int(m.group(1))) or pasted.get(m.group(1))
+        return item["content"] if item and item.get("type") == "text" else m.group(0)
+    return _PASTE_REF.sub(sub, value)
+
+
+def add_to_context(conv: "Conversation", messages: list[Message]) -> None:
+    """Record messages that reach the model with the next request, without a model call now."""
+    for m in messages:
+        conv.messages.append(m)
+        if conv.writer is not None:
+            conv.writer.append_message(m)
+    if conv.writer is not None and messages:
+        conv.writer.sync()
+
+
+# -- bash mode ------------------------------------------------------------------------------------
+
+def _clip(s: str) -> str:
+    return s if len(s) <= BASH_OUTPUT_LIMIT else s[:BASH_OUTPUT_LIMIT] + f"\n… [{len(s) - BASH_OUTPUT_LIMIT} chars cut]"
+
+
+async def run_bash_mode(command: str, cwd: Path, abort: "AbortController | None" = None) -> tuple[str, str, int]:
+    """(stdout, stderr, exit code) of the user's `!command`; aborting kills it (exit code 130)."""
+    proc = await asyncio.create_subprocess_shell(command, cwd=str(cwd), stdin=asyncio.subprocess.DEVNULL,
+                                                 stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                                                 start_new_session=True)
+    comm = asyncio.ensure_future(proc.communicate())
+    waiters: set[asyncio.Future[Any]] = {comm}
+    stopper = asyncio.ensure_future(abort.wait()) if abort is not None else None
+    if stopper is not None:
+        waiters.add(stopper)
+    done, _ = await asyncio.wait(waiters, timeout=BASH_TIMEOUT_S, return_when=asyncio.FIRST_COMPLETED)
+    if stopper is not None:
+        stopper.cancel()
+    if comm not in done:
+        try:
+            os.killpg(proc.pid, 9)  # the whole group: `sleep 100 | cat` must die too
+        except ProcessLookupError:
+            pass
+        out, err = await comm
+        why = "interrupted" if stopper is not None and stopper in done else f"timed out after {BASH_TIMEOUT_S:.0f}s"
+        return out.decode(errors="replace"), err.decode(errors="replace") + f"\n[command {why}]", 130
+    out, err = comm.result()
+    return out.decode(errors="replace"), err.decode(errors="replace"), proc.returncode or 0
+
+
+def bash_messages(command: str, out: str, err: str) -> list[Message]:
+    return [user_message(f"<bash-input>{command}</bash-input>"),
+            user_message(f"<bash-stdout>{_clip(out.rstrip())}</bash-stdout>"
+                         f"<bash-stderr>{_clip(err.rstrip())}</bash-stderr>")]
+
+
+# -- @file mentions -------------------------------------------------------------------------------
+
+def find_mentions(text: str) -> list[str]:
+    return [m.strip('"') for m in _MENTION.findall(text)]
+
+
+async def attachment_for(conv: "Conversation", mention: str) -> tuple[Message | None, str | None]:
+    """(meta message, None) for a readable mention, (None, why) when refused, (None, None) if no file."""
+    from codeloop.tools.base import PermissionBehavior
+    from codeloop.tools.registry import parse_tool_input
+
+    path = Path(os.path.expanduser(mention))
+    path = path if path.is_absolute() else conv.config.cwd / path
+    if not path.exists():
+        return None, None  # "@someone" in prose: not a file, leave the text alone
+    read = next((t for t in conv.config.tools if t.name == "Read"), None)
+    if read is None:
+        return None, f"@{mention}: not attached (the Read tool is not available in this session)"
+    raw = {"file_path": str(path)}
+    inp = parse_tool_input(read, raw)
+    opinion = await read.check_permissions(inp, conv.tool_context)
+    decision = conv.config.policy.decide(read, inp, opinion, raw)
+    if decision.behavior is not PermissionBehavior.ALLOW:
+        return None, f"@{mention}: not attached — {decision.message or 'Read would need permission'}"
+    if path.is_dir():
+        entries = sorted(os.listdir(path))
+        listing = "\n".join(f"- {e}{'/' if (path / e).is_dir() else ''}" for e in entries[:MAX_DIR_ENTRIES])
+        more = f"\n… and {len(entries) - MAX_DIR_ENTRIES} more" if len(entries) > MAX_DIR_ENTRIES else ""
+        body = f"Called the Bash tool with the following input: {{\"command\": \"ls {path}\"}}\n\n" \
+               f"Result of calling the Bash tool:\n{listing}{more}"
+        return user_message(body, is_meta=True), None
+    result = await read.call(inp, conv.tool_context)
+    content = result.content if isinstance(result.content, str) else "\n".join(
+        b.get("text", "") for b in result.content if b.get("type") == "text")
+    if result.is_error:
+        return None, f"@{mention}: not attached — {content[:200]}"
+    body = (f"Called the Read tool with the following input: {json.dumps(raw)}\n\n"
+            f"Result of calling the Read tool:\n{content}")
+    return user_message(body, is_meta=True), None
+
+
+# -- the entry point --------------------------------------------------------------------------------
+
+async def process_user_input(host: "CommandHost", registry: CommandRegistry, cmd: QueuedCommand, *,
+                             skip_attachments: bool = False,
+                             abort: "AbortController | None" = None) -> ProcessedInput:
+    conv = host.conv
+    value = expand_pasted_text(cmd.value, cmd.pasted_contents)
+    if cmd.mode is QueueMode.BASH:
+        out, err, _ = await run_bash_mode(value, conv.config.cwd, abort)
+        return ProcessedInput(bash_messages(value, out, err), should_query=False)
+    result = ProcessedInput()
+    slash = None if cmd.skip_slash_commands else parse_slash(value)
+    if slash is not None:
+        name, args = slash
+        command = registry.find(name)
+        if command is None:
+            return ProcessedInput(output=f"Unknown command: /{name}  (/help lists the commands)")
+        outcome = await command.run(host, args)
+        if command.type is CommandType.LOCAL or not outcome.should_query:
+            return ProcessedInput(output=outcome.text)
+        value = outcome.prompt or ""
+        result.allowed_tools, result.model = outcome.allowed_tools, outcome.model
+    if not skip_attachments:
+        for mention in dict.fromkeys(find_mentions(value)):
+            msg, why = await attachment_for(host.conv, mention)
+            if msg is not None:
+                result.messages.append(msg)
+            elif why:
+                result.notices.append(why)
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": value}, *_image_blocks(cmd.pasted_contents)]
+    result.messages.append(user_message(blocks if len(blocks) > 1 else value))
+    result.should_query = True
+    return result
