@@ -131,10 +131,11 @@ class _Printer:
         from codeloop.tools.deferred import enabled_tools
 
         c = self.conv
-        tools = [t.name for t in enabled_tools(c.config.tools, c.tool_context)]
+        tools = [t.name for t in enabled_tools(c.tool_pool(), c.tool_context)]
+        mcp_servers = c.mcp.statuses() if c.mcp is not None else []
         agents = sorted(c.config.agent_definitions) or ["general-purpose"]
         _emit(self.out, {"type": "system", "subtype": "init", "cwd": str(c.config.cwd), "session_id": c.session_id,
-                         "tools": tools, "mcp_servers": [], "model": c.config.model,
+                         "tools": tools, "mcp_servers": mcp_servers, "model": c.config.model,
                          "permissionMode": c.config.policy.mode.value, "slash_commands": [],
                          "apiKeySource": "ANTHROPIC_API_KEY", "claude_code_version": _version(),
                          "output_style": "default", "agents": agents, "skills": [], "plugins": [],
@@ -198,11 +199,13 @@ def _version() -> str:
 
 
 async def _run(args: argparse.Namespace, prompt: str, out: TextIO) -> int:
-    from codeloop.cli.setup import SetupError, build_conversation
+    from codeloop.cli.setup import SetupError, attach_mcp, build_conversation, use_permission_prompt_tool
 
     started = time.monotonic()
     try:
         conv, warnings = build_conversation(args, interactive=False)
+        warnings += await attach_mcp(conv, args)
+        use_permission_prompt_tool(conv, args)
     except SetupError as exc:
         if args.output_format == "text":
             sys.stderr.write(f"Error: {exc}\n")

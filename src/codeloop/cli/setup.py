@@ -170,8 +170,6 @@ def _thinking(args: argparse.Namespace) -> dict | None:
 
 def build_conversation(args: argparse.Namespace, *, interactive: bool) -> tuple[Conversation, list[str]]:
     from codeloop.context.prompt import build_system_prompt, user_context
-    from codeloop.providers.anthropic import AnthropicProvider
-    from codeloop.providers.errors import AuthenticationError
     from codeloop.session import store
 
     cwd = Path.cwd().resolve()
@@ -182,12 +180,7 @@ def build_conversation(args: argparse.Namespace, *, interactive: bool) -> tuple[
     os.environ.update({k: str(v) for k, v in settings.env().items()})
     session_id, messages, denials, history_warnings, entries = _load_history(args, cwd)
     warnings += history_warnings
-    helper = settings.api_key_helper()
-    betas = {"anthropic-beta": ",".join(args.betas)} if args.betas else None
-    try:
-        provider = AnthropicProvider(api_key=_api_key_from_helper(helper) if helper else None, extra_headers=betas)
-    except AuthenticationError as exc:
-        raise SetupError(str(exc)) from None
+    provider, model = _provider_and_model(args, settings)
     from codeloop.tools.agents import load_agent_definitions
 
     definitions = load_agent_definitions(cwd, store.config_dir())
@@ -196,7 +189,7 @@ def build_conversation(args: argparse.Namespace, *, interactive: bool) -> tuple[
     if args.token_budget is not None and args.token_budget < 1:
         raise SetupError("--token-budget must be a positive number of tokens")
     config = ConversationConfig(
-        cwd=cwd, model=resolve_model(args.model or settings.model()), tools=_tools(args, definitions),
+        cwd=cwd, model=model, tools=_tools(args, definitions),
         fallback_models=fallback, agent_definitions=dict(definitions), entrypoint=_entrypoint(),
         feature_flags=settings.feature_flags(), hooks=settings.hooks(), hook_env=settings.env(),
         resumed=bool(messages),
@@ -208,4 +201,89 @@ def build_conversation(args: argparse.Namespace, *, interactive: bool) -> tuple[
     conv = Conversation(config, provider, session_id=session_id, messages=messages, denials=denials,
                         entries=entries)
     warnings += config.policy.rule_errors if config.policy.rules is not None else []
+    conv.settings, conv.trusted = settings, trusted_of(args, cwd)
     return conv, warnings
+
+
+def trusted_of(args: argparse.Namespace, cwd: Path) -> bool:
+    from codeloop.config.trust import is_trusted
+
+    return bool(args.trust) or is_trusted(cwd)
+
+
+def _provider_and_model(args: argparse.Namespace, settings: Any) -> tuple[Any, str]:
+    """`--model provider:model` / CODELOOP_PROVIDER / settings pick the provider; anthropic by default."""
+    from codeloop.providers.errors import AuthenticationError
+    from codeloop.providers.select import make_provider, resolve_provider
+
+    try:
+        name, model = resolve_provider(args.model or settings.model(), env=os.environ, settings=settings.merged)
+    except ValueError as exc:
+        raise SetupError(str(exc)) from None
+    try:
+        if name == "anthropic":
+            from codeloop.providers.anthropic import AnthropicProvider
+
+            helper = settings.api_key_helper()
+            betas = {"anthropic-beta": ",".join(args.betas)} if args.betas else None
+            return (AnthropicProvider(api_key=_api_key_from_helper(helper) if helper else None, extra_headers=betas),
+                    resolve_model(model))
+        if not model:
+            raise SetupError(f"--model is required with the {name} provider (e.g. --model {name}:<model>)")
+        return make_provider(name), model
+    except (AuthenticationError, ValueError) as exc:
+        raise SetupError(str(exc)) from None
+
+
+async def attach_mcp(conv: Conversation, args: argparse.Namespace) -> list[str]:
+    """Start the configured MCP servers (in parallel, each bounded by MCP_TIMEOUT) and give their
+    tools to the conversation. The MCP SDK is imported only when servers are configured."""
+    from codeloop.mcp.config import load_mcp_configs
+
+    settings = getattr(conv, "settings", None)
+    configs, errors = load_mcp_configs(conv.config.cwd, settings_servers=settings.mcp_servers() if settings else {},
+                                       cli_configs=list(args.mcp_config or []), strict=bool(args.strict_mcp_config),
+                                       include_project=getattr(conv, "trusted", False))
+    warnings = [f"mcp: {e}" for e in errors]
+    if not configs:
+        return warnings
+    from codeloop.mcp.client import McpManager
+
+    manager = McpManager()
+    await manager.start(configs)
+    conv.attach_mcp(manager)
+    warnings += [f"mcp: server {name} failed: {err}" for name, err in manager.errors().items()]
+    return warnings
+
+
+def use_permission_prompt_tool(conv: Conversation, args: argparse.Namespace) -> None:
+    """`--permission-prompt-tool mcp__server__tool`: an MCP tool answers permission prompts in
+    print mode, with Claude Code's protocol — it gets {tool_name, input, tool_use_id} and answers
+    JSON {"behavior": "allow", "updatedInput": …} or {"behavior": "deny", "message": …}.
+    ("stdio" is the SDK control protocol, handled by the stream-json runner.)"""
+    name = getattr(args, "permission_prompt_tool", None)
+    if not name or name == "stdio":
+        return
+    tool = next((t for t in conv.tool_pool() if t.name == name), None)
+    if tool is None:
+        raise SetupError(f"--permission-prompt-tool: no such MCP tool {name!r} (is its server configured and up?)")
+
+    async def ask(asked_tool: Any, inp: Any, block: dict) -> Any:
+        import json as _json
+
+        from codeloop.tools.base import PermissionBehavior, PermissionDecision, ToolError
+
+        payload = {"tool_name": asked_tool.name, "input": dict(block.get("input") or {}),
+                   "tool_use_id": block.get("id")}
+        try:
+            result = await tool.call(tool.input_model.model_validate(payload), conv.tool_context)
+            content = result.content if isinstance(result.content, str) else "".join(
+                b.get("text", "") for b in result.content if b.get("type") == "text")
+            answer = _json.loads(content)
+        except (ToolError, ValueError) as exc:
+            return PermissionDecision(PermissionBehavior.DENY, f"permission prompt tool {name} failed: {exc}")
+        if answer.get("behavior") == "allow":
+            return PermissionDecision(PermissionBehavior.ALLOW, "", answer.get("updatedInput"))
+        return PermissionDecision(PermissionBehavior.DENY, str(answer.get("message") or f"{name} denied it"))
+
+    conv.ask_user = ask

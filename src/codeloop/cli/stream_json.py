@@ -282,7 +282,7 @@ async def run_stream_json(args: argparse.Namespace, conv: Any, out: TextIO,
     finally:
         for signum in installed:
             loop.remove_signal_handler(signum)
-        conv.close()
+        await conv.aclose()
         closer = getattr(conv.provider, "aclose", None)
         if closer is not None:
             await closer()
@@ -299,10 +299,12 @@ def run_stream_json_mode(args: argparse.Namespace) -> int:
         return EXIT_ERROR
 
     async def main() -> int:
-        from codeloop.cli.setup import SetupError, build_conversation
+        from codeloop.cli.setup import SetupError, attach_mcp, build_conversation, use_permission_prompt_tool
 
         try:
             conv, warnings = build_conversation(args, interactive=False)
+            warnings += await attach_mcp(conv, args)
+            use_permission_prompt_tool(conv, args)
         except SetupError as exc:
             _emit(sys.stdout, error_result(args.resume or args.session_id or "", [str(exc)]))
             return EXIT_ERROR

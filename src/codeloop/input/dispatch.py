@@ -241,7 +241,11 @@ class Dispatcher:
     async def _run_immediate(self, command: Any, args: str) -> None:
         if command.type is not CommandType.LOCAL:
             return
-        outcome = await command.run(self.front, args)
+        try:
+            outcome = await command.run(self.front, args)
+        except Exception as exc:
+            self.front.show(f"/{command.name} failed: {exc}", style="error")
+            return
         if outcome.text:
             self.front.show(outcome.text)
 

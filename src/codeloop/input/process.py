@@ -172,7 +172,10 @@ async def process_user_input(host: "CommandHost", registry: CommandRegistry, cmd
         command = registry.find(name)
         if command is None:
             return ProcessedInput(output=f"Unknown command: /{name}  (/help lists the commands)")
-        outcome = await command.run(host, args)
+        try:
+            outcome = await command.run(host, args)
+        except Exception as exc:  # a failing command (say /compact on an API error) is reported, not fatal
+            return ProcessedInput(output=f"/{name} failed: {exc}")
         if command.type is CommandType.LOCAL or not outcome.should_query:
             return ProcessedInput(output=outcome.text)
         value = outcome.prompt or ""

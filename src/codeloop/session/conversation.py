@@ -86,10 +86,19 @@ class Conversation:
         # A session the model ended stays ended (spec 000): the marker survives resume.
         self.ended_by_model = any(e.get("type") == "ended-by-model" for e in entries or [])
         self.side_listeners: list[Callable[[Event], None]] = []
+        self.mcp: Any = None
         self._started = False
         self.hooks = ConversationHooks(self._hook_runner())
         self._wire_tool_context()
         self._setup_context(entries or [])
+
+    def tool_pool(self) -> list[Tool]:
+        """Built-in tools plus the tools of connected MCP servers (which can come and go)."""
+        return [*self.config.tools, *(self.mcp.tools() if self.mcp is not None else [])]
+
+    def attach_mcp(self, manager: Any) -> None:
+        self.mcp = manager
+        self.tool_context.extra["tool_pool"] = self.tool_pool()
 
     def _hook_runner(self) -> Any | None:
         if not self.config.hooks:
@@ -109,7 +118,7 @@ class Conversation:
         ctx.emit = self._on_side_event
         ctx.post_tool_use = self.hooks.post_tool if self.hooks.runner is not None else None
         ctx.extra["feature_flags"] = dict(cfg.feature_flags)
-        ctx.extra["tool_pool"] = cfg.tools
+        ctx.extra["tool_pool"] = self.tool_pool()
         if any(t.name == "Task" for t in cfg.tools):
             ctx.extra["subagent_runtime"] = self._subagent_runtime  # built on first Task call
 
@@ -219,6 +228,8 @@ class Conversation:
             await self.hooks.session_end(reason)
         finally:
             self.close()
+            if self.mcp is not None:
+                await self.mcp.aclose()
 
     def close(self) -> None:
         if self.writer is not None:
@@ -265,12 +276,19 @@ class Conversation:
         self.tool_context.abort = self.abort
         from codeloop.tools.deferred import hint_for, request_tools
 
-        ctx, pool = self.tool_context, self.config.tools
+        ctx = self.tool_context
+        ctx.extra["tool_pool"] = pool = self.tool_pool()
         hint = hint_for(pool, ctx)
+
+        def refresh() -> list[Tool]:
+            # a server that connected (or died) since the last turn changes what the model is offered
+            ctx.extra["tool_pool"] = fresh = self.tool_pool()
+            return request_tools(fresh, ctx)
+
         params = QueryParams(messages=list(self.messages),
                              system_prompt=[*self.config.system_prompt, *([hint] if hint else [])],
                              user_context=self.config.user_context, tools=request_tools(pool, ctx),
-                             refresh_tools=lambda: request_tools(pool, ctx),
+                             refresh_tools=refresh,
                              provider=self.provider, model=self.config.model, tool_context=self.tool_context,
                              can_use_tool=self.can_use_tool, max_turns=self.config.max_turns,
                              max_output_tokens=self.config.max_output_tokens,
