@@ -133,6 +133,17 @@ class PermissionPolicy:
             return PermissionDecision(PermissionBehavior.ALLOW)
         return self._ask_or_deny(name, f"{name} requires permission.")
 
+    def guard_path(self, tool_name: str, path: Path) -> None:
+        """Deny rules once more, at the moment of I/O: closes the window in which a path that
+        passed the permission check is swapped for a symlink into a denied place."""
+        from codeloop.permissions.rules import DecisionBehavior, evaluate
+        from codeloop.tools.base import ToolError
+
+        verdict = evaluate(tool_name, {"file_path": str(path)}, self.rules, cwd=str(self.cwd))
+        if verdict.behavior is DecisionBehavior.DENY:
+            raise ToolError(f"Permission to use {tool_name} on {path} has been denied: it now resolves to a "
+                            f"place matching the deny rule {verdict.matched_rule}.")
+
     def _ask_or_deny(self, name: str, why: str) -> PermissionDecision:
         if self.mode is PermissionMode.DONT_ASK:
             return PermissionDecision(PermissionBehavior.DENY, f"Permission to use {name} was not granted (dontAsk mode).")

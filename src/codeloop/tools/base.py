@@ -66,6 +66,8 @@ class ToolContext:
     ended_by_model: bool = False
     # PostToolUse hooks: (tool_name, input, response, tool_use_id) → PostToolFeedback | None
     post_tool_use: Callable[..., Any] | None = None
+    # Re-checks deny rules right before file I/O: (tool_name, path) → None, or raises ToolError.
+    path_guard: Callable[[str, Path], None] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def resolve(self, path: str) -> Path:

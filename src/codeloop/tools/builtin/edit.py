@@ -101,7 +101,7 @@ class EditTool(Tool):
     input_model: ClassVar[type[BaseModel]] = EditInput
 
     async def call(self, inp: EditInput, ctx: ToolContext) -> ToolResult:
-        path = resolve_file_path(ctx, inp.file_path)
+        path = resolve_file_path(ctx, inp.file_path, "Edit")
         return await asyncio.to_thread(self._edit, path, inp, ctx)
 
     def _edit(self, path: Path, inp: EditInput, ctx: ToolContext) -> ToolResult:

@@ -66,12 +66,17 @@ class ReadInput(BaseModel):
     )
 
 
-def resolve_file_path(ctx: ToolContext, file_path: str) -> Path:
+def resolve_file_path(ctx: ToolContext, file_path: str, tool: str = "Read") -> Path:
     """The absolute, `..`-free path used both for I/O and as the read_files key.
 
-    Symlinks are deliberately not resolved here: the key must match what the model passes.
+    Symlinks are deliberately not resolved here: the key must match what the model passes. The
+    permission guard is asked again right before the I/O, so a symlink swapped in after the
+    permission check (pointing into a denied place) is caught here.
     """
-    return Path(os.path.normpath(ctx.resolve(file_path)))
+    path = Path(os.path.normpath(ctx.resolve(file_path)))
+    if ctx.path_guard is not None:
+        ctx.path_guard(tool, path)
+    return path
 
 
 def snapshot(path: Path, data: bytes | None, *, partial: bool) -> FileReadRecord:

@@ -123,7 +123,7 @@ class WriteTool(Tool):
     input_model: ClassVar[type[BaseModel]] = WriteInput
 
     async def call(self, inp: WriteInput, ctx: ToolContext) -> ToolResult:
-        path = resolve_file_path(ctx, inp.file_path)
+        path = resolve_file_path(ctx, inp.file_path, "Write")
         return await asyncio.to_thread(self._write, path, inp.content, ctx)
 
     def _write(self, path: Path, content: str, ctx: ToolContext) -> ToolResult:

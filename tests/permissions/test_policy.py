@@ -1,0 +1,70 @@
+"""The combined policy: rules + modes + protected paths, and the open-time path guard."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from codeloop.permissions.policy import PermissionMode, PermissionPolicy
+from codeloop.tools.base import PermissionBehavior, ToolContext, ToolError
+from codeloop.tools.registry import builtin_tools, find_tool, parse_tool_input
+
+
+def decide(policy, name, raw):
+    import asyncio
+    tool = find_tool(builtin_tools(), name)
+    inp = parse_tool_input(tool, raw)
+    ctx = ToolContext(cwd=policy.cwd, project_dir=policy.cwd)
+    opinion = asyncio.run(tool.check_permissions(inp, ctx))
+    return policy.decide(tool, inp, opinion, raw).behavior
+
+
+def test_symlink_swapped_between_check_and_open_is_refused(tmp_path):
+    secret = tmp_path / "secrets"
+    secret.mkdir()
+    (secret / "key").write_text("hunter2")
+    (tmp_path / "notes.txt").write_text("harmless")
+    policy = PermissionPolicy(cwd=tmp_path, settings_rules=[("deny", "Read(secrets/**)", "cli")])
+    assert decide(policy, "Read", {"file_path": str(tmp_path / "notes.txt")}) is PermissionBehavior.ALLOW
+    # after the check, notes.txt becomes a symlink into the denied folder
+    os.remove(tmp_path / "notes.txt")
+    os.symlink(secret / "key", tmp_path / "notes.txt")
+    read = find_tool(builtin_tools(), "Read")
+    ctx = ToolContext(cwd=tmp_path, project_dir=tmp_path, path_guard=policy.guard_path)
+    import asyncio
+    with pytest.raises(ToolError, match="deny rule"):
+        asyncio.run(read.call(parse_tool_input(read, {"file_path": str(tmp_path / "notes.txt")}), ctx))
+
+
+def test_not_yet_existing_path_later_made_a_symlink(tmp_path):
+    denied = tmp_path / "denied"
+    denied.mkdir()
+    policy = PermissionPolicy(cwd=tmp_path, mode=PermissionMode.ACCEPT_EDITS,
+                              settings_rules=[("deny", "Edit(denied/**)", "cli")])
+    target = tmp_path / "new.txt"
+    assert decide(policy, "Write", {"file_path": str(target), "content": "x"}) is PermissionBehavior.ALLOW
+    os.symlink(denied / "planted.txt", target)
+    write = find_tool(builtin_tools(), "Write")
+    ctx = ToolContext(cwd=tmp_path, project_dir=tmp_path, path_guard=policy.guard_path)
+    import asyncio
+    with pytest.raises(ToolError, match="deny rule"):
+        asyncio.run(write.call(parse_tool_input(write, {"file_path": str(target), "content": "x"}), ctx))
+    assert not (denied / "planted.txt").exists()
+
+
+@pytest.mark.parametrize("mode", list(PermissionMode))
+def test_protected_paths_in_every_mode(tmp_path, mode, monkeypatch):
+    monkeypatch.setenv("CODELOOP_CONFIG_DIR", str(tmp_path / "cfg"))
+    policy = PermissionPolicy(cwd=tmp_path, mode=mode, allow=["Write", "Edit"])
+    for target in (tmp_path / ".claude" / "settings.json", tmp_path / ".codeloop" / "settings.local.json",
+                   tmp_path / "cfg" / "settings.json", tmp_path / "cfg" / "projects" / "x" / "s.jsonl"):
+        assert decide(policy, "Write", {"file_path": str(target), "content": "{}"}) is PermissionBehavior.DENY
+
+
+def test_deny_beats_allow_and_plan_refuses_writes(tmp_path):
+    p = PermissionPolicy(cwd=tmp_path, allow=["Bash"], deny=["Bash(rm:*)"])
+    assert decide(p, "Bash", {"command": "ls"}) is PermissionBehavior.ALLOW
+    assert decide(p, "Bash", {"command": "rm -rf x"}) is PermissionBehavior.DENY
+    plan = PermissionPolicy(cwd=tmp_path, mode=PermissionMode.PLAN, allow=["Write"])
+    assert decide(plan, "Write", {"file_path": str(tmp_path / "a"), "content": ""}) is PermissionBehavior.DENY
+    assert decide(plan, "Read", {"file_path": str(tmp_path / "a")}) is PermissionBehavior.ALLOW
