@@ -193,3 +193,12 @@ def test_session_start_end_and_pre_compact_hooks(tmp_path):
     names = [(e["hook_event_name"], e.get("source") or e.get("trigger") or e.get("reason")) for e in events]
     assert ("SessionStart", "startup") in names and ("PreCompact", "manual") in names
     assert sum(n == "SessionEnd" for n, _ in names) == 2
+
+
+def test_invalid_rule_is_reported_and_ignored(tmp_path):
+    write_settings(tmp_path / ".cfg" / "settings.json", {"permissions": {"allow": ["Bash(echo hi", "Write"]}})
+    api = ScriptedAPI(sse(tool_use("Write", {"file_path": str(tmp_path / "w.txt"), "content": "x"})), sse(text("ok")))
+    with api.serve() as url:
+        r = codeloop(["-p", "go"], cwd=tmp_path, base_url=url)
+    assert r.returncode == 0 and (tmp_path / "w.txt").read_text() == "x"   # the valid rule still applies
+    assert "ignored permission rule 'Bash(echo hi'" in r.stderr

@@ -120,6 +120,9 @@ UNSUPPORTED = ("effort", "include_hook_events", "resume_session_at", "resume_dro
 def main(argv: list[str] | None = None) -> int:
     # httpcore probes for trio at import (~70 ms where it is installed); the CLI runs on asyncio only.
     sys.modules.setdefault("trio", None)  # type: ignore[arg-type]
+    # `import httpx` loads its own CLI module when rich is installed (rich + click + pygments, ~50 ms);
+    # httpx falls back to a stub without it.
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["sessions"]:
         from codeloop.cli.sessions_cmd import sessions_main

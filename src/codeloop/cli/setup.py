@@ -91,7 +91,6 @@ def _tools(args: argparse.Namespace, agent_definitions: dict):
 
 def _load_history(args: argparse.Namespace, cwd: Path) -> tuple[str, list, list, list[str], list[dict]]:
     """(session_id, messages, permission denials, warnings, entries) for a new or resumed session."""
-    from codeloop.context.resume import load_from_last_boundary
     from codeloop.session import store
 
     if args.resume and args.continue_:
@@ -124,6 +123,8 @@ def _load_history(args: argparse.Namespace, cwd: Path) -> tuple[str, list, list,
         if path is None:
             raise SetupError(f"No conversation found with session ID: {sid}")
     # After a compaction only what follows the last boundary is history; the rest stays on disk.
+    from codeloop.context.resume import load_from_last_boundary
+
     loaded = load_from_last_boundary(path)
     if args.fork_session:
         # the fork starts as a copy of the original transcript under a new id; the original is untouched
@@ -200,7 +201,6 @@ def build_conversation(args: argparse.Namespace, *, interactive: bool) -> tuple[
         max_turns=args.max_turns, persist=not args.no_session_persistence, interactive=interactive)
     conv = Conversation(config, provider, session_id=session_id, messages=messages, denials=denials,
                         entries=entries)
-    warnings += config.policy.rule_errors if config.policy.rules is not None else []
     conv.settings, conv.trusted = settings, trusted_of(args, cwd)
     return conv, warnings
 

@@ -198,6 +198,9 @@ class Conversation:
             inp, raw = parse_tool_input(tool, updated), dict(updated)
         opinion = await tool.check_permissions(inp, ctx)
         decision = self.config.policy.decide(tool, inp, opinion, raw)
+        while self.config.policy.rule_errors:  # rules are parsed on first use; say what was ignored
+            self.hooks.pending_notices.append(SystemEvent("settings_warning", self.config.policy.rule_errors.pop(0),
+                                                          "warning"))
         # A hook's "allow" answers the question a prompt would ask; it never lifts a deny rule.
         if hook_says == "allow" and decision.behavior is PermissionBehavior.ASK:
             decision = PermissionDecision(PermissionBehavior.ALLOW)
