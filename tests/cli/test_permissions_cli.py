@@ -1,7 +1,6 @@
 """Settings, trust, permission rules, modes and hooks through the real CLI (issue 5)."""
 
 import json
-import os
 import stat
 
 from fakeapi import ScriptedAPI, sse, text, tool_use

@@ -2,7 +2,6 @@
 
 import copy
 
-import pytest
 
 from codeloop.context.collapse import ContextCollapse
 from codeloop.context.pipeline import (CLEARED_STUB, CompactTracking, ContentReplacementState, ContextPipeline,

@@ -1,7 +1,6 @@
 """QueryEngine (spec 001) on the real loop against the scripted fake API: stop rules, event shapes,
 compaction, persistence, structured output, sync/async entry points."""
 
-import asyncio
 import json
 from pathlib import Path
 

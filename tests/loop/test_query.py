@@ -2,19 +2,14 @@
 
 import asyncio
 
-import pytest
 
 from fakeapi import ScriptedAPI, error, sse, text, tool_use
-from codeloop.abort import AbortController, AbortReason
-from codeloop.events import AssistantEvent, AttachmentEvent, PermissionDenied, Terminal, UserEvent
+from codeloop.abort import AbortReason
+from codeloop.events import AssistantEvent, AttachmentEvent, PermissionDenied, UserEvent
 from codeloop.loop.query import query
 from loophelpers import make_params, run, terminal
 from codeloop.loop.state import TerminalReason
-from codeloop.messages import user_message
 from codeloop.permissions.policy import PermissionMode, PermissionPolicy
-from codeloop.providers.anthropic import AnthropicProvider
-from codeloop.tools.base import PermissionBehavior, PermissionDecision, ToolContext
-from codeloop.tools.registry import builtin_tools
 
 
 async def test_text_answer_completes_and_sends_context(tmp_path):

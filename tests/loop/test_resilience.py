@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 from fakeapi import ScriptedAPI, error, sse, text, thinking, tool_use
 from loophelpers import make_params, run, run_until, terminal
 from codeloop.abort import AbortReason
-from codeloop.events import (ApiCallEvent, AssistantEvent, AttachmentEvent, CompactBoundary, StreamEvent,
+from codeloop.events import (AssistantEvent, AttachmentEvent, CompactBoundary, StreamEvent,
                              SystemEvent, Tombstone, UserEvent)
 from codeloop.input.queue import CommandQueue, Priority, QueuedCommand, QueueMode
 from codeloop.loop.recovery import DrainResult, StopHookOutcome

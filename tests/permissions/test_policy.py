@@ -1,7 +1,6 @@
 """The combined policy: rules + modes + protected paths, and the open-time path guard."""
 
 import os
-from pathlib import Path
 
 import pytest
 

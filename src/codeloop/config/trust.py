@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -83,22 +82,9 @@ def is_trusted(path: Path | str) -> bool:
 
 
 def _write(folders: dict[str, dict[str, Any]]) -> None:
-    path = trust_file_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".trusted-folders.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump({"folders": folders}, f, indent=2, sort_keys=True)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    from codeloop.fsutil import atomic_write_json
+
+    atomic_write_json(trust_file_path(), {"folders": folders}, indent=2, sort_keys=True)
 
 
 def _set_aside_corrupt() -> str | None:

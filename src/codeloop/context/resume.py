@@ -13,11 +13,11 @@ import gc
 import json
 import mmap
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from codeloop.messages import Message
-from codeloop.session.transcript import (LoadedTranscript, entry_to_message, load_transcript,
-                                         repair_dangling_tool_uses)
+from codeloop.session.transcript import (LoadedTranscript, load_transcript,
+                                         messages_from_entries)
 
 # json.dumps never escapes these quotes in a real key/value, while inside message text they
 # appear as \"compact_boundary\" — the byte before the match tells the two apart.
@@ -30,23 +30,7 @@ def is_compact_boundary(entry: Any) -> bool:
         or (entry.get("type") == "system" and entry.get("subtype") == "compact_boundary"))
 
 
-def _messages_from(entries: Iterable[dict[str, Any]]) -> tuple[list[Message], int]:
-    messages: list[Message] = []
-    tombstoned: set[Any] = set()
-    corrupt = 0
-    for entry in entries:
-        kind = entry.get("type")
-        if kind in ("user", "assistant"):
-            msg = entry_to_message(entry)
-            if msg is None:
-                corrupt += 1
-            else:
-                messages.append(msg)
-        elif kind == "tombstone":
-            tombstoned.add(entry.get("targetUuid"))
-    if tombstoned:
-        messages = [m for m in messages if m.uuid not in tombstoned]
-    return repair_dangling_tool_uses(messages), corrupt
+
 
 
 def messages_after_last_boundary(entries: list[dict[str, Any]]) -> list[Message]:
@@ -56,7 +40,7 @@ def messages_after_last_boundary(entries: list[dict[str, Any]]) -> list[Message]
         if is_compact_boundary(entries[i]):
             start = i + 1
             break
-    return _messages_from(e for e in entries[start:] if isinstance(e, dict))[0]
+    return messages_from_entries(e for e in entries[start:] if isinstance(e, dict))[0]
 
 
 def _parse(line: bytes) -> dict[str, Any] | None:
@@ -115,7 +99,7 @@ def load_from_last_boundary(path: Path | str) -> LoadedTranscript:
                 corrupt += 1
             else:
                 entries.append(entry)
-        messages, bad = _messages_from(entries)
+        messages, bad = messages_from_entries(entries)
     finally:
         if gc_was_enabled:
             gc.enable()

@@ -8,7 +8,6 @@ tool_result for every tool_use it sent.
 
 from __future__ import annotations
 
-import asyncio
 import os
 from dataclasses import dataclass, field, replace
 from typing import Any, AsyncIterator, Callable

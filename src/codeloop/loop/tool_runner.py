@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
+    pass
 
 import logging
 from contextvars import ContextVar

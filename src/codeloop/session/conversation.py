@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
+    pass
 
 from dataclasses import dataclass, field
 from pathlib import Path

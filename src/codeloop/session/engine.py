@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import tempfile
 from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
 from pathlib import Path
 from typing import Any, AsyncIterator, Iterator
 
+from codeloop.fsutil import atomic_write_json
 from codeloop.events import (AssistantEvent, CompactBoundary, PermissionDenied, SystemEvent, Terminal)
 from codeloop.loop.state import TerminalReason
 from codeloop.loop.structured import StructuredEvent, run_structured
@@ -315,7 +314,7 @@ class QueryEngine:
                 "usage_by_model": {m: u.to_dict() for m, u in self.conv.usage_by_model.items()},
                 "permission_denials": list(self.conv.permission_denials),
                 "transcript": str(self.conv.transcript_path)}
-        _atomic_write_json(self.summary_path, data)
+        atomic_write_json(self.summary_path, data, dir_mode=0o700, ensure_ascii=False, indent=2, default=str)
         return str(self.summary_path)
 
     @classmethod
@@ -384,30 +383,6 @@ def _count_prompts(path: Path) -> int:
         return (e.get("type") == "user" and not e.get("isMeta")
                 and not any(isinstance(b, dict) and b.get("type") == "tool_result" for b in blocks))
     return sum(1 for e in load_transcript(path).entries if is_prompt(e))
-
-
-def _atomic_write_json(path: Path, data: dict[str, Any]) -> None:
-    # temp file in the same directory + fsync + rename + fsync(dir): readers see the old file or
-    # the new one, never a torn one, even across a crash.
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd, tmp = tempfile.mkstemp(prefix=".engine-", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, ensure_ascii=False, indent=2, default=str)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    dfd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
 
 
 def _build_conversation(config: QueryEngineConfig, provider: Any, session_id: str | None, *,

@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator
+from typing import Any, Iterable, BinaryIO, Iterator
 
 from codeloop import __version__
 from codeloop.messages import Message, new_uuid, tool_result_block
@@ -352,8 +352,6 @@ def load_transcript(path: Path | str) -> LoadedTranscript:
 
 def _load(path: Path, data: bytes) -> LoadedTranscript:
     entries: list[dict[str, Any]] = []
-    messages: list[Message] = []
-    tombstoned: set[Any] = set()
     corrupt = 0
     last_uuid = None
     for line in data.split(b"\n"):
@@ -367,6 +365,19 @@ def _load(path: Path, data: bytes) -> LoadedTranscript:
         uid = entry.get("uuid")
         if isinstance(uid, str) and uid:
             last_uuid = uid
+    messages, unreadable = messages_from_entries(entries)
+    corrupt += unreadable
+    warnings = [f"skipped {corrupt} corrupt line(s) in {path}"] if corrupt else []
+    return LoadedTranscript(messages=messages, entries=entries, warnings=warnings, last_uuid=last_uuid)
+
+
+def messages_from_entries(entries: Iterable[dict[str, Any]]) -> tuple[list[Message], int]:
+    """The API-valid history an entry list describes (tombstones applied, dangling tool_uses
+    repaired), and how many message entries could not be read."""
+    messages: list[Message] = []
+    tombstoned: set[Any] = set()
+    corrupt = 0
+    for entry in entries:
         kind = entry.get("type")
         if kind in MESSAGE_TYPES:
             msg = entry_to_message(entry)
@@ -379,9 +390,7 @@ def _load(path: Path, data: bytes) -> LoadedTranscript:
             tombstoned.add(entry.get("targetUuid"))
     if tombstoned:
         messages = [m for m in messages if m.uuid not in tombstoned]
-    warnings = [f"skipped {corrupt} corrupt line(s) in {path}"] if corrupt else []
-    return LoadedTranscript(messages=repair_dangling_tool_uses(messages), entries=entries,
-                            warnings=warnings, last_uuid=last_uuid)
+    return repair_dangling_tool_uses(messages), corrupt
 
 
 def repair_dangling_tool_uses(messages: list[Message]) -> list[Message]:

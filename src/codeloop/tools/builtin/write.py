@@ -11,7 +11,6 @@ import asyncio
 import difflib
 import hashlib
 import os
-import tempfile
 from pathlib import Path
 from typing import ClassVar
 
@@ -80,29 +79,16 @@ def _current_umask() -> int:
 def atomic_write(path: Path, data: bytes) -> None:
     """Replace `path` with `data` so readers never see a half-written file.
 
-    The temp file lives beside the target so os.replace stays a same-filesystem rename; an
-    existing file keeps its permission bits, and a symlink keeps pointing at the file it names.
+    An existing file keeps its permission bits, and a symlink keeps pointing at the file it names.
     """
+    from codeloop.fsutil import atomic_write as replace_file
+
     target = Path(os.path.realpath(path))
-    target.parent.mkdir(parents=True, exist_ok=True)
     try:
         mode = target.stat().st_mode & 0o7777
     except FileNotFoundError:
         mode = 0o666 & ~_current_umask()
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    replace_file(target, data, mode=mode)
 
 
 def unified_diff(old: str, new: str, path: Path) -> str:
