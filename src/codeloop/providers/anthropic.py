@@ -14,7 +14,7 @@ from typing import Any, AsyncIterator
 import httpx
 
 from codeloop.providers.base import ModelRequest
-from codeloop.providers.errors import APIConnectionError, APIStatusError, AuthenticationError
+from codeloop.providers.errors import transport_errors, APIConnectionError, APIStatusError, AuthenticationError
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
@@ -91,7 +91,7 @@ class AnthropicProvider:
         from httpx_sse import EventSource
 
         saw_stop = False
-        try:
+        with transport_errors(self.base_url):
             async with self._client.stream("POST", "/v1/messages", json=request.body()) as resp:
                 if resp.status_code != 200:
                     raise _status_error(resp.status_code, await resp.aread(), resp.headers)
@@ -112,14 +112,6 @@ class AnthropicProvider:
                     yield event
                     if etype == "message_stop":
                         saw_stop = True
-        except httpx.TimeoutException as exc:
-            raise APIConnectionError(f"request to {self.base_url} timed out ({type(exc).__name__})",
-                                     mid_stream=True) from exc
-        except httpx.ConnectError as exc:
-            raise APIConnectionError(f"could not connect to {self.base_url}: {exc or type(exc).__name__}") from exc
-        except (httpx.ReadError, httpx.RemoteProtocolError, httpx.WriteError) as exc:
-            raise APIConnectionError(f"connection to {self.base_url} dropped: {exc or type(exc).__name__}",
-                                     mid_stream=True) from exc
         if not saw_stop:
             raise APIConnectionError("the response stream ended before message_stop", mid_stream=True)
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+from typing import Iterator
+
 
 class ProviderError(Exception):
     """Base class: anything that went wrong talking to the model."""
@@ -62,3 +65,19 @@ class APIConnectionError(ProviderError):
 
 class AuthenticationError(ProviderError):
     """No usable credentials: raised before any request is sent."""
+
+
+@contextlib.contextmanager
+def transport_errors(base_url: str) -> Iterator[None]:
+    """Turn httpx's transport failures into `APIConnectionError`s that say where and how."""
+    import httpx
+
+    try:
+        yield
+    except httpx.TimeoutException as exc:
+        raise APIConnectionError(f"request to {base_url} timed out ({type(exc).__name__})", mid_stream=True) from exc
+    except httpx.ConnectError as exc:
+        raise APIConnectionError(f"could not connect to {base_url}: {exc or type(exc).__name__}") from exc
+    except (httpx.ReadError, httpx.RemoteProtocolError, httpx.WriteError) as exc:
+        raise APIConnectionError(f"connection to {base_url} dropped: {exc or type(exc).__name__}",
+                                 mid_stream=True) from exc

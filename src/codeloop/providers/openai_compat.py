@@ -19,7 +19,7 @@ from urllib.parse import urlparse
 import httpx
 
 from codeloop.providers.base import ModelRequest
-from codeloop.providers.errors import APIConnectionError, APIStatusError, AuthenticationError
+from codeloop.providers.errors import transport_errors, APIConnectionError, APIStatusError, AuthenticationError
 from codeloop.providers.openai_translate import StreamTranslator, chat_body
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -132,7 +132,7 @@ class OpenAICompatProvider:
 
         translator = StreamTranslator(request.model)
         done = False
-        try:
+        with transport_errors(self.base_url):
             async with self._client.stream("POST", "/chat/completions", json=self.request_body(request)) as resp:
                 if resp.status_code != 200:
                     raise _status_error(resp.status_code, await resp.aread(), resp.headers)
@@ -154,14 +154,6 @@ class OpenAICompatProvider:
                         raise error_from_payload(None, chunk, "stream error")
                     for event in translator.feed(chunk):
                         yield event
-        except httpx.TimeoutException as exc:
-            raise APIConnectionError(f"request to {self.base_url} timed out ({type(exc).__name__})",
-                                     mid_stream=True) from exc
-        except httpx.ConnectError as exc:
-            raise APIConnectionError(f"could not connect to {self.base_url}: {exc or type(exc).__name__}") from exc
-        except (httpx.ReadError, httpx.RemoteProtocolError, httpx.WriteError) as exc:
-            raise APIConnectionError(f"connection to {self.base_url} dropped: {exc or type(exc).__name__}",
-                                     mid_stream=True) from exc
         # A finish_reason is the real end of the answer; [DONE] alone (no finish) is accepted as
         # end_turn. Neither means the connection was cut.
         if not done and translator.finish_reason is None:
