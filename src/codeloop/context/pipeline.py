@@ -4,7 +4,7 @@
 2. `snip`                     — oversized blocks trimmed to head + tail, structure kept
 3. `microcompact`             — old tool results cleared to a stub, keyed by tool_use_id
 4. context collapse           — read-time folding of staged spans (see collapse.py)
-5. `autocompact`              — summary compaction near the model's limit, with a breaker
+5. `autocompact`              — summary compaction near the model's limit (autocompact.py)
 
 Every stage is a pure function of (messages, state): input messages are never mutated and a
 decision, once taken for a tool_use_id, is replayed identically on every later call, so the
@@ -20,11 +20,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterable
 
+from codeloop.context.autocompact import (CompactTracking, autocompact, autocompact_ratio,  # noqa: F401
+                                          autocompact_threshold, should_autocompact)
 from codeloop.context.collapse import ContextCollapse
 from codeloop.context.tokens import TokenCounter, find_last_usage
 from codeloop.loop.recovery import CompactOutcome
 from codeloop.messages import Message
-from codeloop.providers.models import context_window, output_reserve
 
 PREVIEW_CHARS = 2_000
 DEFAULT_TOOL_RESULT_BUDGET_CHARS = 300_000
@@ -33,8 +34,6 @@ DEFAULT_KEEP_RECENT_TURNS = 8
 CLEARED_STUB = "[Old tool result content cleared]"
 CLEARABLE_TOOLS = frozenset({"Read", "Bash", "Grep", "Glob", "WebFetch", "WebSearch", "Edit", "Write",
                              "NotebookEdit", "LS"})
-DEFAULT_AUTOCOMPACT_RATIO = 0.92
-MAX_CONSECUTIVE_COMPACT_FAILURES = 3
 _UNSAFE_ID = re.compile(r"[^A-Za-z0-9_.-]")
 
 
@@ -280,67 +279,6 @@ def microcompact(messages: list[Message], *, keep_recent_turns: int = DEFAULT_KE
     if not state.cleared:
         return list(messages)
     return _rewrite(messages, state.cleared, lambda _: CLEARED_STUB, state.memo)
-
-
-# -- 5. autocompact --------------------------------------------------------------------------------
-def autocompact_ratio() -> float:
-    raw = os.environ.get("CODELOOP_AUTOCOMPACT_PCT", "").strip().rstrip("%")
-    try:
-        pct = float(raw)
-    except ValueError:
-        return DEFAULT_AUTOCOMPACT_RATIO
-    return pct / 100 if 0 < pct <= 100 else DEFAULT_AUTOCOMPACT_RATIO
-
-
-def autocompact_threshold(model: str, *, threshold_ratio: float | None = None,
-                          output_reserve_tokens: int | None = None) -> int:
-    ratio = autocompact_ratio() if threshold_ratio is None else threshold_ratio
-    reserve = output_reserve(model) if output_reserve_tokens is None else output_reserve_tokens
-    return int((context_window(model) - reserve) * ratio)
-
-
-def should_autocompact(token_estimate: int, model: str, *, threshold_ratio: float | None = None,
-                       output_reserve: int | None = None) -> bool:
-    """True once the next request reaches (window − output reserve) × ratio (default 92%)."""
-    return token_estimate >= autocompact_threshold(model, threshold_ratio=threshold_ratio,
-                                                   output_reserve_tokens=output_reserve)
-
-
-@dataclass
-class CompactTracking:
-    """Autocompact bookkeeping across turns (mutable; the pipeline owns one per conversation)."""
-    consecutive_failures: int = 0
-    compactions: int = 0
-    last_error: str | None = None
-
-    @property
-    def tripped(self) -> bool:
-        return self.consecutive_failures >= MAX_CONSECUTIVE_COMPACT_FAILURES
-
-
-async def autocompact(messages: list[Message], compactor: Any, tracking: CompactTracking, *,
-                      token_estimate: int, model: str, threshold_ratio: float | None = None,
-                      output_reserve: int | None = None, **compact_kwargs: Any) -> CompactOutcome | None:
-    """Compact when over the threshold; after 3 failures in a row stop trying (the breaker).
-
-    A failed autocompact is not fatal: the request still goes out, and the reactive path
-    (prompt-too-long recovery) remains as the last resort.
-    """
-    if compactor is None or tracking.tripped:
-        return None
-    if not should_autocompact(token_estimate, model, threshold_ratio=threshold_ratio,
-                              output_reserve=output_reserve):
-        return None
-    try:
-        outcome = await compactor.compact(messages, trigger="auto", **compact_kwargs)
-    except Exception as err:  # noqa: BLE001 — any failure counts towards the breaker
-        tracking.consecutive_failures += 1
-        tracking.last_error = str(err) or type(err).__name__
-        return None
-    tracking.consecutive_failures = 0
-    tracking.compactions += 1
-    outcome.pre_tokens = token_estimate
-    return outcome
 
 
 # -- the pipeline ----------------------------------------------------------------------------------
