@@ -333,3 +333,13 @@ def test_compact_slash_command_in_print_mode_and_resume_from_boundary(tmp_path):
     sent = " ".join(b.get("text", "") for m in api.requests[2].messages for b in m["content"])
     assert "We talked about tabs." in sent and "first answer" not in sent and "Rule: tabs." in sent
     assert r3.stdout == "after compaction\n"
+
+
+def test_unwritable_transcript_warns_and_the_run_still_answers(tmp_path):
+    cfg = tmp_path / "cfgfile"
+    cfg.write_text("not a directory")   # the transcript folder cannot be created under a file
+    api = ScriptedAPI(sse(text("answered anyway")))
+    with api.serve() as url:
+        r = codeloop(["-p", "hi"], cwd=tmp_path, base_url=url, env={"CODELOOP_CONFIG_DIR": str(cfg)})
+    assert r.returncode == 0 and r.stdout == "answered anyway\n"
+    assert "cannot write session transcript" in r.stderr and "Traceback" not in r.stderr

@@ -246,8 +246,7 @@ class StreamJsonSession:
             return
         finally:
             self.abort = None
-            if conv.writer is not None:
-                conv.writer.sync()
+            conv.sync()
         result = build_result(conv, conv.last_terminal, started=started, final_text=printer.final_text,
                               stop_reason=printer.stop_reason)
         apply_structured(result, structured)

@@ -219,12 +219,25 @@ class Conversation:
 
     # -- transcript ------------------------------------------------------------------------------
     def _write(self, msg: Message) -> None:
-        if self.writer is not None:
-            self.writer.append_message(msg)
+        self._persist(lambda w: w.append_message(msg))
 
     def _write_entry(self, entry: dict[str, Any]) -> None:
-        if self.writer is not None:
-            self.writer.append_entry(entry)
+        self._persist(lambda w: w.append_entry(entry))
+
+    def _persist(self, write: Callable[[Any], Any]) -> None:
+        """A transcript that cannot be written (disk full, read-only) must not end the session:
+        say so once, loudly, and carry on without one."""
+        if self.writer is None:
+            return
+        from codeloop.session.transcript import TranscriptError
+
+        try:
+            write(self.writer)
+        except TranscriptError as exc:
+            self.writer = None
+            self.hooks.pending_notices.append(SystemEvent(
+                "transcript_error", f"{exc}. Continuing WITHOUT a transcript: this session cannot be resumed.",
+                "error"))
 
     async def aclose(self, reason: str = "other") -> None:
         """End the session: SessionEnd hooks, then the transcript is synced and closed."""
@@ -235,9 +248,13 @@ class Conversation:
             if self.mcp is not None:
                 await self.mcp.aclose()
 
+    def sync(self) -> None:
+        """fsync the transcript (turn ends)."""
+        self._persist(lambda w: w.sync())
+
     def close(self) -> None:
+        self.sync()
         if self.writer is not None:
-            self.writer.sync()
             self.writer.close()
 
     # -- the turn --------------------------------------------------------------------------------
@@ -309,8 +326,7 @@ class Conversation:
                 for notice in self.hooks.drain_notices():
                     yield notice
         finally:
-            if self.writer is not None:
-                self.writer.sync()
+            self.sync()
 
     async def compact(self, focus: str | None = None) -> AsyncIterator[Event]:
         """Manual `/compact [focus]`: summarise the history now and continue from the summary."""
@@ -321,8 +337,7 @@ class Conversation:
                                                **self.compact_context())
         ev = CompactBoundary("manual", outcome.pre_tokens, outcome.messages)
         self._record(ev)
-        if self.writer is not None:
-            self.writer.sync()
+        self.sync()
         yield ev
         done = Terminal(TerminalReason.COMPLETED, 0)
         self._record(done)
