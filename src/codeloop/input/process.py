@@ -69,12 +69,7 @@ def expand_pasted_text(value: str, pasted: dict[Any, dict[str, Any]] | None) -> 
 
 def add_to_context(conv: "Conversation", messages: list[Message]) -> None:
     """Record messages that reach the model with the next request, without a model call now."""
-    for m in messages:
-        conv.messages.append(m)
-        if conv.writer is not None:
-            conv.writer.append_message(m)
-    if conv.writer is not None and messages:
-        conv.writer.sync()
+    conv.add_messages(messages)
 
 
 # -- bash mode ------------------------------------------------------------------------------------

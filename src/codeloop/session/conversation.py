@@ -248,6 +248,14 @@ class Conversation:
             if self.mcp is not None:
                 await self.mcp.aclose()
 
+    def add_messages(self, messages: list[Message]) -> None:
+        """Add messages to the history without a model call (REPL `!cmd` output, @file attachments)."""
+        for m in messages:
+            self.messages.append(m)
+            self._write(m)
+        if messages:
+            self.sync()
+
     def sync(self) -> None:
         """fsync the transcript (turn ends)."""
         self._persist(lambda w: w.sync())
