@@ -201,3 +201,23 @@ def test_invalid_rule_is_reported_and_ignored(tmp_path):
         r = codeloop(["-p", "go"], cwd=tmp_path, base_url=url)
     assert r.returncode == 0 and (tmp_path / "w.txt").read_text() == "x"   # the valid rule still applies
     assert "ignored permission rule 'Bash(echo hi'" in r.stderr
+
+
+def test_read_deny_rules_also_hide_files_from_grep_and_glob(tmp_path):
+    cfg = tmp_path.parent / (tmp_path.name + "-cfg")   # keep the transcript out of the searched tree
+    write_settings(cfg / "settings.json", {"permissions": {"deny": ["Read(.env)"]}})
+    (tmp_path / ".env").write_text("API_SECRET=hunter2\n")
+    (tmp_path / "app.py").write_text("API_SECRET = os.environ['API_SECRET']\n")
+    api = ScriptedAPI(sse(tool_use("Grep", {"pattern": "API_SECRET", "output_mode": "content"}, id="g"),
+                          tool_use("Glob", {"pattern": "**/*"}, id="l"),
+                          tool_use("Grep", {"pattern": "hunter2", "output_mode": "files_with_matches"}, id="f")),
+                      sse(text("ok")))
+    with api.serve() as url:
+        r = codeloop(["-p", "find secrets"], cwd=tmp_path, base_url=url, env={"CODELOOP_CONFIG_DIR": str(cfg)})
+    assert r.returncode == 0, r.stderr
+    results = {b["tool_use_id"]: b["content"] for b in api.requests[1].messages[-1]["content"]
+               if b["type"] == "tool_result"}
+    env_file = str(tmp_path / ".env")
+    assert "app.py" in results["g"] and "hunter2" not in results["g"] and env_file not in results["g"]
+    assert "app.py" in results["l"] and env_file not in results["l"]
+    assert results["f"] == "No files found"

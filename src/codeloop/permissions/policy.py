@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from codeloop.tools.base import PermissionBehavior, PermissionDecision, Tool
 
@@ -143,6 +143,17 @@ class PermissionPolicy:
         if verdict.behavior is DecisionBehavior.DENY:
             raise ToolError(f"Permission to use {tool_name} on {path} has been denied: it now resolves to a "
                             f"place matching the deny rule {verdict.matched_rule}.")
+
+    def read_filter(self) -> "Callable[[Path], bool] | None":
+        """A `path → denied?` check for search tools, or None when no deny rule targets reads."""
+        if not any(r.tool == "Read" and r.specifier for r in self.rules.deny):
+            return None
+        from codeloop.permissions.rules import DecisionBehavior, evaluate
+
+        def denied(path: Path) -> bool:
+            verdict = evaluate("Read", {"file_path": str(path)}, self.rules, cwd=str(self.cwd))
+            return verdict.behavior is DecisionBehavior.DENY
+        return denied
 
     def _ask_or_deny(self, name: str, why: str) -> PermissionDecision:
         if self.mode is PermissionMode.DONT_ASK:

@@ -88,6 +88,7 @@ class Conversation:
         self.side_listeners: list[Callable[[Event], None]] = []
         self.mcp: Any = None
         self._started = False
+        self._read_filter_ready = False
         self.hooks = ConversationHooks(self._hook_runner())
         self._wire_tool_context()
         self._setup_context(entries or [])
@@ -198,6 +199,9 @@ class Conversation:
             inp, raw = parse_tool_input(tool, updated), dict(updated)
         opinion = await tool.check_permissions(inp, ctx)
         decision = self.config.policy.decide(tool, inp, opinion, raw)
+        if not self._read_filter_ready:  # rules are parsed on first use, not at start-up
+            self._read_filter_ready = True
+            ctx.read_denied = self.tool_context.read_denied = self.config.policy.read_filter()
         while self.config.policy.rule_errors:  # rules are parsed on first use; say what was ignored
             self.hooks.pending_notices.append(SystemEvent("settings_warning", self.config.policy.rule_errors.pop(0),
                                                           "warning"))

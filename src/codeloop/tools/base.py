@@ -68,6 +68,9 @@ class ToolContext:
     post_tool_use: Callable[..., Any] | None = None
     # Re-checks deny rules right before file I/O: (tool_name, path) → None, or raises ToolError.
     path_guard: Callable[[str, Path], None] | None = None
+    # Deny rules for reading, for tools that search many files (Grep, Glob): path → denied?
+    # None when no rule could deny a read, so searches pay nothing.
+    read_denied: Callable[[Path], bool] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def resolve(self, path: str) -> Path:

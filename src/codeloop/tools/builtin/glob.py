@@ -180,6 +180,8 @@ class GlobTool(Tool):
         if not root.is_dir():
             raise ToolError(f"Path is not a directory: {root}")
         matches = await asyncio.to_thread(lambda: newest_first(find_files(root, inp.pattern)))
+        if ctx.read_denied is not None:  # files a Read deny rule covers are not listed either
+            matches = [m for m in matches if not ctx.read_denied(Path(m))]
         truncated = len(matches) > MAX_RESULTS
         shown = matches[:MAX_RESULTS]
         data = {"filenames": shown, "numFiles": len(shown), "truncated": truncated}

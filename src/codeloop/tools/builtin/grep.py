@@ -155,7 +155,20 @@ class GrepTool(Tool):
             entries = await _ripgrep(rg, inp, root, ctx)
         else:
             entries = await asyncio.to_thread(_python_grep, inp, root)
+        if ctx.read_denied is not None:
+            entries = await asyncio.to_thread(_drop_denied, entries, root, ctx.read_denied)
         return _format(inp, entries)
+
+
+def _drop_denied(entries: list[str], root: Path, denied: Callable[[Path], bool]) -> list[str]:
+    """Remove every output line that comes from a file a Read deny rule covers, so searching a
+    parent folder cannot reveal what reading the file directly would not."""
+    files = [Path(root)] if root.is_file() else [Path(p) for p, _ in walk_files(root)]
+    blocked = {str(f) for f in files if denied(f)}
+    if not blocked:
+        return entries
+    # Entries are `path`, `path:count`, `path:N:text` or context lines `path-N-text`.
+    return [e for e in entries if not any(e == b or e.startswith((b + ":", b + "-")) for b in blocked)]
 
 
 def _plural(n: int, word: str) -> str:
