@@ -221,3 +221,21 @@ def test_read_deny_rules_also_hide_files_from_grep_and_glob(tmp_path):
     assert "app.py" in results["g"] and "hunter2" not in results["g"] and env_file not in results["g"]
     assert "app.py" in results["l"] and env_file not in results["l"]
     assert results["f"] == "No files found"
+
+
+def test_subagent_stop_hook_keeps_the_subagent_working(tmp_path):
+    hook = hook_script(tmp_path, "sub.sh", 'cat > "$0.in"; if grep -q \'"stop_hook_active": *false\' "$0.in"; then '
+                                           'echo "check the second file too" >&2; exit 2; fi\n')
+    hooks_settings(tmp_path, {"SubagentStop": [{"hooks": [{"type": "command", "command": hook}]}]})
+    api = ScriptedAPI(
+        sse(tool_use("Task", {"description": "look", "prompt": "look around", "subagent_type": "general-purpose"},
+                     id="t")),
+        sse(text("first look done")),           # the subagent tries to stop
+        sse(text("both files checked")),        # … and continues after the hook's feedback
+        sse(text("main agent done")))
+    with api.serve() as url:
+        r = codeloop(["-p", "delegate"], cwd=tmp_path, base_url=url)
+    assert r.returncode == 0, r.stderr
+    assert "check the second file too" in api.requests[2].messages[-1]["content"][-1]["text"]
+    assert api.requests[3].messages[-1]["content"][0]["content"] == "both files checked"
+    assert json.loads(open(hook + ".in").read())["hook_event_name"] == "SubagentStop"

@@ -129,7 +129,7 @@ class Conversation:
 
         return SubagentRuntime(self.provider, self.config.model, self.config.tools, self.can_use_tool,
                                self.config.user_context, self.config.cwd, self.tool_context.session_dir,
-                               dict(self.config.agent_definitions))
+                               dict(self.config.agent_definitions), self.hooks.stop_hooks("SubagentStop"))
 
     def _on_side_event(self, ev: Event) -> None:
         """Events from inside a tool (a subagent's messages): counted, shown, never added to history."""

@@ -92,12 +92,14 @@ class ConversationHooks:
         parts += list(out.additional_context)
         return PostToolFeedback("\n".join(parts) or None, out.prevent_continuation, out.stop_reason)
 
-    def stop_hooks(self) -> Any | None:
-        if not self.has("Stop"):
+    def stop_hooks(self, event: str = "Stop") -> Any | None:
+        """Stop hooks for the main loop, or SubagentStop hooks (`event="SubagentStop"`) for subagents."""
+        if not self.has(event):
             return None
+        from codeloop.hooks.events import HookEvent
         from codeloop.hooks.stop import StopHookAdapter
 
-        return StopHookAdapter(self.runner)
+        return StopHookAdapter(self.runner, event=HookEvent(event))
 
     async def pre_compact(self, trigger: str, focus: str | None) -> None:
         if self.has("PreCompact", trigger):

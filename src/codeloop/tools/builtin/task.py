@@ -67,6 +67,7 @@ class SubagentRuntime:
     cwd: Path = field(default_factory=Path.cwd)
     session_dir: Path | None = None                 # None: no subagent transcripts
     definitions: dict[str, Any] = field(default_factory=dict)  # name → tools.agents.AgentDefinition
+    stop_hooks: Any = None                          # SubagentStop hooks (loop.recovery.StopHooks)
 
 
 DESCRIPTION = """\
@@ -241,7 +242,7 @@ async def run_subagent(runtime: SubagentRuntime, definition: Any, prompt: str, p
                          tools=request_tools(pool, ctx), provider=runtime.provider, model=model, tool_context=ctx,
                          can_use_tool=runtime.can_use_tool, max_turns=definition.max_turns or DEFAULT_MAX_TURNS,
                          refresh_tools=lambda: request_tools(pool, ctx), memory_prefetch=False,
-                         query_source=f"agent:{definition.name}")
+                         stop_hooks=runtime.stop_hooks, query_source=f"agent:{definition.name}")
 
     def emit(ev: Any) -> None:
         if parent.emit is None:
