@@ -67,3 +67,14 @@ def test_deny_beats_allow_and_plan_refuses_writes(tmp_path):
     plan = PermissionPolicy(cwd=tmp_path, mode=PermissionMode.PLAN, allow=["Write"])
     assert decide(plan, "Write", {"file_path": str(tmp_path / "a"), "content": ""}) is PermissionBehavior.DENY
     assert decide(plan, "Read", {"file_path": str(tmp_path / "a")}) is PermissionBehavior.ALLOW
+
+
+@pytest.mark.parametrize("command", ["cat .env", "head -n 3 ./.env", "grep KEY .env", "git status && cat sub/.env",
+                                     "cat $HOME/../..$PWD/.env"])
+def test_read_deny_rules_hold_for_bash_reads(tmp_path, command):
+    (tmp_path / "sub").mkdir()
+    policy = PermissionPolicy(cwd=tmp_path, settings_rules=[("deny", "Read(.env)", "cli")])
+    assert decide(policy, "Bash", {"command": command}) is not PermissionBehavior.ALLOW
+    assert decide(policy, "Bash", {"command": "cat README.md"}) is PermissionBehavior.ALLOW
+    explicit = PermissionPolicy(cwd=tmp_path, allow=["Bash(cat:*)"], settings_rules=[("deny", "Read(.env)", "cli")])
+    assert decide(explicit, "Bash", {"command": "cat .env"}) is not PermissionBehavior.ALLOW

@@ -124,6 +124,8 @@ class PermissionPolicy:
             return PermissionDecision(PermissionBehavior.DENY,
                                       f"{name} is not available in plan mode: only read-only tools may run.")
         if verdict.behavior is DecisionBehavior.ALLOW:
+            if name == "Bash" and (blocked := self._bash_reads_denied(str(raw.get("command", "")))):
+                return self._ask_or_deny(name, f"the command reads {blocked}, which a Read deny rule covers.")
             return PermissionDecision(PermissionBehavior.ALLOW)
         if name in READ_TOOLS and not self._inside_workdirs(raw):
             return self._ask_or_deny(name, f"{name} of a path outside the working directories needs permission.")
@@ -143,6 +145,24 @@ class PermissionPolicy:
         if verdict.behavior is DecisionBehavior.DENY:
             raise ToolError(f"Permission to use {tool_name} on {path} has been denied: it now resolves to a "
                             f"place matching the deny rule {verdict.matched_rule}.")
+
+    def _bash_reads_denied(self, command: str) -> str | None:
+        """A path argument of the command that a Read deny rule covers (`cat .env` with
+        `Read(.env)` denied), so an allowed or read-only command cannot read around the rule."""
+        denied = self.read_filter()
+        if denied is None:
+            return None
+        from codeloop.permissions.bash import split_command
+
+        for part in split_command(command).parts:
+            for word in part.argv[1:]:
+                if word.startswith("-") or not word.strip():
+                    continue
+                path = Path(os.path.expanduser(word))
+                path = path if path.is_absolute() else self.cwd / path
+                if denied(path):
+                    return word
+        return None
 
     def read_filter(self) -> "Callable[[Path], bool] | None":
         """A `path → denied?` check for search tools, or None when no deny rule targets reads."""
