@@ -7,9 +7,9 @@ import pytest
 
 from codeloop import __version__
 from codeloop.messages import Message, tool_result_message, user_message
+from codeloop.session.repair import repair_dangling_tool_uses
 from codeloop.session.transcript import (INTERRUPTED_TOOL_RESULT, TranscriptError, TranscriptWriter,
-                                         entry_to_message, load_transcript, message_to_entry,
-                                         repair_dangling_tool_uses)
+                                         entry_to_message, load_transcript, message_to_entry)
 
 SID = "44444444-4444-4444-8444-444444444444"
 

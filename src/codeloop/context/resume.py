@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from codeloop.messages import Message
-from codeloop.session.transcript import (LoadedTranscript, load_transcript,
-                                         messages_from_entries)
+from codeloop.session.repair import messages_from_entries
+from codeloop.session.transcript import LoadedTranscript, load_transcript
 
 # json.dumps never escapes these quotes in a real key/value, while inside message text they
 # appear as \"compact_boundary\" — the byte before the match tells the two apart.

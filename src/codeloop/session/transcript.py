@@ -16,10 +16,10 @@ import os
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, BinaryIO, Iterator
+from typing import Any, BinaryIO, Iterator
 
 from codeloop import __version__
-from codeloop.messages import Message, new_uuid, tool_result_block
+from codeloop.messages import Message, new_uuid
 
 INTERRUPTED_TOOL_RESULT = "Tool execution was interrupted; no result was recorded (session resumed)."
 MESSAGE_TYPES = ("user", "assistant")
@@ -365,84 +365,10 @@ def _load(path: Path, data: bytes) -> LoadedTranscript:
         uid = entry.get("uuid")
         if isinstance(uid, str) and uid:
             last_uuid = uid
+    from codeloop.session.repair import messages_from_entries
+
     messages, unreadable = messages_from_entries(entries)
     corrupt += unreadable
     warnings = [f"skipped {corrupt} corrupt line(s) in {path}"] if corrupt else []
     return LoadedTranscript(messages=messages, entries=entries, warnings=warnings, last_uuid=last_uuid)
 
-
-def messages_from_entries(entries: Iterable[dict[str, Any]]) -> tuple[list[Message], int]:
-    """The API-valid history an entry list describes (tombstones applied, dangling tool_uses
-    repaired), and how many message entries could not be read."""
-    messages: list[Message] = []
-    tombstoned: set[Any] = set()
-    corrupt = 0
-    for entry in entries:
-        kind = entry.get("type")
-        if kind in MESSAGE_TYPES:
-            msg = entry_to_message(entry)
-            if msg is None:
-                corrupt += 1
-            else:
-                messages.append(msg)
-        elif kind == "tombstone":
-            # Conversation writes these when the loop retracts an already-recorded message.
-            tombstoned.add(entry.get("targetUuid"))
-    if tombstoned:
-        messages = [m for m in messages if m.uuid not in tombstoned]
-    return repair_dangling_tool_uses(messages), corrupt
-
-
-def repair_dangling_tool_uses(messages: list[Message]) -> list[Message]:
-    """Make history valid for the API after a crash or a torn file.
-
-    Drops tool_result blocks with no earlier tool_use (or answering one already answered), and
-    gives every tool_use with no later tool_result a synthetic error result, placed right after
-    the run of assistant messages that holds it.
-    """
-    last_result_at: dict[Any, int] = {}
-    for i, msg in enumerate(messages):
-        if msg.role == "user":
-            for block in msg.content:
-                if block.get("type") == "tool_result":
-                    last_result_at[block.get("tool_use_id")] = i
-
-    out: list[Message] = []
-    seen_uses: set[str] = set()
-    answered: set[str] = set()
-    pending: list[tuple[str, Message]] = []  # dangling tool_uses of the current assistant run
-
-    def flush_pending() -> None:
-        for tool_use_id, owner in pending:
-            block = tool_result_block(tool_use_id, INTERRUPTED_TOOL_RESULT, is_error=True)
-            out.append(Message(role="user", content=[block], tool_use_result=INTERRUPTED_TOOL_RESULT,
-                               parent_tool_use_id=owner.parent_tool_use_id, timestamp=owner.timestamp))
-            answered.add(tool_use_id)
-        pending.clear()
-
-    for i, msg in enumerate(messages):
-        if msg.role == "assistant":
-            for block in msg.content:
-                if block.get("type") != "tool_use":
-                    continue
-                tool_use_id = block.get("id")
-                seen_uses.add(tool_use_id)
-                if last_result_at.get(tool_use_id, -1) < i:
-                    pending.append((tool_use_id, msg))
-            out.append(msg)
-            continue
-        flush_pending()
-        kept = []
-        for block in msg.content:
-            if block.get("type") == "tool_result":
-                tool_use_id = block.get("tool_use_id")
-                if tool_use_id not in seen_uses or tool_use_id in answered:
-                    continue
-                answered.add(tool_use_id)
-            kept.append(block)
-        if len(kept) == len(msg.content):
-            out.append(msg)
-        elif kept:
-            out.append(dataclasses.replace(msg, content=kept))
-    flush_pending()
-    return out
