@@ -215,7 +215,7 @@ class Renderer:
             c.get("text", "") for c in (content or []) if isinstance(c, dict) and c.get("type") == "text")
         patch = data.get("structuredPatch") if isinstance(data, dict) else None
         if patch and not block.get("is_error"):
-            self._diff(patch)
+            self._diff(patch, created=isinstance(data, dict) and data.get("type") == "create")
             return
         if name == "Read" and not block.get("is_error"):
             text = f"Read {max(1, text.count(chr(10)) + 1 if text else 0)} lines"
@@ -233,14 +233,15 @@ class Renderer:
             out.append(line[:self._width() - 6] + ("\n" if i < len(shown) - 1 else ""), style=style)
         self._out(out)
 
-    def _diff(self, patch: Any) -> None:
+    def _diff(self, patch: Any, *, created: bool = False) -> None:
         lines = patch.splitlines() if isinstance(patch, str) else [
             ln for hunk in patch for ln in (hunk.get("lines") or [])] if isinstance(patch, list) else []
         body = [ln for ln in lines if not ln.startswith(("---", "+++"))]
         added = sum(1 for ln in body if ln.startswith("+"))
         removed = sum(1 for ln in body if ln.startswith("-"))
-        out = Text.assemble(("  ⎿  ", "dim"), (f"Updated with {added} addition{'s' * (added != 1)} and "
-                                                f"{removed} removal{'s' * (removed != 1)}", ""))
+        summary = (f"Created with {added} line{'s' * (added != 1)}" if created else
+                   f"Updated with {added} addition{'s' * (added != 1)} and {removed} removal{'s' * (removed != 1)}")
+        out = Text.assemble(("  ⎿  ", "dim"), (summary, ""))
         for ln in body[:DIFF_LINES]:
             style = "green" if ln.startswith("+") else "red" if ln.startswith("-") else "cyan" if ln.startswith("@@") else "dim"
             out.append("\n     " + ln[:self._width() - 6], style=style)
