@@ -42,7 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="codeloop",
         description="codeloop — an agentic coding harness. Without -p it opens an interactive session; "
-                    "with -p it answers one prompt and exits.")
+                    "with -p it answers one prompt and exits.",
+        epilog="Saved sessions: codeloop sessions list|show ID|export ID [--format json|markdown].")
     p.add_argument("prompt", nargs="?", help="the prompt (print mode reads stdin when omitted)")
     p.add_argument("-v", "--version", action="version", version=f"{__version__} (codeloop)")
     p.add_argument("-p", "--print", dest="print_mode", action="store_true",
@@ -53,7 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--verbose", action="store_true", help="verbose output (required by stream-json)")
     p.add_argument("--include-partial-messages", action="store_true",
                    help="stream-json: also emit raw stream_event deltas")
-    p.add_argument("--model", help="model id or alias (sonnet, opus, haiku); default $ANTHROPIC_MODEL")
+    p.add_argument("--model", help="model id, alias (sonnet, opus, haiku) or provider:model (openai:gpt-4o, "
+                                   "ollama:qwen3:8b, openrouter:…); default $ANTHROPIC_MODEL")
     p.add_argument("--fallback-model", help="comma-separated models to fall back to when overloaded")
     p.add_argument("--max-turns", type=int, help="stop after this many model turns")
     p.add_argument("--token-budget", type=int, metavar="TOKENS",
