@@ -343,3 +343,12 @@ def test_unwritable_transcript_warns_and_the_run_still_answers(tmp_path):
         r = codeloop(["-p", "hi"], cwd=tmp_path, base_url=url, env={"CODELOOP_CONFIG_DIR": str(cfg)})
     assert r.returncode == 0 and r.stdout == "answered anyway\n"
     assert "cannot write session transcript" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_usage_is_recorded_in_the_transcript(tmp_path):
+    api = ScriptedAPI(sse(text("hi"), input_tokens=150_000, output_tokens=7))
+    with api.serve() as url:
+        codeloop(["-p", "x"], cwd=tmp_path, base_url=url)
+    entries = [json.loads(l) for l in transcripts(tmp_path)[0].read_text().splitlines()]
+    last = [e for e in entries if e["type"] == "assistant"][-1]["message"]
+    assert last["stop_reason"] == "end_turn" and last["usage"]["input_tokens"] == 150_000

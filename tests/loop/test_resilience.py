@@ -348,7 +348,7 @@ async def test_abort_mid_stream_with_running_tool_keeps_side_effects(tmp_path):
     api = ScriptedAPI(sse(tool_use("Bash", {"command": "echo kept > f"}, id="k"), text("long tail", delay=30)))
     params = make_params(api, tmp_path)
     # Bash is held until the message ends, so abort while the tail streams: nothing ran, all answered
-    events = await run_until(params, lambda e: isinstance(e, AssistantEvent) and e.message.tool_uses(),
+    events = await run_until(params, lambda e: isinstance(e, StreamEvent) and e.raw["type"] == "content_block_stop",
                              lambda: asyncio.get_running_loop().call_later(0.2, params.tool_context.abort.abort,
                                                                            AbortReason.USER))
     assert terminal(events).reason is TerminalReason.ABORTED_STREAMING
@@ -414,3 +414,40 @@ async def test_memory_prefetch_attaches_nested_instructions(tmp_path):
     sent = " ".join(str(b.get("text", "")) for m in api.requests[1].messages for b in m["content"])
     assert "Use tabs in pkg." in sent
     assert terminal(events).reason is TerminalReason.COMPLETED
+
+
+async def test_max_tokens_retracts_a_read_only_result_that_already_ran(tmp_path):
+    (tmp_path / "a.txt").write_text("alpha\n")
+    api = ScriptedAPI(sse(tool_use("Read", {"file_path": str(tmp_path / "a.txt")}, id="r1"),
+                          tool_use("Bash", {"command": "touch cut"}, id="b1"), stop="max_tokens"),
+                      sse(text("done")))
+    events = await run(make_params(api, tmp_path))
+    history = remaining_history(events)
+    results = [b for m in history for b in m.content if b.get("type") == "tool_result"]
+    assert results == [] and not any(m.tool_uses() for m in history)   # escalation retried cleanly
+    # each cut call was answered "not executed" exactly once, and the Read that ran was retracted
+    not_run = [b["tool_use_id"] for e in events if isinstance(e, UserEvent) for b in e.message.content
+               if b.get("type") == "tool_result" and "not executed" in str(b.get("content"))]
+    assert sorted(not_run) == ["b1", "r1"]
+    read_results = [e.message for e in events if isinstance(e, UserEvent) and "alpha" in str(e.message.content)]
+    tombstoned = {e.message.uuid for e in events if isinstance(e, Tombstone)}
+    assert read_results and all(m.uuid in tombstoned for m in read_results)
+    assert not (tmp_path / "cut").exists()
+    from codeloop.messages import to_api_messages
+    assert to_api_messages(history)[-1]["role"] == "assistant"
+
+
+async def test_fatal_error_leaves_no_partial_message(tmp_path):
+    api = ScriptedAPI(sse(text("half an ans"), error={"type": "invalid_request_error", "message": "bad"}))
+    events = await run(make_params(api, tmp_path))
+    assert terminal(events).reason is TerminalReason.MODEL_ERROR
+    kept = [m for m in remaining_history(events) if m.role == "assistant"]
+    assert [m.is_api_error for m in kept] == [True]      # only the error notice remains
+
+
+async def test_last_block_carries_stop_reason_and_usage(tmp_path):
+    api = ScriptedAPI(sse(text("one"), text("two"), input_tokens=1234, output_tokens=56))
+    events = await run(make_params(api, tmp_path))
+    msgs = [e.message for e in events if isinstance(e, AssistantEvent)]
+    assert msgs[0].usage is None and msgs[-1].stop_reason == "end_turn"
+    assert msgs[-1].usage["input_tokens"] == 1234 and msgs[-1].usage["output_tokens"] == 56

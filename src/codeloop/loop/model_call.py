@@ -47,17 +47,17 @@ class ModelTurn:
     aborted: bool = False
     invalid_json: dict[str, str] = field(default_factory=dict)
     hook_stop: str | None = None              # a PostToolUse hook said `continue: false`
+    yielded_results: list[Message] = field(default_factory=list)  # results already sent out mid-stream
 
 
 async def _until_abort(stream: AsyncIterator[dict[str, Any]], ctx: ToolContext) -> AsyncIterator[dict[str, Any]]:
     abort_wait = asyncio.ensure_future(ctx.abort.wait())
+    nxt: asyncio.Future | None = None
     try:
         while True:
             nxt = asyncio.ensure_future(anext(stream))
             done, _ = await asyncio.wait({nxt, abort_wait}, return_when=asyncio.FIRST_COMPLETED)
             if nxt not in done:
-                nxt.cancel()
-                await asyncio.gather(nxt, return_exceptions=True)
                 raise Aborted
             try:
                 yield nxt.result()
@@ -65,6 +65,10 @@ async def _until_abort(stream: AsyncIterator[dict[str, Any]], ctx: ToolContext) 
                 return
     finally:
         abort_wait.cancel()
+        # a pending read must be finished (cancelled) before the stream can be closed
+        if nxt is not None and not nxt.done():
+            nxt.cancel()
+            await asyncio.gather(nxt, return_exceptions=True)
         aclose = getattr(stream, "aclose", None)
         if aclose is not None:
             await aclose()
@@ -117,10 +121,19 @@ async def call_model(p, turn: ModelTurn, *, tools: list, ctx: ToolContext, syste
                                 user_context=p.user_context, tools=tools, max_tokens_override=max_tokens_override,
                                 thinking=p.thinking)
         started = time.monotonic()
+        # The newest complete block is yielded once we know what follows it, so the last one goes
+        # out (and into the transcript) with the response's stop_reason and usage.
+        pending: Message | None = None
         try:
             async for raw in _until_abort(p.provider.stream(request), ctx):
                 yield StreamEvent(raw)
                 etype = raw.get("type")
+                block = assembler.feed(raw)
+                if pending is not None and etype in ("content_block_start", "message_delta", "message_stop"):
+                    if etype != "content_block_start":
+                        pending.stop_reason, pending.usage = assembler.stop_reason, dict(assembler.usage)
+                    yield AssistantEvent(pending)  # durable before any tool in it can start
+                    pending = None
                 if etype == "content_block_start" and held:
                     # a later block started, so held read-only blocks are complete and untruncated
                     for b in [b for b in held if _is_safe(b, tools)]:
@@ -131,11 +144,9 @@ async def call_model(p, turn: ModelTurn, *, tools: list, ctx: ToolContext, syste
                         for b in held:
                             turn.executor.add_tool(b, invalid_json=assembler.invalid_json.get(b["id"]))
                         held.clear()
-                block = assembler.feed(raw)
                 if block is not None:
-                    msg = Message(role="assistant", content=[block], id=assembler.id, model=assembler.model)
-                    turn.assistant_messages.append(msg)
-                    yield AssistantEvent(msg)
+                    pending = Message(role="assistant", content=[block], id=assembler.id, model=assembler.model)
+                    turn.assistant_messages.append(pending)
                     if block.get("type") == "tool_use":
                         turn.tool_use_blocks.append(block)
                         held.append(block)
@@ -147,6 +158,9 @@ async def call_model(p, turn: ModelTurn, *, tools: list, ctx: ToolContext, syste
             turn.aborted = True
         except ProviderError as err:
             turn.error = err
+        if pending is not None:
+            yield AssistantEvent(pending)
+        turn.yielded_results = yielded_results
         turn.invalid_json = dict(assembler.invalid_json)
         turn.stop_reason = assembler.stop_reason
         if assembler.id is not None:

@@ -130,16 +130,23 @@ async def query(p: QueryParams) -> AsyncIterator[Event]:
 
             # -- a fatal API error (§10.2): answer orphaned tool calls, show the real error --------------
             if turn.error is not None and turn.withheld is None:
+                # the failed response leaves nothing behind: its partial blocks and any results
+                # of tools it started are retracted, and the real error is shown instead
                 executor.discard()
-                for m in missing_tool_results(turn.assistant_messages, f"API error: {turn.error}", set(turn.results)):
-                    yield UserEvent(m)
+                for m in [*turn.assistant_messages, *turn.yielded_results]:
+                    yield Tombstone(m)
                 yield AssistantEvent(api_error_message(str(turn.error)))
                 yield Terminal(TerminalReason.MODEL_ERROR, turn_count, str(turn.error))
                 return
 
             max_tokens_hit = turn.stop_reason == "max_tokens"
             if max_tokens_hit and turn.tool_use_blocks:
+                # none of the cut response's tool calls count: a read-only one that already ran is
+                # retracted, and every call is answered "not executed" exactly once
                 executor.discard()
+                for m in turn.yielded_results:
+                    yield Tombstone(m)
+                turn.results = {}
                 for m in missing_tool_results(turn.assistant_messages, MAX_TOKENS_NOT_RUN):
                     turn.results[m.content[0]["tool_use_id"]] = m
                     yield UserEvent(m)
