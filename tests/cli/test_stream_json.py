@@ -156,7 +156,14 @@ async def test_interrupt_aborts_the_running_query_and_the_session_goes_on(tmp_pa
     pipe = Pipe()
     conv, task = start(api, tmp_path, pipe)
     pipe.user("slow")
-    await pipe.wait_for(lambda l: l["type"] == "assistant")
+    # the first block is shown once the next one starts; the model stalls before it, so wait on the
+    # request having gone out instead
+    await pipe.wait_for(lambda l: l["type"] == "system" and l.get("subtype") == "init")
+    for _ in range(100):
+        if api.requests:
+            break
+        await asyncio.sleep(0.02)
+    await asyncio.sleep(0.2)
     pipe.control("int_1", subtype="interrupt")
     first = await pipe.wait_for(lambda l: l["type"] == "result")
     assert first["is_error"] is True and first["terminal_reason"] == "aborted_streaming"

@@ -418,8 +418,8 @@ async def test_memory_prefetch_attaches_nested_instructions(tmp_path):
 
 async def test_max_tokens_retracts_a_read_only_result_that_already_ran(tmp_path):
     (tmp_path / "a.txt").write_text("alpha\n")
-    api = ScriptedAPI(sse(tool_use("Read", {"file_path": str(tmp_path / "a.txt")}, id="r1"),
-                          tool_use("Bash", {"command": "touch cut"}, id="b1"), stop="max_tokens"),
+    api = ScriptedAPI(sse(tool_use("Read", {"file_path": str(tmp_path / "a.txt")}, id="r1"), text("and then"),
+                          tool_use("Bash", {"command": "touch cut"}, id="b1", delay=0.5), stop="max_tokens"),
                       sse(text("done")))
     events = await run(make_params(api, tmp_path))
     history = remaining_history(events)
