@@ -78,3 +78,36 @@ def test_read_deny_rules_hold_for_bash_reads(tmp_path, command):
     assert decide(policy, "Bash", {"command": "cat README.md"}) is PermissionBehavior.ALLOW
     explicit = PermissionPolicy(cwd=tmp_path, allow=["Bash(cat:*)"], settings_rules=[("deny", "Read(.env)", "cli")])
     assert decide(explicit, "Bash", {"command": "cat .env"}) is not PermissionBehavior.ALLOW
+
+
+@pytest.mark.parametrize("command", [
+    "x='$(touch P)'; echo ${x@P}", "test -v 'a[$(touch P)]'", "echo ${!x}", "x=$(touch P)",
+    "cat ~/.ssh/id_rsa", "cat /etc/shadow", "cat $HOME/.ssh/id_rsa", "grep -r . / --include=*.pem",
+    "git -C /etc status"])
+def test_reviewer_found_escapes_are_not_auto_allowed(tmp_path, command):
+    policy = PermissionPolicy(cwd=tmp_path)
+    assert decide(policy, "Bash", {"command": command}) is not PermissionBehavior.ALLOW
+    if "P" in command:   # and they really would have run code
+        assert not (tmp_path / "P").exists()
+
+
+@pytest.mark.parametrize("command", ["$(which curl) x", "x=curl; $x y", "c?rl x", "echo curl x | sh",
+                                     "ionice -c3 curl x", "taskset 1 curl x", "flock /tmp/l curl x",
+                                     "strace curl x", "alias c=curl; c x"])
+def test_bare_bash_allow_does_not_open_a_way_around_deny_rules(tmp_path, command):
+    policy = PermissionPolicy(cwd=tmp_path, allow=["Bash"], deny=["Bash(curl:*)"])
+    assert decide(policy, "Bash", {"command": command}) is not PermissionBehavior.ALLOW
+    assert decide(policy, "Bash", {"command": "npm test"}) is PermissionBehavior.ALLOW
+
+
+def test_git_config_hooks_and_mcp_json_are_guarded_under_accept_edits(tmp_path):
+    policy = PermissionPolicy(cwd=tmp_path, mode=PermissionMode.ACCEPT_EDITS)
+    for target, expected in ((".git/config", PermissionBehavior.DENY), (".git/hooks/pre-commit", PermissionBehavior.DENY),
+                             (".mcp.json", PermissionBehavior.ASK), ("src/app.py", PermissionBehavior.ALLOW)):
+        assert decide(policy, "Write", {"file_path": str(tmp_path / target), "content": "x"}) is expected, target
+
+
+def test_plan_mode_runs_read_only_bash_only(tmp_path):
+    plan = PermissionPolicy(cwd=tmp_path, mode=PermissionMode.PLAN)
+    assert decide(plan, "Bash", {"command": "git status && ls -la"}) is PermissionBehavior.ALLOW
+    assert decide(plan, "Bash", {"command": "touch x"}) is PermissionBehavior.DENY

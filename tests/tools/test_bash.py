@@ -175,6 +175,10 @@ async def test_timeout_above_max_is_clamped(ctx, run):
     assert r.content == "ok"
 
 
-def test_bash_is_not_read_only():
-    inp = BashTool.input_model(command="ls")
-    assert bash.is_read_only(inp) is False and bash.is_concurrency_safe(inp) is False
+def test_bash_is_read_only_only_for_proven_read_only_commands():
+    for command in ("ls", "git status && cat README.md"):
+        inp = BashTool.input_model(command=command)
+        assert bash.is_read_only(inp) is True and bash.is_concurrency_safe(inp) is True
+    for command in ("rm -rf x", "echo hi > f", "ls; touch x", "cat $(which x)", "x='$(id)'; echo ${x@P}"):
+        inp = BashTool.input_model(command=command)
+        assert bash.is_read_only(inp) is False and bash.is_concurrency_safe(inp) is False

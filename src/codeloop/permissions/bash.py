@@ -306,9 +306,16 @@ def _uniq_read_only(args: list[str]) -> bool:
     return positional <= 1
 
 
+# `${x@P}` expands a prompt string (which runs `$( )` inside it) and `${!x}` is indirection: both can
+# execute code hidden in a variable's value, so a part using them is never "read-only".
+_EXPANSION_TRICKS = re.compile(r"\$\{[^}]*@[A-Za-z]|\$\{!")
+
+
 def is_read_only_command(sc: SimpleCommand) -> bool:
     """Whether this one part only reads (never writes files, never runs other code)."""
     if any(writes_file(r) for r in sc.redirects) or dangerous_env(sc.env):
+        return False
+    if _EXPANSION_TRICKS.search(sc.raw) or any("$(" in v or "`" in v for v in sc.env.values()):
         return False
     if not sc.argv:
         return True                     # a bare `X=1` (dangerous names refused above)
@@ -319,6 +326,8 @@ def is_read_only_command(sc: SimpleCommand) -> bool:
     if u.offset in sc.dynamic or "/" in u.argv[0]:
         return False                    # `$CMD`, `./ls`: not the command we know
     name, args = u.argv[0], u.argv[1:]
+    if name in ("test", "[") and any(a in ("-v", "-R") for a in args):
+        return False                    # `-v 'a[$(cmd)]'` evaluates an array subscript: runs code
     if name in _PLAIN_READ_ONLY:
         return True
     if dynamic:

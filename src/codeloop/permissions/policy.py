@@ -30,6 +30,10 @@ class PermissionMode(str, Enum):
 
 
 EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
+# Read-only commands whose arguments name files they read (checked against Read rules and the
+# working directories before they are auto-allowed).
+_FILE_READERS = frozenset({"cat", "head", "tail", "wc", "grep", "egrep", "fgrep", "rg", "ls", "stat", "du",
+                           "diff", "cmp", "find", "tree", "file", "sort", "uniq", "sed", "readlink", "realpath"})
 READ_TOOLS = frozenset({"Read", "Glob", "Grep"})
 _PATH_KEYS = ("file_path", "notebook_path", "path")
 
@@ -45,12 +49,19 @@ def protected_paths(cwd: Path) -> list[str]:
              Path(os.environ.get("CODELOOP_MANAGED_SETTINGS") or "/etc/codeloop/managed-settings.json")]
     for d in (".codeloop", ".claude"):
         paths += [cwd / d / "settings.json", cwd / d / "settings.local.json"]
+    # git runs programs named in its config (core.fsmonitor, hooks) on `git status`: never writable
+    paths += [cwd / ".git" / "config", cwd / ".git" / "hooks"]
     return [str(p) for p in paths]
+
+
+def ask_paths(cwd: Path) -> list[str]:
+    """Writable only with a question, in every mode but bypass: configuration that starts programs."""
+    return [str(cwd / ".mcp.json")]
 
 
 def _rule_for(path: str) -> str:
     # `//abs` is an absolute pattern; a folder covers everything under it.
-    return f"Edit(/{path})" if not path.endswith("projects") else f"Edit(/{path}/**)"
+    return f"Edit(/{path})" if not path.endswith(("projects", "hooks")) else f"Edit(/{path}/**)"
 
 
 @dataclass
@@ -78,6 +89,7 @@ class PermissionPolicy:
 
         rs = RuleSet([], [], [])
         entries = [(RuleBehavior.DENY, _rule_for(p), "protected") for p in protected_paths(self.cwd)]
+        entries += [(RuleBehavior.ASK, _rule_for(p), "protected") for p in ask_paths(self.cwd)]
         entries += [(RuleBehavior(str(b.value if hasattr(b, "value") else b)), r, o) for b, r, o in self.settings_rules]
         entries += [(RuleBehavior.ALLOW, r, "cli") for r in self.allow]
         entries += [(RuleBehavior.DENY, r, "cli") for r in self.deny]
@@ -124,8 +136,9 @@ class PermissionPolicy:
             return PermissionDecision(PermissionBehavior.DENY,
                                       f"{name} is not available in plan mode: only read-only tools may run.")
         if verdict.behavior is DecisionBehavior.ALLOW:
-            if name == "Bash" and (blocked := self._bash_reads_denied(str(raw.get("command", "")))):
-                return self._ask_or_deny(name, f"the command reads {blocked}, which a Read deny rule covers.")
+            if name == "Bash" and (concern := self._bash_path_concern(
+                    str(raw.get("command", "")), check_outside=verdict.matched_rule is None)):
+                return self._ask_or_deny(name, concern + ".")
             return PermissionDecision(PermissionBehavior.ALLOW)
         if name in READ_TOOLS and not self._inside_workdirs(raw):
             return self._ask_or_deny(name, f"{name} of a path outside the working directories needs permission.")
@@ -146,22 +159,38 @@ class PermissionPolicy:
             raise ToolError(f"Permission to use {tool_name} on {path} has been denied: it now resolves to a "
                             f"place matching the deny rule {verdict.matched_rule}.")
 
-    def _bash_reads_denied(self, command: str) -> str | None:
-        """A path argument of the command that a Read deny rule covers (`cat .env` with
-        `Read(.env)` denied), so an allowed or read-only command cannot read around the rule."""
+    def _bash_path_concern(self, command: str, *, check_outside: bool) -> str | None:
+        """Why a Bash command that rules allowed still needs a question: a path argument of a
+        file-reading command that a Read deny rule covers (`cat .env` with `Read(.env)` denied),
+        or — for commands allowed only as built-in read-only ones — a path outside the working
+        directories or one that cannot be known before it runs (`cat $HOME/.ssh/id_rsa`)."""
         denied = self.read_filter()
-        if denied is None:
+        if denied is None and not check_outside:
             return None
-        from codeloop.permissions.bash import split_command
+        from codeloop.permissions.bash import command_name, split_command, unwrap
 
         for part in split_command(command).parts:
-            for word in part.argv[1:]:
+            argv = unwrap(part.argv).argv if part.argv else []
+            if not argv:
+                continue
+            name, words = command_name(argv[0]), argv[1:]
+            if name == "git":
+                words = [w for prev, w in zip(words, words[1:]) if prev == "-C"]
+            elif name not in _FILE_READERS:
+                continue
+            for word in words:
                 if word.startswith("-") or not word.strip():
+                    continue
+                if "$" in word or "`" in word:
+                    if check_outside:
+                        return f"the command reads {word}, a path known only when it runs"
                     continue
                 path = Path(os.path.expanduser(word))
                 path = path if path.is_absolute() else self.cwd / path
-                if denied(path):
-                    return word
+                if denied is not None and denied(path):
+                    return f"the command reads {word}, which a Read deny rule covers"
+                if check_outside and not self._inside_workdirs({"file_path": str(path)}):
+                    return f"the command reads {word}, outside the working directories"
         return None
 
     def read_filter(self) -> "Callable[[Path], bool] | None":

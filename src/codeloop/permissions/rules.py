@@ -204,6 +204,30 @@ def _names_launcher(rule: Rule, launcher: str) -> bool:
     return bool(words) and words[0].removesuffix(":*") == launcher
 
 
+# Programs that run another program named in their arguments (beyond the wrappers bash.py strips),
+# or run code from a string or stdin.
+_HIDING = frozenset({"sh", "bash", "zsh", "dash", "ksh", "fish", "csh", "tcsh", "eval", "exec", "source", ".",
+                     "alias", "xargs", "parallel", "ionice", "taskset", "flock", "strace", "ltrace", "chrt",
+                     "numactl", "unbuffer", "script", "busybox", "sudo", "su", "doas", "setsid", "runuser",
+                     "chroot", "unshare", "nsenter", "watch", "expect", "env", "command", "builtin"})
+
+
+def _could_hide(split: "sh.SplitResult") -> str | None:
+    if not split.clean:
+        return "an unparsable command"
+    for part in split.parts:
+        if not part.argv:
+            continue
+        u = sh.unwrap(part.argv)
+        if u.opaque or not u.argv:
+            return f"the wrapper in {part.raw!r}"
+        if u.offset in part.dynamic or any(c in u.argv[0] for c in "*?[]{}$`"):
+            return f"the computed command word in {part.raw!r}"
+        if sh.command_name(u.argv[0]) in _HIDING or sh.launcher_name(part.argv):
+            return f"{sh.command_name(u.argv[0])!r}"
+    return None
+
+
 def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
@@ -222,6 +246,11 @@ def bash_decision(command: str, rules: RuleSet, *, cwd: str | os.PathLike[str]) 
         return Decision(DecisionBehavior.ASK, f"Bash command matches ask rule {rule}", rule)
     bare = next((r for r in rules.allow if r.tool == "Bash" and r.specifier is None), None)
     if bare:
+        # With deny rules in force, "allow every command" must not become a way around them: a
+        # command that could hide what it runs (dynamic or globbed command words, shells,
+        # wrappers the matcher does not see through) is asked about instead.
+        if any(r.tool == "Bash" and r.specifier for r in rules.deny) and (why := _could_hide(split)):
+            return Decision(DecisionBehavior.ASK, f"Bash is allowed, but {why} could hide a denied command")
         return Decision(DecisionBehavior.ALLOW, "Bash is allowed for every command", bare)
     if not split.clean or not split.parts:
         why = split.parse_error or ("command substitution" if split.has_command_substitution

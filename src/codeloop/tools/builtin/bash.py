@@ -160,7 +160,12 @@ class BashTool(Tool):
     input_model: ClassVar[type[BaseModel]] = BashInput
 
     def is_read_only(self, inp: BaseModel) -> bool:
-        return False
+        # Only commands the shell scanner proves read-only (`ls`, `git status`…): plan mode may run
+        # them, and they may run beside other read-only tools.
+        from codeloop.permissions.bash import is_read_only
+
+        command = getattr(inp, "command", None)
+        return bool(command) and is_read_only(command)
 
     async def call(self, inp: BashInput, ctx: ToolContext) -> ToolResult:
         timeout_ms = min(inp.timeout or DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS)
