@@ -90,3 +90,35 @@ def test_sessions_subcommand_lists_and_exports(tmp_path):
     assert "greet me" in md.stdout and "hello there" in md.stdout
     bad = codeloop(["sessions", "show", "../../etc/passwd"], cwd=tmp_path)
     assert bad.returncode != 0 and "Traceback" not in bad.stderr
+
+
+def test_bad_flag_values_are_one_clear_line(tmp_path):
+    for args, needle in ((["--json-schema", "{bad"], "--json-schema"), (["--json-schema", '{"type": "nonsense"}'], "--json-schema"),
+                         (["--max-budget-usd", "nan"], "--max-budget-usd"), (["--max-budget-usd", "-1"], "--max-budget-usd"),
+                         (["--allowedTools", "Bash(("], "ignored permission rule")):
+        r = codeloop(["-p", "hi", *args], cwd=tmp_path)
+        assert needle in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
+
+
+def test_compact_on_an_empty_session_is_not_an_error(tmp_path):
+    r = codeloop(["-p", "/compact", "--output-format", "json"], cwd=tmp_path)
+    res = json.loads(r.stdout)
+    assert r.returncode == 0 and res["subtype"] == "success" and res["result"] == "Nothing to compact yet."
+
+
+def test_compaction_costs_are_counted(tmp_path):
+    api = ScriptedAPI(sse(text("a"), input_tokens=100, output_tokens=10),
+                      sse(text("<summary>s</summary>"), input_tokens=5000, output_tokens=700))
+    with api.serve() as url:
+        sid = json.loads(codeloop(["-p", "x", "--output-format", "json"], cwd=tmp_path, base_url=url).stdout)["session_id"]
+        r = codeloop(["-p", "/compact", "--resume", sid, "--output-format", "json"], cwd=tmp_path, base_url=url)
+    res = json.loads(r.stdout)
+    assert res["usage"]["input_tokens"] == 5000 and res["usage"]["output_tokens"] == 700 and res["total_cost_usd"] > 0
+
+
+def test_untrusted_mcp_json_is_named(tmp_path):
+    (tmp_path / ".mcp.json").write_text('{"mcpServers": {"x": {"command": "true"}}}')
+    api = ScriptedAPI(sse(text("ok")))
+    with api.serve() as url:
+        r = codeloop(["-p", "hi"], cwd=tmp_path, base_url=url, env={"HOME": str(tmp_path / "home")})
+    assert r.returncode == 0 and "ignored MCP servers" in r.stderr and ".mcp.json" in r.stderr

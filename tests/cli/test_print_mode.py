@@ -256,6 +256,7 @@ def test_stream_json_prints_api_retry_and_fallback(tmp_path):
     assert retries[0]["max_retries"] == 5 and retries[0]["retry_delay_ms"] >= 0 and "session_id" in retries[0]
     fallback = [l for l in lines if l.get("subtype") == "model_fallback"]
     assert fallback and fallback[0]["to_model"] == "claude-haiku-4-5"
+    assert fallback[0]["message"] == "Switched to claude-haiku-4-5 due to high demand for claude-sonnet-4-5"
     assert lines[-1]["result"] == "from haiku" and api.requests[-1].body["model"] == "claude-haiku-4-5"
 
 

@@ -159,9 +159,13 @@ class _Printer:
             if self.fmt == "stream-json" and ev.message.uuid != self.prompt_uuid:
                 _emit(self.out, message_line(ev.message, sid))
         elif isinstance(ev, SystemEvent):
+            if ev.subtype == "compact_skipped":
+                self.final_text = ev.text
             if self.fmt == "stream-json":
-                _emit(self.out, {"type": "system", "subtype": ev.subtype, **ev.data, "session_id": sid,
-                                 "uuid": new_uuid()})
+                line = {"type": "system", "subtype": ev.subtype, **ev.data, "session_id": sid, "uuid": new_uuid()}
+                if ev.text and "message" not in line:
+                    line["message"] = ev.text   # e.g. "Switched to X due to high demand for Y"
+                _emit(self.out, line)
             elif ev.level != "info" and ev.subtype != "api_retry":  # text mode: one error line, not a retry log
                 sys.stderr.write(f"codeloop: {ev.text}\n")
         elif isinstance(ev, CompactBoundary):

@@ -6,6 +6,7 @@ Every failure here is a `SetupError` with a message meant for the user; none is 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -187,6 +188,14 @@ def build_conversation(args: argparse.Namespace, *, interactive: bool) -> tuple[
     definitions = load_agent_definitions(cwd, store.config_dir())
     warnings.extend(getattr(definitions, "warnings", []))
     fallback = [resolve_model(m) for m in (args.fallback_model or "").split(",") if m.strip()]
+    if args.max_budget_usd is not None and not (math.isfinite(args.max_budget_usd) and args.max_budget_usd > 0):
+        raise SetupError("--max-budget-usd must be a positive amount of dollars")
+    if args.json_schema:
+        from codeloop.loop.structured import parse_schema
+        try:
+            parse_schema(args.json_schema)
+        except Exception as exc:  # noqa: BLE001 — any unusable schema is the user's input error
+            raise SetupError(f"--json-schema: {exc}") from None
     if args.token_budget is not None and args.token_budget < 1:
         raise SetupError("--token-budget must be a positive number of tokens")
     config = ConversationConfig(
@@ -202,6 +211,9 @@ def build_conversation(args: argparse.Namespace, *, interactive: bool) -> tuple[
     conv = Conversation(config, provider, session_id=session_id, messages=messages, denials=denials,
                         entries=entries)
     conv.settings, conv.trusted = settings, trusted_of(args, cwd)
+    if any("(" in r for r in [*args.allowed_tools, *args.disallowed_tools]):
+        warnings += config.policy.rule_errors if config.policy.rules is not None else []  # typed on this command line
+        config.policy.rule_errors.clear()
     return conv, warnings
 
 
@@ -245,6 +257,9 @@ async def attach_mcp(conv: Conversation, args: argparse.Namespace) -> list[str]:
                                        cli_configs=list(args.mcp_config or []), strict=bool(args.strict_mcp_config),
                                        include_project=getattr(conv, "trusted", False))
     warnings = [f"mcp: {e}" for e in errors]
+    if not getattr(conv, "trusted", False) and (conv.config.cwd / ".mcp.json").is_file():
+        warnings.append(f"ignored MCP servers from {conv.config.cwd / '.mcp.json'}: this folder is not trusted "
+                        "(run codeloop interactively and trust it, or pass --trust)")
     if not configs:
         return warnings
     from codeloop.mcp.client import McpManager

@@ -46,7 +46,7 @@ class Continuation:
                  for b in turn.tool_use_blocks]
         last_text = "".join(m.text for m in turn.assistant_messages)
         self.summary_task = start_tool_use_summary(
-            self.p.provider, model=self.p.tool_use_summary_model, tools=calls, last_assistant_text=last_text,
+            self.p.side_provider or self.p.provider, model=self.p.tool_use_summary_model, tools=calls, last_assistant_text=last_text,
             tool_use_ids=[b["id"] for b in turn.tool_use_blocks])
 
     async def pending_summary(self, state: Any) -> AsyncIterator[Event]:

@@ -57,6 +57,7 @@ class QueryParams:
     tool_use_summary_model: str | None = None           # None: no summaries
     memory_prefetch: bool = True
     thinking: dict[str, Any] | None = None              # extended thinking config for the API
+    side_provider: Provider | None = None               # for side calls (summaries); metered
     query_source: str = "repl_main_thread"
 
 

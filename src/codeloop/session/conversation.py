@@ -144,8 +144,13 @@ class Conversation:
         from codeloop.context.compact import Compactor
         from codeloop.context.pipeline import ContentReplacementState, ContextPipeline
 
+        from codeloop.providers.metered import MeteredProvider
+
         self.collapse = ContextCollapse()
-        self.compactor = Compactor(self.provider, self.config.model, context=self.compact_context,
+        # summaries and labels are paid for too: their usage joins the session's totals
+        self.side_provider = MeteredProvider(
+            self.provider, lambda model, usage, ms: self._record_api_call(ApiCallEvent(model, usage, ms, None)))
+        self.compactor = Compactor(self.side_provider, self.config.model, context=self.compact_context,
                                    before_compact=self.hooks.pre_compact if self.hooks.runner else None)
         self.pipeline = ContextPipeline(
             compactor=self.compactor, session_dir=self.tool_context.session_dir,
@@ -330,7 +335,8 @@ class Conversation:
                              tool_use_summary_model=self.config.tool_use_summary_model,
                              reactive_compact=self.compactor, context_pipeline=self.pipeline,
                              context_collapse=self.collapse, compact_context=self.compact_context,
-                             stop_hooks=self.hooks.stop_hooks(), thinking=self.config.thinking)
+                             stop_hooks=self.hooks.stop_hooks(), thinking=self.config.thinking,
+                             side_provider=self.side_provider)
         try:
             async for ev in query(params):
                 self._record(ev)
@@ -344,6 +350,9 @@ class Conversation:
         """Manual `/compact [focus]`: summarise the history now and continue from the summary."""
         if not [m for m in self.messages if not m.is_meta]:
             yield SystemEvent("compact_skipped", "Nothing to compact yet.", "warning")
+            done = Terminal(TerminalReason.COMPLETED, 0)
+            self._record(done)
+            yield done
             return
         outcome = await self.compactor.compact(self.messages, trigger="manual", focus=focus or None,
                                                **self.compact_context())
