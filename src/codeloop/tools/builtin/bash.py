@@ -59,7 +59,7 @@ make destructive changes unless the user explicitly asked for it."""
 class BashInput(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    command: str = Field(description="The command to execute")
+    command: str = Field(min_length=1, description="The command to execute")
     timeout: PositiveInt | SkipJsonSchema[None] = Field(
         None,
         description=f"Optional timeout in milliseconds (max {MAX_TIMEOUT_MS})",
