@@ -248,3 +248,13 @@ def test_import_codeloop_is_cheap():
                           " 'httpx' in sys.modules); from codeloop import QueryEngine; print(QueryEngine.__name__)"],
                          capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "False", "QueryEngine"]
+
+
+def test_a_refused_turn_still_reports_its_commands(tmp_path):
+    api = ScriptedAPI(sse(text("one")))
+    eng = make(api, tmp_path, max_turns=1)
+    eng.submit_message("a")
+    events = list(eng.stream_submit_message("/compact now"))
+    assert [e["type"] for e in events] == ["message_start", "command_match", "message_delta", "message_stop"]
+    assert events[1]["commands"] == ("/compact",) or events[1]["commands"] == ["/compact"]
+    assert eng.last_result.matched_commands == ("/compact",) and eng.last_result.stop_reason == "max_turns_reached"

@@ -188,15 +188,16 @@ class QueryEngine:
     # -- the turn --------------------------------------------------------------------------------
     async def astream_submit_message(self, prompt: str, *, abort: Any = None) -> AsyncIterator[dict[str, Any]]:
         yield {"type": "message_start", "session_id": self.session_id, "prompt": prompt}
+        commands = match_commands(prompt)
+        if commands:
+            yield {"type": "command_match", "commands": commands}
         refusal = self._refusal()
         if refusal is not None:  # hard stops: nothing is recorded, no model call is made
             reason, text = refusal
             yield {"type": "message_delta", "text": text}
-            yield self._finish(TurnResult(prompt, text, (), (), (), self.total_usage, reason.value))
+            # like spec 001's port, the result still says what this turn asked for (its commands)
+            yield self._finish(TurnResult(prompt, text, commands, (), (), self.total_usage, reason.value))
             return
-        commands = match_commands(prompt)
-        if commands:
-            yield {"type": "command_match", "commands": commands}
         self.turn_count += 1
         self.turns_since_compaction += 1
         tools, denials, output, reason, value = await self._drive(prompt, commands, abort)
