@@ -413,3 +413,19 @@ def test_tail_handling_across_large_records(path):
     assert loaded.warnings == []
     assert [m.uuid for m in loaded.messages] == [first["uuid"], second["uuid"], third["uuid"]]
     assert third["parentUuid"] == second["uuid"]
+
+
+def test_metadata_entries_hang_off_the_chain_without_extending_it(path):
+    w = writer(path)
+    first = w.append_message(user_message("hi"))
+    tomb = w.append_entry({"type": "tombstone", "targetUuid": "x"})
+    denial = w.append_entry({"type": "permission-denial", "tool_name": "Bash"})
+    second = w.append_message(user_message("again"))
+    w.close()
+    assert tomb["parentUuid"] == denial["parentUuid"] == first["uuid"]
+    assert second["parentUuid"] == first["uuid"]          # the message chain skips the metadata
+    assert load_transcript(path).last_uuid == second["uuid"]
+    w2 = writer(path)                                      # reopened: continues from the last message
+    third = w2.append_entry({"type": "ended-by-model"})
+    w2.close()
+    assert third["parentUuid"] == second["uuid"] and load_transcript(path).last_uuid == second["uuid"]

@@ -23,6 +23,8 @@ from codeloop.messages import Message, new_uuid
 
 INTERRUPTED_TOOL_RESULT = "Tool execution was interrupted; no result was recorded (session resumed)."
 MESSAGE_TYPES = ("user", "assistant")
+# Entries that form the parentUuid chain; metadata (tombstones, denials, markers) hangs off it.
+CHAIN_TYPES = ("user", "assistant", "system", "compact_boundary")
 _TAIL_BLOCK = 64 * 1024
 
 
@@ -210,7 +212,7 @@ class TranscriptWriter:
             self._check_tail = True
             raise TranscriptError(self.path, str(e)) from e
         self._dirty = True
-        if isinstance(entry.get("uuid"), str):
+        if isinstance(entry.get("uuid"), str) and entry.get("type") in CHAIN_TYPES:
             self._last_uuid = entry["uuid"]
             self._chain_known = True
         # A tool_use whose record is lost would be re-run silently on resume: make it durable
@@ -330,7 +332,8 @@ def _scan_last_uuid(path: Path) -> str | None:
     with f:
         for _, line in _lines_backwards(f):
             entry = _parse_line(line) if line.strip() else None
-            if entry is not None and isinstance(entry.get("uuid"), str) and entry["uuid"]:
+            if (entry is not None and isinstance(entry.get("uuid"), str) and entry["uuid"]
+                    and entry.get("type") in CHAIN_TYPES):
                 return entry["uuid"]
     return None
 
@@ -363,7 +366,7 @@ def _load(path: Path, data: bytes) -> LoadedTranscript:
             continue
         entries.append(entry)
         uid = entry.get("uuid")
-        if isinstance(uid, str) and uid:
+        if isinstance(uid, str) and uid and entry.get("type") in CHAIN_TYPES:
             last_uuid = uid
     from codeloop.session.repair import messages_from_entries
 
