@@ -45,7 +45,7 @@ def _permission_policy(args: argparse.Namespace, settings, cwd: Path):
                             additional_directories=dirs, bypass_disabled=settings.bypass_disabled())
 
 
-def _load_settings(args: argparse.Namespace, cwd: Path) -> tuple[Any, list[str]]:
+def _load_settings(args: argparse.Namespace, cwd: Path) -> tuple[Any, bool, list[str]]:
     """The settings hierarchy, with the folder's own configuration only if the folder is trusted."""
     from codeloop.config.settings import load_settings
     from codeloop.config.trust import check_trust
@@ -63,7 +63,7 @@ def _load_settings(args: argparse.Namespace, cwd: Path) -> tuple[Any, list[str]]
     settings = load_settings(cwd, cli_settings=args.settings, trusted=trusted, sources=sources)
     warnings += [f"settings: {e}" for e in settings.errors]
     warnings += settings.ignored_untrusted
-    return settings, warnings
+    return settings, trusted, warnings
 
 
 def _api_key_from_helper(command: str) -> str:
@@ -177,7 +177,7 @@ def build_conversation(args: argparse.Namespace, *, interactive: bool) -> tuple[
     cwd = Path.cwd().resolve()
     if args.max_turns is not None and args.max_turns < 1:
         raise SetupError("--max-turns must be a positive integer")
-    settings, warnings = _load_settings(args, cwd)
+    settings, trusted, warnings = _load_settings(args, cwd)
     # settings "env" applies to this process (a trusted folder's own env only — see _load_settings)
     os.environ.update({k: str(v) for k, v in settings.env().items()})
     session_id, messages, denials, history_warnings, entries = _load_history(args, cwd)
@@ -210,17 +210,11 @@ def build_conversation(args: argparse.Namespace, *, interactive: bool) -> tuple[
         max_turns=args.max_turns, persist=not args.no_session_persistence, interactive=interactive)
     conv = Conversation(config, provider, session_id=session_id, messages=messages, denials=denials,
                         entries=entries)
-    conv.settings, conv.trusted = settings, trusted_of(args, cwd)
+    conv.settings, conv.trusted = settings, trusted
     if any("(" in r for r in [*args.allowed_tools, *args.disallowed_tools]):
         warnings += config.policy.rule_errors if config.policy.rules is not None else []  # typed on this command line
         config.policy.rule_errors.clear()
     return conv, warnings
-
-
-def trusted_of(args: argparse.Namespace, cwd: Path) -> bool:
-    from codeloop.config.trust import is_trusted
-
-    return bool(args.trust) or is_trusted(cwd)
 
 
 def _provider_and_model(args: argparse.Namespace, settings: Any) -> tuple[Any, str]:

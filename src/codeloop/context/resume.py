@@ -10,14 +10,13 @@ only the lines after it. Without a boundary it parses everything, like `load_tra
 from __future__ import annotations
 
 import gc
-import json
 import mmap
 from pathlib import Path
 from typing import Any
 
 from codeloop.messages import Message
 from codeloop.session.repair import messages_from_entries
-from codeloop.session.transcript import LoadedTranscript, load_transcript
+from codeloop.session.transcript import LoadedTranscript, load_transcript, parse_line
 
 # json.dumps never escapes these quotes in a real key/value, while inside message text they
 # appear as \"compact_boundary\" — the byte before the match tells the two apart.
@@ -43,14 +42,6 @@ def messages_after_last_boundary(entries: list[dict[str, Any]]) -> list[Message]
     return messages_from_entries(e for e in entries[start:] if isinstance(e, dict))[0]
 
 
-def _parse(line: bytes) -> dict[str, Any] | None:
-    try:
-        obj = json.loads(line)
-    except (ValueError, RecursionError):
-        return None
-    return obj if isinstance(obj, dict) else None
-
-
 def _tail_after_boundary(buf: Any) -> tuple[int, dict[str, Any] | None]:
     """(offset where the post-boundary lines start, boundary entry) — (0, None) if none."""
     end = len(buf)
@@ -64,7 +55,7 @@ def _tail_after_boundary(buf: Any) -> tuple[int, dict[str, Any] | None]:
         line_start = buf.rfind(b"\n", 0, idx) + 1
         line_end = buf.find(b"\n", idx)
         line_end = len(buf) if line_end < 0 else line_end
-        entry = _parse(buf[line_start:line_end])
+        entry = parse_line(buf[line_start:line_end])
         if is_compact_boundary(entry):
             return min(len(buf), line_end + 1), entry
         end = line_start
@@ -94,7 +85,7 @@ def load_from_last_boundary(path: Path | str) -> LoadedTranscript:
         for line in tail.split(b"\n"):
             if not line.strip():
                 continue
-            entry = _parse(line)
+            entry = parse_line(line)
             if entry is None:
                 corrupt += 1
             else:

@@ -310,13 +310,14 @@ def _repair_torn_tail(path: Path, wfd: int) -> None:
     if not tail:
         return
     # The reader accepts a complete final object without its newline, so keep such a record.
-    if _parse_line(tail) is not None:
+    if parse_line(tail) is not None:
         _write_all(wfd, b"\n")
     else:
         os.ftruncate(wfd, offset)
 
 
-def _parse_line(line: bytes) -> dict[str, Any] | None:
+def parse_line(line: bytes) -> dict[str, Any] | None:
+    """One JSONL record as a dict, or None for a torn or corrupt line."""
     try:
         obj = json.loads(line)
     except (ValueError, RecursionError):
@@ -331,7 +332,7 @@ def _scan_last_uuid(path: Path) -> str | None:
         return None
     with f:
         for _, line in _lines_backwards(f):
-            entry = _parse_line(line) if line.strip() else None
+            entry = parse_line(line) if line.strip() else None
             if (entry is not None and isinstance(entry.get("uuid"), str) and entry["uuid"]
                     and entry.get("type") in CHAIN_TYPES):
                 return entry["uuid"]
@@ -360,7 +361,7 @@ def _load(path: Path, data: bytes) -> LoadedTranscript:
     for line in data.split(b"\n"):
         if not line.strip():
             continue
-        entry = _parse_line(line)
+        entry = parse_line(line)
         if entry is None:
             corrupt += 1
             continue
