@@ -12,8 +12,10 @@ match if either form matches; allow rules must match the realpath.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import stat
 import sys
 from functools import lru_cache
 
@@ -45,35 +47,74 @@ def path_forms(path: str, cwd: str) -> tuple[str, str]:
 def resolve_for_open(path: str, cwd: str | None = None) -> str:
     """The path a tool must open after its permission check: the symlink-free realpath.
 
-    Check-then-open recipe: decide on this realpath (path_decision does), then open *this*
-    string, not the original, with `open_no_symlinks` (or at least O_NOFOLLOW): if someone
-    swaps a component for a symlink after the check, the open fails with ELOOP instead of
-    following it somewhere the check never saw.
+    Check-then-open recipe: resolve first, decide on this realpath (and on the path as written),
+    then open *this* string with `open_no_symlinks`: if a component is swapped for a symlink
+    after the check, the open fails with ELOOP instead of following it somewhere the check
+    never saw. (Resolving *after* the check would let a swap in between pick the target.)
     """
+    if "\0" in path:
+        raise ValueError("path contains a NUL byte")
     return os.path.realpath(os.path.join(cwd or os.getcwd(), os.path.expanduser(path)))
+
+
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def _components(real_path: str) -> list[str]:
+    if not os.path.isabs(real_path):
+        raise ValueError(f"not an absolute path: {real_path!r}")
+    parts = [p for p in real_path.split("/") if p]
+    if any(p in (".", "..") for p in parts):
+        # a realpath never holds these; walking `..` by fd would leave the checked tree
+        raise OSError(errno.EINVAL, "path is not normalised", real_path)
+    return parts
+
+
+def open_dir_no_symlinks(real_path: str, *, create: bool = False, mode: int = 0o777) -> int:
+    """A directory fd for `real_path`, reached without following a symlink at any component.
+
+    `create` makes missing components (like `mkdir -p`) one by one under the fd of their
+    parent, so a folder swapped for a link mid-way is refused rather than written through.
+    """
+    parts = _components(real_path)
+    fd = os.open("/", _DIR_FLAGS)
+    try:
+        for comp in parts:
+            try:
+                nxt = os.open(comp, _DIR_FLAGS | _NOFOLLOW, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                try:
+                    os.mkdir(comp, mode, dir_fd=fd)
+                except FileExistsError:
+                    pass  # made by someone else meanwhile: the no-follow open below judges it
+                nxt = os.open(comp, _DIR_FLAGS | _NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+        return os.dup(fd)
+    finally:
+        os.close(fd)
 
 
 def open_no_symlinks(real_path: str, flags: int, mode: int = 0o666) -> int:
     """os.open that refuses a symlink at *any* component (walks with dir fds + O_NOFOLLOW).
 
     Returns a file descriptor; raises OSError (ELOOP/ENOTDIR) when a component became a link.
-    Falls back to a plain O_NOFOLLOW open where dir_fd is unsupported.
+    `real_path` must be absolute and normalised (what `resolve_for_open` returns). Where
+    dir_fd is unsupported only the last component is protected (plain O_NOFOLLOW).
     """
-    nofollow = getattr(os, "O_NOFOLLOW", 0)
-    if os.open not in getattr(os, "supports_dir_fd", set()) or not os.path.isabs(real_path):
-        return os.open(real_path, flags | nofollow, mode)
-    parts = [p for p in real_path.split("/") if p]
-    fd = os.open("/", os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    if os.open not in getattr(os, "supports_dir_fd", set()):
+        return os.open(real_path, flags | _NOFOLLOW, mode)
+    parts = _components(real_path)
+    if not parts:
+        return os.open("/", flags, mode)
+    parent = open_dir_no_symlinks("/" + "/".join(parts[:-1]))
     try:
-        for comp in parts[:-1]:
-            nxt = os.open(comp, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | nofollow, dir_fd=fd)
-            os.close(fd)
-            fd = nxt
-        if not parts:
-            return os.dup(fd)
-        return os.open(parts[-1], flags | nofollow, mode, dir_fd=fd)
+        return os.open(parts[-1], flags | _NOFOLLOW, mode, dir_fd=parent)
     finally:
-        os.close(fd)
+        os.close(parent)
 
 
 def _glob_to_regex(glob: str) -> str:
@@ -153,3 +194,58 @@ def path_matches(spec: str, path: str, *, origin: str, cwd: str, restrictive: bo
     ignore_case = restrictive and sys.platform in ("darwin", "win32")
     return any(p.fullmatch(path) for p in _compile(spec, origin, os.path.normpath(cwd),
                                                    restrictive, ignore_case))
+
+
+_MAGIC = re.compile(r"[*?\[{\\]")
+
+
+def _walk_start(spec: str, origin: str, cwd: str) -> tuple[str, bool]:
+    """Where the files a specifier names live: (folder or file, anchored?)."""
+    base, glob, anchored = _anchor(spec.strip(), origin, cwd)
+    static: list[str] = []
+    for part in glob.strip("/").split("/"):
+        if not part or _MAGIC.search(part) or part == "**":
+            break
+        static.append(part)
+    return os.path.join(base, *static) if static else base, anchored
+
+
+def inodes_named(specs: list[tuple[str, str]], cwd: str, roots: list[str], *,
+                 limit: int = 200_000) -> frozenset[tuple[int, int]] | None:
+    """(st_dev, st_ino) of every regular file the (specifier, origin) pairs name.
+
+    What a hard link is judged by: a file whose inode is in this set *is* a denied file under
+    another name. Anchored patterns are enumerated below their static prefix; patterns that
+    match at any depth anywhere on disk (`.env`) are enumerated below `roots` (the working
+    directories). Returns None when more than `limit` entries would have to be looked at, so
+    the caller can fail closed instead of trusting a partial set.
+    """
+    found: set[tuple[int, int]] = set()
+    budget = limit
+    for spec, origin in specs:
+        start, anchored = _walk_start(spec, origin, cwd)
+        for top in ([start] if anchored else [start, *roots]):
+            try:
+                st = os.lstat(top)
+            except OSError:
+                continue
+            tops = [(top, st)]
+            if not stat.S_ISDIR(st.st_mode):
+                budget -= 1
+            else:
+                tops = []
+                for dirpath, _dirs, files in os.walk(top):
+                    budget -= len(files) + 1
+                    if budget < 0:
+                        return None
+                    for name in files:
+                        full = os.path.join(dirpath, name)
+                        try:
+                            tops.append((full, os.lstat(full)))
+                        except OSError:
+                            continue
+            for path, fst in tops:
+                if stat.S_ISREG(fst.st_mode) and path_matches(
+                        spec, path, origin=origin, cwd=cwd, restrictive=True):
+                    found.add((fst.st_dev, fst.st_ino))
+    return frozenset(found)

@@ -159,6 +159,18 @@ class PermissionPolicy:
             raise ToolError(f"Permission to use {tool_name} on {path} has been denied: it now resolves to a "
                             f"place matching the deny rule {verdict.matched_rule}.")
 
+    def denied_inodes(self, tool_name: str) -> "frozenset[tuple[int, int]] | None":
+        """(st_dev, st_ino) of the files a deny rule for `tool_name` names: a hard link to one of
+        them is refused at I/O time. None when there are too many to list (fail closed)."""
+        from codeloop.permissions.paths import inodes_named
+        from codeloop.permissions.rules import EDIT_TOOLS as EDITS, READ_TOOLS as READS
+
+        family = "Edit" if tool_name in EDITS else "Read" if tool_name in READS else tool_name
+        specs = [(r.specifier, r.origin) for r in self.rules.deny if r.specifier and r.tool in (tool_name, family)]
+        if not specs:
+            return frozenset()
+        return inodes_named(specs, str(self.cwd), [str(self.cwd), *self.additional_directories])
+
     def _bash_path_concern(self, command: str, *, check_outside: bool) -> str | None:
         """Why a Bash command that rules allowed still needs a question: a path argument of a
         file-reading command that a Read deny rule covers (`cat .env` with `Read(.env)` denied),

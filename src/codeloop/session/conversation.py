@@ -119,6 +119,7 @@ class Conversation:
         ctx.emit = self._on_side_event
         ctx.post_tool_use = self.hooks.post_tool if self.hooks.runner is not None else None
         ctx.path_guard = self.config.policy.guard_path
+        ctx.denied_inodes = self.config.policy.denied_inodes
         ctx.extra["feature_flags"] = dict(cfg.feature_flags)
         ctx.extra["tool_pool"] = self.tool_pool()
         if any(t.name == "Task" for t in cfg.tools):

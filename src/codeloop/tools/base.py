@@ -71,6 +71,9 @@ class ToolContext:
     # Deny rules for reading, for tools that search many files (Grep, Glob): path → denied?
     # None when no rule could deny a read, so searches pay nothing.
     read_denied: Callable[[Path], bool] | None = None
+    # Hard links: tool name → (st_dev, st_ino) of the files its deny rules name (None: too many
+    # to list, refuse multi-link files). Asked only when a file opened has st_nlink > 1.
+    denied_inodes: Callable[[str], frozenset[tuple[int, int]] | None] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def resolve(self, path: str) -> Path:
