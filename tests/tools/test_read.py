@@ -79,11 +79,15 @@ async def test_binary_with_nul_refused(ctx, run, tmp_path):
         await run(read, ctx, file_path=str(f))
 
 
-async def test_undecodable_refused(ctx, run, tmp_path):
+async def test_undecodable_bytes_shown_as_marked_escapes(ctx, run, tmp_path):
+    # issue 13 item 6: bytes that are not UTF-8 are carried, clearly marked, instead of refused
     f = tmp_path / "latin.txt"
-    f.write_bytes(b"caf\xe9 \xff\xfe")
-    with pytest.raises(ToolError, match="not valid UTF-8"):
-        await run(read, ctx, file_path=str(f))
+    f.write_bytes(b"caf\xe9 \xff\xfe\nplain\n")
+    r = await run(read, ctx, file_path=str(f))
+    body, note = r.content.split("\n\n", 1)
+    assert body == "     1\tcaf\\xe9 \\xff\\xfe\n     2\tplain"
+    assert "not valid UTF-8" in note and "\\xNN" in note and "1 line" in note
+    r.content.encode("utf-8")  # nothing the request encoder could choke on
 
 
 async def test_image_returned_as_base64_block(ctx, run, tmp_path):

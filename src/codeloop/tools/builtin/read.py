@@ -1,5 +1,9 @@
 """The Read tool: numbered text lines, images as content blocks, and the read record.
 
+The file is opened through `fileio.open_checked` (no symlink followed after the permission
+check, no device/FIFO, no hard link to a denied file) and read in a cancellable daemon thread;
+text is streamed by `linewindow`, so only the window shown is ever held in memory.
+
 Also owns the helpers the editing tools share with it: how a tool argument becomes a path
 (`resolve_file_path`) and what a read remembers about a file (`snapshot`), so Write and Edit
 can tell whether the file changed since the model last saw it.
@@ -7,10 +11,10 @@ can tell whether the file changed since the model last saw it.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import hashlib
 import os
+import threading
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -18,9 +22,16 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt
 from pydantic.json_schema import SkipJsonSchema
 
 from codeloop.tools.base import UNBOUNDED, FileReadRecord, Tool, ToolContext, ToolError, ToolResult
+from codeloop.tools.builtin.fileio import Opened, checked_paths, open_checked, run_cancellable
+from codeloop.tools.builtin.linewindow import (
+    MAX_LINE_CHARS,
+    continuation_note,
+    os_read_capped,
+    read_window,
+    undecodable_note,
+)
 
 DEFAULT_LIMIT = 2000
-MAX_LINE_CHARS = 2000
 MAX_IMAGE_BYTES = 5 * 1024 * 1024
 BINARY_SNIFF_BYTES = 8192
 IMAGE_TYPES = {
@@ -67,11 +78,10 @@ class ReadInput(BaseModel):
 
 
 def resolve_file_path(ctx: ToolContext, file_path: str, tool: str = "Read") -> Path:
-    """The absolute, `..`-free path used both for I/O and as the read_files key.
+    """The absolute, `..`-free path used as the read_files key, after the path guard.
 
-    Symlinks are deliberately not resolved here: the key must match what the model passes. The
-    permission guard is asked again right before the I/O, so a symlink swapped in after the
-    permission check (pointing into a denied place) is caught here.
+    Symlinks are deliberately not resolved here: the key must match what the model passes.
+    Tools doing I/O use `fileio.checked_paths`, which also returns the realpath to open.
     """
     path = Path(os.path.normpath(ctx.resolve(file_path)))
     if ctx.path_guard is not None:
@@ -79,11 +89,16 @@ def resolve_file_path(ctx: ToolContext, file_path: str, tool: str = "Read") -> P
     return path
 
 
+def record(st: os.stat_result, digest: str | None, *, partial: bool) -> FileReadRecord:
+    """What a tool saw of a file: its stat (from the fd it used) and, when seen whole, its hash."""
+    return FileReadRecord(mtime_ns=st.st_mtime_ns, size=st.st_size,
+                          sha256=None if partial else digest, partial=partial)
+
+
 def snapshot(path: Path, data: bytes | None, *, partial: bool) -> FileReadRecord:
     """What we know about `path` right now; `data` is the whole content when it was seen whole."""
-    st = path.stat()
     digest = hashlib.sha256(data).hexdigest() if data is not None and not partial else None
-    return FileReadRecord(mtime_ns=st.st_mtime_ns, size=st.st_size, sha256=digest, partial=partial)
+    return record(path.stat(), digest, partial=partial)
 
 
 def missing_file_error(path: Path, ctx: ToolContext) -> ToolError:
@@ -125,79 +140,63 @@ class ReadTool(Tool):
         return True
 
     async def call(self, inp: ReadInput, ctx: ToolContext) -> ToolResult:
-        path = resolve_file_path(ctx, inp.file_path)
-        return await asyncio.to_thread(self._read, path, inp, ctx)
+        path, real = checked_paths(ctx, inp.file_path, "Read")
+        return await run_cancellable(ctx, lambda stop: self._read(path, real, inp, ctx, stop), "Read")
 
-    def _read(self, path: Path, inp: ReadInput, ctx: ToolContext) -> ToolResult:
-        if path.is_dir():
-            raise ToolError(
-                f"{path} is a directory, not a file; use Bash ls or Glob to list its contents."
-            )
-        if not path.exists():
-            raise missing_file_error(path, ctx)
-        if not path.is_file():
-            raise ToolError(f"{path} is not a regular file (device, FIFO or socket); cannot read it.")
-        media_type = IMAGE_TYPES.get(path.suffix.lower())
-        if media_type is not None:
-            return self._read_image(path, media_type, ctx)
+    def _read(self, path: Path, real: str, inp: ReadInput, ctx: ToolContext, stop: threading.Event) -> ToolResult:
+        opened = open_checked(ctx, "Read", path, real)
         try:
-            data = path.read_bytes()
-        except OSError as e:
-            raise ToolError(f"Cannot read {path}: {e.strerror or e}") from e
-        if looks_binary(data):
+            media_type = IMAGE_TYPES.get(path.suffix.lower())
+            if media_type is not None:
+                return self._read_image(path, opened, media_type, ctx)
+            return self._read_text(path, opened, inp, ctx, stop)
+        finally:
+            os.close(opened.fd)
+
+    def _read_text(self, path: Path, opened: Opened, inp: ReadInput, ctx: ToolContext,
+                   stop: threading.Event) -> ToolResult:
+        if looks_binary(os.pread(opened.fd, BINARY_SNIFF_BYTES, 0)):
             raise ToolError(
                 f"Cannot read {path}: it appears to be a binary file. "
                 "Use Bash with a suitable tool (e.g. xxd, file) to inspect it."
             )
-        try:
-            text = data.decode("utf-8-sig")
-        except UnicodeDecodeError as e:
-            raise ToolError(
-                f"Cannot read {path}: it is not valid UTF-8 text (binary file?). "
-                "Use Bash with a suitable tool (e.g. xxd, iconv) to inspect it."
-            ) from e
-
-        lines = split_lines(text)
-        total = len(lines)
         start = max(inp.offset or 1, 1)
-        limit = inp.limit or DEFAULT_LIMIT
-        shown = lines[start - 1 : start - 1 + limit]
-        end = start - 1 + len(shown)
-        partial = start > 1 or end < total
-        ctx.read_files[str(path)] = snapshot(path, data, partial=partial)
+        try:
+            w = read_window(opened.fd, opened.st.st_size, start, inp.limit or DEFAULT_LIMIT, stop)
+        except OSError as e:
+            raise ToolError(f"Cannot read {path}: {e.strerror or e}") from e
+        end = start - 1 + len(w.lines)
+        partial = start > 1 or not w.whole or (w.total is not None and end < w.total)
+        ctx.read_files[str(path)] = record(opened.st, w.digest, partial=partial)
 
         data_out: dict[str, Any] = {
             "filePath": str(path),
-            "numLines": len(shown),
+            "numLines": len(w.lines),
             "startLine": start,
-            "totalLines": total,
+            "totalLines": w.total,
         }
-        if total == 0:
+        if w.total == 0:
             note = "<system-reminder>Warning: the file exists but is empty.</system-reminder>"
             return ToolResult(note, data=data_out)
-        if not shown:
+        if not w.lines:
             note = (
                 f"<system-reminder>Warning: the file exists but is shorter than the provided offset "
-                f"({start}). The file has {total} lines.</system-reminder>"
+                f"({start}). The file has {w.total} lines.</system-reminder>"
             )
             return ToolResult(note, data=data_out)
-        body = number_lines(shown, start)
-        if end < total:
-            body += (
-                f"\n\n(Showing lines {start}-{end} of {total}. {total - end} more lines remain; "
-                f"call Read with offset={end + 1} to continue.)"
-            )
+        body = number_lines(w.lines, start)
+        body += continuation_note(w, start, opened.st.st_size) + undecodable_note(w)
         return ToolResult(body, data=data_out)
 
-    def _read_image(self, path: Path, media_type: str, ctx: ToolContext) -> ToolResult:
-        size = path.stat().st_size
+    def _read_image(self, path: Path, opened: Opened, media_type: str, ctx: ToolContext) -> ToolResult:
+        size = opened.st.st_size
         if size > MAX_IMAGE_BYTES:
             raise ToolError(
                 f"Image {path} is {size} bytes, over the {MAX_IMAGE_BYTES // (1024 * 1024)} MB "
                 "limit for images; resize or compress it first (e.g. with Bash)."
             )
-        data = path.read_bytes()
-        ctx.read_files[str(path)] = snapshot(path, data, partial=False)
+        data = os_read_capped(opened.fd, MAX_IMAGE_BYTES + 1)
+        ctx.read_files[str(path)] = record(opened.st, hashlib.sha256(data).hexdigest(), partial=False)
         block = {
             "type": "image",
             "source": {
