@@ -2,27 +2,23 @@
 
 Owns the matching rules (unique unless replace_all, CRLF-tolerant matching that keeps the
 file's own line endings, UTF-8 with or without BOM) and the snippet shown after an edit.
-Freshness checks and the atomic write come from the Write tool's module.
+Freshness checks come from the Write tool's module, the checked no-follow open and the
+atomic replacement from `fileio.WriteTarget`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from pathlib import Path
 from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from codeloop.tools.base import Tool, ToolContext, ToolError, ToolResult
-from codeloop.tools.builtin.read import (
-    looks_binary,
-    missing_file_error,
-    number_lines,
-    resolve_file_path,
-    snapshot,
-    split_lines,
-)
-from codeloop.tools.builtin.write import atomic_write, ensure_fresh_read, unified_diff
+from codeloop.tools.builtin.fileio import WriteTarget, checked_paths
+from codeloop.tools.builtin.read import looks_binary, missing_file_error, number_lines, record, split_lines
+from codeloop.tools.builtin.write import ensure_fresh_read, new_file_mode, unified_diff
 
 BOM = b"\xef\xbb\xbf"
 SNIPPET_CONTEXT = 4
@@ -101,24 +97,29 @@ class EditTool(Tool):
     input_model: ClassVar[type[BaseModel]] = EditInput
 
     async def call(self, inp: EditInput, ctx: ToolContext) -> ToolResult:
-        path = resolve_file_path(ctx, inp.file_path, "Edit")
-        return await asyncio.to_thread(self._edit, path, inp, ctx)
+        path, real = checked_paths(ctx, inp.file_path, "Edit")
+        # An edit is short and touches only a regular file; it is let finish rather than abandoned.
+        return await asyncio.to_thread(self._edit, path, real, inp, ctx)
 
-    def _edit(self, path: Path, inp: EditInput, ctx: ToolContext) -> ToolResult:
+    def _edit(self, path: Path, real: str, inp: EditInput, ctx: ToolContext) -> ToolResult:
         if inp.old_string == inp.new_string:
             raise ToolError(
                 "No changes to make: old_string and new_string are exactly the same."
             )
-        if path.is_dir():
-            raise ToolError(f"{path} is a directory, not a file.")
+        target = WriteTarget(ctx, "Edit", path, real)
+        try:
+            if target.existing is None:
+                if inp.old_string != "":
+                    raise missing_file_error(path, ctx)
+                return self._create(target, path, inp.new_string, ctx)
+            return self._replace(target, path, inp, ctx)
+        finally:
+            target.close()
 
-        if not path.exists():
-            if inp.old_string != "":
-                raise missing_file_error(path, ctx)
-            return self._create(path, inp.new_string, ctx)
-
-        ensure_fresh_read(path, ctx)
-        raw = path.read_bytes()
+    def _replace(self, target: WriteTarget, path: Path, inp: EditInput, ctx: ToolContext) -> ToolResult:
+        assert target.existing is not None
+        ensure_fresh_read(path, ctx, target.existing.st, target.read_existing)
+        raw = target.read_existing()
         if looks_binary(raw):
             raise ToolError(f"Cannot edit {path}: it appears to be a binary file.")
         has_bom = raw.startswith(BOM)
@@ -142,11 +143,8 @@ class EditTool(Tool):
             first_at = text.index(old_matched)
 
         data = (BOM if has_bom else b"") + updated.encode("utf-8")
-        try:
-            atomic_write(path, data)
-        except OSError as e:
-            raise ToolError(f"Cannot write {path}: {e.strerror or e}") from e
-        ctx.read_files[str(path)] = snapshot(path, data, partial=False)
+        new_st = target.replace(data, new_file_mode(target.existing.st))
+        ctx.read_files[str(path)] = record(new_st, hashlib.sha256(data).hexdigest(), partial=False)
 
         if inp.replace_all and replacements > 1:
             text_out = (
@@ -170,13 +168,10 @@ class EditTool(Tool):
             },
         )
 
-    def _create(self, path: Path, content: str, ctx: ToolContext) -> ToolResult:
+    def _create(self, target: WriteTarget, path: Path, content: str, ctx: ToolContext) -> ToolResult:
         data = content.encode("utf-8")
-        try:
-            atomic_write(path, data)
-        except OSError as e:
-            raise ToolError(f"Cannot write {path}: {e.strerror or e}") from e
-        ctx.read_files[str(path)] = snapshot(path, data, partial=False)
+        new_st = target.replace(data, new_file_mode(None))
+        ctx.read_files[str(path)] = record(new_st, hashlib.sha256(data).hexdigest(), partial=False)
         return ToolResult(
             f"File created successfully at: {path}",
             data={

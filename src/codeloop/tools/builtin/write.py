@@ -1,8 +1,10 @@
 """The Write tool, plus the safe-write machinery Edit shares with it.
 
-Owns: the read-before-write / changed-since-read check (`ensure_fresh_read`), atomic
-replacement of a file that keeps its mode and follows symlinks (`atomic_write`), and the
-unified diff the REPL renders (`unified_diff`).
+Owns: the read-before-write / changed-since-read check (`ensure_fresh_read`), the mode a
+replaced file keeps (`new_file_mode`), and the unified diff the REPL renders (`unified_diff`).
+The write itself goes through `fileio.WriteTarget`: the symlink-free realpath is replaced
+atomically inside its folder opened without following links (a symlink the model names keeps
+pointing at the file it names; one swapped in after the check is replaced, never written through).
 """
 
 from __future__ import annotations
@@ -12,12 +14,13 @@ import difflib
 import hashlib
 import os
 from pathlib import Path
-from typing import ClassVar
+from typing import Callable, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from codeloop.tools.base import Tool, ToolContext, ToolError, ToolResult
-from codeloop.tools.builtin.read import resolve_file_path, snapshot
+from codeloop.tools.builtin.fileio import WriteTarget, checked_paths
+from codeloop.tools.builtin.read import record
 
 NOT_READ_MESSAGE = "File has not been read yet. Read it first before writing to it."
 MODIFIED_MESSAGE = (
@@ -49,19 +52,30 @@ class WriteInput(BaseModel):
     content: str = Field(description="The content to write to the file")
 
 
-def ensure_fresh_read(path: Path, ctx: ToolContext) -> None:
-    """Refuse to overwrite `path` unless the model has seen its current content."""
+def ensure_fresh_read(path: Path, ctx: ToolContext, st: os.stat_result | None = None,
+                      current: Callable[[], bytes] | None = None) -> None:
+    """Refuse to overwrite `path` unless the model has seen its current content.
+
+    `st` and `current` come from the fd the tool opened (so the file judged is the file
+    replaced); without them the path is stat'ed and read.
+    """
     record = ctx.read_files.get(str(path))
     if record is None:
         raise ToolError(NOT_READ_MESSAGE)
-    st = path.stat()
+    st = st if st is not None else path.stat()
     if st.st_mtime_ns == record.mtime_ns:
         return
     # A touched-but-identical file (git checkout, formatter no-op) is still what the model saw.
     if not record.partial and record.sha256 is not None:
-        if hashlib.sha256(path.read_bytes()).hexdigest() == record.sha256:
+        data = current() if current is not None else path.read_bytes()
+        if hashlib.sha256(data).hexdigest() == record.sha256:
             return
     raise ToolError(MODIFIED_MESSAGE)
+
+
+def new_file_mode(existing: os.stat_result | None) -> int:
+    """An existing file keeps its permission bits; a new one gets 0666 less the umask."""
+    return existing.st_mode & 0o7777 if existing is not None else 0o666 & ~_current_umask()
 
 
 _umask: int | None = None
@@ -109,24 +123,25 @@ class WriteTool(Tool):
     input_model: ClassVar[type[BaseModel]] = WriteInput
 
     async def call(self, inp: WriteInput, ctx: ToolContext) -> ToolResult:
-        path = resolve_file_path(ctx, inp.file_path, "Write")
-        return await asyncio.to_thread(self._write, path, inp.content, ctx)
+        path, real = checked_paths(ctx, inp.file_path, "Write")
+        # A write is short and touches only a regular file; it is let finish rather than abandoned.
+        return await asyncio.to_thread(self._write, path, real, inp.content, ctx)
 
-    def _write(self, path: Path, content: str, ctx: ToolContext) -> ToolResult:
-        if path.is_dir():
-            raise ToolError(f"{path} is a directory; Write needs a file path.")
-        exists = path.exists()
-        old = ""
-        if exists:
-            ensure_fresh_read(path, ctx)
-            old = path.read_bytes().decode("utf-8", errors="replace")
+    def _write(self, path: Path, real: str, content: str, ctx: ToolContext) -> ToolResult:
+        target = WriteTarget(ctx, "Write", path, real)
         data = content.encode("utf-8")
         try:
-            atomic_write(path, data)
-        except OSError as e:
-            raise ToolError(f"Cannot write {path}: {e.strerror or e}") from e
-        ctx.read_files[str(path)] = snapshot(path, data, partial=False)
+            existing = target.existing
+            old = ""
+            if existing is not None:
+                ensure_fresh_read(path, ctx, existing.st, target.read_existing)
+                old = target.read_existing().decode("utf-8", errors="replace")
+            new_st = target.replace(data, new_file_mode(existing.st if existing else None))
+        finally:
+            target.close()
+        ctx.read_files[str(path)] = record(new_st, hashlib.sha256(data).hexdigest(), partial=False)
 
+        exists = existing is not None
         kind = "update" if exists else "create"
         text = (
             f"The file {path} has been updated successfully."
