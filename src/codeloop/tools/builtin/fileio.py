@@ -65,6 +65,13 @@ def swapped_error(path: Path | str, tool: str) -> ToolError:
                      "symbolic link), so it is no longer the file that was checked.")
 
 
+def open_failure(e: OSError, path: Path | str, tool: str) -> ToolError:
+    """The model-facing error for a failed no-follow open."""
+    if e.errno in _LINK_ERRNOS:
+        return swapped_error(path, tool)
+    return ToolError(f"Cannot open {path}: {e.strerror or e}")
+
+
 class InodeGuard:
     """The hard-link check for one tool call; the denied inodes are listed once, on demand."""
 
@@ -101,9 +108,7 @@ def open_checked(ctx: ToolContext, tool: str, path: Path, real: str) -> Opened:
     except FileNotFoundError as e:
         raise ToolError(f"File does not exist: {path}. Current working directory: {ctx.cwd}") from e
     except OSError as e:
-        if e.errno in _LINK_ERRNOS:
-            raise swapped_error(path, tool) from e
-        raise ToolError(f"Cannot read {path}: {e.strerror or e}") from e
+        raise open_failure(e, path, tool) from e
     try:
         st = os.fstat(fd)
         if stat.S_ISDIR(st.st_mode):
@@ -197,11 +202,13 @@ def _settle(fut: asyncio.Future[T], result: T | None, exc: BaseException | None)
         fut.set_result(result)  # type: ignore[arg-type]
 
 
-async def run_cancellable(ctx: ToolContext, fn: Callable[[threading.Event], T], what: str) -> T:
+async def run_cancellable(ctx: ToolContext, fn: Callable[[threading.Event], T], what: str,
+                          on_stop: Callable[[], None] | None = None) -> T:
     """Run blocking `fn(stop)` in a daemon thread; an abort or cancellation returns at once.
 
     `fn` should check `stop` between chunks and raise `Stopped`; even if it cannot (a read
     stuck in the kernel), the thread is a daemon and never holds up the process's exit.
+    `on_stop` runs on abort/cancel too (e.g. to kill a child process the thread reads from).
     """
     loop = asyncio.get_running_loop()
     fut: asyncio.Future[T] = loop.create_future()
@@ -223,12 +230,18 @@ async def run_cancellable(ctx: ToolContext, fn: Callable[[threading.Event], T], 
     try:
         await asyncio.wait({fut, abort}, return_when=asyncio.FIRST_COMPLETED)
     except asyncio.CancelledError:
-        stop.set()
+        _stop(stop, on_stop)
         raise
     finally:
         abort.cancel()
     if fut.done():
         return fut.result()
-    stop.set()
+    _stop(stop, on_stop)
     fut.cancel()
     raise ToolError(f"{what} was aborted")
+
+
+def _stop(stop: threading.Event, on_stop: Callable[[], None] | None) -> None:
+    stop.set()
+    if on_stop is not None:
+        on_stop()

@@ -1,14 +1,17 @@
 """The Glob tool: find files by name pattern, newest first.
 
 Also owns the glob dialect shared with Grep's fallback (`glob_to_regex`): `**` spans
-directories, `*`/`?` stay within one path segment, `[...]` classes and `{a,b}` alternatives.
+directories, `*`/`?` stay within one path segment, `[...]` classes and `{a,b}` alternatives;
+and the no-follow directory walk both use without rg (`walk_regular`). With rg, `rg --files`
+lists (pre-filtered by the anchored glob) and the same matcher decides. Only regular files are
+listed; symlinks are not followed, as ripgrep does by default.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
 import re
+import threading
 from functools import lru_cache
 from pathlib import Path
 from typing import ClassVar, Iterator
@@ -16,7 +19,9 @@ from typing import ClassVar, Iterator
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
+from codeloop.permissions.paths import open_dir_no_symlinks
 from codeloop.tools.base import Tool, ToolContext, ToolError, ToolResult
+from codeloop.tools.builtin.fileio import Stopped, checked_paths, run_cancellable
 
 MAX_RESULTS = 100
 SKIP_DIRS = frozenset({".git"})
@@ -119,19 +124,56 @@ def glob_to_regex(pattern: str) -> re.Pattern[str]:
     return re.compile(_translate(pattern) + r"\Z", re.DOTALL)
 
 
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def walk_regular(dir_fd: int, stop: threading.Event | None = None, prefix: str = "") -> Iterator[tuple[str, int, str]]:
+    """(path relative to the walk's root with `/`, fd of its folder, name) of each regular file.
+
+    Walks by directory fds, entries sorted by name and depth first (the order `rg --sort path`
+    gives), never following a symlink: symlinks, FIFOs, sockets and devices are not yielded,
+    and a folder swapped for a link mid-walk is not entered. The folder fd is open while the
+    caller handles the entry, so files are opened relative to it.
+    """
+    try:
+        with os.scandir(dir_fd) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError:
+        return
+    for entry in entries:
+        if stop is not None and stop.is_set():
+            raise Stopped
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name in SKIP_DIRS:
+                    continue
+                try:
+                    sub = os.open(entry.name, _DIR_FLAGS, dir_fd=dir_fd)
+                except OSError:
+                    continue
+                try:
+                    yield from walk_regular(sub, stop, prefix + entry.name + "/")
+                finally:
+                    os.close(sub)
+            elif entry.is_file(follow_symlinks=False):
+                yield prefix + entry.name, dir_fd, entry.name
+        except OSError:
+            continue
+
+
 def walk_files(root: Path) -> Iterator[tuple[str, str]]:
-    """(absolute path, path relative to root with `/`) for every file below root, sorted per dir."""
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
-        rel_dir = os.path.relpath(dirpath, root)
-        prefix = "" if rel_dir == "." else rel_dir.replace(os.sep, "/") + "/"
-        for name in sorted(filenames):
-            yield os.path.join(dirpath, name), prefix + name
+    """(absolute path, path relative to root with `/`) of every regular file below root."""
+    fd = os.open(root, _DIR_FLAGS & ~getattr(os, "O_NOFOLLOW", 0))
+    try:
+        for rel, _dir_fd, _name in walk_regular(fd):
+            yield os.path.join(root, rel), rel
+    finally:
+        os.close(fd)
 
 
 def mtime_or_zero(path: str) -> int:
     try:
-        return os.stat(path).st_mtime_ns
+        return os.lstat(path).st_mtime_ns
     except OSError:
         return 0
 
@@ -149,17 +191,38 @@ def split_static_prefix(pattern: str) -> tuple[str, str]:
     return "/".join(static), "/".join(parts)
 
 
-def find_files(root: Path, pattern: str) -> list[str]:
-    if os.path.isabs(pattern):
-        prefix, pattern = split_static_prefix(pattern)
-        root = Path(prefix or "/")
-    else:
-        prefix, pattern = split_static_prefix(pattern)
-        root = root / prefix if prefix else root
-    if not root.is_dir():
-        return []
-    rx = glob_to_regex(pattern)
-    return [abs_path for abs_path, rel in walk_files(root) if rx.match(rel)]
+def display(path: str) -> str:
+    """A path as text the model (and any JSON encoder) can carry: bytes that are not UTF-8 in a
+    file name become `\\xNN` escapes instead of lone surrogates."""
+    try:
+        path.encode("utf-8")
+        return path
+    except UnicodeEncodeError:
+        return os.fsencode(path).decode("utf-8", errors="backslashreplace")
+
+
+def _rg_glob(pattern: str) -> str | None:
+    """The pattern as an rg --glob anchored at the search root, or None when rg's dialect might
+    read it differently (escapes) — then rg lists everything and our matcher alone decides."""
+    return None if "\\" in pattern else "/" + pattern
+
+
+async def _list_with_rg(rg: str, ctx: ToolContext, dir_fd: int, real: str, pattern: str) -> list[str]:
+    from codeloop.tools.builtin.ripgrep import run_rg
+
+    args = [rg, "--files", "--no-config", "--hidden", "--no-ignore", "--no-messages", "-0", "--glob", "!.git"]
+    if (g := _rg_glob(pattern)) is not None:
+        args += ["--glob", g]
+    args.append(".")
+    rels: list[str] = []
+
+    def take(record: bytes) -> bool:
+        if record:
+            rels.append(os.fsdecode(record[2:] if record.startswith(b"./") else record))
+        return True
+
+    await run_rg(ctx, args, dir_fd=dir_fd, dir_path=real, stdin_fd=None, sep=b"\0", handle=take, what="Glob")
+    return rels
 
 
 class GlobTool(Tool):
@@ -173,17 +236,53 @@ class GlobTool(Tool):
     def is_concurrency_safe(self, inp: BaseModel) -> bool:
         return True
 
+    def __init__(self, *, use_ripgrep: bool | None = None) -> None:
+        # None = use rg when one is found; False forces the Python walk (tests, odd hosts).
+        self.use_ripgrep = use_ripgrep
+
     async def call(self, inp: GlobInput, ctx: ToolContext) -> ToolResult:
-        root = Path(os.path.normpath(ctx.resolve(inp.path))) if inp.path else ctx.cwd
-        if not root.exists():
-            raise ToolError(f"Directory does not exist: {root}. Current working directory: {ctx.cwd}")
-        if not root.is_dir():
-            raise ToolError(f"Path is not a directory: {root}")
-        matches = await asyncio.to_thread(lambda: newest_first(find_files(root, inp.pattern)))
+        root_arg = inp.path or str(ctx.cwd)
+        pattern = inp.pattern
+        if os.path.isabs(pattern):
+            prefix, pattern = split_static_prefix(pattern)
+            root_arg = prefix or "/"
+        else:
+            prefix, pattern = split_static_prefix(pattern)
+            root_arg = os.path.join(root_arg, prefix) if prefix else root_arg
+        root, real = checked_paths(ctx, root_arg, "Glob")
+        try:
+            dir_fd = open_dir_no_symlinks(real)
+        except FileNotFoundError:
+            if inp.path and not os.path.lexists(ctx.resolve(inp.path)):
+                raise ToolError(f"Directory does not exist: {root}. Current working directory: {ctx.cwd}") from None
+            return self._result([])
+        except NotADirectoryError:
+            if not prefix:
+                raise ToolError(f"Path is not a directory: {root}") from None
+            return self._result([])
+        except OSError as e:
+            raise ToolError(f"Cannot list {root}: {e.strerror or e}") from e
+        try:
+            rx = glob_to_regex(pattern)
+            rg = None
+            if self.use_ripgrep is not False:
+                from codeloop.tools.builtin.ripgrep import find_rg
+                rg = find_rg()
+            if rg is not None:
+                rels = await _list_with_rg(rg, ctx, dir_fd, real, pattern)
+            else:
+                rels = await run_cancellable(ctx, lambda stop: [r for r, _, _ in walk_regular(dir_fd, stop)], "Glob")
+        finally:
+            os.close(dir_fd)
+        matches = newest_first([os.path.join(root, rel) for rel in rels if rx.match(rel)])
         if ctx.read_denied is not None:  # files a Read deny rule covers are not listed either
             matches = [m for m in matches if not ctx.read_denied(Path(m))]
+        return self._result(matches)
+
+    @staticmethod
+    def _result(matches: list[str]) -> ToolResult:
         truncated = len(matches) > MAX_RESULTS
-        shown = matches[:MAX_RESULTS]
+        shown = [display(m) for m in matches[:MAX_RESULTS]]
         data = {"filenames": shown, "numFiles": len(shown), "truncated": truncated}
         if not shown:
             return ToolResult("No files found", data=data)

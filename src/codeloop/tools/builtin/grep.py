@@ -1,42 +1,47 @@
 """The Grep tool: regex search over file contents, via ripgrep or a pure-Python fallback.
 
-Owns both search back ends and the one formatter they feed, so the model sees the same shape
-either way: `path` lines (files_with_matches, newest first), `path:line:text` with `path-line-text`
-context and `--` group separators (content), `path:count` (count). The fallback does not read
-.gitignore files; ripgrep does.
+Owns the tool, the ripgrep invocation and the one collector + formatter both back ends feed
+(`grep_fallback` is the other back end), so the model sees the same shape either way: `path`
+lines (files_with_matches, newest first), `path:line:text` with `path-line-text` context and
+`--` group separators (content), `path:count` (count). The collector drops what deny rules
+cover (by path, and by inode for hard links) and stops both back ends once head_limit is
+reached in content and count modes. The search root is opened without following links; a
+FIFO, socket or device is never opened. The fallback does not read .gitignore files; rg does.
 """
 
 from __future__ import annotations
 
-import asyncio
-import bisect
 import os
 import re
 import shutil
+import stat
 from pathlib import Path
-from typing import Callable, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt
 from pydantic.json_schema import SkipJsonSchema
 
+from codeloop.permissions.paths import open_no_symlinks
 from codeloop.tools.base import Tool, ToolContext, ToolError, ToolResult
-from codeloop.tools.builtin.glob import glob_to_regex, newest_first, walk_files
-from codeloop.tools.builtin.read import looks_binary
+from codeloop.tools.builtin.fileio import (
+    READ_FLAGS,
+    InodeGuard,
+    checked_paths,
+    open_failure,
+    run_cancellable,
+)
+from codeloop.tools.builtin.glob import display, newest_first
+from codeloop.tools.builtin.grep_fallback import (
+    MAX_COLUMNS,
+    MAX_FILE_BYTES,
+    Searcher,
+    compile_pattern,
+    cut,
+    file_filter,
+    split_globs,
+)
 
 OutputMode = Literal["content", "files_with_matches", "count"]
-
-# A pragmatic subset of ripgrep's --type table for the fallback.
-FILE_TYPES: dict[str, tuple[str, ...]] = {
-    "py": ("*.py", "*.pyi"), "python": ("*.py", "*.pyi"),
-    "js": ("*.js", "*.jsx", "*.mjs", "*.cjs"), "ts": ("*.ts", "*.tsx", "*.mts", "*.cts"),
-    "rust": ("*.rs",), "go": ("*.go",), "java": ("*.java",), "kotlin": ("*.kt", "*.kts"),
-    "c": ("*.c", "*.h"), "cpp": ("*.cpp", "*.cc", "*.cxx", "*.hpp", "*.hh", "*.hxx", "*.h"),
-    "cs": ("*.cs",), "rb": ("*.rb",), "ruby": ("*.rb",), "php": ("*.php",),
-    "swift": ("*.swift",), "scala": ("*.scala",), "sh": ("*.sh", "*.bash", "*.zsh"),
-    "md": ("*.md", "*.markdown"), "markdown": ("*.md", "*.markdown"), "json": ("*.json",),
-    "yaml": ("*.yaml", "*.yml"), "toml": ("*.toml",), "xml": ("*.xml",), "html": ("*.html", "*.htm"),
-    "css": ("*.css", "*.scss", "*.sass", "*.less"), "sql": ("*.sql",), "txt": ("*.txt",),
-}
 
 DESCRIPTION = """\
 A powerful search tool built on ripgrep.
@@ -116,19 +121,65 @@ class GrepInput(BaseModel):
     )
 
 
-def split_globs(glob: str | None) -> list[str]:
-    """Several globs may come in one string; commas inside {a,b} belong to the glob."""
-    out: list[str] = []
-    for part in (glob or "").split():
-        out.extend([part] if "{" in part else [p for p in part.split(",") if p])
-    return out
-
-
 def context_sizes(inp: GrepInput) -> tuple[int, int]:
     """(before, after); explicit -A/-B win over -C."""
     before = inp.before if inp.before is not None else (inp.context or 0)
     after = inp.after if inp.after is not None else (inp.context or 0)
     return before, after
+
+
+class Collector:
+    """Entries from either back end: denied files dropped, head_limit counted as they come."""
+
+    def __init__(self, ctx: ToolContext, inp: GrepInput, *, verify_files: bool) -> None:
+        self.mode = inp.output_mode
+        # files_with_matches is sorted newest first afterwards, so it needs every file
+        self.limit = inp.head_limit if self.mode != "files_with_matches" else None
+        self.entries: list[tuple[str, str]] = []  # (file system path, output line)
+        self.escaped = 0
+        self.received = 0
+        self._pending_sep = False
+        self._verdicts: dict[str, bool] = {}
+        self._denied = ctx.read_denied
+        self._inodes = InodeGuard(ctx, "Grep")
+        self._verify = verify_files
+
+    def allowed(self, path: str, st: os.stat_result | None = None) -> bool:
+        verdict = self._verdicts.get(path)
+        if verdict is None:
+            verdict = self._verdicts[path] = self._judge(path, st)
+        return verdict
+
+    def _judge(self, path: str, st: os.stat_result | None) -> bool:
+        if self._denied is not None and self._denied(Path(path)):
+            return False
+        if st is None and self._verify:
+            try:
+                st = os.lstat(path)
+            except OSError:
+                return False
+            if not stat.S_ISREG(st.st_mode):
+                return False  # rg reported a file that is now a link or a special file: swapped
+        return st is None or not self._inodes.denied(st)
+
+    def add(self, path: str | None, suffix: str) -> bool:
+        """One output line (`path` + `suffix`; None + "--" is a separator); False → stop."""
+        self.received += 1
+        if path is None:
+            self._pending_sep = bool(self.entries)
+            return True
+        if not self.allowed(path):
+            return True
+        if self._pending_sep:
+            self.entries.append(("", "--"))
+            self._pending_sep = False
+        self.entries.append((path, self._text(path) + self._text(suffix)))
+        return self.limit is None or len(self.entries) <= self.limit
+
+    def _text(self, s: str) -> str:
+        shown = display(s)
+        self.escaped += shown is not s
+        return shown
 
 
 class GrepTool(Tool):
@@ -137,7 +188,7 @@ class GrepTool(Tool):
     input_model: ClassVar[type[BaseModel]] = GrepInput
 
     def __init__(self, *, use_ripgrep: bool | None = None) -> None:
-        # None = use rg when it's on PATH; False forces the Python fallback (tests, odd hosts).
+        # None = use rg when one is found; False forces the Python fallback (tests, odd hosts).
         self.use_ripgrep = use_ripgrep
 
     def is_read_only(self, inp: BaseModel) -> bool:
@@ -146,47 +197,72 @@ class GrepTool(Tool):
     def is_concurrency_safe(self, inp: BaseModel) -> bool:
         return True
 
+    def _rg(self) -> str | None:
+        if self.use_ripgrep is False:
+            return None
+        from codeloop.tools.builtin.ripgrep import env_rg
+
+        return env_rg() or shutil.which("rg")
+
     async def call(self, inp: GrepInput, ctx: ToolContext) -> ToolResult:
-        root = Path(os.path.normpath(ctx.resolve(inp.path))) if inp.path else ctx.cwd
-        if not root.exists():
-            raise ToolError(f"Path does not exist: {root}. Current working directory: {ctx.cwd}")
-        rg = shutil.which("rg") if self.use_ripgrep is not False else None
-        if rg:
-            entries = await _ripgrep(rg, inp, root, ctx)
-        else:
-            entries = await asyncio.to_thread(_python_grep, inp, root)
-        if ctx.read_denied is not None:
-            entries = await asyncio.to_thread(_drop_denied, entries, root, ctx.read_denied)
-        return _format(inp, entries)
+        root, real = checked_paths(ctx, inp.path or str(ctx.cwd), "Grep")
+        try:
+            fd = open_no_symlinks(real, READ_FLAGS)
+        except FileNotFoundError:
+            raise ToolError(f"Path does not exist: {root}. Current working directory: {ctx.cwd}") from None
+        except OSError as e:
+            raise open_failure(e, root, "Grep") from e
+        try:
+            st = os.fstat(fd)
+            is_dir = stat.S_ISDIR(st.st_mode)
+            if not is_dir and not stat.S_ISREG(st.st_mode):
+                raise ToolError(f"{root} is not a regular file or a directory (device, FIFO or socket); "
+                                "Grep cannot search it.")
+            if not is_dir:
+                InodeGuard(ctx, "Grep").check(st, root)
+            collector = Collector(ctx, inp, verify_files=is_dir)
+            rg = self._rg()
+            if rg is not None:
+                await _ripgrep(rg, inp, ctx, collector, root=str(root), real=real, fd=fd, is_dir=is_dir)
+            else:
+                await run_cancellable(ctx, lambda stop: _fallback(inp, collector, str(root), fd, st, stop), "Grep")
+        finally:
+            os.close(fd)
+        return _format(inp, collector)
 
 
-def _drop_denied(entries: list[str], root: Path, denied: Callable[[Path], bool]) -> list[str]:
-    """Remove every output line that comes from a file a Read deny rule covers, so searching a
-    parent folder cannot reveal what reading the file directly would not."""
-    files = [Path(root)] if root.is_file() else [Path(p) for p, _ in walk_files(root)]
-    blocked = {str(f) for f in files if denied(f)}
-    if not blocked:
-        return entries
-    # Entries are `path`, `path:count`, `path:N:text` or context lines `path-N-text`.
-    return [e for e in entries if not any(e == b or e.startswith((b + ":", b + "-")) for b in blocked)]
+def _fallback(inp: GrepInput, collector: Collector, root: str, fd: int, st: os.stat_result, stop) -> None:
+    rx = compile_pattern(inp.pattern, ignore_case=bool(inp.case_insensitive), multiline=bool(inp.multiline))
+    before, after = context_sizes(inp)
+    searcher = Searcher(rx, inp.output_mode, before=before, after=after, numbered=inp.line_numbers is not False,
+                        multiline=bool(inp.multiline), emit=collector.add)
+    if stat.S_ISDIR(st.st_mode):
+        searcher.search_dir(fd, root, file_filter(inp.glob, inp.type), stop, collector.allowed)
+    else:  # an explicit file is searched regardless of filters, as rg does
+        searcher.search_fd(fd, st, root, stop)
 
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-def _format(inp: GrepInput, entries: list[str]) -> ToolResult:
+def _format(inp: GrepInput, collector: Collector) -> ToolResult:
     mode = inp.output_mode
+    entries = collector.entries
     if mode == "files_with_matches":
-        entries = newest_first(entries)
+        order = newest_first([p for p, _ in entries])
+        text_of = dict(entries)
+        entries = [(p, text_of[p]) for p in order]
     limited = inp.head_limit is not None and len(entries) > inp.head_limit
-    shown = entries[: inp.head_limit] if inp.head_limit is not None else entries
+    shown = [line for _, line in (entries[: inp.head_limit] if inp.head_limit is not None else entries)]
     data: dict[str, object] = {
         "mode": mode,
         "numLines": len(shown),
         "appliedLimit": inp.head_limit if limited else None,
     }
     note = f"\n\n(Output limited to the first {inp.head_limit} entries by head_limit.)" if limited else ""
+    if collector.escaped:
+        note += "\n\n(Some paths or lines hold bytes that are not valid UTF-8; they are shown as \\xNN escapes.)"
 
     if mode == "files_with_matches":
         data.update(filenames=shown, numFiles=len(shown))
@@ -207,12 +283,17 @@ def _format(inp: GrepInput, entries: list[str]) -> ToolResult:
     return ToolResult("\n".join(shown) + note, data=data)
 
 
-async def _ripgrep(rg: str, inp: GrepInput, root: Path, ctx: ToolContext) -> list[str]:
-    args = [rg, "--no-config", "--hidden", "--glob", "!.git", "--color", "never", "--no-heading"]
+_RG_LINE = re.compile(rb"(\d+)([:-])")
+
+
+def _rg_args(rg: str, inp: GrepInput, target: str) -> list[str]:
+    args = [rg, "--no-config", "--hidden", "--glob", "!.git", "--color", "never", "--no-heading", "-0",
+            "--max-columns", str(MAX_COLUMNS), "--max-columns-preview"]
     if inp.case_insensitive:
         args.append("-i")
     if inp.multiline:
-        args += ["-U", "--multiline-dotall"]
+        # a multiline search holds a whole file: the same cap as the fallback's
+        args += ["-U", "--multiline-dotall", "--max-filesize", str(MAX_FILE_BYTES)]
     if inp.type:
         args += ["--type", inp.type]
     for g in split_globs(inp.glob):
@@ -220,149 +301,51 @@ async def _ripgrep(rg: str, inp: GrepInput, root: Path, ctx: ToolContext) -> lis
     if inp.output_mode == "files_with_matches":
         args.append("--files-with-matches")
     else:
-        # Deterministic order so head_limit cuts the same entries both back ends would.
+        # Deterministic order so head_limit cuts the same entries both back ends would; --sort
+        # path also makes rg stream, so it can be stopped once head_limit is reached.
         args += ["--with-filename", "--sort", "path"]
         if inp.output_mode == "count":
             args.append("--count")
         else:
-            if inp.line_numbers is not False:
-                args.append("-n")
+            args.append("-n")  # always: with -0 the number's `:`/`-` is what tells matches from context
             before, after = context_sizes(inp)
             if before:
                 args += ["-B", str(before)]
             if after:
                 args += ["-A", str(after)]
-    args += ["--", inp.pattern, str(root)]
-
-    proc = await asyncio.create_subprocess_exec(
-        *args,
-        # rg matches globs containing `/` against paths relative to its cwd, so anchor them at root.
-        cwd=root if root.is_dir() else root.parent,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    run = asyncio.ensure_future(proc.communicate())
-    abort = asyncio.ensure_future(ctx.abort.wait())
-    try:
-        await asyncio.wait({run, abort}, return_when=asyncio.FIRST_COMPLETED)
-    except asyncio.CancelledError:
-        proc.kill()
-        raise
-    finally:
-        abort.cancel()
-    if not run.done():
-        proc.kill()
-        await run
-        raise ToolError("Search was aborted")
-    out_b, err_b = run.result()
-    out = out_b.decode("utf-8", errors="replace")
-    if proc.returncode not in (0, 1) and not out.strip():
-        err = err_b.decode("utf-8", errors="replace").strip()
-        if "regex" in err:
-            raise ToolError(f"Invalid regex pattern {inp.pattern!r}: {err}")
-        raise ToolError(f"ripgrep failed: {err or f'exit code {proc.returncode}'}")
-    return [line.rstrip("\r") for line in out.split("\n") if line]
+    return args + ["--", inp.pattern, target]
 
 
-def _compile(inp: GrepInput) -> re.Pattern[str]:
-    flags = re.IGNORECASE if inp.case_insensitive else 0
-    if inp.multiline:
-        flags |= re.DOTALL | re.MULTILINE
-    try:
-        return re.compile(inp.pattern, flags)
-    except re.error as e:
-        raise ToolError(f"Invalid regex pattern {inp.pattern!r}: {e}") from e
+async def _ripgrep(rg: str, inp: GrepInput, ctx: ToolContext, collector: Collector, *, root: str, real: str,
+                   fd: int, is_dir: bool) -> None:
+    from codeloop.tools.builtin.ripgrep import run_rg
 
-
-def _file_filter(inp: GrepInput) -> Callable[[str], bool]:
-    includes, excludes = [], []
-    for g in split_globs(inp.glob):
-        (excludes if g.startswith("!") else includes).append(g.lstrip("!"))
-    if inp.type:
-        if inp.type not in FILE_TYPES:
-            known = ", ".join(sorted(FILE_TYPES))
-            raise ToolError(f"Unknown file type {inp.type!r}; known types: {known}")
-        type_globs = [glob_to_regex(g) for g in FILE_TYPES[inp.type]]
-    else:
-        type_globs = None
-
-    def matches(g: str, rel: str) -> bool:
-        # As in ripgrep: a glob without `/` matches the file name at any depth.
-        target = rel if "/" in g else rel.rsplit("/", 1)[-1]
-        return bool(glob_to_regex(g.lstrip("/")).match(target))
-
-    def keep(rel: str) -> bool:
-        name = rel.rsplit("/", 1)[-1]
-        if type_globs is not None and not any(rx.match(name) for rx in type_globs):
-            return False
-        if includes and not any(matches(g, rel) for g in includes):
-            return False
-        return not any(matches(g, rel) for g in excludes)
-
-    return keep
-
-
-def _candidate_files(inp: GrepInput, root: Path) -> list[str]:
-    if root.is_file():
-        return [str(root)]  # an explicit file is searched regardless of filters, as rg does
-    keep = _file_filter(inp)
-    # Component-wise order is what `rg --sort path` produces ("b/x" before "b-c").
-    return sorted((path for path, rel in walk_files(root) if keep(rel)), key=lambda p: p.split(os.sep))
-
-
-def _matching_lines(rx: re.Pattern[str], text: str, lines: list[str], multiline: bool) -> list[int]:
-    """0-based indexes of lines that contain (part of) a match."""
-    if not multiline:
-        return [i for i, line in enumerate(lines) if rx.search(line)]
-    starts = [0]
-    for line in lines[:-1]:
-        starts.append(starts[-1] + len(line) + 1)
-    hit: set[int] = set()
-    for m in rx.finditer(text):
-        first = bisect.bisect_right(starts, m.start()) - 1
-        end = m.end() - 1 if m.end() > m.start() else m.start()  # last char of the match
-        last = bisect.bisect_right(starts, end) - 1
-        hit.update(range(first, min(last, len(lines) - 1) + 1))
-    return sorted(hit)
-
-
-def _python_grep(inp: GrepInput, root: Path) -> list[str]:
-    rx = _compile(inp)
-    before, after = context_sizes(inp)
+    if not is_dir and b"\0" in os.pread(fd, 8192, 0):
+        return  # binary, skipped as the fallback skips it
     numbered = inp.line_numbers is not False
-    out: list[str] = []
-    last_printed: tuple[str, int] | None = None  # (file, line index) of the last emitted line
-    for path in _candidate_files(inp, root):
-        try:
-            with open(path, "rb") as f:
-                raw = f.read()
-        except OSError:
-            continue
-        if looks_binary(raw):
-            continue
-        text = raw.decode("utf-8", errors="replace").replace("\r\n", "\n")
-        lines = text.split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()
-        hits = _matching_lines(rx, text, lines, bool(inp.multiline))
-        if not hits:
-            continue
+
+    def handle(record: bytes) -> bool:
+        if inp.output_mode != "files_with_matches" and record in (b"--", b"--\r"):
+            return collector.add(None, "--")
+        raw_path, _, rest = record.partition(b"\0")
+        path = root if not is_dir else os.path.join(root, os.fsdecode(raw_path.removeprefix(b"./")))
         if inp.output_mode == "files_with_matches":
-            out.append(path)
-            continue
+            return collector.add(path, "")
         if inp.output_mode == "count":
-            out.append(f"{path}:{len(hits)}")
-            continue
-        hit_set = set(hits)
-        wanted: list[int] = []
-        for i in hits:
-            wanted.extend(range(max(i - before, 0), min(i + after, len(lines) - 1) + 1))
-        for i in sorted(set(wanted)):
-            if (before or after) and last_printed is not None and last_printed != (path, i - 1):
-                out.append("--")
-            sep = ":" if i in hit_set else "-"
-            num = f"{i + 1}{sep}" if numbered else ""
-            out.append(f"{path}{sep}{num}{lines[i]}")
-            last_printed = (path, i)
-    return out
+            return collector.add(path, ":" + rest.decode("ascii", errors="replace").strip())
+        m = _RG_LINE.match(rest)
+        if m is None:
+            return True  # not a line rg prints for a match (a warning about a binary file)
+        text = cut(os.fsdecode(rest[m.end():].rstrip(b"\r")))
+        sep = m.group(2).decode()
+        return collector.add(path, f"{sep}{m.group(1).decode()}{sep}{text}" if numbered else f"{sep}{text}")
+
+    os.lseek(fd, 0, os.SEEK_SET)
+    run = await run_rg(ctx, _rg_args(rg, inp, "." if is_dir else "-"), dir_fd=fd if is_dir else None,
+                       dir_path=real, stdin_fd=None if is_dir else fd,
+                       sep=b"\0" if inp.output_mode == "files_with_matches" else b"\n", handle=handle,
+                       what="Search")
+    if run.returncode not in (0, 1) and not run.stopped_early and not collector.received:
+        if "regex" in run.stderr:
+            raise ToolError(f"Invalid regex pattern {inp.pattern!r}: {run.stderr}")
+        raise ToolError(f"ripgrep failed: {run.stderr or f'exit code {run.returncode}'}")
