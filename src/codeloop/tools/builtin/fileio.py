@@ -65,9 +65,17 @@ def swapped_error(path: Path | str, tool: str) -> ToolError:
                      "symbolic link), so it is no longer the file that was checked.")
 
 
-def open_failure(e: OSError, path: Path | str, tool: str) -> ToolError:
-    """The model-facing error for a failed no-follow open."""
-    if e.errno in _LINK_ERRNOS:
+def became_link(e: OSError, real: str) -> bool:
+    """Whether a failed no-follow open of `real` means a component is now a symlink (ENOTDIR
+    also comes from a plain file used as a folder: then the realpath is unchanged)."""
+    if e.errno not in _LINK_ERRNOS:
+        return False
+    return e.errno != errno.ENOTDIR or os.path.realpath(real) != real
+
+
+def open_failure(e: OSError, path: Path | str, tool: str, real: str) -> ToolError:
+    """The model-facing error for a failed no-follow open of `real`."""
+    if became_link(e, real):
         return swapped_error(path, tool)
     return ToolError(f"Cannot open {path}: {e.strerror or e}")
 
@@ -108,7 +116,7 @@ def open_checked(ctx: ToolContext, tool: str, path: Path, real: str) -> Opened:
     except FileNotFoundError as e:
         raise ToolError(f"File does not exist: {path}. Current working directory: {ctx.cwd}") from e
     except OSError as e:
-        raise open_failure(e, path, tool) from e
+        raise open_failure(e, path, tool, real) from e
     try:
         st = os.fstat(fd)
         if stat.S_ISDIR(st.st_mode):
@@ -126,7 +134,7 @@ class WriteTarget:
     """The folder (opened no-follow) and name a Write/Edit replaces, plus what is there now."""
 
     def __init__(self, ctx: ToolContext, tool: str, path: Path, real: str) -> None:
-        self.path, self.tool = path, tool
+        self.path, self.tool, self.real = path, tool, real
         self.parent, self.name = os.path.split(real)
         self.dir_fd: int | None = None
         self.existing: Opened | None = None
@@ -161,7 +169,7 @@ class WriteTarget:
         InodeGuard(ctx, tool).check(st, path)
 
     def _raise(self, e: OSError) -> None:
-        if e.errno in _LINK_ERRNOS:
+        if became_link(e, self.real):
             raise swapped_error(self.path, self.tool) from e
         raise ToolError(f"Cannot write {self.path}: {e.strerror or e}") from e
 

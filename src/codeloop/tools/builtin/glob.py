@@ -21,7 +21,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from codeloop.permissions.paths import open_dir_no_symlinks
 from codeloop.tools.base import Tool, ToolContext, ToolError, ToolResult
-from codeloop.tools.builtin.fileio import Stopped, checked_paths, run_cancellable
+from codeloop.tools.builtin.fileio import Stopped, became_link, checked_paths, run_cancellable, swapped_error
 
 MAX_RESULTS = 100
 SKIP_DIRS = frozenset({".git"})
@@ -256,11 +256,13 @@ class GlobTool(Tool):
             if inp.path and not os.path.lexists(ctx.resolve(inp.path)):
                 raise ToolError(f"Directory does not exist: {root}. Current working directory: {ctx.cwd}") from None
             return self._result([])
-        except NotADirectoryError:
-            if not prefix:
-                raise ToolError(f"Path is not a directory: {root}") from None
-            return self._result([])
         except OSError as e:
+            if became_link(e, real):
+                raise swapped_error(root, "Glob") from e
+            if isinstance(e, NotADirectoryError):
+                if not prefix:
+                    raise ToolError(f"Path is not a directory: {root}") from None
+                return self._result([])
             raise ToolError(f"Cannot list {root}: {e.strerror or e}") from e
         try:
             rx = glob_to_regex(pattern)

@@ -211,7 +211,7 @@ class GrepTool(Tool):
         except FileNotFoundError:
             raise ToolError(f"Path does not exist: {root}. Current working directory: {ctx.cwd}") from None
         except OSError as e:
-            raise open_failure(e, root, "Grep") from e
+            raise open_failure(e, root, "Grep", real) from e
         try:
             st = os.fstat(fd)
             is_dir = stat.S_ISDIR(st.st_mode)

@@ -115,6 +115,10 @@ async def run_rg(ctx: ToolContext, args: list[str], *, dir_fd: int | None, dir_p
     finally:
         if proc.poll() is None:
             kill()
+            try:
+                proc.wait(timeout=5)  # SIGKILLed: reaped at once, so no zombie outlives the call
+            except subprocess.TimeoutExpired:
+                pass
         if proc.stdout is not None:
             proc.stdout.close()
         err.close()
