@@ -77,6 +77,8 @@ def open_failure(e: OSError, path: Path | str, tool: str, real: str) -> ToolErro
     """The model-facing error for a failed no-follow open of `real`."""
     if became_link(e, real):
         return swapped_error(path, tool)
+    if e.errno == errno.ENXIO:  # what opening a socket (or a device without a driver) says
+        return ToolError(f"{path} is not a regular file (device, FIFO or socket); {tool} cannot open it.")
     return ToolError(f"Cannot open {path}: {e.strerror or e}")
 
 

@@ -210,10 +210,10 @@ def _rg_glob(pattern: str) -> str | None:
 async def _list_with_rg(rg: str, ctx: ToolContext, dir_fd: int, real: str, pattern: str) -> list[str]:
     from codeloop.tools.builtin.ripgrep import run_rg
 
-    args = [rg, "--files", "--no-config", "--hidden", "--no-ignore", "--no-messages", "-0", "--glob", "!.git"]
+    args = [rg, "--files", "--no-config", "--hidden", "--no-ignore", "--no-messages", "-0"]
     if (g := _rg_glob(pattern)) is not None:
         args += ["--glob", g]
-    args.append(".")
+    args += ["--glob", "!.git", "."]  # last: of several matching globs rg obeys the last one
     rels: list[str] = []
 
     def take(record: bytes) -> bool:

@@ -287,7 +287,7 @@ _RG_LINE = re.compile(rb"(\d+)([:-])")
 
 
 def _rg_args(rg: str, inp: GrepInput, target: str) -> list[str]:
-    args = [rg, "--no-config", "--hidden", "--glob", "!.git", "--color", "never", "--no-heading", "-0",
+    args = [rg, "--no-config", "--hidden", "--color", "never", "--no-heading", "-0",
             "--max-columns", str(MAX_COLUMNS), "--max-columns-preview"]
     if inp.case_insensitive:
         args.append("-i")
@@ -298,6 +298,7 @@ def _rg_args(rg: str, inp: GrepInput, target: str) -> list[str]:
         args += ["--type", inp.type]
     for g in split_globs(inp.glob):
         args += ["--glob", g]
+    args += ["--glob", "!.git"]  # after the model's globs: of several matching globs rg obeys the last
     if inp.output_mode == "files_with_matches":
         args.append("--files-with-matches")
     else:
