@@ -297,3 +297,11 @@ def test_ripgrep_dependency_installs_rg_beside_python():
     assert rg is not None, "the `ripgrep` package (a dependency) should put rg in this environment"
     out = subprocess.run([rg, "--version"], capture_output=True, text=True, check=True).stdout
     assert out.startswith("ripgrep ")
+
+
+async def test_fallback_says_when_a_file_was_searched_only_in_part(ctx, tmp_path, monkeypatch):
+    monkeypatch.setattr(grep_fallback, "MAX_FILE_BYTES", 1000)
+    (tmp_path / "big.txt").write_text("early needle\n" + "filler\n" * 500 + "late needle\n")
+    r = await call(GrepTool(use_ripgrep=False), ctx, pattern="needle", output_mode="content")
+    assert r.content.startswith(f"{tmp_path / 'big.txt'}:1:early needle\n\n")
+    assert "late needle" not in r.content and "1 file larger than" in r.content

@@ -1,15 +1,15 @@
 from __future__ import annotations
 
 import os
-import shutil
 
 import pytest
 
 from codeloop.tools.base import ToolError
 from codeloop.tools.builtin import grep as grep_mod
 from codeloop.tools.builtin.grep import GrepTool
+from codeloop.tools.builtin.ripgrep import find_rg
 
-HAVE_RG = shutil.which("rg") is not None
+HAVE_RG = find_rg() is not None
 
 
 @pytest.fixture(

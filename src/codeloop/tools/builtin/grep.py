@@ -138,6 +138,7 @@ class Collector:
         self.entries: list[tuple[str, str]] = []  # (file system path, output line)
         self.escaped = 0
         self.received = 0
+        self.capped_files = 0  # the fallback searched these only in part (or skipped them, multiline)
         self._pending_sep = False
         self._verdicts: dict[str, bool] = {}
         self._denied = ctx.read_denied
@@ -236,10 +237,13 @@ def _fallback(inp: GrepInput, collector: Collector, root: str, fd: int, st: os.s
     before, after = context_sizes(inp)
     searcher = Searcher(rx, inp.output_mode, before=before, after=after, numbered=inp.line_numbers is not False,
                         multiline=bool(inp.multiline), emit=collector.add)
-    if stat.S_ISDIR(st.st_mode):
-        searcher.search_dir(fd, root, file_filter(inp.glob, inp.type), stop, collector.allowed)
-    else:  # an explicit file is searched regardless of filters, as rg does
-        searcher.search_fd(fd, st, root, stop)
+    try:
+        if stat.S_ISDIR(st.st_mode):
+            searcher.search_dir(fd, root, file_filter(inp.glob, inp.type), stop, collector.allowed)
+        else:  # an explicit file is searched regardless of filters, as rg does
+            searcher.search_fd(fd, st, root, stop)
+    finally:
+        collector.capped_files = searcher.capped[0]
 
 
 def _plural(n: int, word: str) -> str:
@@ -261,6 +265,10 @@ def _format(inp: GrepInput, collector: Collector) -> ToolResult:
         "appliedLimit": inp.head_limit if limited else None,
     }
     note = f"\n\n(Output limited to the first {inp.head_limit} entries by head_limit.)" if limited else ""
+    if collector.capped_files:
+        cap = MAX_FILE_BYTES // 2**20
+        how = "skipped (multiline)" if inp.multiline else f"searched only in their first {cap} MB"
+        note += f"\n\n({_plural(collector.capped_files, 'file')} larger than {cap} MB: {how}.)"
     if collector.escaped:
         note += "\n\n(Some paths or lines hold bytes that are not valid UTF-8; they are shown as \\xNN escapes.)"
 

@@ -95,10 +95,15 @@ def cut(line: str) -> str:
     return line[:MAX_COLUMNS] + OMITTED if len(line) > MAX_COLUMNS else line
 
 
-def _lines(f: io.BufferedReader, stop: threading.Event) -> Iterator[str]:
-    """Decoded lines (no terminator) of the first MAX_FILE_BYTES; a NUL ends the file (binary)."""
+def _lines(f: io.BufferedReader, stop: threading.Event, capped: list[int]) -> Iterator[str]:
+    """Decoded lines (no terminator) of the first MAX_FILE_BYTES; a NUL ends the file (binary).
+    A file cut at the cap adds one to `capped[0]`, so the result can say so."""
     read = 0
-    while read < MAX_FILE_BYTES:
+    while True:
+        if read >= MAX_FILE_BYTES:
+            if f.peek(1):
+                capped[0] += 1
+            return
         if stop.is_set():
             raise Stopped
         raw = f.readline(LINE_CAP_BYTES)
@@ -123,6 +128,7 @@ class Searcher:
         self.rx, self.mode, self.emit = rx, mode, emit
         self.before, self.after, self.numbered, self.multiline = before, after, numbered, multiline
         self.last_printed: tuple[str, int] | None = None  # (file, line index) of the last emitted line
+        self.capped = [0]  # files searched only in their first MAX_FILE_BYTES (or skipped, multiline)
 
     def search_dir(self, dir_fd: int, root: str, keep: Callable[[str], bool], stop: threading.Event,
                    allowed: Callable[[str, os.stat_result], bool]) -> None:
@@ -148,6 +154,7 @@ class Searcher:
         os.lseek(fd, 0, os.SEEK_SET)
         if self.multiline:
             if st.st_size > MAX_FILE_BYTES:
+                self.capped[0] += 1
                 return True
             data = os.read(fd, MAX_FILE_BYTES + 1)
             text = data.decode("utf-8", errors="surrogateescape").replace("\r\n", "\n")
@@ -157,13 +164,13 @@ class Searcher:
             return self._report(path, _multiline_hits(self.rx, text, lines), lines)
         f = io.BufferedReader(io.FileIO(fd, closefd=False), 1 << 16)
         if self.mode == "files_with_matches":
-            if any(self.rx.search(line) for line in _lines(f, stop)):
+            if any(self.rx.search(line) for line in _lines(f, stop, self.capped)):
                 return self.emit(path, "")
             return True
         if self.mode == "count":
-            n = sum(1 for line in _lines(f, stop) if self.rx.search(line))
+            n = sum(1 for line in _lines(f, stop, self.capped) if self.rx.search(line))
             return n == 0 or self.emit(path, f":{n}")
-        return self._stream_content(path, _lines(f, stop))
+        return self._stream_content(path, _lines(f, stop, self.capped))
 
     def _line(self, path: str, i: int, text: str, hit: bool) -> bool:
         if (self.before or self.after) and self.last_printed is not None and self.last_printed != (path, i - 1):
