@@ -70,13 +70,11 @@ def make_real(path: Path) -> None:
     line = b"the quick brown fox jumps over the lazy dog; needle %08d\n"
     with open(path, "wb") as f:
         written, i = 0, 0
-        block = []
         while written < (1 << 30):
             chunk = b"".join(line % (i + k) for k in range(10_000))
             f.write(chunk)
             written += len(chunk)
             i += 10_000
-        del block
 
 
 def probe(call: str, path: Path) -> dict:

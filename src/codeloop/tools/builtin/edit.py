@@ -22,6 +22,7 @@ from codeloop.tools.builtin.write import ensure_fresh_read, new_file_mode, unifi
 
 BOM = b"\xef\xbb\xbf"
 SNIPPET_CONTEXT = 4
+MAX_EDIT_BYTES = 256 * 1024 * 1024  # an edit holds the file (and its edited copy) in memory
 
 DESCRIPTION = """\
 Performs exact string replacements in files.
@@ -118,6 +119,9 @@ class EditTool(Tool):
 
     def _replace(self, target: WriteTarget, path: Path, inp: EditInput, ctx: ToolContext) -> ToolResult:
         assert target.existing is not None
+        if target.existing.st.st_size > MAX_EDIT_BYTES:
+            raise ToolError(f"Cannot edit {path}: it is larger than {MAX_EDIT_BYTES // 2**20} MB; "
+                            "use Bash (e.g. sed) for a file this size.")
         ensure_fresh_read(path, ctx, target.existing.st, target.read_existing)
         raw = target.read_existing()
         if looks_binary(raw):

@@ -95,7 +95,11 @@ class InodeGuard:
         if st.st_nlink <= 1 or self._lister is None:
             return False
         if not self._listed:
-            self._inodes, self._listed = self._lister(self._tool), True
+            try:
+                self._inodes = self._lister(self._tool)
+            except OSError:
+                self._inodes = None  # could not list them: fail closed for multi-link files
+            self._listed = True
         return self._inodes is None or (st.st_dev, st.st_ino) in self._inodes
 
     def check(self, st: os.stat_result, path: Path | str) -> None:
@@ -201,6 +205,22 @@ class WriteTarget:
             if fd is not None:
                 os.close(fd)
         self.existing, self.dir_fd = None, None
+
+
+def with_own_fd(fd: int, fn: Callable[[int, threading.Event], T]) -> Callable[[threading.Event], T]:
+    """`fn` for `run_cancellable`, working on its own duplicate of `fd`, closed when *it* ends.
+
+    An aborted call returns (and closes its fd) while the thread may still be reading; were the
+    thread using that fd, the number could be reused by another open meanwhile and read from.
+    """
+    own = os.dup(fd)
+
+    def work(stop: threading.Event) -> T:
+        try:
+            return fn(own, stop)
+        finally:
+            os.close(own)
+    return work
 
 
 def _settle(fut: asyncio.Future[T], result: T | None, exc: BaseException | None) -> None:

@@ -21,7 +21,14 @@ from pydantic.json_schema import SkipJsonSchema
 
 from codeloop.permissions.paths import open_dir_no_symlinks
 from codeloop.tools.base import Tool, ToolContext, ToolError, ToolResult
-from codeloop.tools.builtin.fileio import Stopped, became_link, checked_paths, run_cancellable, swapped_error
+from codeloop.tools.builtin.fileio import (
+    Stopped,
+    became_link,
+    checked_paths,
+    run_cancellable,
+    swapped_error,
+    with_own_fd,
+)
 
 MAX_RESULTS = 100
 SKIP_DIRS = frozenset({".git"})
@@ -273,7 +280,8 @@ class GlobTool(Tool):
             if rg is not None:
                 rels = await _list_with_rg(rg, ctx, dir_fd, real, pattern)
             else:
-                rels = await run_cancellable(ctx, lambda stop: [r for r, _, _ in walk_regular(dir_fd, stop)], "Glob")
+                walk = with_own_fd(dir_fd, lambda own, stop: [r for r, _, _ in walk_regular(own, stop)])
+                rels = await run_cancellable(ctx, walk, "Glob")
         finally:
             os.close(dir_fd)
         matches = newest_first([os.path.join(root, rel) for rel in rels if rx.match(rel)])

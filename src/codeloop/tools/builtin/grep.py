@@ -29,6 +29,7 @@ from codeloop.tools.builtin.fileio import (
     checked_paths,
     open_failure,
     run_cancellable,
+    with_own_fd,
 )
 from codeloop.tools.builtin.glob import display, newest_first
 from codeloop.tools.builtin.grep_fallback import (
@@ -226,7 +227,8 @@ class GrepTool(Tool):
             if rg is not None:
                 await _ripgrep(rg, inp, ctx, collector, root=str(root), real=real, fd=fd, is_dir=is_dir)
             else:
-                await run_cancellable(ctx, lambda stop: _fallback(inp, collector, str(root), fd, st, stop), "Grep")
+                work = with_own_fd(fd, lambda own, stop: _fallback(inp, collector, str(root), own, st, stop))
+                await run_cancellable(ctx, work, "Grep")
         finally:
             os.close(fd)
         return _format(inp, collector)

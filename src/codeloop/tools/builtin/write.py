@@ -28,6 +28,8 @@ MODIFIED_MESSAGE = (
     "Read it again before attempting to write it."
 )
 
+MAX_DIFF_BYTES = 8 * 1024 * 1024  # an overwritten file larger than this gets no diff
+
 DESCRIPTION = """\
 Writes a file to the local filesystem.
 
@@ -132,10 +134,12 @@ class WriteTool(Tool):
         data = content.encode("utf-8")
         try:
             existing = target.existing
-            old = ""
+            old: str | None = ""
             if existing is not None:
                 ensure_fresh_read(path, ctx, existing.st, target.read_existing)
-                old = target.read_existing().decode("utf-8", errors="replace")
+                # the diff is for display; a huge old file is not loaded just to show it
+                old = (target.read_existing().decode("utf-8", errors="replace")
+                       if existing.st.st_size <= MAX_DIFF_BYTES else None)
             new_st = target.replace(data, new_file_mode(existing.st if existing else None))
         finally:
             target.close()
@@ -154,6 +158,6 @@ class WriteTool(Tool):
                 "type": kind,
                 "filePath": str(path),
                 "content": content,
-                "structuredPatch": unified_diff(old, content, path),
+                "structuredPatch": unified_diff(old, content, path) if old is not None else "",
             },
         )
