@@ -216,3 +216,20 @@ async def test_glob_refuses_root_swapped_for_symlink_at_check(tmp_path):
     _, ctx = policy_ctx(tmp_path, [], guard=swapping_guard(policy, tmp_path / "pub", tmp_path / "hidden"))
     with pytest.raises(ToolError, match="symbolic link"):
         await call(GlobTool(), ctx, pattern="*.txt", path=str(tmp_path / "pub"))
+
+
+@pytest.mark.parametrize("rg", BACKENDS)
+async def test_grep_and_glob_do_not_follow_symlinks_inside_the_tree(tmp_path, rg):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "key.txt").write_text(SECRET + "\n")
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "a.txt").write_text("no secret here\n")
+    (root / "leak.txt").symlink_to(elsewhere / "key.txt")
+    (root / "leakdir").symlink_to(elsewhere)
+    ctx = ToolContext(cwd=root, project_dir=root)
+    r = await call(GrepTool(use_ripgrep=rg), ctx, pattern="hunter2|secret", output_mode="content")
+    assert r.content == f"{root / 'a.txt'}:1:no secret here"
+    g = await call(GlobTool(use_ripgrep=rg), ctx, pattern="**/*.txt")
+    assert g.content == str(root / "a.txt")
