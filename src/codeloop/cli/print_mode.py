@@ -29,12 +29,44 @@ def _emit(out: TextIO, obj: dict[str, Any]) -> None:
     out.flush()
 
 
+# With a prompt argument, piped input is optional: wait this long for its first byte (Claude Code
+# waits 3 s too), so `codeloop -p "q"` started from a script with an idle stdin does not hang.
+STDIN_WAIT_S = 3.0
+
+
+def _stdin_ready(timeout: float) -> bool:
+    import select
+
+    try:
+        ready, _, _ = select.select([sys.stdin], [], [], timeout)
+    except (OSError, ValueError):   # not selectable (e.g. a closed or unusual stdin): read it
+        return True
+    return bool(ready)
+
+
+def join_stdin(piped: str, prompt: str) -> str:
+    """Piped input first, then the question, as `cat foo.py | claude -p "explain"` sends them."""
+    if not piped.strip():
+        return prompt
+    return f"{piped.rstrip(chr(10))}\n\n{prompt}"
+
+
 def _read_prompt(args: argparse.Namespace) -> str:
-    if args.prompt is not None:
-        return args.prompt
     if sys.stdin is None or sys.stdin.isatty():
-        return ""
-    return sys.stdin.read()
+        return args.prompt or ""
+    if args.prompt is None:
+        return _read_stdin()
+    if not _stdin_ready(STDIN_WAIT_S):
+        sys.stderr.write(f"codeloop: warning: no input on stdin after {STDIN_WAIT_S:.0f}s; "
+                         "going on with the prompt alone (redirect stdin from /dev/null to skip the wait)\n")
+        return args.prompt
+    return join_stdin(_read_stdin(), args.prompt)
+
+
+def _read_stdin() -> str:
+    # Bytes that are not UTF-8 are kept (surrogateescape) and marked when the request is encoded.
+    raw = getattr(sys.stdin, "buffer", None)
+    return raw.read().decode("utf-8", "surrogateescape") if raw is not None else sys.stdin.read()
 
 
 def error_result(session_id: str, errors: list[str], *, subtype: str = "error_during_execution",
