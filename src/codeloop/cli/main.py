@@ -119,6 +119,21 @@ UNSUPPORTED = ("effort", "include_hook_events", "resume_session_at", "resume_dro
                "plugin_dir", "session_mirror", "thinking_display", "agents")
 
 
+def _mark_undecodable_output() -> None:
+    """Text holding bytes that are not UTF-8 (file names, command output) is written with a
+    visible \\xNN marker instead of crashing the writer or emitting invalid UTF-8."""
+    from codeloop.messages import register_marking_codec_error
+
+    handler = register_marking_codec_error()
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(errors=handler)
+            except (ValueError, OSError):
+                pass
+
+
 def main(argv: list[str] | None = None) -> int:
     # httpcore probes for trio at import (~70 ms where it is installed); the CLI runs on asyncio only.
     sys.modules.setdefault("trio", None)  # type: ignore[arg-type]
@@ -126,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     # httpx falls back to a stub without it.
     sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
     argv = sys.argv[1:] if argv is None else argv
+    _mark_undecodable_output()
     if argv[:1] == ["sessions"]:
         from codeloop.cli.sessions_cmd import sessions_main
         return sessions_main(argv[1:])

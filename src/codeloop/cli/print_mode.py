@@ -25,7 +25,9 @@ STRUCTURED_RETRY_LIMIT = 2
 
 
 def _emit(out: TextIO, obj: dict[str, Any]) -> None:
-    out.write(json.dumps(obj, ensure_ascii=False) + "\n")
+    from codeloop.messages import dumps_marked
+
+    out.write(dumps_marked(obj) + "\n")   # bytes that are not UTF-8 show as \\xNN, never break a line
     out.flush()
 
 
@@ -198,8 +200,9 @@ class _Printer:
                 if ev.text and "message" not in line:
                     line["message"] = ev.text   # e.g. "Switched to X due to high demand for Y"
                 _emit(self.out, line)
-            elif ev.level != "info" and ev.subtype != "api_retry":  # text mode: one error line, not a retry log
+            elif ev.level != "info":  # text mode: retries too, so a wait is never silent
                 sys.stderr.write(f"codeloop: {ev.text}\n")
+                sys.stderr.flush()
         elif isinstance(ev, CompactBoundary):
             if ev.trigger == "manual":
                 self.final_text = f"Conversation compacted (about {ev.pre_tokens:,} tokens summarised)."

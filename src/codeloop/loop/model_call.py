@@ -82,6 +82,11 @@ async def _sleep_or_abort(seconds: float, ctx: ToolContext) -> None:
     raise Aborted
 
 
+def _short(err: ProviderError) -> str:
+    text = getattr(err, "message", None) or str(err)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
 def _updates_to_events(turn: ModelTurn, updates: list[ToolUpdate]) -> list[Event]:
     events: list[Event] = []
     for upd in updates:
@@ -111,6 +116,7 @@ async def call_model(p, turn: ModelTurn, *, tools: list, ctx: ToolContext, syste
                      max_tokens_override: int | None) -> AsyncIterator[Event]:
     """Stream one model response into `turn`, retrying and falling back as needed."""
     attempt, overloaded_in_a_row = 0, 0
+    first_started = time.monotonic()   # the retry budget counts from the first attempt
     while True:
         turn.executor = StreamingToolExecutor(tools, p.can_use_tool, ctx)
         turn.assistant_messages, turn.tool_use_blocks, turn.results = [], [], {}
@@ -181,7 +187,14 @@ async def call_model(p, turn: ModelTurn, *, tools: list, ctx: ToolContext, syste
         overloaded_in_a_row = overloaded_in_a_row + 1 if is_overloaded(err) else 0
         fallback = (turn.fallback_chain and overloaded_in_a_row >= p.retry.fallback_after)
         if not fallback and (not is_retryable(err) or attempt >= p.retry.limit_for(err)):
+            if is_retryable(err) and attempt and not err.hint:
+                err.hint = f"gave up after {attempt + 1} attempts"
             return  # fatal: the loop reports it
+        delay = p.retry.delay_s(attempt + 1, err)
+        refusal = None if fallback else p.retry.refusal(err, delay, time.monotonic() - first_started)
+        if refusal is not None:
+            err.hint = f"{err.hint}; {refusal}" if err.hint else refusal
+            return  # fatal: waiting longer would not be a retry but a hang
         # -- this attempt failed and will be redone: leave nothing of it behind ----------------------
         turn.executor.discard()
         answered = set(turn.results)
@@ -200,8 +213,7 @@ async def call_model(p, turn: ModelTurn, *, tools: list, ctx: ToolContext, syste
                               "warning", {"from_model": original, "to_model": turn.model})
             continue
         attempt += 1
-        delay = p.retry.delay_s(attempt, err)
-        yield SystemEvent("api_retry", f"API error ({error_category(err)}); retrying in {delay:.1f}s "
+        yield SystemEvent("api_retry", f"API error ({error_category(err)}: {_short(err)}); retrying in {delay:.1f}s "
                                        f"(attempt {attempt}/{p.retry.limit_for(err)})", "warning",
                           {"attempt": attempt, "max_retries": p.retry.limit_for(err),
                            "retry_delay_ms": int(delay * 1000), "error_status": getattr(err, "status", None),
