@@ -71,6 +71,10 @@ class APIConnectionError(ProviderError):
         return self.message + (f" — {self.hint}" if self.hint else "")
 
 
+class ContextOverflowError(ProviderError):
+    """The request is larger than the model's context window: refused before it is sent."""
+
+
 class AuthenticationError(ProviderError):
     """No usable credentials: raised before any request is sent."""
 
