@@ -2,7 +2,9 @@
 
 Output shapes follow Claude Code's, so scripts written against `claude -p` keep working.
 SIGINT/SIGTERM abort the query cleanly: tools get their tool_results, the transcript is
-synced, and a result line is still printed.
+synced, and a result line is still printed. Signals always win: if that takes longer than
+`lifecycle.GRACE_S` (a tool thread stuck in a blocking call), the result line is written anyway
+and the process ends (`lifecycle.ExitGuard`).
 """
 
 from __future__ import annotations
@@ -240,7 +242,10 @@ def _version() -> str:
 async def _run(args: argparse.Namespace, prompt: str, out: TextIO) -> int:
     from codeloop.cli.setup import SetupError, attach_mcp, build_conversation, use_permission_prompt_tool
 
+    from codeloop.cli.lifecycle import ExitGuard, hard_exit, install_daemon_executor
+
     started = time.monotonic()
+    install_daemon_executor(asyncio.get_running_loop())   # no tool thread can hold the exit
     try:
         conv, warnings = build_conversation(args, interactive=False)
         warnings += await attach_mcp(conv, args)
@@ -267,9 +272,22 @@ async def _run(args: argparse.Namespace, prompt: str, out: TextIO) -> int:
     got_signal: list[int] = []
     loop = asyncio.get_running_loop()
 
+    def fallback_result(signum: int) -> None:
+        name = signal.Signals(signum).name
+        res = {**error_result(conv.session_id, [f"Interrupted by {name}: stopped without waiting for the "
+                                                "running tool"], duration_ms=(time.monotonic() - started) * 1000),
+               "terminal_reason": "aborted_tools"}
+        if args.output_format == "text":
+            sys.stderr.write(f"Error: {res['errors'][0]}\n")
+        else:
+            _emit(out, res)
+
+    guard = ExitGuard(fallback_result)
+
     def on_signal(signum: int) -> None:
         got_signal.append(signum)
         abort.abort(AbortReason.USER if signum == signal.SIGINT else AbortReason.SIGNAL)
+        guard.signalled(signum)
 
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, on_signal, signum)
@@ -301,9 +319,12 @@ async def _run(args: argparse.Namespace, prompt: str, out: TextIO) -> int:
         await conv.provider.aclose()
     result = apply_structured(build_result(conv, conv.last_terminal, started=started, final_text=printer.final_text,
                                            stop_reason=printer.stop_reason), structured)
+    if not guard.settle():
+        await asyncio.sleep(3600)   # the watchdog wrote the result line and is ending the process
     printer.result(result)
     if got_signal:
-        return EXIT_SIGINT if got_signal[0] == signal.SIGINT else EXIT_SIGTERM
+        # the transcript is closed and the result written: nothing left worth waiting for
+        hard_exit(EXIT_SIGINT if got_signal[0] == signal.SIGINT else EXIT_SIGTERM)
     return EXIT_ERROR if result["is_error"] else EXIT_OK
 
 

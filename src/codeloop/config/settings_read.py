@@ -68,7 +68,7 @@ def _read_file(path: Path, errors: list[str], broken: list[SettingsProblem] | No
                texts: dict[str, str] | None = None) -> dict[str, Any] | None:
     try:
         raw = path.read_bytes()
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):   # no file there (a parent is not a folder)
         return None
     except OSError as e:
         errors.append(f"{path}: cannot read settings: {e}")

@@ -99,6 +99,17 @@ class AnthropicProvider:
         return value if value >= 0 else None
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[dict[str, Any]]:
+        events = self._stream(request)
+        try:
+            async for event in events:
+                yield event
+        except APIConnectionError as err:   # a connection that never opened: name the setting
+            add_hint(err, base_url=self.base_url, base_env="ANTHROPIC_BASE_URL", key_env=self._key_env, model=request.model)
+            raise
+        finally:
+            await events.aclose()
+
+    async def _stream(self, request: ModelRequest) -> AsyncIterator[dict[str, Any]]:
         saw_stop = False
         with transport_errors(self.base_url):
             async with open_stream(self._client, "/v1/messages", wire_json(request.body()), self.deadlines,

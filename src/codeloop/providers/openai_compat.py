@@ -134,6 +134,17 @@ class OpenAICompatProvider:
         return chat_body(request, max_tokens_field=self.max_tokens_field, send_tools=send_tools)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[dict[str, Any]]:
+        events = self._stream(request)
+        try:
+            async for event in events:
+                yield event
+        except APIConnectionError as err:   # a connection that never opened: name the setting
+            add_hint(err, base_url=self.base_url, base_env=self._base_env, key_env=self._key_env, model=request.model)
+            raise
+        finally:
+            await events.aclose()
+
+    async def _stream(self, request: ModelRequest) -> AsyncIterator[dict[str, Any]]:
         translator = StreamTranslator(request.model)
         done = False
         with transport_errors(self.base_url):

@@ -162,10 +162,14 @@ def add_hint(err: ProviderError, *, base_url: str, base_env: str | None, key_env
     """Name the setting to check when a status says the request can never succeed as sent."""
     from codeloop.providers.errors import APIStatusError
 
-    if not isinstance(err, APIStatusError) or getattr(err, "hint", None):
+    where = f"{base_env} (now {base_url})" if base_env else f"the base URL ({base_url})"
+    if getattr(err, "hint", None):
+        return err
+    if isinstance(err, APIConnectionError) and not err.mid_stream:
+        err.hint = f"check {where} and your network"
+    if not isinstance(err, APIStatusError):
         return err
     low = err.message.lower()
-    where = f"{base_env} (now {base_url})" if base_env else f"the base URL ({base_url})"
     if err.status in (401, 403) or err.error_type in ("authentication_error", "permission_error"):
         err.hint = f"check your API key ({key_env})" if key_env else "check the API key for this endpoint"
         if err.status == 403:
