@@ -362,6 +362,9 @@ def run_repl(args: argparse.Namespace) -> int:
     started_bypass = conv.config.policy.mode.value == "bypassPermissions"
 
     async def main() -> int:
+        from codeloop.cli.lifecycle import install_daemon_executor
+
+        install_daemon_executor(asyncio.get_running_loop())   # a stuck tool thread never blocks /exit
         repl = Repl(conv, registry, started_bypass=started_bypass, idle_mode=idle_mode)
         return await repl.run([*warnings, *registry.warnings], first_prompt=args.prompt)
 
