@@ -363,7 +363,6 @@ def run_repl(args: argparse.Namespace) -> int:
 
     async def main() -> int:
         from codeloop.cli.lifecycle import install_daemon_executor
-
         install_daemon_executor(asyncio.get_running_loop())   # a stuck tool thread never blocks /exit
         repl = Repl(conv, registry, started_bypass=started_bypass, idle_mode=idle_mode)
         return await repl.run([*warnings, *registry.warnings], first_prompt=args.prompt)
@@ -375,7 +374,6 @@ def _build_with_settings_check(args: argparse.Namespace, build: Any) -> tuple[An
     """Broken settings files stop the session before any query: the user fixes them, or says
     explicitly to go on without them (their deny rules then do not apply, and they are told so)."""
     from prompt_toolkit import prompt
-
     from codeloop.cli.setup import BrokenSettingsError
 
     try:
@@ -384,10 +382,10 @@ def _build_with_settings_check(args: argparse.Namespace, build: Any) -> tuple[An
         sys.stdout.write(f"{exc}\n\nFix the file(s) and restart, or continue WITHOUT them "
                          "(none of their settings, including permission deny rules, will apply).\n")
         try:
-            answer = prompt("Continue without these settings files? [y/N] > ")
+            go_on = prompt("Continue without these settings files? [y/N] > ").strip().lower() in ("y", "yes")
         except (EOFError, KeyboardInterrupt):
-            answer = ""
-        if answer.strip().lower() not in ("y", "yes"):
+            go_on = False
+        if not go_on:
             raise
         args.skip_settings_files = [p.path for p in exc.problems]
         conv, warnings = build(args, interactive=True)
