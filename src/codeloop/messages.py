@@ -146,7 +146,7 @@ def to_api_messages(messages: list[Message]) -> list[dict[str, Any]]:
     return out
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE: "re.Pattern[str] | None" = None   # compiled on first use: start-up time matters
 
 
 def _mark(m: "re.Match[str]") -> str:
@@ -156,6 +156,9 @@ def _mark(m: "re.Match[str]") -> str:
 
 def mark_undecodable(text: str) -> str:
     """`text` with each lone surrogate replaced by a visible escape: U+DCFF (byte 0xff) → `\\xff`."""
+    global _SURROGATE
+    if _SURROGATE is None:
+        _SURROGATE = re.compile("[\ud800-\udfff]")
     return _SURROGATE.sub(_mark, text)
 
 
@@ -186,20 +189,3 @@ def dumps_marked(obj: Any, **kw: Any) -> str:
 def wire_json(obj: Any) -> bytes:
     """A request body as UTF-8 JSON bytes (compact, like httpx's own `json=`)."""
     return dumps_marked(obj, separators=(",", ":"), allow_nan=False).encode("utf-8")
-
-
-def register_marking_codec_error() -> str:
-    """The name of a codecs error handler that writes lone surrogates as visible escapes, for
-    text streams (stdout, stderr) that must not fail on, or emit, bytes that are not UTF-8."""
-    import codecs
-
-    name = "codeloop-mark"
-    try:
-        codecs.lookup_error(name)
-    except LookupError:
-        def handler(exc: UnicodeError) -> tuple[str, int]:
-            if not isinstance(exc, UnicodeEncodeError):
-                raise exc
-            return mark_undecodable(exc.object[exc.start:exc.end]), exc.end
-        codecs.register_error(name, handler)
-    return name

@@ -122,9 +122,16 @@ UNSUPPORTED = ("effort", "include_hook_events", "resume_session_at", "resume_dro
 def _mark_undecodable_output() -> None:
     """Text holding bytes that are not UTF-8 (file names, command output) is written with a
     visible \\xNN marker instead of crashing the writer or emitting invalid UTF-8."""
-    from codeloop.messages import register_marking_codec_error
+    import codecs
 
-    handler = register_marking_codec_error()
+    def mark(exc: UnicodeError) -> tuple[str, int]:
+        if not isinstance(exc, UnicodeEncodeError):
+            raise exc
+        from codeloop.messages import mark_undecodable   # only once such text shows up
+        return mark_undecodable(exc.object[exc.start:exc.end]), exc.end
+
+    handler = "codeloop-mark"
+    codecs.register_error(handler, mark)
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:

@@ -240,9 +240,8 @@ def _version() -> str:
 
 
 async def _run(args: argparse.Namespace, prompt: str, out: TextIO) -> int:
-    from codeloop.cli.setup import SetupError, attach_mcp, build_conversation, use_permission_prompt_tool
-
     from codeloop.cli.lifecycle import ExitGuard, hard_exit, install_daemon_executor
+    from codeloop.cli.setup import SetupError, attach_mcp, build_conversation, use_permission_prompt_tool
 
     started = time.monotonic()
     install_daemon_executor(asyncio.get_running_loop())   # no tool thread can hold the exit
