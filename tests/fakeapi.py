@@ -75,6 +75,7 @@ class Response:
     headers: dict[str, str] = field(default_factory=lambda: {"content-type": "text/event-stream",
                                                              "request-id": "req_fake"})
     cut_after: int | None = None  # number of chunks after which the connection drops
+    hold_headers: float = 0.0     # seconds to wait, connection open, before sending any header
 
 
 def sse(*blocks: Block, stop: str | None = None, model: str = "claude-sonnet-4-5-20250929",
@@ -109,6 +110,25 @@ def sse(*blocks: Block, stop: str | None = None, model: str = "claude-sonnet-4-5
                                                       "usage": {"output_tokens": output_tokens}})))
         chunks.append((0.0, _event("message_stop", {"type": "message_stop"})))
     return Response(chunks, cut_after=cut_after)
+
+
+def stalled(*blocks: Block, after: int = 1, stall_s: float = 3600.0, **kw: Any) -> Response:
+    """A response that sends its first `after` chunks, then stays open without a byte for `stall_s`."""
+    resp = sse(*blocks, **kw)
+    delay, chunk = resp.chunks[after]
+    resp.chunks[after] = (delay + stall_s, chunk)
+    return resp
+
+
+def no_headers(hold_s: float = 3600.0) -> Response:
+    """A server that accepts the request and never answers (within `hold_s`)."""
+    return Response([(0.0, b"")], status=500, hold_headers=hold_s)
+
+
+def plain(status: int, body: str, headers: dict[str, str] | None = None) -> Response:
+    """A non-JSON error body, as a wrong endpoint (a web server, a proxy) answers."""
+    return Response([(0.0, body.encode())], status=status,
+                    headers={"content-type": "text/html", **(headers or {})})
 
 
 def error(status: int, etype: str, message: str, headers: dict[str, str] | None = None) -> Response:
@@ -171,6 +191,8 @@ class ScriptedAPI:
         async def handler(request: httpx.Request) -> httpx.Response:
             req = Request(json.loads(request.content or b"{}"), dict(request.headers), request.url.path)
             resp = self._next(req)
+            if resp.hold_headers:
+                await asyncio.sleep(resp.hold_headers)
             return httpx.Response(resp.status, headers=resp.headers, stream=_AsyncChunks(resp))
         return httpx.MockTransport(handler)
 
@@ -211,6 +233,8 @@ class _Server:
                 req = Request(json.loads(raw or b"{}"), {k.lower(): v for k, v in self.headers.items()},
                               self.path)
                 resp = api_ref._next(req)
+                if resp.hold_headers:
+                    time.sleep(resp.hold_headers)
                 self.send_response(resp.status)
                 for k, v in resp.headers.items():
                     self.send_header(k, v)

@@ -2,11 +2,19 @@
 
 Content blocks stay plain dicts (text, thinking, tool_use, tool_result, image) because they
 cross every boundary as JSON: the wire, the transcript and stream-json output. This module owns
-the constructors and the one translation to what the API accepts (`to_api_messages`).
+the constructors, the one translation to what the API accepts (`to_api_messages`), and how text
+holding bytes that are not UTF-8 crosses those boundaries (`dumps_marked`).
+
+Undecodable bytes (file names, command output) are carried inside as lone surrogates
+(surrogateescape: byte 0xff → U+DCFF). The transcript keeps them losslessly (as \\udcff JSON
+escapes); everything sent out — API requests, stdout — shows them as a visible `\\xff` marker,
+since UTF-8 cannot encode them and a peer may reject lone surrogate escapes.
 """
 
 from __future__ import annotations
 
+import json
+import re
 import uuid as _uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -136,3 +144,48 @@ def to_api_messages(messages: list[Message]) -> list[dict[str, Any]]:
             else:
                 out.append({"role": "user", "content": content})
     return out
+
+
+_SURROGATE: "re.Pattern[str] | None" = None   # compiled on first use: start-up time matters
+
+
+def _mark(m: "re.Match[str]") -> str:
+    code = ord(m.group())
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
+
+
+def mark_undecodable(text: str) -> str:
+    """`text` with each lone surrogate replaced by a visible escape: U+DCFF (byte 0xff) → `\\xff`."""
+    global _SURROGATE
+    if _SURROGATE is None:
+        _SURROGATE = re.compile("[\ud800-\udfff]")
+    return _SURROGATE.sub(_mark, text)
+
+
+def _scrub(obj: Any) -> Any:
+    if isinstance(obj, str):
+        return mark_undecodable(obj)
+    if isinstance(obj, dict):
+        return {_scrub(k): _scrub(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_scrub(v) for v in obj]
+    return obj
+
+
+def dumps_marked(obj: Any, **kw: Any) -> str:
+    """`json.dumps(obj, ensure_ascii=False)` whose result is always encodable as UTF-8.
+
+    The common case costs one dump plus one encode check; only text that holds undecodable bytes
+    is walked and marked."""
+    kw.setdefault("ensure_ascii", False)
+    text = json.dumps(obj, **kw)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(_scrub(obj), **kw)
+    return text
+
+
+def wire_json(obj: Any) -> bytes:
+    """A request body as UTF-8 JSON bytes (compact, like httpx's own `json=`)."""
+    return dumps_marked(obj, separators=(",", ":"), allow_nan=False).encode("utf-8")

@@ -100,13 +100,14 @@ def test_modes(tmp_path):
     assert "outside the working directories" in tool_result(api.requests[8])["content"]
 
 
-def test_malformed_settings_reported_with_line_and_ignored(tmp_path):
+def test_malformed_settings_reported_with_line_and_the_run_stops(tmp_path):
+    # issue 13: a broken settings file fails closed (it could hold deny rules) instead of being ignored
     (tmp_path / ".cfg").mkdir()
     (tmp_path / ".cfg" / "settings.json").write_text('{\n  "permissions": {"allow": ["Bash"],}\n}')
     api = ScriptedAPI(sse(text("still works")))
     with api.serve() as url:
         r = codeloop(["-p", "x"], cwd=tmp_path, base_url=url)
-    assert r.returncode == 0 and r.stdout == "still works\n"
+    assert r.returncode == 1 and r.stdout == "" and api.requests == []
     assert f"{tmp_path / '.cfg' / 'settings.json'}:2:" in r.stderr and "invalid JSON" in r.stderr
 
 

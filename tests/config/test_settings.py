@@ -260,3 +260,67 @@ def test_started_in_home_the_claude_user_file_is_not_an_untrusted_project_file(e
 def test_missing_files_are_silent(env):
     s = load_settings(env["project"], trusted=False)
     assert (s.merged, s.sources, s.errors, s.ignored_untrusted) == ({}, [], [], [])
+
+
+# -- fail closed: a broken file is reported in .broken with where and what (issue 13) ------------------
+
+BROKEN = {
+    "truncated": (b'{\n  "permissions": {\n    "deny": ["Read(./secret.txt)"', (3, 34), "truncated"),
+    "trailing_comma": (b'{\n  "permissions": {"deny": ["Read(./secret.txt)"],}\n}', (2, 50), "trailing comma"),
+    "comment": (b'{\n  // keep secrets out\n  "permissions": {"deny": ["Read(./secret.txt)"]}\n}', (2, 3),
+                "comments are not allowed"),
+    "not_utf8": (b'{\n  "permissions": {"deny": ["Read(./secret\xff.txt)"]}\n}', (2, 42), "not valid UTF-8 (byte 0xff)"),
+    "top_level_array": (b'[{"permissions": {"deny": ["Read(./secret.txt)"]}}]', (1, 1), "not a JSON array"),
+    "deny_string": (b'{\n  "permissions": {\n    "deny": "Read(./secret.txt)"\n  }\n}', (3, 5),
+                    "'permissions.deny' must be a list of strings, got a JSON string"),
+    "deny_number": (b'{"permissions": {"deny": [42, "Read(./secret.txt)"]}}', (1, 18),
+                    "'permissions.deny' must be a list of strings, got a list holding a JSON number (42)"),
+    "permissions_list": (b'{\n "permissions": ["Read(./secret.txt)"]\n}', (2, 2),
+                         "'permissions' must be an object, not a JSON array"),
+}
+SCOPE_FILES = {"user": "user_cl", "project": "project_cl", "local": "local_claude", "managed": "managed"}
+
+
+@pytest.mark.parametrize("scope", [*SCOPE_FILES, "cli"])
+@pytest.mark.parametrize("kind", list(BROKEN))
+def test_broken_files_are_reported_with_file_line_col_in_every_scope(env, kind, scope):
+    raw, (line, col), words = BROKEN[kind]
+    path = env["project"] / "extra.json" if scope == "cli" else env["paths"][SCOPE_FILES[scope]]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(raw)
+    s = load_settings(env["project"], trusted=False, cli_settings=str(path) if scope == "cli" else None)
+    assert len(s.broken) == 1, s.broken
+    problem = s.broken[0]
+    assert (problem.path, problem.line, problem.col) == (str(path), line, col)
+    assert words in problem.what
+    assert str(problem).startswith(f"{path}:{line}:{col}: ")
+    if not kind.startswith(("deny_", "permissions_")):   # unparseable: the file contributes nothing
+        assert all(src.path != str(path) for src in s.sources)
+
+
+def test_a_skipped_broken_file_is_not_read_and_not_reported(env):
+    path = write(env["paths"]["user_cl"], '{"permissions": {"deny": "Read(x)"}}')
+    write(env["paths"]["project_cl"], {"permissions": {"deny": ["Bash"]}})
+    s = load_settings(env["project"], trusted=True, skip=frozenset({str(path)}))
+    assert s.broken == [] and s.errors == []
+    assert [r for _, r, _ in s.permission_rules()] == ["Bash"]
+
+
+def test_cli_settings_literal_array_and_missing_file_are_broken(env):
+    s = load_settings(env["project"], trusted=True, cli_settings='[{"model": "x"}]')
+    assert [str(p) for p in s.broken] == [f"{CLI_SETTINGS_LABEL}:1:1: settings must be a JSON object, not a JSON array"]
+    s = load_settings(env["project"], trusted=True, cli_settings="nope.json")
+    assert len(s.broken) == 1 and "settings file not found" in s.broken[0].what
+
+
+def test_a_scope_left_out_by_setting_sources_is_not_broken(env):
+    write(env["paths"]["user_cl"], "{oops")
+    s = load_settings(env["project"], trusted=True, sources={"project"})
+    assert s.broken == []
+
+
+def test_wrong_shape_outside_permissions_is_a_warning_not_a_stop(env):
+    write(env["paths"]["user_cl"], {"model": 3, "permissions": {"deny": ["Read(x)"]}})
+    s = load_settings(env["project"], trusted=True)
+    assert s.broken == [] and len(s.errors) == 1
+    assert [r for _, r, _ in s.permission_rules()] == ["Read(x)"]

@@ -91,7 +91,8 @@ def test_budget_saved_file_is_written_once(tmp_path):
 # -- 2. snip ------------------------------------------------------------------------------------------
 def test_snip_keeps_structure_head_and_tail():
     huge_text = "H" * 500 + "m" * 10_000 + "T" * 500
-    msgs = [user_message(huge_text),
+    # issue 13: model text is snipped, the user's own prompt never is (see the test below)
+    msgs = [reply(huge_text),
             *exchange("Bash", {"command": "x"}, "t1", "h" * 300 + "z" * 9_000 + "t" * 300),
             user_message([{"type": "tool_result", "tool_use_id": "t2",
                            "content": [{"type": "text", "text": "q" * 5_000}, {"type": "image", "source": {}}]}]),
@@ -110,6 +111,14 @@ def test_snip_keeps_structure_head_and_tail():
     assert len(inner) == 2 and inner[1]["type"] == "image" and len(inner[0]["text"]) < 1_100
     assert out[1] is msgs[1] and out[4] is msgs[4]
     assert snip(out, max_block_chars=1_000)[0].content == out[0].content   # stable
+
+
+def test_snip_never_cuts_the_users_own_words():
+    prompt = "P" * 50_000
+    msgs = [user_message(prompt), reply("ok"), user_message([{"type": "text", "text": "Q" * 50_000}])]
+    out = snip(msgs, max_block_chars=1_000)
+    assert out[0].content[0]["text"] == prompt and out[2].content[0]["text"] == "Q" * 50_000
+    assert out[0] is msgs[0] and out[2] is msgs[2]
 
 
 # -- 3. microcompact ------------------------------------------------------------------------------------
@@ -232,7 +241,7 @@ async def test_pipeline_runs_stages_in_order_and_reports_replacements(tmp_path):
             *exchange("Read", {"file_path": "a.py"}, "t_a", "A" * 30_000),
             *exchange("Bash", {"command": "make"}, "t_b", "B" * 30_000),
             reply("thinking", usage={"input_tokens": 100, "output_tokens": 10}),
-            user_message("U" * 5_000),
+            reply("U" * 5_000),   # model text: snipped (a user's own text never is)
             *exchange("Read", {"file_path": "c.py"}, "t_c", "c")]
     before = snapshot(msgs)
     pipe = ContextPipeline(compactor=FakeCompactor(), session_dir=tmp_path,

@@ -119,6 +119,28 @@ UNSUPPORTED = ("effort", "include_hook_events", "resume_session_at", "resume_dro
                "plugin_dir", "session_mirror", "thinking_display", "agents")
 
 
+def _mark_undecodable_output() -> None:
+    """Text holding bytes that are not UTF-8 (file names, command output) is written with a
+    visible \\xNN marker instead of crashing the writer or emitting invalid UTF-8."""
+    import codecs
+
+    def mark(exc: UnicodeError) -> tuple[str, int]:
+        if not isinstance(exc, UnicodeEncodeError):
+            raise exc
+        from codeloop.messages import mark_undecodable   # only once such text shows up
+        return mark_undecodable(exc.object[exc.start:exc.end]), exc.end
+
+    handler = "codeloop-mark"
+    codecs.register_error(handler, mark)
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            try:
+                reconfigure(errors=handler)
+            except (ValueError, OSError):
+                pass
+
+
 def main(argv: list[str] | None = None) -> int:
     # httpcore probes for trio at import (~70 ms where it is installed); the CLI runs on asyncio only.
     sys.modules.setdefault("trio", None)  # type: ignore[arg-type]
@@ -126,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     # httpx falls back to a stub without it.
     sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
     argv = sys.argv[1:] if argv is None else argv
+    _mark_undecodable_output()
     if argv[:1] == ["sessions"]:
         from codeloop.cli.sessions_cmd import sessions_main
         return sessions_main(argv[1:])

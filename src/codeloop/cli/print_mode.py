@@ -2,7 +2,9 @@
 
 Output shapes follow Claude Code's, so scripts written against `claude -p` keep working.
 SIGINT/SIGTERM abort the query cleanly: tools get their tool_results, the transcript is
-synced, and a result line is still printed.
+synced, and a result line is still printed. Signals always win: if that takes longer than
+`lifecycle.GRACE_S` (a tool thread stuck in a blocking call), the result line is written anyway
+and the process ends (`lifecycle.ExitGuard`).
 """
 
 from __future__ import annotations
@@ -25,16 +27,50 @@ STRUCTURED_RETRY_LIMIT = 2
 
 
 def _emit(out: TextIO, obj: dict[str, Any]) -> None:
-    out.write(json.dumps(obj, ensure_ascii=False) + "\n")
+    from codeloop.messages import dumps_marked
+
+    out.write(dumps_marked(obj) + "\n")   # bytes that are not UTF-8 show as \\xNN, never break a line
     out.flush()
 
 
+# With a prompt argument, piped input is optional: wait this long for its first byte (Claude Code
+# waits 3 s too), so `codeloop -p "q"` started from a script with an idle stdin does not hang.
+STDIN_WAIT_S = 3.0
+
+
+def _stdin_ready(timeout: float) -> bool:
+    import select
+
+    try:
+        ready, _, _ = select.select([sys.stdin], [], [], timeout)
+    except (OSError, ValueError):   # not selectable (e.g. a closed or unusual stdin): read it
+        return True
+    return bool(ready)
+
+
+def join_stdin(piped: str, prompt: str) -> str:
+    """Piped input first, then the question, as `cat foo.py | claude -p "explain"` sends them."""
+    if not piped.strip():
+        return prompt
+    return f"{piped.rstrip(chr(10))}\n\n{prompt}"
+
+
 def _read_prompt(args: argparse.Namespace) -> str:
-    if args.prompt is not None:
-        return args.prompt
     if sys.stdin is None or sys.stdin.isatty():
-        return ""
-    return sys.stdin.read()
+        return args.prompt or ""
+    if args.prompt is None:
+        return _read_stdin()
+    if not _stdin_ready(STDIN_WAIT_S):
+        sys.stderr.write(f"codeloop: warning: no input on stdin after {STDIN_WAIT_S:.0f}s; "
+                         "going on with the prompt alone (redirect stdin from /dev/null to skip the wait)\n")
+        return args.prompt
+    return join_stdin(_read_stdin(), args.prompt)
+
+
+def _read_stdin() -> str:
+    # Bytes that are not UTF-8 are kept (surrogateescape) and marked when the request is encoded.
+    raw = getattr(sys.stdin, "buffer", None)
+    return raw.read().decode("utf-8", "surrogateescape") if raw is not None else sys.stdin.read()
 
 
 def error_result(session_id: str, errors: list[str], *, subtype: str = "error_during_execution",
@@ -166,8 +202,9 @@ class _Printer:
                 if ev.text and "message" not in line:
                     line["message"] = ev.text   # e.g. "Switched to X due to high demand for Y"
                 _emit(self.out, line)
-            elif ev.level != "info" and ev.subtype != "api_retry":  # text mode: one error line, not a retry log
+            elif ev.level != "info":  # text mode: retries too, so a wait is never silent
                 sys.stderr.write(f"codeloop: {ev.text}\n")
+                sys.stderr.flush()
         elif isinstance(ev, CompactBoundary):
             if ev.trigger == "manual":
                 self.final_text = f"Conversation compacted (about {ev.pre_tokens:,} tokens summarised)."
@@ -203,9 +240,11 @@ def _version() -> str:
 
 
 async def _run(args: argparse.Namespace, prompt: str, out: TextIO) -> int:
+    from codeloop.cli.lifecycle import ExitGuard, hard_exit, install_daemon_executor
     from codeloop.cli.setup import SetupError, attach_mcp, build_conversation, use_permission_prompt_tool
 
     started = time.monotonic()
+    install_daemon_executor(asyncio.get_running_loop())   # no tool thread can hold the exit
     try:
         conv, warnings = build_conversation(args, interactive=False)
         warnings += await attach_mcp(conv, args)
@@ -232,9 +271,22 @@ async def _run(args: argparse.Namespace, prompt: str, out: TextIO) -> int:
     got_signal: list[int] = []
     loop = asyncio.get_running_loop()
 
+    def fallback_result(signum: int) -> None:
+        name = signal.Signals(signum).name
+        res = {**error_result(conv.session_id, [f"Interrupted by {name}: stopped without waiting for the "
+                                                "running tool"], duration_ms=(time.monotonic() - started) * 1000),
+               "terminal_reason": "aborted_tools"}
+        if args.output_format == "text":
+            sys.stderr.write(f"Error: {res['errors'][0]}\n")
+        else:
+            _emit(out, res)
+
+    guard = ExitGuard(fallback_result)
+
     def on_signal(signum: int) -> None:
         got_signal.append(signum)
         abort.abort(AbortReason.USER if signum == signal.SIGINT else AbortReason.SIGNAL)
+        guard.signalled(signum)
 
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, on_signal, signum)
@@ -266,9 +318,12 @@ async def _run(args: argparse.Namespace, prompt: str, out: TextIO) -> int:
         await conv.provider.aclose()
     result = apply_structured(build_result(conv, conv.last_terminal, started=started, final_text=printer.final_text,
                                            stop_reason=printer.stop_reason), structured)
+    if not guard.settle():
+        await asyncio.sleep(3600)   # the watchdog wrote the result line and is ending the process
     printer.result(result)
     if got_signal:
-        return EXIT_SIGINT if got_signal[0] == signal.SIGINT else EXIT_SIGTERM
+        # the transcript is closed and the result written: nothing left worth waiting for
+        hard_exit(EXIT_SIGINT if got_signal[0] == signal.SIGINT else EXIT_SIGTERM)
     return EXIT_ERROR if result["is_error"] else EXIT_OK
 
 

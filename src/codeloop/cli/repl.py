@@ -273,7 +273,7 @@ class Repl:
         session.app.timeoutlen = 0.3     # …while Esc+Enter still reads as Alt+Enter
         return session
 
-    async def run(self, warnings: list[str]) -> int:
+    async def run(self, warnings: list[str], first_prompt: str | None = None) -> int:
         from prompt_toolkit.patch_stdout import patch_stdout
 
         self.session = self._make_session()
@@ -285,6 +285,9 @@ class Repl:
         ticker = asyncio.create_task(self._ticker())
         with patch_stdout(raw=True):
             self._banner(warnings)
+            if first_prompt and first_prompt.strip():  # `codeloop "question"` submits it at once
+                self.show(f"> {first_prompt}", style="bold")
+                self._submit(first_prompt)
             while not self.exiting:
                 try:
                     text = await self.session.prompt_async([("class:prompt", "> ")], handle_sigint=False)
@@ -350,7 +353,7 @@ def run_repl(args: argparse.Namespace) -> int:
     if not args.trust and needs_trust(cwd) and _ask_trust(cwd):
         trust(cwd)
     try:
-        conv, warnings = build_conversation(args, interactive=True)
+        conv, warnings = _build_with_settings_check(args, build_conversation)
     except SetupError as exc:
         sys.stderr.write(f"Error: {exc}\n")
         return 1
@@ -359,10 +362,34 @@ def run_repl(args: argparse.Namespace) -> int:
     started_bypass = conv.config.policy.mode.value == "bypassPermissions"
 
     async def main() -> int:
+        from codeloop.cli.lifecycle import install_daemon_executor
+        install_daemon_executor(asyncio.get_running_loop())   # a stuck tool thread never blocks /exit
         repl = Repl(conv, registry, started_bypass=started_bypass, idle_mode=idle_mode)
-        return await repl.run([*warnings, *registry.warnings])
+        return await repl.run([*warnings, *registry.warnings], first_prompt=args.prompt)
 
     return asyncio.run(main())
+
+
+def _build_with_settings_check(args: argparse.Namespace, build: Any) -> tuple[Any, list[str]]:
+    """Broken settings files stop the session before any query: the user fixes them, or says
+    explicitly to go on without them (their deny rules then do not apply, and they are told so)."""
+    from prompt_toolkit import prompt
+    from codeloop.cli.setup import BrokenSettingsError
+
+    try:
+        return build(args, interactive=True)
+    except BrokenSettingsError as exc:
+        sys.stdout.write(f"{exc}\n\nFix the file(s) and restart, or continue WITHOUT them "
+                         "(none of their settings, including permission deny rules, will apply).\n")
+        try:
+            go_on = prompt("Continue without these settings files? [y/N] > ").strip().lower() in ("y", "yes")
+        except (EOFError, KeyboardInterrupt):
+            go_on = False
+        if not go_on:
+            raise
+        args.skip_settings_files = [p.path for p in exc.problems]
+        conv, warnings = build(args, interactive=True)
+        return conv, [*warnings, *(f"settings file ignored at your request: {p.path}" for p in exc.problems)]
 
 
 def _setting(key: str, cwd: Path) -> Any:

@@ -20,6 +20,15 @@ class SetupError(Exception):
     """A problem with the user's flags, environment or session files."""
 
 
+class BrokenSettingsError(SetupError):
+    """Settings files that cannot be used: the run stops rather than drop the rules they hold."""
+
+    def __init__(self, problems: list) -> None:
+        self.problems = list(problems)
+        super().__init__("\n".join(f"broken settings file: {p} (fix it; codeloop will not run without "
+                                    "the rules it may hold)" for p in self.problems))
+
+
 def resolve_model(flag: str | None) -> str:
     from codeloop.providers.models import DEFAULT_MODEL
 
@@ -60,7 +69,10 @@ def _load_settings(args: argparse.Namespace, cwd: Path) -> tuple[Any, bool, list
         if unknown:
             raise SetupError(f"--setting-sources: unknown source(s) {', '.join(sorted(unknown))} "
                              "(use user, project, local)")
-    settings = load_settings(cwd, cli_settings=args.settings, trusted=trusted, sources=sources)
+    settings = load_settings(cwd, cli_settings=args.settings, trusted=trusted, sources=sources,
+                             skip=frozenset(getattr(args, "skip_settings_files", None) or ()))
+    if settings.broken:
+        raise BrokenSettingsError(settings.broken)
     warnings += [f"settings: {e}" for e in settings.errors]
     warnings += settings.ignored_untrusted
     return settings, trusted, warnings

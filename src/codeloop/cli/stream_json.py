@@ -269,7 +269,10 @@ class StreamJsonSession:
 async def run_stream_json(args: argparse.Namespace, conv: Any, out: TextIO,
                           lines: AsyncIterator[str] | None = None) -> int:
     """Serve one stream-json session on `conv`; the exit status. Closes the conversation."""
+    from codeloop.cli.lifecycle import install_daemon_executor
+
     loop = asyncio.get_running_loop()
+    install_daemon_executor(loop)   # a stuck tool thread never holds the process at exit
     installed: list[int] = []
     try:
         session = StreamJsonSession(args, conv, out, lines if lines is not None else stdin_lines())

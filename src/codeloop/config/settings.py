@@ -15,7 +15,10 @@ that act are the ones next to where the user started codeloop.
 Merging: scalars — the highest source wins; lists — concatenated over all sources (highest
 first), deduplicated; dicts — merged key by key with the same rules (so `hooks.<Event>` lists
 concatenate). Loading never raises: unreadable or malformed files and wrong-typed keys are
-reported in `.errors` and skipped.
+reported in `.errors` and skipped. A file that cannot be read or parsed, or whose `permissions`
+have the wrong shape, is also recorded in `.broken` (file:line:col and what is wrong): dropping
+it would silently drop the deny rules it holds, so the caller must stop (fail closed) unless the
+user explicitly chose to go on without that file (`skip`).
 
 This module reads files only; it never writes and never asks about trust (see `trust.py`).
 """
@@ -29,6 +32,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from codeloop.config.settings_read import (SettingsProblem, _json_type, _locate, _parse_json,  # noqa: F401
+                                           _read_file, _shape)
 from codeloop.session.store import config_dir
 from codeloop.tools.base import PermissionBehavior
 
@@ -78,6 +83,7 @@ class LoadedSettings:
     sources: list[SettingsSource] = field(default_factory=list)   # highest precedence first
     errors: list[str] = field(default_factory=list)
     ignored_untrusted: list[str] = field(default_factory=list)
+    broken: list[SettingsProblem] = field(default_factory=list)   # fail closed on these
 
     def permission_rules(self) -> list[tuple[PermissionBehavior, str, str]]:
         """(behavior, rule, origin path) for every rule, highest-precedence source first.
@@ -161,31 +167,6 @@ def _same_file(a: Path, b: Path) -> bool:
 
 # -- reading and validating -------------------------------------------------------------------------
 
-def _parse_json(text: str, label: str, errors: list[str]) -> dict[str, Any] | None:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        errors.append(f"{label}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}")
-        return None
-    if not isinstance(data, dict):
-        errors.append(f"{label}: settings must be a JSON object, not {type(data).__name__}; file ignored")
-        return None
-    return data
-
-
-def _read_file(path: Path, errors: list[str]) -> dict[str, Any] | None:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError) as e:
-        errors.append(f"{path}: cannot read settings: {e}")
-        return None
-    if not text.strip():
-        return {}     # an empty file is a common editor artefact, not an error
-    return _parse_json(text, str(path), errors)
-
-
 def _is_str_list(v: Any) -> bool:
     return isinstance(v, list) and all(isinstance(x, str) for x in v)
 
@@ -234,13 +215,19 @@ _PERMISSION_CHECKS: dict[str, tuple[Any, str]] = {
 }
 
 
-def validate(data: dict[str, Any], label: str, errors: list[str]) -> dict[str, Any]:
-    """A copy of `data` without the known keys whose type is wrong (each reported). Unknown keys stay."""
+def validate(data: dict[str, Any], label: str, errors: list[str],
+             broken: list[SettingsProblem] | None = None, text: str | None = None) -> dict[str, Any]:
+    """A copy of `data` without the known keys whose type is wrong (each reported). Unknown keys stay.
+
+    Wrong-shaped `permissions` also go to `broken`: dropping them would drop deny rules."""
     out: dict[str, Any] = {}
     for key, value in data.items():
         check = _TOP_LEVEL_CHECKS.get(key)
         if check and not check[0](value):
             errors.append(f"{label}: '{key}' must be {check[1]}; ignored")
+            if key == "permissions" and broken is not None:
+                broken.append(SettingsProblem(label, f"'permissions' must be {check[1]}, not a JSON "
+                                                     f"{_json_type(value)}", *_locate(text, key)))
             continue
         out[key] = value
     if "permissions" in out:
@@ -249,6 +236,9 @@ def validate(data: dict[str, Any], label: str, errors: list[str]) -> dict[str, A
             check = _PERMISSION_CHECKS.get(key)
             if check and not check[0](value):
                 errors.append(f"{label}: 'permissions.{key}' must be {check[1]}; ignored")
+                if broken is not None:
+                    broken.append(SettingsProblem(label, f"'permissions.{key}' must be {check[1]}, got "
+                                                         f"{_shape(value)}", *_locate(text, "permissions", key)))
                 continue
             perms[key] = value
         out["permissions"] = perms
@@ -316,17 +306,20 @@ def merge(higher: dict[str, Any], lower: dict[str, Any]) -> dict[str, Any]:
 
 # -- loading ----------------------------------------------------------------------------------------
 
-def _cli_settings(value: str, cwd: Path, errors: list[str]) -> tuple[str, dict[str, Any] | None]:
+def _cli_settings(value: str, cwd: Path, errors: list[str], broken: list[SettingsProblem],
+                  texts: dict[str, str]) -> tuple[str, dict[str, Any] | None]:
     """`--settings` is either a JSON object literal or a path (relative to the cwd)."""
-    if value.lstrip().startswith("{"):
-        return CLI_SETTINGS_LABEL, _parse_json(value, CLI_SETTINGS_LABEL, errors)
+    if value.lstrip().startswith(("{", "[")):
+        texts[CLI_SETTINGS_LABEL] = value
+        return CLI_SETTINGS_LABEL, _parse_json(value, CLI_SETTINGS_LABEL, errors, broken)
     path = Path(value).expanduser()
     if not path.is_absolute():
         path = cwd / path
     if not path.exists():
         errors.append(f"{CLI_SETTINGS_LABEL}: settings file not found: {path}")
+        broken.append(SettingsProblem(str(path), f"settings file not found (given with {CLI_SETTINGS_LABEL})"))
         return str(path), None
-    return str(path), _read_file(path, errors)
+    return str(path), _read_file(path, errors, broken, texts)
 
 
 SOURCE_SCOPES = {"user": SettingsScope.USER, "project": SettingsScope.PROJECT,
@@ -335,38 +328,47 @@ SOURCE_SCOPES = {"user": SettingsScope.USER, "project": SettingsScope.PROJECT,
 
 def load_settings(cwd: Path | str, *, cli_settings: str | None = None,
                   cli_overrides: dict[str, Any] | None = None, trusted: bool,
-                  sources: set[str] | None = None) -> LoadedSettings:
+                  sources: set[str] | None = None, skip: frozenset[str] | set[str] = frozenset()) -> LoadedSettings:
     """`sources` (`--setting-sources`: user, project, local) limits which files are read;
-    managed settings and the command line always apply."""
+    managed settings and the command line always apply. `skip` names broken files the user chose
+    to go on without (their labels, as in `.broken`): they are not read at all."""
     cwd = Path(os.path.abspath(cwd))
     allowed = None if sources is None else {SOURCE_SCOPES[x] for x in sources if x in SOURCE_SCOPES}
     result = LoadedSettings()
     raw: list[tuple[str, SettingsScope, dict[str, Any] | None]] = []
+    texts: dict[str, str] = {}
+    pending: list[SettingsProblem] = []   # problems of files that end up skipped are not reported
+
+    def read(path: Path) -> dict[str, Any] | None:
+        return None if str(path) in skip else _read_file(path, result.errors, pending, texts)
 
     managed = managed_settings_path()
-    raw.append((str(managed), SettingsScope.MANAGED, _read_file(managed, result.errors)))
+    raw.append((str(managed), SettingsScope.MANAGED, read(managed)))
     if cli_overrides:
         raw.append((CLI_OVERRIDES_LABEL, SettingsScope.CLI, dict(cli_overrides)))
-    if cli_settings is not None and cli_settings.strip():
-        label, data = _cli_settings(cli_settings, cwd, result.errors)
-        raw.append((label, SettingsScope.CLI, data))
+    if cli_settings is not None and cli_settings.strip() and CLI_SETTINGS_LABEL not in skip:
+        label, data = _cli_settings(cli_settings, cwd, result.errors, pending, texts)
+        raw.append((label, SettingsScope.CLI, data if label not in skip else None))
     user_paths = user_settings_paths()
     for path, scope in project_settings_paths(cwd):
         # Started in ~: ~/.claude/settings.json is then the user's file, not an untrusted project's.
         if any(_same_file(path, u) for u in user_paths):
             continue
-        raw.append((str(path), scope, _read_file(path, result.errors)))
+        raw.append((str(path), scope, read(path)))
     seen_user: list[Path] = []
     for path in user_paths:
         if any(_same_file(path, s) for s in seen_user):
             continue
         seen_user.append(path)
-        raw.append((str(path), SettingsScope.USER, _read_file(path, result.errors)))
+        raw.append((str(path), SettingsScope.USER, read(path)))
 
     for label, scope, data in raw:
-        if data is None or (allowed is not None and scope in SOURCE_SCOPES.values() and scope not in allowed):
+        excluded = allowed is not None and scope in SOURCE_SCOPES.values() and scope not in allowed
+        if not excluded:
+            result.broken += [p for p in pending if p.path == label]
+        if data is None or excluded:
             continue
-        data = validate(data, label, result.errors)
+        data = validate(data, label, result.errors, result.broken, texts.get(label))
         if scope in PROJECT_SCOPES and not trusted:
             data = untrusted_view(data, label, result.ignored_untrusted)
         result.sources.append(SettingsSource(label, scope, data))

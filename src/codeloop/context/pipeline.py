@@ -1,7 +1,8 @@
 """The five pre-query stages (spec 004 §8), in order, and `ContextPipeline` which owns their state.
 
 1. `apply_tool_result_budget` — aggregate tool output over a budget → preview + saved file
-2. `snip`                     — oversized blocks trimmed to head + tail, structure kept
+2. `snip`                     — oversized tool output (and model text) trimmed to head + tail,
+                                 structure kept; the user's own words are never cut
 3. `microcompact`             — old tool results cleared to a stub, keyed by tool_use_id
 4. context collapse           — read-time folding of staged spans (see collapse.py)
 5. `autocompact`              — summary compaction near the model's limit (autocompact.py)
@@ -203,11 +204,11 @@ def snip_text(text: str, max_chars: int) -> str:
     return f"{text[:head]}\n\n[... {cut:,} characters snipped ...]\n\n{text[len(text) - tail:]}"
 
 
-def _snip_blocks(blocks: list[dict[str, Any]], max_chars: int) -> list[dict[str, Any]] | None:
+def _snip_blocks(blocks: list[dict[str, Any]], max_chars: int, *, user_text: bool = True) -> list[dict[str, Any]] | None:
     out, changed = [], False
     for b in blocks:
         kind = b.get("type")
-        if kind == "text" and len(b.get("text") or "") > max_chars:
+        if kind == "text" and user_text and len(b.get("text") or "") > max_chars:
             b, changed = {**b, "text": snip_text(b["text"], max_chars)}, True
         elif kind == "tool_result":
             inner = b.get("content")
@@ -222,10 +223,14 @@ def _snip_blocks(blocks: list[dict[str, Any]], max_chars: int) -> list[dict[str,
 
 
 def snip(messages: list[Message], *, max_block_chars: int = DEFAULT_MAX_BLOCK_CHARS) -> list[Message]:
-    """Trim huge text blocks and tool_result strings to head + tail; same messages, same blocks."""
+    """Trim huge tool_result strings and model text blocks to head + tail; same messages, same blocks.
+
+    A user message's own text (what the person typed or piped in) is never trimmed: cutting the
+    middle of a prompt silently changes the question. A prompt too large for the model is
+    refused before it is sent instead (loop/model_call)."""
     out = []
     for m in messages:
-        new = _snip_blocks(m.content, max_block_chars)
+        new = _snip_blocks(m.content, max_block_chars, user_text=m.role != "user")
         out.append(m if new is None else replace(m, content=new))
     return out
 
@@ -279,6 +284,16 @@ def microcompact(messages: list[Message], *, keep_recent_turns: int = DEFAULT_KE
     if not state.cleared:
         return list(messages)
     return _rewrite(messages, state.cleared, lambda _: CLEARED_STUB, state.memo)
+
+
+def _new_prompt_overflows(messages: list[Message], model: str) -> bool:
+    """The newest message is the user's own text and alone cannot fit the model's window."""
+    from codeloop.providers.models import context_window
+
+    if not messages or messages[-1].role != "user":
+        return False
+    chars = sum(len(b.get("text") or "") for b in messages[-1].content if b.get("type") == "text")
+    return chars // 4 > context_window(model)
 
 
 # -- the pipeline ----------------------------------------------------------------------------------
@@ -351,6 +366,9 @@ class ContextPipeline:
                 estimate -= max(0, self.counter.estimate(msgs) - self.counter.estimate(folded))
             msgs = folded
         replacements = self.replacements.drain_records()
+        if _new_prompt_overflows(msgs, model):
+            # Summarising would cut the user's new prompt itself; the model call refuses it whole.
+            return PipelineResult(messages=msgs, replacements=replacements, token_estimate=estimate)
         if self.count_tokens is not None and self.compactor is not None and should_autocompact(
                 estimate, model, threshold_ratio=cfg.threshold_ratio, output_reserve=cfg.output_reserve):
             exact = await self.count_tokens(msgs)

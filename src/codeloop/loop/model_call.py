@@ -21,7 +21,7 @@ from codeloop.loop.request import build_request
 from codeloop.loop.streaming import StreamingToolExecutor, ToolUpdate
 from codeloop.messages import Message, missing_tool_results
 from codeloop.providers.assembly import ResponseAssembler
-from codeloop.providers.errors import ProviderError
+from codeloop.providers.errors import ContextOverflowError, ProviderError
 from codeloop.providers.retry import error_category, is_overloaded, is_retryable
 from codeloop.tools.base import ToolContext
 from codeloop.usage import Usage
@@ -82,6 +82,40 @@ async def _sleep_or_abort(seconds: float, ctx: ToolContext) -> None:
     raise Aborted
 
 
+CHARS_PER_TOKEN = 4   # a low estimate of tokens for prose and code: it never over-refuses
+
+
+def _chars(obj: Any) -> int:
+    if isinstance(obj, str):
+        return len(obj)
+    if isinstance(obj, dict):
+        return sum(_chars(v) for k, v in obj.items() if k not in ("source", "signature"))  # images: own budget
+    if isinstance(obj, list):
+        return sum(_chars(v) for v in obj)
+    return 0
+
+
+def _context_overflow(model: str, messages: list[Message], system_prompt: list[str]) -> ContextOverflowError | None:
+    """A request that cannot fit the model's window fails here, whole and unsent, with the reason;
+    the history was compacted before this if it could be (context pipeline)."""
+    from codeloop.providers.models import context_window
+
+    chars = sum(_chars(m.content) for m in messages) + sum(len(s) for s in system_prompt)
+    window = context_window(model)
+    tokens = chars // CHARS_PER_TOKEN
+    if tokens <= window:
+        return None
+    return ContextOverflowError(
+        f"Prompt is too long for {model}: about {tokens:,} tokens ({chars:,} characters) against a context "
+        f"window of {window:,} tokens. Nothing was sent and nothing was cut: shorten the input, or save it "
+        "to a file and ask about the file instead.")
+
+
+def _short(err: ProviderError) -> str:
+    text = getattr(err, "message", None) or str(err)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
 def _updates_to_events(turn: ModelTurn, updates: list[ToolUpdate]) -> list[Event]:
     events: list[Event] = []
     for upd in updates:
@@ -110,7 +144,13 @@ def _is_safe(block: dict[str, Any], tools: list) -> bool:
 async def call_model(p, turn: ModelTurn, *, tools: list, ctx: ToolContext, system_prompt: list[str],
                      max_tokens_override: int | None) -> AsyncIterator[Event]:
     """Stream one model response into `turn`, retrying and falling back as needed."""
+    overflow = _context_overflow(turn.model, turn.messages, system_prompt)
+    if overflow is not None:
+        turn.executor = StreamingToolExecutor(tools, p.can_use_tool, ctx)   # empty: nothing was asked
+        turn.error = overflow
+        return
     attempt, overloaded_in_a_row = 0, 0
+    first_started = time.monotonic()   # the retry budget counts from the first attempt
     while True:
         turn.executor = StreamingToolExecutor(tools, p.can_use_tool, ctx)
         turn.assistant_messages, turn.tool_use_blocks, turn.results = [], [], {}
@@ -181,7 +221,14 @@ async def call_model(p, turn: ModelTurn, *, tools: list, ctx: ToolContext, syste
         overloaded_in_a_row = overloaded_in_a_row + 1 if is_overloaded(err) else 0
         fallback = (turn.fallback_chain and overloaded_in_a_row >= p.retry.fallback_after)
         if not fallback and (not is_retryable(err) or attempt >= p.retry.limit_for(err)):
+            if is_retryable(err) and attempt and not err.hint:
+                err.hint = f"gave up after {attempt + 1} attempts"
             return  # fatal: the loop reports it
+        delay = p.retry.delay_s(attempt + 1, err)
+        refusal = None if fallback else p.retry.refusal(err, delay, time.monotonic() - first_started)
+        if refusal is not None:
+            err.hint = f"{err.hint}; {refusal}" if err.hint else refusal
+            return  # fatal: waiting longer would not be a retry but a hang
         # -- this attempt failed and will be redone: leave nothing of it behind ----------------------
         turn.executor.discard()
         answered = set(turn.results)
@@ -200,8 +247,7 @@ async def call_model(p, turn: ModelTurn, *, tools: list, ctx: ToolContext, syste
                               "warning", {"from_model": original, "to_model": turn.model})
             continue
         attempt += 1
-        delay = p.retry.delay_s(attempt, err)
-        yield SystemEvent("api_retry", f"API error ({error_category(err)}); retrying in {delay:.1f}s "
+        yield SystemEvent("api_retry", f"API error ({error_category(err)}: {_short(err)}); retrying in {delay:.1f}s "
                                        f"(attempt {attempt}/{p.retry.limit_for(err)})", "warning",
                           {"attempt": attempt, "max_retries": p.retry.limit_for(err),
                            "retry_delay_ms": int(delay * 1000), "error_status": getattr(err, "status", None),

@@ -2,7 +2,9 @@
 
 Speaks the wire format itself (the official SDK costs seconds to import). Yields each stream
 event as a dict; `ping` is swallowed; an SSE `error` event or an error status raises
-`APIStatusError`; a connection that drops before `message_stop` raises `APIConnectionError`.
+`APIStatusError` (with a hint naming the setting to check when retrying cannot help); a
+connection that drops before `message_stop`, or misses a deadline (`transport.Deadlines`),
+raises `APIConnectionError`.
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ from typing import Any, AsyncIterator
 
 import httpx
 
+from codeloop.messages import wire_json
 from codeloop.providers.base import ModelRequest
 from codeloop.providers.errors import transport_errors, APIConnectionError, APIStatusError, AuthenticationError
+from codeloop.providers.transport import Deadlines, add_hint, open_stream, read_body, sse_events
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
@@ -40,7 +44,8 @@ def _retry_after(headers: httpx.Headers) -> float | None:
 
 
 def _status_error(status: int, body: bytes, headers: httpx.Headers) -> APIStatusError:
-    message, etype = body.decode("utf-8", "replace").strip() or httpx.codes.get_reason_phrase(status), "api_error"
+    message = body.decode("utf-8", "replace").strip()[:500] or httpx.codes.get_reason_phrase(status)
+    etype = next((k for k, v in _ERROR_STATUS.items() if v == status), "api_error")
     try:
         data = json.loads(body)
         err = data.get("error") or {}
@@ -56,7 +61,7 @@ class AnthropicProvider:
 
     def __init__(self, api_key: str | None = None, *, base_url: str | None = None,
                  auth_token: str | None = None, transport: httpx.AsyncBaseTransport | None = None,
-                 timeout: float = 600.0, extra_headers: dict[str, str] | None = None) -> None:
+                 deadlines: Deadlines | None = None, extra_headers: dict[str, str] | None = None) -> None:
         self.api_key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
         self.auth_token = auth_token if auth_token is not None else os.environ.get("ANTHROPIC_AUTH_TOKEN")
         if not self.api_key and not self.auth_token:
@@ -64,6 +69,8 @@ class AnthropicProvider:
                 "ANTHROPIC_API_KEY is not set. Export your Anthropic API key "
                 "(or ANTHROPIC_AUTH_TOKEN for a bearer token) and try again.")
         self.base_url = (base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        self.deadlines = deadlines or Deadlines.from_env()
+        self._key_env = "ANTHROPIC_API_KEY" if self.api_key else "ANTHROPIC_AUTH_TOKEN"
         headers = {"anthropic-version": API_VERSION, "content-type": "application/json",
                    "accept": "text/event-stream", "user-agent": _user_agent()}
         if self.api_key:
@@ -75,7 +82,7 @@ class AnthropicProvider:
         verify = not self.base_url.startswith("http://")
         self._client = httpx.AsyncClient(
             base_url=self.base_url, headers=headers, transport=transport, verify=verify,
-            timeout=httpx.Timeout(timeout, connect=15.0))
+            timeout=self.deadlines.httpx_timeout())
 
     async def aclose(self) -> None:
         await self._client.aclose()
@@ -84,18 +91,35 @@ class AnthropicProvider:
         """Exact input tokens for `request` from /v1/messages/count_tokens; None when unavailable."""
         from codeloop.context.tokens import count_tokens_api
 
-        value = await count_tokens_api(self._client, request.body(), fallback=-1)
+        from codeloop.messages import dumps_marked
+
+        # the counter posts with httpx's json=: hand it a body that is sure to encode
+        body = json.loads(dumps_marked(request.body()))
+        value = await count_tokens_api(self._client, body, fallback=-1)
         return value if value >= 0 else None
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[dict[str, Any]]:
-        from httpx_sse import EventSource
+        events = self._stream(request)
+        try:
+            async for event in events:
+                yield event
+        except APIConnectionError as err:   # a connection that never opened: name the setting
+            add_hint(err, base_url=self.base_url, base_env="ANTHROPIC_BASE_URL", key_env=self._key_env, model=request.model)
+            raise
+        finally:
+            await events.aclose()
 
+    async def _stream(self, request: ModelRequest) -> AsyncIterator[dict[str, Any]]:
         saw_stop = False
         with transport_errors(self.base_url):
-            async with self._client.stream("POST", "/v1/messages", json=request.body()) as resp:
+            async with open_stream(self._client, "/v1/messages", wire_json(request.body()), self.deadlines,
+                                   self.base_url) as resp:
                 if resp.status_code != 200:
-                    raise _status_error(resp.status_code, await resp.aread(), resp.headers)
-                async for sse in EventSource(resp).aiter_sse():
+                    err = _status_error(resp.status_code, await read_body(resp, self.deadlines, self.base_url),
+                                        resp.headers)
+                    raise add_hint(err, base_url=self.base_url, base_env="ANTHROPIC_BASE_URL",
+                                   key_env=self._key_env, model=request.model)
+                async for sse in sse_events(resp, self.deadlines, self.base_url):
                     if not sse.data:
                         continue
                     try:

@@ -12,6 +12,9 @@ class ProviderError(Exception):
     status: int | None = None
     error_type: str = "api_error"
     retryable: bool = False
+    # What to check (a setting, the key, the model name) or why it was not retried; shown after
+    # the server's own words.
+    hint: str | None = None
 
 
 class APIStatusError(ProviderError):
@@ -28,9 +31,11 @@ class APIStatusError(ProviderError):
 
     @property
     def retryable(self) -> bool:  # type: ignore[override]
-        if self.error_type in ("overloaded_error", "rate_limit_error", "api_error"):
-            return True
-        return self.status is not None and (self.status in (408, 409, 429) or self.status >= 500)
+        # The status decides when there is one: a 404 whose body is not JSON defaults to
+        # "api_error" but will fail the same way however often it is asked again.
+        if self.status is not None:
+            return self.status in (408, 409, 429) or self.status >= 500
+        return self.error_type in ("overloaded_error", "rate_limit_error", "api_error")
 
     @property
     def is_overloaded(self) -> bool:
@@ -48,7 +53,7 @@ class APIStatusError(ProviderError):
 
     def __str__(self) -> str:
         prefix = f"API Error ({self.status})" if self.status else "API Error"
-        return f"{prefix}: {self.message}"
+        return f"{prefix}: {self.message}" + (f" — {self.hint}" if self.hint else "")
 
 
 class APIConnectionError(ProviderError):
@@ -61,6 +66,13 @@ class APIConnectionError(ProviderError):
         self.message = message
         self.mid_stream = mid_stream
         self.error_type = "connection_error"
+
+    def __str__(self) -> str:
+        return self.message + (f" — {self.hint}" if self.hint else "")
+
+
+class ContextOverflowError(ProviderError):
+    """The request is larger than the model's context window: refused before it is sent."""
 
 
 class AuthenticationError(ProviderError):

@@ -4,7 +4,8 @@ Owns the HTTP side: `POST {base}/chat/completions` with `stream: true` and
 `stream_options.include_usage`, SSE parsing up to `data: [DONE]`, and error classification
 (status errors → `APIStatusError`, context-length errors worded so the loop's reactive
 compaction recognises them as "prompt is too long", connection failures and cut streams →
-`APIConnectionError`). Translation of requests and chunks lives in `openai_translate.py`.
+`APIConnectionError`, as are missed deadlines — `transport.Deadlines`). Translation of requests
+and chunks lives in `openai_translate.py`.
 
 `count_tokens` is deliberately not offered: there is no standard endpoint for it.
 """
@@ -18,8 +19,10 @@ from urllib.parse import urlparse
 
 import httpx
 
+from codeloop.messages import wire_json
 from codeloop.providers.base import ModelRequest
 from codeloop.providers.errors import transport_errors, APIConnectionError, APIStatusError, AuthenticationError
+from codeloop.providers.transport import Deadlines, add_hint, open_stream, read_body, sse_events
 from codeloop.providers.openai_translate import StreamTranslator, chat_body
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -76,7 +79,7 @@ def error_from_payload(status: int | None, payload: Any, fallback: str,
 
 
 def _status_error(status: int, body: bytes, headers: httpx.Headers) -> APIStatusError:
-    text = body.decode("utf-8", "replace").strip()
+    text = body.decode("utf-8", "replace").strip()[:500]
     try:
         payload: Any = json.loads(body)
     except ValueError:
@@ -92,11 +95,14 @@ class OpenAICompatProvider:
     name = "openai"
 
     def __init__(self, api_key: str | None = None, base_url: str | None = None,
-                 transport: httpx.AsyncBaseTransport | None = None, *, timeout: float = 600.0,
+                 transport: httpx.AsyncBaseTransport | None = None, *, deadlines: Deadlines | None = None,
                  extra_headers: dict[str, str] | None = None, require_key: bool | None = None,
                  name: str | None = None, max_tokens_field: str | None = None,
-                 capability_overrides: dict[str, dict[str, Any]] | None = None) -> None:
+                 capability_overrides: dict[str, dict[str, Any]] | None = None,
+                 base_env: str | None = "OPENAI_BASE_URL", key_env: str | None = "OPENAI_API_KEY") -> None:
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        self.deadlines = deadlines or Deadlines.from_env()
+        self._base_env, self._key_env = base_env, key_env
         self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         if name:
             self.name = name
@@ -116,7 +122,7 @@ class OpenAICompatProvider:
         headers.update(extra_headers or {})
         self._client = httpx.AsyncClient(
             base_url=self.base_url, headers=headers, transport=transport,
-            verify=not self.base_url.startswith("http://"), timeout=httpx.Timeout(timeout, connect=15.0))
+            verify=not self.base_url.startswith("http://"), timeout=self.deadlines.httpx_timeout())
 
     async def aclose(self) -> None:
         await self._client.aclose()
@@ -128,15 +134,28 @@ class OpenAICompatProvider:
         return chat_body(request, max_tokens_field=self.max_tokens_field, send_tools=send_tools)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[dict[str, Any]]:
-        from httpx_sse import EventSource
+        events = self._stream(request)
+        try:
+            async for event in events:
+                yield event
+        except APIConnectionError as err:   # a connection that never opened: name the setting
+            add_hint(err, base_url=self.base_url, base_env=self._base_env, key_env=self._key_env, model=request.model)
+            raise
+        finally:
+            await events.aclose()
 
+    async def _stream(self, request: ModelRequest) -> AsyncIterator[dict[str, Any]]:
         translator = StreamTranslator(request.model)
         done = False
         with transport_errors(self.base_url):
-            async with self._client.stream("POST", "/chat/completions", json=self.request_body(request)) as resp:
+            async with open_stream(self._client, "/chat/completions", wire_json(self.request_body(request)),
+                                   self.deadlines, self.base_url) as resp:
                 if resp.status_code != 200:
-                    raise _status_error(resp.status_code, await resp.aread(), resp.headers)
-                async for sse in EventSource(resp).aiter_sse():
+                    err = _status_error(resp.status_code, await read_body(resp, self.deadlines, self.base_url),
+                                        resp.headers)
+                    raise add_hint(err, base_url=self.base_url, base_env=self._base_env, key_env=self._key_env,
+                                   model=request.model)
+                async for sse in sse_events(resp, self.deadlines, self.base_url):
                     data = sse.data.strip()
                     if not data:
                         continue

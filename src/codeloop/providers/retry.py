@@ -3,6 +3,11 @@
 Retryable: 408/409/429, 5xx and 529 (overloaded), connection failures and streams cut mid-way.
 Delays grow exponentially with jitter and honour the server's retry-after. After
 `fallback_after` consecutive overload errors the loop switches to the next fallback model.
+
+Retrying is bounded twice: by attempts (`CODELOOP_MAX_RETRIES`) and by wall time
+(`CODELOOP_RETRY_BUDGET_MS`, counted from the first attempt). A `retry-after` longer than
+`max_retry_after_s` or than what is left of the budget is not waited for: the call fails at
+once with the server's words, and says why (`refusal`).
 """
 
 from __future__ import annotations
@@ -14,6 +19,10 @@ from dataclasses import dataclass
 from codeloop.providers.errors import APIConnectionError, APIStatusError, ProviderError
 
 
+MAX_RETRIES_ENV = "CODELOOP_MAX_RETRIES"
+BUDGET_ENV = "CODELOOP_RETRY_BUDGET_MS"
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     max_retries: int = 10
@@ -23,11 +32,30 @@ class RetryPolicy:
     fallback_after: int = 3
     # A server that refuses connections is usually down or mis-addressed: fail fast-ish.
     max_connect_retries: int = 2
+    budget_s: float = 120.0
 
     @classmethod
     def from_env(cls) -> "RetryPolicy":
-        value = os.environ.get("CODELOOP_MAX_RETRIES", "")
-        return cls(max_retries=int(value)) if value.isdigit() else cls()
+        kw: dict = {}
+        value = os.environ.get(MAX_RETRIES_ENV, "").strip()
+        if value.isdigit():
+            kw["max_retries"] = int(value)
+        budget = os.environ.get(BUDGET_ENV, "").strip()
+        if budget.isdigit():
+            kw["budget_s"] = int(budget) / 1000
+        return cls(**kw)
+
+    def refusal(self, error: ProviderError, delay_s: float, elapsed_s: float) -> str | None:
+        """Why a retryable error is not retried after all (None: go ahead and wait `delay_s`)."""
+        retry_after = getattr(error, "retry_after", None)
+        if retry_after is not None and (retry_after > self.max_retry_after_s
+                                        or elapsed_s + retry_after > self.budget_s):
+            return (f"the server asked to retry after {retry_after:g}s, longer than codeloop waits "
+                    f"(at most {min(self.max_retry_after_s, max(0.0, self.budget_s - elapsed_s)):.0f}s); "
+                    "try again later")
+        if elapsed_s + delay_s > self.budget_s:
+            return f"gave up after {elapsed_s:.0f}s of retries (budget {self.budget_s:g}s; {BUDGET_ENV})"
+        return None
 
     def limit_for(self, error: ProviderError) -> int:
         if isinstance(error, APIConnectionError) and not error.mid_stream:

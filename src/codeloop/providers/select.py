@@ -111,5 +111,7 @@ def make_provider(name: str, *, env: Mapping[str, str] | None = None, base_url: 
     if required and not key:
         raise AuthenticationError(f"{ep.key_env} is not set. Export your {kind.value} API key and try again.")
     headers = {"x-title": "codeloop"} if kind is ProviderKind.OPENROUTER else None
+    kwargs.setdefault("base_env", ep.base_env)
+    kwargs.setdefault("key_env", ep.key_env)
     return OpenAICompatProvider(api_key=key or "", base_url=base, transport=transport, require_key=required,
                                 name=kind.value, extra_headers=headers, **kwargs)
