@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 import uuid
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -68,6 +69,7 @@ class SubagentRuntime:
     session_dir: Path | None = None                 # None: no subagent transcripts
     definitions: dict[str, Any] = field(default_factory=dict)  # name → tools.agents.AgentDefinition
     stop_hooks: Any = None                          # SubagentStop hooks (loop.recovery.StopHooks)
+    lifecycle: Any = None                           # session.hooks_bridge.SubagentLifecycle (hooks, task events)
 
 
 DESCRIPTION = """\
@@ -140,7 +142,8 @@ class TaskTool(Tool):
         if definition is None:
             raise ToolError(f"Agent type '{inp.subagent_type}' not found. Available agents: "
                             f"{', '.join(definitions)}")
-        outcome = await run_subagent(runtime, definition, inp.prompt, ctx, parent_tool_use_id=current_tool_use_id())
+        outcome = await run_subagent(runtime, definition, inp.prompt, ctx, parent_tool_use_id=current_tool_use_id(),
+                                     description=inp.description)
         data = {"agent_id": outcome.agent_id, "total_tokens": outcome.total_tokens,
                 "num_turns": outcome.num_turns, "terminal_reason": outcome.terminal_reason}
         if not outcome.text:
@@ -211,7 +214,7 @@ class _SidechainLog:
 
 
 async def run_subagent(runtime: SubagentRuntime, definition: Any, prompt: str, parent: ToolContext, *,
-                       parent_tool_use_id: str | None) -> SubagentOutcome:
+                       parent_tool_use_id: str | None, description: str = "") -> SubagentOutcome:
     from codeloop.context.prompt import environment_block
     from codeloop.events import ApiCallEvent, AssistantEvent, Terminal, Tombstone, UserEvent
     from codeloop.loop.query import QueryParams, query
@@ -230,7 +233,8 @@ async def run_subagent(runtime: SubagentRuntime, definition: Any, prompt: str, p
         entrypoint=parent.entrypoint, messages=lambda: list(history),
         # the parent's permission guards and hooks hold inside the subagent too
         path_guard=parent.path_guard, read_denied=parent.read_denied, post_tool_use=parent.post_tool_use,
-        extra={POOL_KEY: pool, LOADED_KEY: set(), "feature_flags": parent.extra.get("feature_flags") or {}})
+        extra={POOL_KEY: pool, LOADED_KEY: set(), "feature_flags": parent.extra.get("feature_flags") or {},
+               "agent_type": definition.name})
     system_prompt = [definition.system_prompt or DEFAULT_SUBAGENT_PROMPT, environment_block(runtime.cwd)]
     hint = hint_for(pool, ctx)
     if hint:
@@ -238,11 +242,19 @@ async def run_subagent(runtime: SubagentRuntime, definition: Any, prompt: str, p
     sidechain = _SidechainLog(transcript_path(runtime.session_dir, agent_id) if runtime.session_dir else None,
                               parent.session_id, runtime.cwd, agent_id)
     first = user_message(prompt)
-    params = QueryParams(messages=[first], system_prompt=system_prompt, user_context=dict(runtime.user_context),
+    lifecycle, stop_hooks, started = runtime.lifecycle, runtime.stop_hooks, time.monotonic()
+    side_path = transcript_path(runtime.session_dir, agent_id) if runtime.session_dir else None
+    context: list[Any] = []
+    if lifecycle is not None:  # task_started, SubagentStart hooks (their context joins the prompt)
+        context = await lifecycle.start(parent.emit, agent_id=agent_id, agent_type=definition.name,
+                                        description=description, prompt=prompt, tool_use_id=parent_tool_use_id)
+        stop_hooks = lifecycle.stop_hooks(agent_id=agent_id, agent_type=definition.name,
+                                          transcript_path=str(side_path or ""))
+    params = QueryParams(messages=[first, *context], system_prompt=system_prompt, user_context=dict(runtime.user_context),
                          tools=request_tools(pool, ctx), provider=runtime.provider, model=model, tool_context=ctx,
                          can_use_tool=runtime.can_use_tool, max_turns=definition.max_turns or DEFAULT_MAX_TURNS,
                          refresh_tools=lambda: request_tools(pool, ctx), memory_prefetch=False,
-                         stop_hooks=runtime.stop_hooks, query_source=f"agent:{definition.name}")
+                         stop_hooks=stop_hooks, query_source=f"agent:{definition.name}")
 
     def emit(ev: Any) -> None:
         if parent.emit is None:
@@ -259,6 +271,7 @@ async def run_subagent(runtime: SubagentRuntime, definition: Any, prompt: str, p
     text_by_response: tuple[Any, str] = (None, "")
     last_usage = None
     terminal: Any = None
+    tool_uses = 0
     try:
         async for ev in query(params):
             if isinstance(ev, (AssistantEvent, UserEvent)):
@@ -282,10 +295,17 @@ async def run_subagent(runtime: SubagentRuntime, definition: Any, prompt: str, p
                 terminal = ev
             # Stream deltas, attachments and the subagent's Terminal stay inside: front ends read
             # a Terminal as the end of *their* stream.
+            if isinstance(ev, AssistantEvent):
+                tool_uses += sum(1 for b in ev.message.content if isinstance(b, dict) and b.get("type") == "tool_use")
     finally:
         sidechain.close()
     total = (last_usage.total_input + last_usage.output_tokens) if last_usage is not None else 0
     reason = terminal.reason.value if terminal is not None else "aborted"
     text = text_by_response[1].strip() if terminal is not None and reason == "completed" else ""
+    if lifecycle is not None:
+        status = "completed" if text else "stopped" if reason.startswith("aborted") else "failed"
+        lifecycle.end(parent.emit, agent_id=agent_id, tool_use_id=parent_tool_use_id, status=status,
+                      summary=text[:2000] or f"Subagent ended: {reason}", output_file=str(side_path or ""),
+                      total_tokens=total, tool_uses=tool_uses, duration_ms=int((time.monotonic() - started) * 1000))
     return SubagentOutcome(agent_id, text, reason, terminal.turn_count if terminal is not None else 0, total,
                            terminal.error if terminal is not None else None)
