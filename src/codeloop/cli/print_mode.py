@@ -181,7 +181,10 @@ class _Printer:
                                  "session_id": sid, "uuid": new_uuid()})
 
     def side_event(self, ev: Event) -> None:
-        """A subagent's messages: shown in stream-json with their parent_tool_use_id, nothing else."""
+        """A subagent's messages (with their parent_tool_use_id) and task events, in stream-json."""
+        if self.fmt == "stream-json" and isinstance(ev, SystemEvent) and ev.subtype.startswith("task_"):
+            self.event(ev)
+            return
         if self.fmt != "stream-json" or not isinstance(ev, (AssistantEvent, UserEvent)):
             return
         _emit(self.out, message_line(ev.message, self.conv.session_id))

@@ -187,6 +187,12 @@ def build_conversation(args: argparse.Namespace, *, interactive: bool) -> tuple[
 
     definitions = load_agent_definitions(cwd, store.config_dir())
     warnings.extend(getattr(definitions, "warnings", []))
+    if getattr(args, "agents", None):  # --agents JSON: Claude Code's definitions, above files
+        from codeloop.tools.agents import definitions_from_json
+        try:
+            definitions.update(definitions_from_json(args.agents))
+        except ValueError as exc:
+            raise SetupError(str(exc)) from None
     fallback = [resolve_model(m) for m in (args.fallback_model or "").split(",") if m.strip()]
     if args.max_budget_usd is not None and not (math.isfinite(args.max_budget_usd) and args.max_budget_usd > 0):
         raise SetupError("--max-budget-usd must be a positive amount of dollars")

@@ -5,8 +5,9 @@ Sources, later overriding earlier for a server of the same name: the project's `
 `mcpServers`, then each `--mcp-config` value (a file path or a JSON string) in order. With
 `strict` (`--strict-mcp-config`) only the `--mcp-config` values count.
 
-Each entry is `{"command", "args", "env"}` (stdio; `"type": "stdio"` optional) or
-`{"type": "http" | "sse", "url", "headers"}`. `${VAR}` and `${VAR:-default}` are expanded from
+Each entry is `{"command", "args", "env"}` (stdio; `"type": "stdio"` optional),
+`{"type": "http" | "sse", "url", "headers"}`, or `{"type": "sdk", "name"}` — a server hosted in
+the Agent SDK program that drives us, reached over the control protocol (see sdk_transport.py). `${VAR}` and `${VAR:-default}` are expanded from
 the environment in commands, args, env values, URLs and headers, as Claude Code does.
 A bad entry or file is reported in the returned error list; it never stops the others.
 """
@@ -28,6 +29,7 @@ class Transport(str, Enum):
     STDIO = "stdio"
     HTTP = "http"
     SSE = "sse"
+    SDK = "sdk"
 
 
 class Source(str, Enum):
@@ -37,7 +39,8 @@ class Source(str, Enum):
 
 
 _TYPE_ALIASES = {"stdio": Transport.STDIO, "http": Transport.HTTP, "streamable-http": Transport.HTTP,
-                 "streamable_http": Transport.HTTP, "streamablehttp": Transport.HTTP, "sse": Transport.SSE}
+                 "streamable_http": Transport.HTTP, "streamablehttp": Transport.HTTP, "sse": Transport.SSE,
+                 "sdk": Transport.SDK}
 
 
 @dataclass(frozen=True)
@@ -68,7 +71,9 @@ def parse_server(name: str, raw: Any, source: Source, env: Mapping[str, str] | N
     kind = str(raw.get("type") or ("stdio" if "command" in raw else "http" if "url" in raw else "stdio")).lower()
     transport = _TYPE_ALIASES.get(kind)
     if transport is None:
-        raise ValueError(f"unknown type {raw.get('type')!r} (expected stdio, http or sse)")
+        raise ValueError(f"unknown type {raw.get('type')!r} (expected stdio, http, sse or sdk)")
+    if transport is Transport.SDK:
+        return ServerConfig(name, transport, source=source)
     x = lambda v: expand_env(str(v), env)  # noqa: E731
     if transport is Transport.STDIO:
         command = raw.get("command")

@@ -224,7 +224,8 @@ async def run_subagent(runtime: SubagentRuntime, definition: Any, prompt: str, p
 
     agent_id = str(uuid.uuid4())
     model = resolve_agent_model(definition, runtime.model)
-    pool = subagent_tools(list(runtime.tools), definition.tools)
+    denied = set(getattr(definition, "disallowed_tools", ()))
+    pool = [t for t in subagent_tools(list(runtime.tools), definition.tools) if t.name not in denied]
     history: list[Any] = []
     ctx = ToolContext(
         cwd=parent.cwd, project_dir=parent.project_dir, abort=parent.abort,  # a parent abort stops it
