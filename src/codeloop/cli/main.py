@@ -110,13 +110,16 @@ def _add_integration_flags(p: argparse.ArgumentParser) -> None:
     # Accepted so SDK-generated command lines parse; codeloop has no equivalent yet (warned about).
     for flag, kw in (("--effort", {}), ("--include-hook-events", {"action": "store_true"}),
                      ("--resume-session-at", {}), ("--resume-drops-turn", {}), ("--task-budget", {}),
-                     ("--plugin-dir", {"action": "append"}), ("--session-mirror", {}),
-                     ("--thinking-display", {}), ("--agents", {})):
+                     ("--plugin-dir", {"action": "append"}), ("--thinking-display", {})):
         p.add_argument(flag, help=argparse.SUPPRESS, **kw)
+    p.add_argument("--agents", metavar="JSON", help='subagents as JSON: {"name": {"description", "prompt", '
+                                                    '"tools"?, "model"?, "maxTurns"?}}')
+    p.add_argument("--session-mirror", action="store_true",
+                   help="stream-json: also emit transcript_mirror frames (the Agent SDK's session_store)")
 
 
 UNSUPPORTED = ("effort", "include_hook_events", "resume_session_at", "resume_drops_turn", "task_budget",
-               "plugin_dir", "session_mirror", "thinking_display", "agents")
+               "plugin_dir", "thinking_display")
 
 
 def main(argv: list[str] | None = None) -> int:
