@@ -247,7 +247,8 @@ async def _run(args: argparse.Namespace, prompt: str, out: TextIO) -> int:
     conv.side_listeners.append(printer.side_event)
     command, _, focus = prompt.strip().partition(" ")
     structured: dict[str, Any] = {}
-    if command == "/compact":
+    from codeloop.input.commands import slash_commands_enabled
+    if command == "/compact" and slash_commands_enabled():
         events = conv.compact(focus.strip())
     elif args.json_schema:
         from codeloop.loop.structured import parse_schema, run_structured

@@ -119,7 +119,11 @@ def _load_history(args: argparse.Namespace, cwd: Path) -> tuple[str, list, list,
         try:
             sid = store.validate_session_id(args.resume)
         except ValueError as exc:
-            raise SetupError(str(exc)) from None
+            from codeloop.cli.cc_flags import find_session_by_name
+            named = find_session_by_name(cwd, args.resume)  # a name given with -n/--name
+            if named is None:
+                raise SetupError(str(exc)) from None
+            sid = named
         path = store.find_session(sid, cwd)
         if path is None:
             raise SetupError(f"No conversation found with session ID: {sid}")
@@ -171,7 +175,7 @@ def _thinking(args: argparse.Namespace) -> dict | None:
 
 
 def build_conversation(args: argparse.Namespace, *, interactive: bool) -> tuple[Conversation, list[str]]:
-    from codeloop.context.prompt import build_system_prompt, user_context
+    from codeloop.context.prompt import build_system_prompt
     from codeloop.session import store
 
     cwd = Path.cwd().resolve()
@@ -207,20 +211,33 @@ def build_conversation(args: argparse.Namespace, *, interactive: bool) -> tuple[
     config = ConversationConfig(
         cwd=cwd, model=model, tools=_tools(args, definitions),
         fallback_models=fallback, agent_definitions=dict(definitions), entrypoint=_entrypoint(),
-        feature_flags=settings.feature_flags(), hooks=settings.hooks(), hook_env=settings.env(),
+        feature_flags=settings.feature_flags(), hook_env=settings.env(),
+        hooks={} if getattr(args, "bare", False) else settings.hooks(),  # --bare: no hooks
         resumed=bool(messages),
         token_budget=args.token_budget,
         system_prompt=build_system_prompt(cwd, custom=_custom_system_prompt(args), append=args.append_system_prompt),
         max_budget_usd=args.max_budget_usd, thinking=_thinking(args),
-        user_context=user_context(cwd, store.config_dir()), policy=_permission_policy(args, settings, cwd),
+        user_context=_user_context(args, cwd), policy=_permission_policy(args, settings, cwd),
         max_turns=args.max_turns, persist=not args.no_session_persistence, interactive=interactive)
     conv = Conversation(config, provider, session_id=session_id, messages=messages, denials=denials,
                         entries=entries)
     conv.settings, conv.trusted = settings, trusted
+    if getattr(args, "name", None) and conv.tool_context.append_entry is not None:  # -n/--name, as Claude Code
+        conv.tool_context.append_entry({"type": "custom-title", "customTitle": args.name, "sessionId": session_id})
     if any("(" in r for r in [*args.allowed_tools, *args.disallowed_tools]):
         warnings += config.policy.rule_errors if config.policy.rules is not None else []  # typed on this command line
         config.policy.rule_errors.clear()
     return conv, warnings
+
+
+def _user_context(args: argparse.Namespace, cwd: Path) -> dict:
+    from codeloop.context.prompt import user_context
+    from codeloop.session import store
+
+    ctx = user_context(cwd, store.config_dir())
+    if getattr(args, "bare", False):  # --bare: no CLAUDE.md discovery
+        ctx.pop("claudeMd", None)
+    return ctx
 
 
 def _provider_and_model(args: argparse.Namespace, settings: Any) -> tuple[Any, str]:

@@ -207,7 +207,8 @@ class StreamJsonSession:
         conv.last_terminal = None
         command, _, focus = prompt.text.strip().partition(" ")
         structured: dict[str, Any] = {}
-        if command == "/compact" and len(prompt.content) == 1:
+        from codeloop.input.commands import slash_commands_enabled
+        if command == "/compact" and len(prompt.content) == 1 and slash_commands_enabled():
             events = conv.compact(focus.strip())
         elif self.schema is not None:
             events = run_structured(conv, prompt, self.schema, STRUCTURED_RETRY_LIMIT, abort=abort)
