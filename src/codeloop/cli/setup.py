@@ -276,7 +276,8 @@ async def attach_mcp(conv: Conversation, args: argparse.Namespace) -> list[str]:
     warnings = [f"mcp: {e}" for e in errors]
     if not getattr(conv, "trusted", False) and (conv.config.cwd / ".mcp.json").is_file():
         warnings.append(f"ignored MCP servers from {conv.config.cwd / '.mcp.json'}: this folder is not trusted "
-                        "(run codeloop interactively and trust it, or pass --trust)")
+                        "(trust it in an interactive codeloop or Claude Code session, pass --trust, "
+                        "or set CODELOOP_TRUST=1)")
     if not configs:
         return warnings
     from codeloop.mcp.client import McpManager

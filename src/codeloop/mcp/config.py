@@ -1,9 +1,12 @@
 """MCP server configuration: where it comes from, its shape, and validation.
 
-Sources, later overriding earlier for a server of the same name: the project's `.mcp.json`
-(only when `include_project` — the caller decides whether the folder is trusted), settings
-`mcpServers`, then each `--mcp-config` value (a file path or a JSON string) in order. With
-`strict` (`--strict-mcp-config`) only the `--mcp-config` values count.
+Sources, later overriding earlier for a server of the same name: user scope (Claude Code's
+`~/.claude.json` top-level `mcpServers`), the project's `.mcp.json` (only when `include_project` —
+the caller decides whether the folder is trusted), local scope (`~/.claude.json`
+projects[<cwd>].mcpServers — the user's own file, so always read), settings `mcpServers`, then
+each `--mcp-config` value (a file path or a JSON string) in order. With `strict`
+(`--strict-mcp-config`) only the `--mcp-config` values count. `codeloop mcp add` writes the
+same places Claude Code's `claude mcp add` does.
 
 Each entry is `{"command", "args", "env"}` (stdio; `"type": "stdio"` optional),
 `{"type": "http" | "sse", "url", "headers"}`, or `{"type": "sdk", "name"}` — a server hosted in
@@ -33,6 +36,8 @@ class Transport(str, Enum):
 
 
 class Source(str, Enum):
+    USER = "user"
+    LOCAL = "local"
     PROJECT = "project"
     SETTINGS = "settings"
     CLI = "cli"
@@ -123,12 +128,21 @@ def load_mcp_configs(cwd: Path | str, *, settings_servers: Mapping[str, Any] | N
     servers: dict[str, ServerConfig] = {}
     errors: list[str] = []
     if not strict:
+        from codeloop.config.claude_json import mcp_servers as claude_json_servers
+
+        user_servers, local_servers = claude_json_servers(cwd)
+        if user_servers:
+            _servers_from({"mcpServers": user_servers}, "~/.claude.json mcpServers", Source.USER, servers, errors,
+                          env)
         project = cwd / PROJECT_FILE
         if include_project and project.is_file():
             try:
                 _servers_from(_read_json(project), str(project), Source.PROJECT, servers, errors, env)
             except (OSError, ValueError) as exc:
                 errors.append(f"{project}: {exc}")
+        if local_servers:
+            _servers_from({"mcpServers": local_servers}, f"~/.claude.json projects[{cwd}].mcpServers", Source.LOCAL,
+                          servers, errors, env)
         if settings_servers:
             _servers_from({"mcpServers": dict(settings_servers)}, "settings mcpServers", Source.SETTINGS,
                           servers, errors, env)
