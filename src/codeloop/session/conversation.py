@@ -197,8 +197,9 @@ class Conversation:
         agent = {"agent_id": ctx.agent_id, "agent_type": ctx.extra.get("agent_type", "")} if ctx.agent_id else None
         hook = await self.hooks.pre_tool(tool.name, raw, block.get("id", ""), agent)
         hook_says = hook.permission_decision if hook is not None else None
-        if hook is not None and (hook.blocked or hook_says == "deny"):
-            reason = "; ".join(hook.block_reasons) or hook.permission_reason or "denied by a PreToolUse hook"
+        if hook is not None and (hook.blocked or hook_says == "deny" or hook.prevent_continuation):
+            reason = ("; ".join(hook.block_reasons) or hook.permission_reason or hook.stop_reason
+                      or "denied by a PreToolUse hook")
             return PermissionDecision(PermissionBehavior.DENY, f"PreToolUse hook blocked {tool.name}: {reason}")
         updated = hook.updated_input if hook is not None and hook.updated_input is not None else None
         if updated is not None:

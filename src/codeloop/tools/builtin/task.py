@@ -94,7 +94,11 @@ class TaskInput(BaseModel):
 
     description: str = Field(description="A short (3-5 word) description of the task")
     prompt: str = Field(description="The task for the agent to perform")
-    subagent_type: str = Field(description="The type of specialized agent to use for this task")
+    subagent_type: str = Field("general-purpose", description="The type of specialized agent to use for this task")
+    # Claude Code's Agent tool also takes these; a model given here overrides the agent's own.
+    model: str | None = Field(None, description="Optional model for this agent (sonnet, opus, haiku or an id)")
+    run_in_background: bool | None = Field(None, description="Accepted for compatibility; the agent runs in the "
+                                                             "foreground and this call returns its answer")
 
 
 class TaskTool(Tool):
@@ -142,6 +146,9 @@ class TaskTool(Tool):
         if definition is None:
             raise ToolError(f"Agent type '{inp.subagent_type}' not found. Available agents: "
                             f"{', '.join(definitions)}")
+        if inp.model and inp.model != "inherit":
+            import dataclasses
+            definition = dataclasses.replace(definition, model=inp.model)
         outcome = await run_subagent(runtime, definition, inp.prompt, ctx, parent_tool_use_id=current_tool_use_id(),
                                      description=inp.description)
         data = {"agent_id": outcome.agent_id, "total_tokens": outcome.total_tokens,
