@@ -185,3 +185,22 @@ def test_settings_hooks_for_newer_events(tmp_path):
     assert failure["tool_use_id"] == "r" and failure["error"] and isinstance(failure["duration_ms"], int)
     assert failure["prompt_id"] and (tmp_path / "w.txt").read_text() == "w"
     assert "READ FAILED CTX" in json.dumps(api.requests[1].messages)
+
+
+def test_agent_runs_the_main_thread_as_a_named_agent(tmp_path):
+    agents = json.dumps({"scout": {"description": "Looks around", "prompt": "You are SCOUT-PROMPT.",
+                                   "tools": ["Glob", "Read", "mcp__x__y"], "model": "haiku"}})
+    api = ScriptedAPI(sse(text("scouted")), sse(text("plain")))
+    with api.serve() as url:
+        r = codeloop(["-p", "look", "--agents", agents, "--agent", "scout"], cwd=tmp_path, base_url=url)
+        assert r.returncode == 0, r.stderr
+        req = api.requests[0]
+        assert "You are SCOUT-PROMPT." in req.system_text and sorted(req.tool_names) == ["Glob", "Read"]
+        assert req.body["model"] == "claude-haiku-4-5"
+        # the command line still wins
+        r = codeloop(["-p", "look", "--agents", agents, "--agent", "scout", "--model", "sonnet",
+                      "--system-prompt", "CLI PROMPT"], cwd=tmp_path, base_url=url)
+    assert r.returncode == 0 and api.requests[1].body["model"] == "claude-sonnet-4-5"
+    assert "CLI PROMPT" in api.requests[1].system_text and "SCOUT-PROMPT" not in api.requests[1].system_text
+    missing = codeloop(["-p", "x", "--agent", "nobody"], cwd=tmp_path)
+    assert missing.returncode == 1 and "no agent named 'nobody'" in missing.stderr

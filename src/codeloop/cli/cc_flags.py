@@ -35,7 +35,6 @@ NOT_SUPPORTED = {
     "allow_dangerously_skip_permissions": "the REPL's mode cycle has no bypassPermissions entry",
     "append_subagent_system_prompt": "subagent system prompts cannot be extended yet",
     "exclude_dynamic_system_prompt_sections": "the system prompt has no dynamic sections to move",
-    "agent": "running the main thread as a named agent is not supported yet (use --agents + the Task tool)",
 }
 DISABLE_SLASH_ENV = "CODELOOP_DISABLE_SLASH_COMMANDS"
 _WORKTREE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -60,7 +59,7 @@ def add_claude_flags(p: argparse.ArgumentParser) -> None:
                    help="download Files API files into the working directory at start-up")
     p.add_argument("-w", "--worktree", nargs="?", const="", metavar="NAME",
                    help="run in a new git worktree at .claude/worktrees/NAME (branch worktree-NAME)")
-    p.add_argument("--agent", metavar="NAME", help=argparse.SUPPRESS)
+    p.add_argument("--agent", metavar="NAME", help="run the main thread as this agent (its prompt, tools, model)")
     for flag in ("--ide", "--chrome", "--no-chrome", "--teleport", "--remote", "--tmux", "--init", "--init-only",
                  "--maintenance", "--allow-dangerously-skip-permissions", "--exclude-dynamic-system-prompt-sections"):
         p.add_argument(flag, action="store_true", help=argparse.SUPPRESS)
@@ -181,6 +180,27 @@ def download_files(specs: list[str], cwd: Path) -> None:
             raise FlagError(f"--file {file_id}: the API answered {resp.status_code}: {resp.text[:200]}")
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_bytes(resp.content)
+
+
+def apply_main_agent(args: argparse.Namespace, definitions: dict) -> None:
+    """`--agent NAME`: the agent's prompt becomes the system prompt, its tools the only tools and
+    its model the model — each unless the command line says otherwise."""
+    name = getattr(args, "agent", None)
+    if not name:
+        return
+    agent = definitions.get(name)
+    if agent is None:
+        raise FlagError(f"--agent: no agent named {name!r} (known: {', '.join(sorted(definitions))})")
+    if args.system_prompt is None and not args.system_prompt_file:
+        args.system_prompt = agent.system_prompt
+    if agent.tools is not None and args.tools is None:
+        from codeloop.tools.registry import BUILTINS
+
+        known = {n for n, _, _ in BUILTINS} | {"Task"}
+        args.tools = [t for t in agent.tools if t in known]  # MCP tool names are not built-ins
+    args.disallowed_tools = [*args.disallowed_tools, *getattr(agent, "disallowed_tools", ())]
+    if not args.model and agent.model and agent.model != "inherit":
+        args.model = agent.model
 
 
 def find_session_by_name(cwd: Path, name: str) -> str | None:

@@ -186,17 +186,19 @@ def build_conversation(args: argparse.Namespace, *, interactive: bool) -> tuple[
     os.environ.update({k: str(v) for k, v in settings.env().items()})
     session_id, messages, denials, history_warnings, entries = _load_history(args, cwd)
     warnings += history_warnings
-    provider, model = _provider_and_model(args, settings)
+    from codeloop.cli.cc_flags import FlagError, apply_main_agent
     from codeloop.tools.agents import load_agent_definitions
 
     definitions = load_agent_definitions(cwd, store.config_dir())
     warnings.extend(getattr(definitions, "warnings", []))
-    if getattr(args, "agents", None):  # --agents JSON: Claude Code's definitions, above files
-        from codeloop.tools.agents import definitions_from_json
-        try:
+    try:
+        if getattr(args, "agents", None):  # --agents JSON: Claude Code's definitions, above files
+            from codeloop.tools.agents import definitions_from_json
             definitions.update(definitions_from_json(args.agents))
-        except ValueError as exc:
-            raise SetupError(str(exc)) from None
+        apply_main_agent(args, definitions)  # --agent NAME: its prompt, tools and model for the main thread
+    except (ValueError, FlagError) as exc:
+        raise SetupError(str(exc)) from None
+    provider, model = _provider_and_model(args, settings)
     fallback = [resolve_model(m) for m in (args.fallback_model or "").split(",") if m.strip()]
     if args.max_budget_usd is not None and not (math.isfinite(args.max_budget_usd) and args.max_budget_usd > 0):
         raise SetupError("--max-budget-usd must be a positive amount of dollars")
