@@ -158,3 +158,40 @@ async def test_compact_hooks_and_session_start_compact(tmp_path):
     assert post["trigger"] == "manual" and "SUMMARY OF THE TALK" in post["compact_summary"]
     assert [i["source"] for i in seen["SessionStart"]] == ["compact"]
     assert "CTX-AFTER-COMPACT" in sent_text(api.requests[2])
+
+
+async def test_session_start_pre_tool_rewrite_and_notification(tmp_path):
+    from claude_agent_sdk import PermissionResultAllow
+
+    cli = _real_cli(tmp_path)
+    target = tmp_path / "w.txt"
+    seen: dict[str, list] = {}
+    asked = []
+
+    def recorder(event, answer=None):
+        async def hook(inp, tool_use_id, ctx):
+            seen.setdefault(event, []).append(inp)
+            return answer or {}
+        return hook
+
+    async def can_use_tool(name, inp, ctx):
+        asked.append((name, inp))
+        return PermissionResultAllow()
+
+    rewrite = {"hookSpecificOutput": {"hookEventName": "PreToolUse",
+                                      "updatedInput": {"file_path": str(target), "content": "rewritten"}}}
+    hooks = {"SessionStart": [HookMatcher(hooks=[recorder("SessionStart", {"hookSpecificOutput": {
+                 "hookEventName": "SessionStart", "additionalContext": "CTX-AT-START"}})])],
+             "PreToolUse": [HookMatcher(matcher="Write", hooks=[recorder("PreToolUse", rewrite)])],
+             "Notification": [HookMatcher(hooks=[recorder("Notification")])]}
+    api = ScriptedAPI(sse(tool_use("Write", {"file_path": str(target), "content": "original"}, id="w1")),
+                      sse(text("written")))
+    with api.serve() as url:
+        [turn] = await run_client(cli, url, tmp_path, ["write it"], hooks=hooks, can_use_tool=can_use_tool)
+    assert turn[-1].result == "written" and target.read_text() == "rewritten"
+    assert [s["source"] for s in seen["SessionStart"]] == ["startup"]
+    assert "CTX-AT-START" in sent_text(api.requests[0])
+    assert seen["PreToolUse"][0]["tool_input"] == {"file_path": str(target), "content": "original"}
+    [note] = seen["Notification"]
+    assert note["notification_type"] == "permission_prompt" and "Write" in note["message"]
+    assert asked == [("Write", {"file_path": str(target), "content": "rewritten"})]

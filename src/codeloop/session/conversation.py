@@ -217,7 +217,7 @@ class Conversation:
         if decision.behavior is PermissionBehavior.ASK:
             if self.ask_user is not None:
                 await self.hooks.notify(f"Claude needs your permission to use {tool.name}")
-                decision = await self.ask_user(tool, inp, block)
+                decision = await self.ask_user(tool, inp, {**block, "input": raw})  # as a hook rewrote it
             else:
                 decision = PermissionDecision(PermissionBehavior.DENY,
                                               denial_message(tool.name, decision, interactive=False))
