@@ -163,8 +163,9 @@ def test_permission_mode_auto_debug_and_inert_flags(tmp_path):
 def test_settings_hooks_for_newer_events(tmp_path):
     log = tmp_path / "events.jsonl"
     rec = hook_script(tmp_path, "rec.sh", f'cat >> "{log}"; echo >> "{log}"\n')
-    fail_ctx = hook_script(tmp_path, "fail.sh", f'cat >> "{log}"; echo >> "{log}"; echo "{{\\"hookSpecificOutput\\": '
-                           '{\\"hookEventName\\": \\"PostToolUseFailure\\", \\"additionalContext\\": \\"READ FAILED CTX\\"}}"\n')
+    answer = json.dumps({"hookSpecificOutput": {"hookEventName": "PostToolUseFailure",
+                                                "additionalContext": "READ FAILED CTX"}})
+    fail_ctx = hook_script(tmp_path, "fail.sh", f'cat >> "{log}"; echo >> "{log}"; echo \'{answer}\'\n')
     allow = hook_script(tmp_path, "allow.sh", f'cat >> "{log}"; echo >> "{log}"; echo \'{{"hookSpecificOutput": '
                         '{"hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}}\'\n')
     cmd = lambda c: [{"hooks": [{"type": "command", "command": c}]}]  # noqa: E731

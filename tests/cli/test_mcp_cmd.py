@@ -30,7 +30,8 @@ def test_add_in_each_scope_writes_claude_codes_files(tmp_path):
     assert data["projects"][key]["mcpServers"]["tools"] == {"type": "stdio", "command": sys.executable,
                                                             "args": [SERVER, "stdio"], "env": {"K": "v"}}
     assert data["numStartups"] == 7 and data["projects"]["/elsewhere"] == {"x": 1}  # the rest is kept
-    r = mcp(tmp_path, "add", "-s", "project", "-t", "http", "web", "http://127.0.0.1:9/mcp", "-H", "Authorization: Bearer t")
+    r = mcp(tmp_path, "add", "-s", "project", "-t", "http", "web", "http://127.0.0.1:9/mcp",
+            "-H", "Authorization: Bearer t")
     assert r.returncode == 0, r.stderr
     assert json.loads((tmp_path / ".mcp.json").read_text()) == {"mcpServers": {"web": {
         "type": "http", "url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer t"}}}}

@@ -8,7 +8,8 @@ import pytest
 
 sdk = pytest.importorskip("claude_agent_sdk", reason="claude-agent-sdk is not installed")
 from claude_agent_sdk import (AgentDefinition, ClaudeSDKClient, HookMatcher, ResultMessage, SystemMessage,  # noqa: E402
-                              TaskNotificationMessage, TaskStartedMessage, create_sdk_mcp_server, query, tool)
+                              TaskNotificationMessage, TaskProgressMessage, TaskStartedMessage, create_sdk_mcp_server,
+                              query, tool)
 
 from fakeapi import ScriptedAPI, sse, text, tool_use  # noqa: E402
 from test_sdk_interop import _real_cli, options  # noqa: E402
@@ -100,7 +101,10 @@ async def test_programmatic_subagent_with_task_events_and_hooks(tmp_path):
     assert started[0].task_type == "local_agent"
     assert done[0].task_id == started[0].task_id and done[0].status == "completed"
     assert "LGTM" in done[0].summary and done[0].usage["tool_uses"] == 1
-    assert messages.index(started[0]) < messages.index(done[0]) < len(messages) - 1
+    [progress] = [m for m in messages if isinstance(m, TaskProgressMessage)]
+    assert progress.task_id == started[0].task_id and progress.last_tool_name == "Read"
+    assert progress.usage["tool_uses"] == 1 and progress.tool_use_id == "task1"
+    assert messages.index(started[0]) < messages.index(progress) < messages.index(done[0]) < len(messages) - 1
     # hooks: SubagentStart/Stop with agent fields; the subagent's PreToolUse names the agent
     [start] = seen["SubagentStart"]
     [stop] = seen["SubagentStop"]

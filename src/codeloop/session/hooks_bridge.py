@@ -8,7 +8,7 @@ PermissionRequest answers a permission prompt before anyone is asked; Stop hooks
 stop_hook_blocking transition; PostCompact runs after a compaction, followed by SessionStart with
 source `compact` (whose context joins the compacted history); PreCompact, Notification and
 SessionEnd are told what happens. `SubagentLifecycle` is the Task tool's seam: SubagentStart and
-SubagentStop hooks, and the `task_started` / `task_notification` events front ends show.
+SubagentStop hooks, and the `task_started` / `task_progress` / `task_notification` events.
 Tool-lifecycle payloads carry `agent_id`/`agent_type` inside a subagent, and `duration_ms`.
 """
 
@@ -195,6 +195,16 @@ class SubagentLifecycle:
         if base is None:
             return None
         return base.bind(agent_id=agent_id, agent_type=agent_type, agent_transcript_path=transcript_path)
+
+    @staticmethod
+    def progress(emit: Any, *, agent_id: str, tool_use_id: str | None, description: str, last_tool_name: str,
+                 total_tokens: int, tool_uses: int, duration_ms: int) -> None:
+        """task_progress: the subagent called a tool (running totals)."""
+        if emit is not None:
+            emit(SystemEvent("task_progress", data={
+                "task_id": agent_id, "tool_use_id": tool_use_id, "description": description,
+                "last_tool_name": last_tool_name, "usage": {"total_tokens": total_tokens, "tool_uses": tool_uses,
+                                                            "duration_ms": duration_ms}}))
 
     @staticmethod
     def end(emit: Any, *, agent_id: str, tool_use_id: str | None, status: str, summary: str, output_file: str,

@@ -258,7 +258,8 @@ async def run_subagent(runtime: SubagentRuntime, definition: Any, prompt: str, p
                                         description=description, prompt=prompt, tool_use_id=parent_tool_use_id)
         stop_hooks = lifecycle.stop_hooks(agent_id=agent_id, agent_type=definition.name,
                                           transcript_path=str(side_path or ""))
-    params = QueryParams(messages=[first, *context], system_prompt=system_prompt, user_context=dict(runtime.user_context),
+    params = QueryParams(messages=[first, *context], system_prompt=system_prompt,
+                         user_context=dict(runtime.user_context),
                          tools=request_tools(pool, ctx), provider=runtime.provider, model=model, tool_context=ctx,
                          can_use_tool=runtime.can_use_tool, max_turns=definition.max_turns or DEFAULT_MAX_TURNS,
                          refresh_tools=lambda: request_tools(pool, ctx), memory_prefetch=False,
@@ -303,8 +304,15 @@ async def run_subagent(runtime: SubagentRuntime, definition: Any, prompt: str, p
                 terminal = ev
             # Stream deltas, attachments and the subagent's Terminal stay inside: front ends read
             # a Terminal as the end of *their* stream.
-            if isinstance(ev, AssistantEvent):
-                tool_uses += sum(1 for b in ev.message.content if isinstance(b, dict) and b.get("type") == "tool_use")
+            if isinstance(ev, AssistantEvent) and lifecycle is not None:  # task_progress after each tool call
+                names = [b.get("name", "") for b in ev.message.content
+                         if isinstance(b, dict) and b.get("type") == "tool_use"]
+                tool_uses += len(names)
+                if names:
+                    lifecycle.progress(parent.emit, agent_id=agent_id, tool_use_id=parent_tool_use_id,
+                                       description=description, last_tool_name=names[-1], tool_uses=tool_uses,
+                                       total_tokens=(last_usage.total_input + last_usage.output_tokens) if last_usage
+                                       else 0, duration_ms=int((time.monotonic() - started) * 1000))
     finally:
         sidechain.close()
     total = (last_usage.total_input + last_usage.output_tokens) if last_usage is not None else 0
