@@ -205,3 +205,18 @@ def test_agent_runs_the_main_thread_as_a_named_agent(tmp_path):
     assert "CLI PROMPT" in api.requests[1].system_text and "SCOUT-PROMPT" not in api.requests[1].system_text
     missing = codeloop(["-p", "x", "--agent", "nobody"], cwd=tmp_path)
     assert missing.returncode == 1 and "no agent named 'nobody'" in missing.stderr
+
+
+def test_safe_mode_starts_without_customizations(tmp_path):
+    (tmp_path / "CLAUDE.md").write_text("PROJECT MEMORY MARKER")
+    cfg = tmp_path / "servers.json"
+    cfg.write_text(json.dumps({"mcpServers": {"s": {"command": "/nonexistent/server"}}}))
+    api = ScriptedAPI(sse(text("safe")))
+    with api.serve() as url:
+        r = codeloop(["-p", "x", "--safe-mode", "--mcp-config", str(cfg), "--advisor", "opus", "--output-format",
+                      "stream-json", "--verbose"], cwd=tmp_path, base_url=url)
+    assert r.returncode == 0, r.stderr
+    lines = [json.loads(line) for line in r.stdout.splitlines()]
+    assert lines[0]["mcp_servers"] == [] and lines[-1]["result"] == "safe"
+    assert "PROJECT MEMORY MARKER" not in json.dumps(api.requests[0].body)
+    assert "--advisor is not supported" in r.stderr

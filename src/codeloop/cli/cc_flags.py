@@ -35,6 +35,7 @@ NOT_SUPPORTED = {
     "allow_dangerously_skip_permissions": "the REPL's mode cycle has no bypassPermissions entry",
     "append_subagent_system_prompt": "subagent system prompts cannot be extended yet",
     "exclude_dynamic_system_prompt_sections": "the system prompt has no dynamic sections to move",
+    "advisor": "no server-side advisor tool",
 }
 DISABLE_SLASH_ENV = "CODELOOP_DISABLE_SLASH_COMMANDS"
 _WORKTREE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -47,6 +48,8 @@ class FlagError(Exception):
 def add_claude_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bare", action="store_true",
                    help="minimal start: no hooks, no CLAUDE.md discovery, only --mcp-config MCP servers")
+    p.add_argument("--safe-mode", action="store_true",
+                   help="start with customizations off: like --bare, and no MCP servers at all")
     p.add_argument("-d", "--debug", nargs="?", const="", metavar="FILTER",
                    help='debug logs on stderr; FILTER picks categories ("api,hooks", "!mcp")')
     p.add_argument("--debug-file", metavar="PATH", help="write debug logs to this file (turns on --debug)")
@@ -65,6 +68,7 @@ def add_claude_flags(p: argparse.ArgumentParser) -> None:
         p.add_argument(flag, action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--from-pr", nargs="?", const="", help=argparse.SUPPRESS)
     p.add_argument("--append-subagent-system-prompt", help=argparse.SUPPRESS)
+    p.add_argument("--advisor", metavar="MODEL", help=argparse.SUPPRESS)
 
 
 def prepare(args: argparse.Namespace) -> None:
@@ -88,6 +92,8 @@ def prepare(args: argparse.Namespace) -> None:
         args.append_system_prompt = "\n\n".join(x for x in (args.append_system_prompt, extra) if x)
     if getattr(args, "disable_slash_commands", False):
         os.environ[DISABLE_SLASH_ENV] = "1"  # read by input.commands.parse_slash (and the REPL it serves)
+    if getattr(args, "safe_mode", False):
+        args.bare, args.mcp_config = True, []
     if getattr(args, "bare", False):
         args.strict_mcp_config = True  # only --mcp-config servers
         os.environ.setdefault("CLAUDE_CODE_SIMPLE", "1")  # as Claude Code marks a bare run
