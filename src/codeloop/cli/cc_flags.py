@@ -12,13 +12,14 @@ as Claude Code records it.
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import re
-import subprocess
 import sys
-import uuid
-from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
+# logging, subprocess, uuid and pathlib are imported where used: every start-up builds this parser.
 
 # Accepted so Claude Code command lines run; each prints this reason once and changes nothing.
 NOT_SUPPORTED = {
@@ -78,6 +79,8 @@ def prepare(args: argparse.Namespace) -> None:
         if why and value not in (None, False):
             sys.stderr.write(f"codeloop: warning: --{name.replace('_', '-')} is not supported ({why}); ignored\n")
     _debug(args)
+    from pathlib import Path
+
     if getattr(args, "worktree", None) is not None:
         os.chdir(make_worktree(Path.cwd(), args.worktree))
     if getattr(args, "file", None):
@@ -104,22 +107,20 @@ def prepare(args: argparse.Namespace) -> None:
         args.permission_mode = "default"
 
 
-class _CategoryFilter(logging.Filter):
+def _category_filter(spec: str):
     """`--debug api,hooks` keeps those categories; `--debug "!mcp"` keeps all but those."""
+    parts = [s.strip().lower() for s in spec.split(",") if s.strip()]
+    exclude = {p[1:] for p in parts if p.startswith("!")}
+    include = {p for p in parts if not p.startswith("!")}
 
-    def __init__(self, spec: str) -> None:
-        super().__init__()
-        parts = [s.strip().lower() for s in spec.split(",") if s.strip()]
-        self.exclude = {p[1:] for p in parts if p.startswith("!")}
-        self.include = {p for p in parts if not p.startswith("!")}
-
-    def filter(self, record: logging.LogRecord) -> bool:
+    def keep(record) -> bool:
         if record.name == "codeloop":  # the harness's own lines (the start banner) always pass
             return True
         words = set(record.name.lower().split("."))
-        if words & self.exclude:
+        if words & exclude:
             return False
-        return not self.include or bool(words & self.include)
+        return not include or bool(words & include)
+    return keep
 
 
 def _debug(args: argparse.Namespace) -> None:
@@ -129,12 +130,14 @@ def _debug(args: argparse.Namespace) -> None:
     target = getattr(args, "debug_file", None)
     if spec is None and not target:
         return
+    import logging
+
     try:
         handler: logging.Handler = logging.FileHandler(target, encoding="utf-8") if target else logging.StreamHandler()
     except OSError as exc:
         raise FlagError(f"--debug-file: cannot open {target}: {exc.strerror}") from None
     handler.setFormatter(logging.Formatter("[DEBUG] %(asctime)s %(name)s: %(message)s"))
-    handler.addFilter(_CategoryFilter(spec or ""))
+    handler.addFilter(_category_filter(spec or ""))
     root = logging.getLogger("codeloop")
     root.setLevel(logging.DEBUG)
     root.addHandler(handler)
@@ -143,6 +146,10 @@ def _debug(args: argparse.Namespace) -> None:
 
 def make_worktree(cwd: Path, name: str) -> Path:
     """`git worktree add <repo>/.claude/worktrees/<name> -b worktree-<name>`; the new folder."""
+    import subprocess
+    import uuid
+    from pathlib import Path
+
     name = name or f"session-{uuid.uuid4().hex[:8]}"
     if not _WORKTREE_NAME.fullmatch(name):
         raise FlagError(f"--worktree: invalid name {name!r} (letters, digits, '.', '_', '-')")
