@@ -195,3 +195,25 @@ async def test_session_start_pre_tool_rewrite_and_notification(tmp_path):
     [note] = seen["Notification"]
     assert note["notification_type"] == "permission_prompt" and "Write" in note["message"]
     assert asked == [("Write", {"file_path": str(target), "content": "rewritten"})]
+
+
+async def test_include_hook_events_reports_each_hook(tmp_path):
+    from claude_agent_sdk import HookEventMessage
+
+    cli = _real_cli(tmp_path)
+
+    async def deny(inp, tool_use_id, ctx):
+        return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+                                       "permissionDecisionReason": "nope"}}
+
+    api = ScriptedAPI(sse(tool_use("Bash", {"command": "true"}, id="b1")), sse(text("ok")))
+    with api.serve() as url:
+        [turn] = await run_client(cli, url, tmp_path, ["go"], hooks={"PreToolUse": [HookMatcher(hooks=[deny])]},
+                                  include_hook_events=True, permission_mode="bypassPermissions")
+    events = [m for m in turn if isinstance(m, HookEventMessage)]
+    assert [(e.subtype, e.hook_event_name) for e in events] == [("hook_started", "PreToolUse"),
+                                                                ("hook_response", "PreToolUse")]
+    started, response = events
+    assert started.data["hook_id"] == response.data["hook_id"] and started.data["hook_name"] == "PreToolUse:Bash"
+    assert response.data["outcome"] == "success" and "nope" in response.data["output"]
+    assert turn[-1].result == "ok"

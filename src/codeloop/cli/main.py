@@ -123,7 +123,9 @@ def _add_integration_flags(p: argparse.ArgumentParser) -> None:
                    help="extended thinking (enabled/adaptive use --max-thinking-tokens or a default budget)")
     p.add_argument("--betas", nargs="+", action="extend", metavar="BETA", help="anthropic-beta headers to send")
     # Accepted so SDK-generated command lines parse; codeloop has no equivalent yet (warned about).
-    for flag, kw in (("--effort", {}), ("--include-hook-events", {"action": "store_true"}),
+    p.add_argument("--include-hook-events", action="store_true",
+                   help="stream-json: also emit hook_started / hook_response system messages")
+    for flag, kw in (("--effort", {}),
                      ("--resume-session-at", {}), ("--resume-drops-turn", {}), ("--task-budget", {}),
                      ("--plugin-dir", {"action": "append"}), ("--thinking-display", {})):
         p.add_argument(flag, help=argparse.SUPPRESS, **kw)
@@ -133,7 +135,7 @@ def _add_integration_flags(p: argparse.ArgumentParser) -> None:
                    help="stream-json: also emit transcript_mirror frames (the Agent SDK's session_store)")
 
 
-UNSUPPORTED = ("effort", "include_hook_events", "resume_session_at", "resume_drops_turn", "task_budget",
+UNSUPPORTED = ("effort", "resume_session_at", "resume_drops_turn", "task_budget",
                "plugin_dir", "thinking_display")
 
 

@@ -245,6 +245,9 @@ async def _run(args: argparse.Namespace, prompt: str, out: TextIO) -> int:
     printer = _Printer(args, conv, out)
     printer.init()
     conv.side_listeners.append(printer.side_event)
+    if args.output_format == "stream-json" and getattr(args, "include_hook_events", False):
+        from codeloop.cli.sdk_glue import install_hook_events
+        install_hook_events(conv, out)
     command, _, focus = prompt.strip().partition(" ")
     structured: dict[str, Any] = {}
     from codeloop.input.commands import slash_commands_enabled

@@ -21,6 +21,7 @@ from typing import Any
 
 from codeloop.cli import control
 from codeloop.cli.control import ControlSubtype
+from codeloop.messages import new_uuid
 from codeloop.hooks.events import (DEFAULT_TIMEOUT_S, MATCH_FIELD, CallbackSource, HookCallback, HookEvent,
                                    OnFailure, matcher_matches)
 
@@ -58,6 +59,8 @@ class SdkGlue:
         self.session = session
         self.ready_task: asyncio.Future | None = None
         self.mirror_offset = 0 if mirror else None
+        if getattr(session.args, "include_hook_events", False):
+            install_hook_events(session.conv, session.out)
 
     @property
     def conv(self) -> Any:
@@ -85,6 +88,8 @@ class SdkGlue:
                                            cwd=conv.config.cwd, env=conv.config.hook_env,
                                            permission_mode_getter=lambda: conv.config.policy.mode.value)
         conv.hooks.runner.callbacks = SdkHooks(registry, self.session.ask)
+        if getattr(self.session.args, "include_hook_events", False):
+            install_hook_events(conv, self.session.out)
 
     def _add_agents(self, raw: Any) -> None:
         from codeloop.tools.agents import definitions_from_json
@@ -140,6 +145,16 @@ class SdkGlue:
         if entries:
             emit({"type": "transcript_mirror", "filePath": str(claude_transcript_path(self.conv)),
                   "entries": entries})
+
+
+def install_hook_events(conv: Any, out: Any) -> None:
+    """--include-hook-events: hook_started / hook_response system lines on stdout, as they happen."""
+    from codeloop.cli.print_mode import _emit
+
+    runner = conv.hooks.runner
+    if runner is not None:
+        runner.observer = lambda record: _emit(out, {"type": "system", **record, "session_id": conv.session_id,
+                                                     "uuid": new_uuid()})
 
 
 def claude_transcript_path(conv: Any) -> Path:

@@ -8,6 +8,7 @@ non-blocking error; a cancelled `run()` (user interrupt) kills its hooks the sam
 In-process callbacks (`callbacks`, a `CallbackSource` such as the SDK's registrations) run
 alongside the commands, each bounded by its own timeout. Every payload carries the common fields
 (session, transcript, cwd, permission mode) and, once a prompt was submitted, its `prompt_id`.
+An `observer` (`--include-hook-events`) is told when each hook starts and what it answered.
 What the answers mean is `outcome.py`'s business.
 """
 
@@ -84,6 +85,8 @@ class HookRunner:
         self._shell: str | None = None
         self.callbacks: CallbackSource = CallbackSource()
         self.prompt_id: str | None = None   # the prompt being processed (set by the conversation)
+        # hook_started / hook_response records (Claude Code's --include-hook-events shapes)
+        self.observer: Callable[[dict[str, Any]], None] | None = None
 
     def commands_for(self, event: HookEvent | str, match_value: str | None = None) -> list[HookCommand]:
         return matching_commands(self.config, HookEvent(event), match_value)
@@ -110,8 +113,35 @@ class HookRunner:
             data.setdefault("prompt_id", self.prompt_id)
         stdin = json.dumps(data, default=str).encode("utf-8")
         jobs = [*(self._run_one(h, stdin) for h in hooks), *(self._call_one(cb, data) for cb in callbacks)]
+        if self.observer is not None:
+            name = f"{event.value}:{match_value}" if match_value else event.value
+            jobs = [self._observed(job, event, name) for job in jobs]
         done = await asyncio.gather(*jobs)
         return aggregate(event, list(done[:len(hooks)]), list(done[len(hooks):]))
+
+    async def _observed(self, job: Any, event: HookEvent, name: str) -> Any:
+        import uuid
+
+        hook_id = str(uuid.uuid4())
+        base = {"hook_id": hook_id, "hook_name": name, "hook_event": event.value}
+        self._tell({"subtype": "hook_started", **base})
+        result = await job
+        if isinstance(result, tuple):  # a callback: (hook, output, error)
+            out, err = result[1], result[2]
+            self._tell({"subtype": "hook_response", **base, "output": json.dumps(out or {}), "stdout": "",
+                        "stderr": err or "", "exit_code": 0 if err is None else 1,
+                        "outcome": "success" if err is None else "error"})
+        else:
+            self._tell({"subtype": "hook_response", **base, "output": result.stdout, "stdout": result.stdout,
+                        "stderr": result.stderr, "exit_code": result.exit_code,
+                        "outcome": "success" if result.exit_code == 0 else "error"})
+        return result
+
+    def _tell(self, record: dict[str, Any]) -> None:
+        try:
+            self.observer(record)  # type: ignore[misc]
+        except Exception:  # noqa: BLE001 — a front end's failure must not change what the hook decided
+            pass
 
     @staticmethod
     async def _call_one(cb: HookCallback, data: dict[str, Any]) -> tuple[HookCallback, dict | None, str | None]:
