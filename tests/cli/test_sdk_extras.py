@@ -161,3 +161,17 @@ async def test_session_store_receives_the_mirrored_transcript(tmp_path):
     texts = json.dumps(entries)
     assert "mirror me" in texts and "mirrored answer" in texts
     assert all(e.get("sessionId", result.session_id) == result.session_id for e in entries)
+
+    # a subagent's transcript is mirrored under its subpath, as Claude Code's layout has it
+    api = ScriptedAPI(sse(tool_use("Task", {"description": "d", "prompt": "sub task", "subagent_type":
+                                            "general-purpose"}, id="t1")), sse(text("sub answer")), sse(text("top")))
+    with api.serve() as url:
+        opts.env["ANTHROPIC_BASE_URL"] = url
+        opts.resume = result.session_id
+        opts.permission_mode = "bypassPermissions"
+        await_messages = [m async for m in query(prompt="delegate", options=opts)]
+    assert await_messages[-1].result == "top"
+    subkeys = await store.list_subkeys(key)
+    assert len(subkeys) == 1 and subkeys[0].startswith("subagents/agent-")
+    sub_entries = store.get_entries({**key, "subpath": subkeys[0]})
+    assert "sub task" in json.dumps(sub_entries) and "sub answer" in json.dumps(sub_entries)

@@ -58,7 +58,8 @@ class SdkGlue:
     def __init__(self, session: Any, mirror: bool = False) -> None:
         self.session = session
         self.ready_task: asyncio.Future | None = None
-        self.mirror_offset = 0 if mirror else None
+        self.mirror_offset = 0 if mirror else None  # None: --session-mirror is off
+        self.offsets: dict[Path, int] = {}
         if getattr(session.args, "include_hook_events", False):
             install_hook_events(session.conv, session.out)
 
@@ -122,29 +123,38 @@ class SdkGlue:
 
     # -- output ------------------------------------------------------------------------------------
     def mirror(self, emit: Any) -> None:
-        """--session-mirror: the transcript entries written since the last call, as one frame.
-        `filePath` is where Claude Code keeps this transcript, which is what the SDK keys the
-        store by (project key + session id)."""
+        """--session-mirror: the transcript entries written since the last call — the main
+        transcript's, then each subagent's — one frame per file. `filePath` is where Claude Code
+        keeps that transcript, which is what the SDK keys the store by (project key, session id,
+        `subagents/agent-<id>` subpath)."""
         if self.mirror_offset is None:
             return
-        path = Path(self.conv.transcript_path)
+        main = Path(self.conv.transcript_path)
+        here, there = main.parent, claude_transcript_path(self.conv).parent
+        subagents = sorted((here / self.conv.session_id / "subagents").glob("agent-*.jsonl"))
+        for path in [main, *subagents]:
+            entries = self._new_entries(path)
+            if entries:
+                emit({"type": "transcript_mirror", "filePath": str(there / path.relative_to(here)),
+                      "entries": entries})
+
+    def _new_entries(self, path: Path) -> list[dict[str, Any]]:
+        offset = self.offsets.get(path, 0)
         try:
             with open(path, "rb") as f:
-                f.seek(self.mirror_offset)
+                f.seek(offset)
                 data = f.read()
         except OSError:
-            return
+            return []
         end = data.rfind(b"\n") + 1  # whole lines only: a torn tail waits for the next frame
+        self.offsets[path] = offset + end
         entries = []
         for line in data[:end].splitlines():
             try:
                 entries.append(json.loads(line))
             except ValueError:
                 continue
-        self.mirror_offset += end
-        if entries:
-            emit({"type": "transcript_mirror", "filePath": str(claude_transcript_path(self.conv)),
-                  "entries": entries})
+        return entries
 
 
 def install_hook_events(conv: Any, out: Any) -> None:
