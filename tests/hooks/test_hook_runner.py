@@ -21,12 +21,19 @@ EVENT_PAYLOADS = {
     HookEvent.POST_TOOL_USE: {"tool_name": "Edit", "tool_input": {"file_path": "/x"}, "tool_use_id": "toolu_2",
                               "tool_response": {"success": True}},
     HookEvent.USER_PROMPT_SUBMIT: {"prompt": "hello"},
-    HookEvent.NOTIFICATION: {"message": "needs permission"},
+    HookEvent.NOTIFICATION: {"message": "needs permission", "notification_type": "permission_prompt"},
     HookEvent.STOP: {"stop_hook_active": True},
-    HookEvent.SUBAGENT_STOP: {"stop_hook_active": False},
+    HookEvent.SUBAGENT_STOP: {"stop_hook_active": False, "agent_id": "a1", "agent_type": "general-purpose",
+                              "agent_transcript_path": "/t/agent-a1.jsonl"},
     HookEvent.PRE_COMPACT: {"trigger": "manual", "custom_instructions": "keep todos"},
     HookEvent.SESSION_START: {"source": "resume"},
     HookEvent.SESSION_END: {"reason": "logout"},
+    HookEvent.POST_TOOL_USE_FAILURE: {"tool_name": "Bash", "tool_input": {"command": "false"}, "tool_use_id": "t3",
+                                      "error": "exit 1", "is_interrupt": False},
+    HookEvent.SUBAGENT_START: {"agent_id": "a1", "agent_type": "general-purpose"},
+    HookEvent.PERMISSION_REQUEST: {"tool_name": "Write", "tool_input": {"file_path": "/x"},
+                                   "permission_suggestions": []},
+    HookEvent.POST_COMPACT: {"trigger": "manual", "compact_summary": "we did things"},
 }
 
 
@@ -105,7 +112,7 @@ async def test_identical_commands_are_run_once(lab):
 
 
 BLOCKING = {HookEvent.PRE_TOOL_USE, HookEvent.POST_TOOL_USE, HookEvent.USER_PROMPT_SUBMIT,
-            HookEvent.STOP, HookEvent.SUBAGENT_STOP}
+            HookEvent.STOP, HookEvent.SUBAGENT_STOP, HookEvent.POST_TOOL_USE_FAILURE, HookEvent.PERMISSION_REQUEST}
 
 
 @pytest.mark.parametrize("event", list(HookEvent))

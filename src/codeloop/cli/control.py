@@ -3,7 +3,8 @@
 Owns the message shapes (control_request / control_response, success and error), the
 answers to inbound requests that need no running query (initialize, set_permission_mode,
 set_model, mcp_status, get_context_usage), the SDK hook registrations sent in `initialize`, and
-the translation of `can_use_tool` / `hook_callback` answers into codeloop decisions. The
+the translation of `can_use_tool` answers into codeloop decisions (`hook_callback` answers are
+read by the hooks package like a command's JSON output; see sdk_glue.py). The
 session runner (`stream_json.py`) owns I/O, queries and interrupts.
 """
 
@@ -28,6 +29,7 @@ class ControlSubtype(str, Enum):
     GET_CONTEXT_USAGE = "get_context_usage"
     CAN_USE_TOOL = "can_use_tool"          # outbound
     HOOK_CALLBACK = "hook_callback"        # outbound
+    MCP_MESSAGE = "mcp_message"            # outbound: JSON-RPC to an in-process SDK MCP server
 
 
 class ControlError(Exception):
@@ -73,20 +75,14 @@ class HookRegistry:
                 reg.matchers[event] = [m for m in matchers if isinstance(m, dict)]
         return reg
 
-    def callbacks_for(self, event: str, value: str | None) -> list[tuple[str, float | None]]:
-        from codeloop.hooks.events import matcher_matches
-
-        return [(cid, m.get("timeout")) for m in self.matchers.get(event, [])
-                if matcher_matches(m.get("matcher"), value) for cid in m.get("hookCallbackIds") or []]
-
 
 def initialize_response(conv: Any) -> dict[str, Any]:
     """What `initialize` answers: the fields the SDK reads (`get_server_info()`), minimal but valid."""
     return {"commands": _COMMANDS, "output_style": "default", "available_output_styles": ["default"],
             "models": _MODELS, "account": {"apiKeySource": "ANTHROPIC_API_KEY" if os.environ.get(
                 "ANTHROPIC_API_KEY") else "none"}, "pid": os.getpid(),
-            # SDK hooks run as PreToolUse callbacks only, and a failing one never blocks.
-            "hook_on_failure_supported": False}
+            # every registered event runs; a matcher with onFailure "block" fails closed
+            "hook_on_failure_supported": True}
 
 
 def handle_simple(conv: Any, req: dict[str, Any]) -> dict[str, Any]:
@@ -95,8 +91,8 @@ def handle_simple(conv: Any, req: dict[str, Any]) -> dict[str, Any]:
 
     subtype = req.get("subtype")
     if subtype == ControlSubtype.SET_PERMISSION_MODE.value:
-        try:
-            conv.config.policy.mode = PermissionMode(req.get("mode"))
+        try:  # "auto" needs Claude Code's safety classifier: codeloop runs it as default (README)
+            conv.config.policy.mode = PermissionMode("default" if req.get("mode") == "auto" else req.get("mode"))
         except ValueError:
             raise ControlError(f"Invalid permission mode: {req.get('mode')!r} (expected one of "
                                f"{', '.join(m.value for m in PermissionMode)})") from None
@@ -111,7 +107,7 @@ def handle_simple(conv: Any, req: dict[str, Any]) -> dict[str, Any]:
             conv.compactor.model = resolved
         return {"model": resolved}
     if subtype == ControlSubtype.MCP_STATUS.value:
-        return {"mcpServers": []}
+        return {"mcpServers": conv.mcp.statuses() if getattr(conv, "mcp", None) is not None else []}
     if subtype == ControlSubtype.GET_CONTEXT_USAGE.value:
         from codeloop.providers.models import model_info
 
@@ -132,15 +128,3 @@ def permission_decision(tool_name: str, response: dict[str, Any]) -> tuple[Permi
     message = response.get("message") or f"Permission to use {tool_name} was denied."
     return PermissionDecision(PermissionBehavior.DENY, str(message)), bool(response.get("interrupt"))
 
-
-def hook_decision(output: dict[str, Any]) -> PermissionDecision | None:
-    """A PreToolUse hook_callback answer → a decision that overrides the permission check, or None."""
-    specific = output.get("hookSpecificOutput") if isinstance(output.get("hookSpecificOutput"), dict) else {}
-    verdict = specific.get("permissionDecision")
-    reason = specific.get("permissionDecisionReason") or output.get("reason") or output.get("stopReason") or ""
-    if verdict == "deny" or output.get("decision") == "block" or output.get("continue") is False:
-        return PermissionDecision(PermissionBehavior.DENY, reason or "Blocked by a PreToolUse hook.")
-    if verdict == "allow" or output.get("decision") == "approve":
-        updated = specific.get("updatedInput")
-        return PermissionDecision(PermissionBehavior.ALLOW, updated_input=updated if isinstance(updated, dict) else None)
-    return None

@@ -12,7 +12,19 @@ from codeloop import __version__
 
 OUTPUT_FORMATS = ("text", "json", "stream-json")
 INPUT_FORMATS = ("text", "stream-json")
-PERMISSION_MODES = ("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions")
+PERMISSION_MODES = ("default", "acceptEdits", "plan", "auto", "dontAsk", "bypassPermissions")
+EXIT_USAGE = 1  # Claude Code exits 1 on a usage error (argparse's default is 2)
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors exit 1 with one line, as Claude Code's do; no prefix abbreviations
+    (`--verb` is not `--verbose`)."""
+
+    def __init__(self, **kw) -> None:
+        super().__init__(allow_abbrev=False, **kw)
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\nRun '{self.prog} --help' for usage.\n")
 
 
 def _tool_list(values: list[str] | None) -> list[str] | None:
@@ -39,11 +51,12 @@ def _tool_list(values: list[str] | None) -> list[str] | None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="codeloop",
         description="codeloop — an agentic coding harness. Without -p it opens an interactive session; "
                     "with -p it answers one prompt and exits.",
-        epilog="Saved sessions: codeloop sessions list|show ID|export ID [--format json|markdown].")
+        epilog="Saved sessions: codeloop sessions list|show ID|export ID [--format json|markdown]. "
+               "MCP servers: codeloop mcp add|add-json|list|get|remove.")
     p.add_argument("prompt", nargs="?", help="the prompt (print mode reads stdin when omitted)")
     p.add_argument("-v", "--version", action="version", version=f"{__version__} (codeloop)")
     p.add_argument("-p", "--print", dest="print_mode", action="store_true",
@@ -84,6 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-session-persistence", action="store_true", help="do not write a transcript")
     p.add_argument("--fork-session", action="store_true", help="with --resume/--continue: continue in a new session")
     _add_integration_flags(p)
+    from codeloop.cli.cc_flags import add_claude_flags
+    add_claude_flags(p)
     return p
 
 
@@ -108,15 +123,20 @@ def _add_integration_flags(p: argparse.ArgumentParser) -> None:
                    help="extended thinking (enabled/adaptive use --max-thinking-tokens or a default budget)")
     p.add_argument("--betas", nargs="+", action="extend", metavar="BETA", help="anthropic-beta headers to send")
     # Accepted so SDK-generated command lines parse; codeloop has no equivalent yet (warned about).
-    for flag, kw in (("--effort", {}), ("--include-hook-events", {"action": "store_true"}),
+    p.add_argument("--include-hook-events", action="store_true",
+                   help="stream-json: also emit hook_started / hook_response system messages")
+    for flag, kw in (("--effort", {}),
                      ("--resume-session-at", {}), ("--resume-drops-turn", {}), ("--task-budget", {}),
-                     ("--plugin-dir", {"action": "append"}), ("--session-mirror", {}),
-                     ("--thinking-display", {}), ("--agents", {})):
+                     ("--plugin-dir", {"action": "append"}), ("--thinking-display", {})):
         p.add_argument(flag, help=argparse.SUPPRESS, **kw)
+    p.add_argument("--agents", metavar="JSON", help='subagents as JSON: {"name": {"description", "prompt", '
+                                                    '"tools"?, "model"?, "maxTurns"?}}')
+    p.add_argument("--session-mirror", action="store_true",
+                   help="stream-json: also emit transcript_mirror frames (the Agent SDK's session_store)")
 
 
-UNSUPPORTED = ("effort", "include_hook_events", "resume_session_at", "resume_drops_turn", "task_budget",
-               "plugin_dir", "session_mirror", "thinking_display", "agents")
+UNSUPPORTED = ("effort", "resume_session_at", "resume_drops_turn", "task_budget",
+               "plugin_dir", "thinking_display")
 
 
 def _mark_undecodable_output() -> None:
@@ -152,10 +172,19 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["sessions"]:
         from codeloop.cli.sessions_cmd import sessions_main
         return sessions_main(argv[1:])
+    if argv[:1] == ["mcp"]:
+        from codeloop.cli.mcp_cmd import mcp_main
+        return mcp_main(argv[1:])
     args = build_parser().parse_args(argv)
     for name in UNSUPPORTED:
         if getattr(args, name, None):
             sys.stderr.write(f"codeloop: warning: --{name.replace('_', '-')} is not supported yet; ignored\n")
+    from codeloop.cli.cc_flags import FlagError, prepare
+    try:
+        prepare(args)
+    except FlagError as exc:
+        sys.stderr.write(f"Error: {exc}\n")
+        return EXIT_USAGE
     args.allowed_tools = _tool_list(args.allowed_tools) or []
     args.disallowed_tools = _tool_list(args.disallowed_tools) or []
     args.tools = _tool_list(args.tools)

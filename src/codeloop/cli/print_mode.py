@@ -218,7 +218,10 @@ class _Printer:
                                  "session_id": sid, "uuid": new_uuid()})
 
     def side_event(self, ev: Event) -> None:
-        """A subagent's messages: shown in stream-json with their parent_tool_use_id, nothing else."""
+        """A subagent's messages (with their parent_tool_use_id) and task events, in stream-json."""
+        if self.fmt == "stream-json" and isinstance(ev, SystemEvent) and ev.subtype.startswith("task_"):
+            self.event(ev)
+            return
         if self.fmt != "stream-json" or not isinstance(ev, (AssistantEvent, UserEvent)):
             return
         _emit(self.out, message_line(ev.message, self.conv.session_id))
@@ -294,9 +297,13 @@ async def _run(args: argparse.Namespace, prompt: str, out: TextIO) -> int:
     printer = _Printer(args, conv, out)
     printer.init()
     conv.side_listeners.append(printer.side_event)
+    if args.output_format == "stream-json" and getattr(args, "include_hook_events", False):
+        from codeloop.cli.sdk_glue import install_hook_events
+        install_hook_events(conv, out)
     command, _, focus = prompt.strip().partition(" ")
     structured: dict[str, Any] = {}
-    if command == "/compact":
+    from codeloop.input.commands import slash_commands_enabled
+    if command == "/compact" and slash_commands_enabled():
         events = conv.compact(focus.strip())
     elif args.json_schema:
         from codeloop.loop.structured import parse_schema, run_structured

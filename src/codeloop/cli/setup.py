@@ -131,7 +131,11 @@ def _load_history(args: argparse.Namespace, cwd: Path) -> tuple[str, list, list,
         try:
             sid = store.validate_session_id(args.resume)
         except ValueError as exc:
-            raise SetupError(str(exc)) from None
+            from codeloop.cli.cc_flags import find_session_by_name
+            named = find_session_by_name(cwd, args.resume)  # a name given with -n/--name
+            if named is None:
+                raise SetupError(str(exc)) from None
+            sid = named
         path = store.find_session(sid, cwd)
         if path is None:
             raise SetupError(f"No conversation found with session ID: {sid}")
@@ -183,7 +187,7 @@ def _thinking(args: argparse.Namespace) -> dict | None:
 
 
 def build_conversation(args: argparse.Namespace, *, interactive: bool) -> tuple[Conversation, list[str]]:
-    from codeloop.context.prompt import build_system_prompt, user_context
+    from codeloop.context.prompt import build_system_prompt
     from codeloop.session import store
 
     cwd = Path.cwd().resolve()
@@ -194,11 +198,19 @@ def build_conversation(args: argparse.Namespace, *, interactive: bool) -> tuple[
     os.environ.update({k: str(v) for k, v in settings.env().items()})
     session_id, messages, denials, history_warnings, entries = _load_history(args, cwd)
     warnings += history_warnings
-    provider, model = _provider_and_model(args, settings)
+    from codeloop.cli.cc_flags import FlagError, apply_main_agent
     from codeloop.tools.agents import load_agent_definitions
 
     definitions = load_agent_definitions(cwd, store.config_dir())
     warnings.extend(getattr(definitions, "warnings", []))
+    try:
+        if getattr(args, "agents", None):  # --agents JSON: Claude Code's definitions, above files
+            from codeloop.tools.agents import definitions_from_json
+            definitions.update(definitions_from_json(args.agents))
+        apply_main_agent(args, definitions)  # --agent NAME: its prompt, tools and model for the main thread
+    except (ValueError, FlagError) as exc:
+        raise SetupError(str(exc)) from None
+    provider, model = _provider_and_model(args, settings)
     fallback = [resolve_model(m) for m in (args.fallback_model or "").split(",") if m.strip()]
     if args.max_budget_usd is not None and not (math.isfinite(args.max_budget_usd) and args.max_budget_usd > 0):
         raise SetupError("--max-budget-usd must be a positive amount of dollars")
@@ -213,20 +225,33 @@ def build_conversation(args: argparse.Namespace, *, interactive: bool) -> tuple[
     config = ConversationConfig(
         cwd=cwd, model=model, tools=_tools(args, definitions),
         fallback_models=fallback, agent_definitions=dict(definitions), entrypoint=_entrypoint(),
-        feature_flags=settings.feature_flags(), hooks=settings.hooks(), hook_env=settings.env(),
+        feature_flags=settings.feature_flags(), hook_env=settings.env(),
+        hooks={} if getattr(args, "bare", False) else settings.hooks(),  # --bare: no hooks
         resumed=bool(messages),
         token_budget=args.token_budget,
         system_prompt=build_system_prompt(cwd, custom=_custom_system_prompt(args), append=args.append_system_prompt),
         max_budget_usd=args.max_budget_usd, thinking=_thinking(args),
-        user_context=user_context(cwd, store.config_dir()), policy=_permission_policy(args, settings, cwd),
+        user_context=_user_context(args, cwd), policy=_permission_policy(args, settings, cwd),
         max_turns=args.max_turns, persist=not args.no_session_persistence, interactive=interactive)
     conv = Conversation(config, provider, session_id=session_id, messages=messages, denials=denials,
                         entries=entries)
     conv.settings, conv.trusted = settings, trusted
+    if getattr(args, "name", None) and conv.tool_context.append_entry is not None:  # -n/--name, as Claude Code
+        conv.tool_context.append_entry({"type": "custom-title", "customTitle": args.name, "sessionId": session_id})
     if any("(" in r for r in [*args.allowed_tools, *args.disallowed_tools]):
         warnings += config.policy.rule_errors if config.policy.rules is not None else []  # typed on this command line
         config.policy.rule_errors.clear()
     return conv, warnings
+
+
+def _user_context(args: argparse.Namespace, cwd: Path) -> dict:
+    from codeloop.context.prompt import user_context
+    from codeloop.session import store
+
+    ctx = user_context(cwd, store.config_dir())
+    if getattr(args, "bare", False):  # --bare: no CLAUDE.md discovery
+        ctx.pop("claudeMd", None)
+    return ctx
 
 
 def _provider_and_model(args: argparse.Namespace, settings: Any) -> tuple[Any, str]:
@@ -265,7 +290,8 @@ async def attach_mcp(conv: Conversation, args: argparse.Namespace) -> list[str]:
     warnings = [f"mcp: {e}" for e in errors]
     if not getattr(conv, "trusted", False) and (conv.config.cwd / ".mcp.json").is_file():
         warnings.append(f"ignored MCP servers from {conv.config.cwd / '.mcp.json'}: this folder is not trusted "
-                        "(run codeloop interactively and trust it, or pass --trust)")
+                        "(trust it in an interactive codeloop or Claude Code session, pass --trust, "
+                        "or set CODELOOP_TRUST=1)")
     if not configs:
         return warnings
     from codeloop.mcp.client import McpManager

@@ -73,8 +73,8 @@ class StreamJsonSession:
         self.budget = BudgetGuard(budget) if budget is not None else None
         if getattr(args, "permission_prompt_tool", None) == _STDIO:
             conv.ask_user = self.ask_sdk
-        self._inner_can_use_tool = conv.can_use_tool
-        conv.can_use_tool = self.can_use_tool  # SDK PreToolUse hooks get the first word
+        from codeloop.cli.sdk_glue import SdkGlue
+        self.glue = SdkGlue(self, mirror=bool(getattr(args, "session_mirror", False)))
 
     # -- stdin -------------------------------------------------------------------------------------
     async def read(self) -> None:
@@ -114,10 +114,7 @@ class StreamJsonSession:
         subtype = req.get("subtype")
         try:
             if subtype == ControlSubtype.INITIALIZE.value:
-                self.hooks = control.HookRegistry.from_initialize(req.get("hooks"))
-                if req.get("agents"):
-                    self.conv.config.agent_definitions.update(req["agents"])
-                response = control.initialize_response(self.conv)
+                response = self.glue.initialize(req)  # hooks, agents, SDK MCP servers
             elif subtype == ControlSubtype.INTERRUPT.value:
                 # as Esc in Claude Code: the user stopped the turn (the transcript says so)
                 if self.abort is not None:
@@ -157,23 +154,6 @@ class StreamJsonSession:
         if interrupt and self.abort is not None:
             self.abort.abort(AbortReason.USER)
         return decision
-
-    async def can_use_tool(self, tool: Any, inp: Any, block: dict[str, Any], ctx: Any) -> PermissionDecision:
-        for cid, _timeout in self.hooks.callbacks_for("PreToolUse", tool.name):
-            payload = {"hook_event_name": "PreToolUse", "session_id": self.conv.session_id,
-                       "transcript_path": str(self.conv.transcript_path), "cwd": str(self.conv.config.cwd),
-                       "permission_mode": self.conv.config.policy.mode.value, "tool_name": tool.name,
-                       "tool_input": block.get("input") or {}, "tool_use_id": block.get("id")}
-            try:
-                out = await self.ask(ControlSubtype.HOOK_CALLBACK, callback_id=cid, input=payload,
-                                     tool_use_id=block.get("id"))
-            except (ControlError, EOFError) as exc:  # a failing hook never blocks (see initialize)
-                sys.stderr.write(f"codeloop: PreToolUse hook {cid} failed: {exc}\n")
-                continue
-            decision = control.hook_decision(out)
-            if decision is not None:  # the first hook with a verdict decides
-                return decision
-        return await self._inner_can_use_tool(tool, inp, block, ctx)
 
     # -- queries -----------------------------------------------------------------------------------
     async def run(self) -> int:
@@ -216,8 +196,10 @@ class StreamJsonSession:
         if self.budget is not None and self.budget.check(conv):
             self._result(error_result(conv.session_id, [self.budget.error_text(conv)], subtype="error_max_budget_usd"))
             return
+        await self.glue.ready()
         printer = _Printer(self.args, conv, self.out)
         printer.init()  # Claude Code sends system/init at the start of every turn
+        conv.side_listeners.append(printer.side_event)  # subagent messages and task events
         printer.prompt_uuid = prompt.uuid
         if getattr(self.args, "replay_user_messages", False):
             _emit(self.out, {**message_line(prompt, conv.session_id), "isReplay": True})
@@ -225,7 +207,8 @@ class StreamJsonSession:
         conv.last_terminal = None
         command, _, focus = prompt.text.strip().partition(" ")
         structured: dict[str, Any] = {}
-        if command == "/compact" and len(prompt.content) == 1:
+        from codeloop.input.commands import slash_commands_enabled
+        if command == "/compact" and len(prompt.content) == 1 and slash_commands_enabled():
             events = conv.compact(focus.strip())
         elif self.schema is not None:
             events = run_structured(conv, prompt, self.schema, STRUCTURED_RETRY_LIMIT, abort=abort)
@@ -246,7 +229,9 @@ class StreamJsonSession:
             return
         finally:
             self.abort = None
+            conv.side_listeners.remove(printer.side_event)
             conv.sync()
+            self.glue.mirror(lambda frame: _emit(self.out, frame))
         result = build_result(conv, conv.last_terminal, started=started, final_text=printer.final_text,
                               stop_reason=printer.stop_reason)
         apply_structured(result, structured)

@@ -41,7 +41,8 @@ DEFAULT_MANAGED_SETTINGS = "/etc/codeloop/managed-settings.json"
 MANAGED_SETTINGS_ENV = "CODELOOP_MANAGED_SETTINGS"
 CLI_SETTINGS_LABEL = "--settings"
 CLI_OVERRIDES_LABEL = "<command line flags>"
-UNTRUSTED_HINT = "this folder is not trusted (run codeloop interactively and trust it, or pass --trust)"
+UNTRUSTED_HINT = ("this folder is not trusted (trust it in an interactive codeloop or Claude Code session, "
+                  "pass --trust, or set CODELOOP_TRUST=1)")
 
 
 class SettingsScope(str, Enum):

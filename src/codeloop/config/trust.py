@@ -8,6 +8,10 @@ A folder is trusted when it or an ancestor was trusted — except that the home 
 `/` only count for themselves: trusting `~` once (say, to use codeloop there) must not silently
 trust every repository cloned below it. A corrupt trust file reads as empty and yields a warning;
 nothing here raises on bad data. Writes are atomic (temp file + os.replace).
+
+Two other sources count, so Claude Code scripts need no codeloop-only flag: the trust the user
+already gave the folder in Claude Code (`~/.claude.json` projects[path].hasTrustDialogAccepted,
+same ancestor rule) and the explicit switch `CODELOOP_TRUST=1` in the environment.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from typing import Any
 from codeloop.session.store import config_dir
 
 TRUST_FILE_NAME = "trusted-folders.json"
+TRUST_ENV = "CODELOOP_TRUST"
+VIA_ENV = f"${TRUST_ENV}"
 
 
 @dataclass(frozen=True)
@@ -64,6 +70,8 @@ def load_trusted_folders() -> TrustFile:
 
 
 def check_trust(path: Path | str) -> TrustStatus:
+    if os.environ.get(TRUST_ENV, "").strip().lower() in ("1", "true", "yes"):
+        return TrustStatus(True, VIA_ENV)
     loaded = load_trusted_folders()
     target = Path(_key(path))
     no_blanket = {_key(Path.home()), "/"}
@@ -74,6 +82,11 @@ def check_trust(path: Path | str) -> TrustStatus:
         if candidate != target and key in no_blanket:
             continue
         return TrustStatus(True, key, loaded.warning)
+    from codeloop.config.claude_json import trusted_in_claude_code
+
+    accepted = trusted_in_claude_code(target)
+    if accepted is not None:
+        return TrustStatus(True, f"{accepted} (trusted in Claude Code)", loaded.warning)
     return TrustStatus(False, None, loaded.warning)
 
 

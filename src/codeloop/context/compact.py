@@ -205,6 +205,8 @@ class Compactor:
     context: Callable[[], dict[str, Any]] | None = None
     # Told before every compaction (the PreCompact hook): (trigger, focus) → awaitable.
     before_compact: Callable[[str, str | None], Awaitable[None]] | None = None
+    # (trigger, summary) → messages to append to the compacted history (PostCompact/SessionStart hooks)
+    after_compact: Callable[[str, str], Awaitable[list[Message]]] | None = None
 
     async def _request(self, api_messages: list[dict[str, Any]]) -> str:
         request = ModelRequest(model=self.model, messages=api_messages, max_tokens=self.max_summary_tokens,
@@ -286,6 +288,8 @@ class Compactor:
         post = build_post_compact_messages(summary, instructions=instructions, todos=todos,
                                            recent_files=recent_files, last_request=last_user_request(messages),
                                            extra_context=extra_context, cwd=Path(cwd) if cwd else None)
+        if self.after_compact is not None:
+            post = [*post, *await self.after_compact(trigger, summary)]
         return CompactOutcome(messages=post, pre_tokens=pre_tokens, trigger=trigger, summary=summary)
 
     async def try_reactive_compact(self, *, has_attempted: bool, messages: list[Message],

@@ -4,10 +4,15 @@ Configuration shape (from the merged settings):
 
     {"PreToolUse": [{"matcher": "Bash|Edit", "hooks": [{"type": "command", "command": "...", "timeout": 60}]}]}
 
-Matchers: for PreToolUse/PostToolUse a regex full-matched against the tool name (`""`, missing or
-`"*"` match everything; an invalid regex falls back to an exact compare); for PreCompact the
-trigger (manual|auto); for SessionStart the source (startup|resume|clear|compact); every other
-event ignores the matcher.
+Matchers: for the tool events (PreToolUse, PostToolUse, PostToolUseFailure, PermissionRequest) a
+regex full-matched against the tool name (`""`, missing or `"*"` match everything; an invalid regex
+falls back to an exact compare); for PreCompact/PostCompact the trigger (manual|auto); for
+SessionStart the source (startup|resume|clear|compact); for SubagentStart/SubagentStop the agent
+type; for Notification the notification type; for SessionEnd the reason; every other event ignores
+the matcher.
+
+Besides shell commands, a hook can be an in-process callback (`HookCallback`): the Agent SDKs
+register Python/TypeScript functions this way; their answer is read like a command's JSON stdout.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import Any, Awaitable, Callable
 
 DEFAULT_TIMEOUT_S = 60.0
 
@@ -30,6 +35,10 @@ class HookEvent(str, Enum):
     PRE_COMPACT = "PreCompact"
     SESSION_START = "SessionStart"
     SESSION_END = "SessionEnd"
+    POST_TOOL_USE_FAILURE = "PostToolUseFailure"
+    SUBAGENT_START = "SubagentStart"
+    PERMISSION_REQUEST = "PermissionRequest"
+    POST_COMPACT = "PostCompact"
 
 
 class CompactTrigger(str, Enum):
@@ -50,12 +59,18 @@ EVENT_FIELDS: dict[HookEvent, dict[str, Any]] = {
     HookEvent.PRE_TOOL_USE: {"tool_name": "", "tool_input": {}, "tool_use_id": ""},
     HookEvent.POST_TOOL_USE: {"tool_name": "", "tool_input": {}, "tool_use_id": "", "tool_response": None},
     HookEvent.USER_PROMPT_SUBMIT: {"prompt": ""},
-    HookEvent.NOTIFICATION: {"message": ""},
+    HookEvent.NOTIFICATION: {"message": "", "notification_type": "permission_prompt"},
     HookEvent.STOP: {"stop_hook_active": False},
-    HookEvent.SUBAGENT_STOP: {"stop_hook_active": False},
+    HookEvent.SUBAGENT_STOP: {"stop_hook_active": False, "agent_id": "", "agent_type": "",
+                              "agent_transcript_path": ""},
     HookEvent.PRE_COMPACT: {"trigger": CompactTrigger.AUTO.value, "custom_instructions": ""},
     HookEvent.SESSION_START: {"source": SessionStartSource.STARTUP.value},
     HookEvent.SESSION_END: {"reason": "other"},
+    HookEvent.POST_TOOL_USE_FAILURE: {"tool_name": "", "tool_input": {}, "tool_use_id": "", "error": "",
+                                      "is_interrupt": False},
+    HookEvent.SUBAGENT_START: {"agent_id": "", "agent_type": ""},
+    HookEvent.PERMISSION_REQUEST: {"tool_name": "", "tool_input": {}, "permission_suggestions": []},
+    HookEvent.POST_COMPACT: {"trigger": CompactTrigger.AUTO.value, "compact_summary": ""},
 }
 
 # Which payload field a matcher is compared with, for the events that have matchers.
@@ -64,6 +79,13 @@ MATCH_FIELD: dict[HookEvent, str] = {
     HookEvent.POST_TOOL_USE: "tool_name",
     HookEvent.PRE_COMPACT: "trigger",
     HookEvent.SESSION_START: "source",
+    HookEvent.POST_TOOL_USE_FAILURE: "tool_name",
+    HookEvent.PERMISSION_REQUEST: "tool_name",
+    HookEvent.POST_COMPACT: "trigger",
+    HookEvent.SUBAGENT_START: "agent_type",
+    HookEvent.SUBAGENT_STOP: "agent_type",
+    HookEvent.NOTIFICATION: "notification_type",
+    HookEvent.SESSION_END: "reason",
 }
 
 
@@ -71,6 +93,28 @@ MATCH_FIELD: dict[HookEvent, str] = {
 class HookCommand:
     command: str
     timeout: float = DEFAULT_TIMEOUT_S
+
+
+class OnFailure(str, Enum):
+    """What a callback that raises means (the SDK's HookMatcher.on_failure)."""
+    CONTINUE = "continue"   # no decision: the action goes on
+    BLOCK = "block"         # fail closed: the action is blocked
+
+
+@dataclass(frozen=True)
+class HookCallback:
+    """An in-process hook: `call(input)` returns the JSON object a command would print."""
+    label: str
+    call: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+    timeout: float = DEFAULT_TIMEOUT_S
+    on_failure: OnFailure = OnFailure.CONTINUE
+
+
+class CallbackSource:
+    """Where in-process hooks come from (the SDK registrations); the base has none."""
+
+    def callbacks_for(self, event: HookEvent, match_value: str | None) -> list[HookCallback]:
+        return []
 
 
 def matcher_matches(matcher: str | None, value: str | None) -> bool:

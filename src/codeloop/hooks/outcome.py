@@ -11,6 +11,9 @@ Aggregation over parallel hooks: deny beats ask beats allow; any `continue: fals
 stopReason is kept); block reasons, context, system messages and errors are concatenated in
 configuration order; the *last* `updatedInput` in configuration order wins (not the last to
 finish, so the result is deterministic).
+
+In-process callbacks (the SDK's) answer with the JSON object directly (`add_callback`); one that
+raised is a non-blocking error, or a block when its matcher says `onFailure: block`.
 """
 
 from __future__ import annotations
@@ -20,13 +23,14 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from codeloop.hooks.events import HookCommand, HookEvent
+from codeloop.hooks.events import HookCallback, HookCommand, HookEvent, OnFailure
 
 BLOCKING_EXIT_CODE = 2
 
 # Events where exit 2 / decision "block" actually blocks something.
 CAN_BLOCK = frozenset({HookEvent.PRE_TOOL_USE, HookEvent.POST_TOOL_USE, HookEvent.USER_PROMPT_SUBMIT,
-                       HookEvent.STOP, HookEvent.SUBAGENT_STOP})
+                       HookEvent.STOP, HookEvent.SUBAGENT_STOP, HookEvent.POST_TOOL_USE_FAILURE,
+                       HookEvent.PERMISSION_REQUEST})
 # Events whose plain (non-JSON) stdout on exit 0 becomes context for the model.
 STDOUT_IS_CONTEXT = frozenset({HookEvent.USER_PROMPT_SUBMIT, HookEvent.SESSION_START})
 
@@ -61,6 +65,8 @@ class HookOutcome:
     permission_decision: str | None = None       # "allow" | "ask" | "deny" (PreToolUse)
     permission_reason: str | None = None
     updated_input: dict[str, Any] | None = None
+    # PermissionRequest: {"behavior": "allow"|"deny", "updatedInput"?, "message"?, "interrupt"?}
+    permission_request: dict[str, Any] | None = None
     additional_context: list[str] = field(default_factory=list)
     system_messages: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)       # non-blocking, shown to the user
@@ -125,6 +131,18 @@ class _Aggregate:
             self.out.errors.append(f"{label} failed with exit code {r.exit_code}"
                                    + (f": {detail}" if detail else ""))
 
+    def add_callback(self, cb: HookCallback, output: dict[str, Any] | None, error: str | None) -> None:
+        """An in-process hook's answer (`output`), or the error it failed with."""
+        self.out.hooks_run += 1
+        label = f"{self.event.value} hook {cb.label}"
+        if error is not None:
+            if cb.on_failure is OnFailure.BLOCK and self.event in CAN_BLOCK:
+                self.block(f"{label} failed: {error}")
+            else:
+                self.out.errors.append(f"{label} failed: {error}")
+            return
+        self._json(output or {}, label)
+
     def _success(self, r: HookProcessResult) -> None:
         data = _as_json_object(r.stdout)
         if data is None:
@@ -171,10 +189,18 @@ class _Aggregate:
         ctx = spec.get("additionalContext")
         if isinstance(ctx, str) and ctx.strip():
             self.out.additional_context.append(ctx)
+        if self.event is HookEvent.PERMISSION_REQUEST:
+            verdict = spec.get("decision")
+            if isinstance(verdict, dict) and verdict.get("behavior") in ("allow", "deny"):
+                if self.out.permission_request is None or verdict["behavior"] == "deny":  # deny wins
+                    self.out.permission_request = verdict
+            elif verdict is not None:
+                self.out.errors.append(f"{label}: decision must be {{\"behavior\": \"allow\"|\"deny\"}}; ignored")
+            return
         if self.event is not HookEvent.PRE_TOOL_USE:
             return
         raw = spec.get("permissionDecision")
-        if raw is not None:
+        if raw is not None and raw != "defer":  # "defer": no opinion, the normal check decides
             try:
                 value = HookPermissionDecision(raw)
             except ValueError:
@@ -198,8 +224,12 @@ class _Aggregate:
         return self.out
 
 
-def aggregate(event: HookEvent, results: list[HookProcessResult]) -> HookOutcome:
+def aggregate(event: HookEvent, results: list[HookProcessResult],
+              callbacks: list[tuple[HookCallback, dict[str, Any] | None, str | None]] = ()) -> HookOutcome:
+    """Commands' results first, then callbacks', each in configuration order."""
     agg = _Aggregate(event)
     for r in results:
         agg.add(r)
+    for cb, output, error in callbacks:
+        agg.add_callback(cb, output, error)
     return agg.result()

@@ -5,6 +5,10 @@ as bash) in its own process group, with the event JSON on stdin, cwd = the proje
 `CLAUDE_PROJECT_DIR` / `CODELOOP_PROJECT_DIR` in the environment. A hook that outlives its
 timeout (default 60 s) is killed together with everything it started and reported as a
 non-blocking error; a cancelled `run()` (user interrupt) kills its hooks the same way.
+In-process callbacks (`callbacks`, a `CallbackSource` such as the SDK's registrations) run
+alongside the commands, each bounded by its own timeout. Every payload carries the common fields
+(session, transcript, cwd, permission mode) and, once a prompt was submitted, its `prompt_id`.
+An `observer` (`--include-hook-events`) is told when each hook starts and what it answered.
 What the answers mean is `outcome.py`'s business.
 """
 
@@ -20,8 +24,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from codeloop.hooks.events import (EVENT_FIELDS, MATCH_FIELD, HookCommand, HookEvent, build_input,
-                                   matching_commands)
+from codeloop.hooks.events import (EVENT_FIELDS, MATCH_FIELD, CallbackSource, HookCallback, HookCommand, HookEvent,
+                                   build_input, matching_commands)
 from codeloop.hooks.outcome import HookOutcome, HookProcessResult, aggregate
 
 # After a kill, how long to wait for the pipes to close. Only a grandchild that escaped the
@@ -79,12 +83,17 @@ class HookRunner:
         self._mode = permission_mode_getter
         self._extra_env = dict(env or {})
         self._shell: str | None = None
+        self.callbacks: CallbackSource = CallbackSource()
+        self.prompt_id: str | None = None   # the prompt being processed (set by the conversation)
+        # hook_started / hook_response records (Claude Code's --include-hook-events shapes)
+        self.observer: Callable[[dict[str, Any]], None] | None = None
 
     def commands_for(self, event: HookEvent | str, match_value: str | None = None) -> list[HookCommand]:
         return matching_commands(self.config, HookEvent(event), match_value)
 
     def has_hooks(self, event: HookEvent | str, match_value: str | None = None) -> bool:
-        return bool(self.commands_for(event, match_value))
+        event = HookEvent(event)
+        return bool(self.commands_for(event, match_value) or self.callbacks.callbacks_for(event, match_value))
 
     async def run(self, event: HookEvent | str, payload: dict[str, Any] | None = None, *,
                   match_value: str | None = None) -> HookOutcome:
@@ -94,14 +103,59 @@ class HookRunner:
             field = MATCH_FIELD[event]
             match_value = str(payload.get(field, EVENT_FIELDS[event][field]))
         hooks = matching_commands(self.config, event, match_value)
-        if not hooks:
+        callbacks = self.callbacks.callbacks_for(event, match_value)
+        if not hooks and not callbacks:
             return HookOutcome()
         mode = self._mode()
         data = build_input(event, payload, session_id=self.session_id, transcript_path=self.transcript_path,
                            cwd=self.cwd, permission_mode=str(getattr(mode, "value", mode)))
+        if self.prompt_id:
+            data.setdefault("prompt_id", self.prompt_id)
         stdin = json.dumps(data, default=str).encode("utf-8")
-        results = await asyncio.gather(*(self._run_one(h, stdin) for h in hooks))
-        return aggregate(event, list(results))
+        jobs = [*(self._run_one(h, stdin) for h in hooks), *(self._call_one(cb, data) for cb in callbacks)]
+        if self.observer is not None:
+            name = f"{event.value}:{match_value}" if match_value else event.value
+            jobs = [self._observed(job, event, name) for job in jobs]
+        done = await asyncio.gather(*jobs)
+        return aggregate(event, list(done[:len(hooks)]), list(done[len(hooks):]))
+
+    async def _observed(self, job: Any, event: HookEvent, name: str) -> Any:
+        import uuid
+
+        hook_id = str(uuid.uuid4())
+        base = {"hook_id": hook_id, "hook_name": name, "hook_event": event.value}
+        self._tell({"subtype": "hook_started", **base})
+        result = await job
+        if isinstance(result, tuple):  # a callback: (hook, output, error)
+            out, err = result[1], result[2]
+            self._tell({"subtype": "hook_response", **base, "output": json.dumps(out or {}), "stdout": "",
+                        "stderr": err or "", "exit_code": 0 if err is None else 1,
+                        "outcome": "success" if err is None else "error"})
+        else:
+            self._tell({"subtype": "hook_response", **base, "output": result.stdout, "stdout": result.stdout,
+                        "stderr": result.stderr, "exit_code": result.exit_code,
+                        "outcome": "success" if result.exit_code == 0 else "error"})
+        return result
+
+    def _tell(self, record: dict[str, Any]) -> None:
+        try:
+            self.observer(record)  # type: ignore[misc]
+        except Exception:  # noqa: BLE001 — a front end's failure must not change what the hook decided
+            pass
+
+    @staticmethod
+    async def _call_one(cb: HookCallback, data: dict[str, Any]) -> tuple[HookCallback, dict | None, str | None]:
+        try:
+            out = await asyncio.wait_for(cb.call(dict(data)), cb.timeout)
+        except asyncio.TimeoutError:
+            return cb, None, f"timed out after {cb.timeout:g}s"
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 — whatever the callback raised is its failure
+            return cb, None, str(exc) or type(exc).__name__
+        if out is not None and not isinstance(out, dict):
+            return cb, None, f"answered {type(out).__name__}, not a JSON object"
+        return cb, out, None
 
     def _env(self) -> dict[str, str]:
         env = {**os.environ, **self._extra_env}

@@ -76,8 +76,17 @@ class Command:
                               allowed_tools=self.allowed_tools, model=self.model)
 
 
+def slash_commands_enabled() -> bool:
+    import os
+
+    return not os.environ.get("CODELOOP_DISABLE_SLASH_COMMANDS")
+
+
 def parse_slash(text: str) -> tuple[str, str] | None:
-    """`/name args…` → (name, args); None when the text is not a slash command."""
+    """`/name args…` → (name, args); None when the text is not a slash command (or when
+    `--disable-slash-commands` turned them off for this process)."""
+    if not slash_commands_enabled():
+        return None
     text = text.strip()
     if not text.startswith("/") or len(text) < 2 or text[1].isspace():
         return None

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     pass
 
 import logging
+import time
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
@@ -67,20 +68,34 @@ async def run_tool_use(block: dict[str, Any], tools: list[Tool], ctx: ToolContex
             return error(str(exc))
 
     token = CURRENT_TOOL_USE_ID.set(tid)
+    started = time.monotonic()
+    # hook payloads name the subagent a tool ran in (Claude Code's agent_id / agent_type)
+    agent = {"agent_id": ctx.agent_id, "agent_type": ctx.extra.get("agent_type", "")} if ctx.agent_id else None
+    failure: str | None = None
     try:
         result: ToolResult = await tool.call(inp, ctx)
     except ToolError as exc:
-        return error(str(exc))
+        failure = str(exc)
     except (OSError, UnicodeError) as exc:
-        return error(f"{type(exc).__name__}: {exc}")
+        failure = f"{type(exc).__name__}: {exc}"
     except Exception as exc:  # a bug in the tool: report it and keep the session alive
         log.exception("tool %s crashed", name)
-        return error(f"{name} failed unexpectedly: {type(exc).__name__}: {exc}")
+        failure = f"{name} failed unexpectedly: {type(exc).__name__}: {exc}"
     finally:
         CURRENT_TOOL_USE_ID.reset(token)
+    duration_ms = int((time.monotonic() - started) * 1000)
+    if failure is not None:  # PostToolUseFailure hooks: their feedback joins the error
+        post = (await ctx.post_tool_use(name, dict(block.get("input") or {}), None, tid, error=failure,
+                                        duration_ms=duration_ms, is_interrupt=ctx.abort.aborted, agent=agent)
+                if ctx.post_tool_use else None)
+        run = error(failure + (f"\n\n{post.feedback}" if post is not None and post.feedback else ""))
+        if post is not None and post.prevent_continuation:
+            run.prevent_continuation, run.stop_reason = True, post.stop_reason
+        return run
     content = result.content if result.content != "" else f"({name} completed with no output)"
     data = result.data if result.data is not None else content
-    post = await ctx.post_tool_use(name, dict(block.get("input") or {}), data, tid) if ctx.post_tool_use else None
+    post = (await ctx.post_tool_use(name, dict(block.get("input") or {}), data, tid, duration_ms=duration_ms,
+                                    agent=agent) if ctx.post_tool_use else None)
     if post is not None and post.feedback:
         # PostToolUse feedback (exit 2 stderr, additionalContext) is shown to the model with the result
         content = ([*content, {"type": "text", "text": post.feedback}] if isinstance(content, list)

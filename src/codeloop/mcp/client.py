@@ -8,6 +8,8 @@ cannot start — bad command, crash, timeout — is `failed` with its error; the
 and `tools()` grows (and `version` goes up) when they do, for the loop's between-turn
 `refresh_tools`. A server that dies later is marked failed; calls to its tools raise a clear
 `ToolError` while the session goes on. `aclose()` stops everything (stdio processes included).
+SDK servers (`"type": "sdk"`) wait in `deferred_sdk` until the front end that speaks to the SDK
+hands over its channel (`start_sdk(send)`); without one they are never started.
 
 The `mcp` SDK is imported only here and only once servers are started (it costs over a second).
 """
@@ -55,7 +57,12 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-async def _open_transport(stack: contextlib.AsyncExitStack, cfg: ServerConfig, errlog: Any) -> tuple[Any, Any]:
+async def _open_transport(stack: contextlib.AsyncExitStack, cfg: ServerConfig, errlog: Any,
+                          sdk_send: Any = None) -> tuple[Any, Any]:
+    if cfg.transport is Transport.SDK:
+        from codeloop.mcp.sdk_transport import sdk_streams
+
+        return await stack.enter_async_context(sdk_streams(cfg.name, sdk_send))
     if cfg.transport is Transport.STDIO:
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -135,7 +142,7 @@ class _Connection:
                     scope.cancel()
                 scope.deadline = anyio.current_time() + timeout
                 async with contextlib.AsyncExitStack() as stack:
-                    read, write = await _open_transport(stack, self.config, errlog)
+                    read, write = await _open_transport(stack, self.config, errlog, self.manager.sdk_send)
                     from mcp import ClientSession
 
                     session = await stack.enter_async_context(ClientSession(read, write))
@@ -214,6 +221,14 @@ class McpManager:
         self._seen_version = -1
         # MCP_TOOL_TIMEOUT (ms) bounds a single tool call; unset means no limit, as in Claude Code.
         self.tool_timeout = tool_timeout if tool_timeout is not None else env_timeout_s("MCP_TOOL_TIMEOUT", None)
+        self.sdk_send: Any = None                     # mcp.sdk_transport.SdkSend, once an SDK drives us
+        self.deferred_sdk: list[ServerConfig] = []   # SDK servers waiting for that channel
+
+    async def start_sdk(self, send: Any, *, timeout: float | None = None) -> None:
+        """Connect the deferred SDK servers through `send` (the control protocol's mcp_message)."""
+        self.sdk_send = send
+        configs, self.deferred_sdk = self.deferred_sdk, []
+        await self.start(configs, timeout=timeout)
 
     def _bump(self) -> None:
         self._version += 1
@@ -233,6 +248,9 @@ class McpManager:
         items = list(configs.values()) if isinstance(configs, Mapping) else list(configs)
         new = []
         for cfg in items:
+            if cfg.transport is Transport.SDK and self.sdk_send is None:
+                self.deferred_sdk.append(cfg)
+                continue
             if cfg.name in self._conns:
                 continue
             conn = self._conns[cfg.name] = _Connection(cfg, self)
@@ -254,7 +272,8 @@ class McpManager:
 
     def statuses(self) -> list[dict[str, str]]:
         """`[{"name", "status"}]` for system/init `mcp_servers`; status is pending|connected|failed."""
-        return [{"name": c.name, "status": c.status.value} for c in self._conns.values()]
+        return [*({"name": c.name, "status": c.status.value} for c in self._conns.values()),
+                *({"name": c.name, "status": ServerStatus.PENDING.value} for c in self.deferred_sdk)]
 
     def errors(self) -> dict[str, str]:
         return {c.name: c.error for c in self._conns.values() if c.error}

@@ -1,13 +1,18 @@
 """MCP server configuration: where it comes from, its shape, and validation.
 
-Sources, later overriding earlier for a server of the same name: the project's `.mcp.json`
-(only when `include_project` — the caller decides whether the folder is trusted), settings
-`mcpServers`, then each `--mcp-config` value (a file path or a JSON string) in order. With
-`strict` (`--strict-mcp-config`) only the `--mcp-config` values count.
+Sources, later overriding earlier for a server of the same name: user scope (Claude Code's
+`~/.claude.json` top-level `mcpServers`), the project's `.mcp.json` (only when `include_project` —
+the caller decides whether the folder is trusted), local scope (`~/.claude.json`
+projects[<cwd>].mcpServers — the user's own file, so always read), settings `mcpServers`, then
+each `--mcp-config` value (a file path or a JSON string) in order. With `strict`
+(`--strict-mcp-config`) only the `--mcp-config` values count. `codeloop mcp add` writes the
+same places Claude Code's `claude mcp add` does.
 
-Each entry is `{"command", "args", "env"}` (stdio; `"type": "stdio"` optional) or
-`{"type": "http" | "sse", "url", "headers"}`. `${VAR}` and `${VAR:-default}` are expanded from
-the environment in commands, args, env values, URLs and headers, as Claude Code does.
+Each entry is `{"command", "args", "env"}` (stdio; `"type": "stdio"` optional),
+`{"type": "http" | "sse", "url", "headers"}`, or `{"type": "sdk", "name"}` — a server hosted in
+the Agent SDK program that drives us, reached over the control protocol (see sdk_transport.py).
+`${VAR}` and `${VAR:-default}` are expanded from the environment in commands, args, env values,
+URLs and headers, as Claude Code does.
 A bad entry or file is reported in the returned error list; it never stops the others.
 """
 
@@ -28,16 +33,20 @@ class Transport(str, Enum):
     STDIO = "stdio"
     HTTP = "http"
     SSE = "sse"
+    SDK = "sdk"
 
 
 class Source(str, Enum):
+    USER = "user"
+    LOCAL = "local"
     PROJECT = "project"
     SETTINGS = "settings"
     CLI = "cli"
 
 
 _TYPE_ALIASES = {"stdio": Transport.STDIO, "http": Transport.HTTP, "streamable-http": Transport.HTTP,
-                 "streamable_http": Transport.HTTP, "streamablehttp": Transport.HTTP, "sse": Transport.SSE}
+                 "streamable_http": Transport.HTTP, "streamablehttp": Transport.HTTP, "sse": Transport.SSE,
+                 "sdk": Transport.SDK}
 
 
 @dataclass(frozen=True)
@@ -68,7 +77,9 @@ def parse_server(name: str, raw: Any, source: Source, env: Mapping[str, str] | N
     kind = str(raw.get("type") or ("stdio" if "command" in raw else "http" if "url" in raw else "stdio")).lower()
     transport = _TYPE_ALIASES.get(kind)
     if transport is None:
-        raise ValueError(f"unknown type {raw.get('type')!r} (expected stdio, http or sse)")
+        raise ValueError(f"unknown type {raw.get('type')!r} (expected stdio, http, sse or sdk)")
+    if transport is Transport.SDK:
+        return ServerConfig(name, transport, source=source)
     x = lambda v: expand_env(str(v), env)  # noqa: E731
     if transport is Transport.STDIO:
         command = raw.get("command")
@@ -118,12 +129,21 @@ def load_mcp_configs(cwd: Path | str, *, settings_servers: Mapping[str, Any] | N
     servers: dict[str, ServerConfig] = {}
     errors: list[str] = []
     if not strict:
+        from codeloop.config.claude_json import mcp_servers as claude_json_servers
+
+        user_servers, local_servers = claude_json_servers(cwd)
+        if user_servers:
+            _servers_from({"mcpServers": user_servers}, "~/.claude.json mcpServers", Source.USER, servers, errors,
+                          env)
         project = cwd / PROJECT_FILE
         if include_project and project.is_file():
             try:
                 _servers_from(_read_json(project), str(project), Source.PROJECT, servers, errors, env)
             except (OSError, ValueError) as exc:
                 errors.append(f"{project}: {exc}")
+        if local_servers:
+            _servers_from({"mcpServers": local_servers}, f"~/.claude.json projects[{cwd}].mcpServers", Source.LOCAL,
+                          servers, errors, env)
         if settings_servers:
             _servers_from({"mcpServers": dict(settings_servers)}, "settings mcpServers", Source.SETTINGS,
                           servers, errors, env)

@@ -7,15 +7,9 @@ fsynced at turn ends), usage and cost per model, permission denials.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    pass
-
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable
-
 
 from codeloop.abort import AbortController, AbortReason
 from codeloop.events import (ApiCallEvent, SystemEvent, AssistantEvent, CompactBoundary, Event, PermissionDenied, Terminal,
@@ -25,7 +19,7 @@ from codeloop.loop.state import TerminalReason
 from codeloop.messages import Message, user_message
 from codeloop.permissions.policy import PermissionPolicy, denial_message, denial_record
 from codeloop.providers.base import Provider
-from codeloop.session.hooks_bridge import ConversationHooks
+from codeloop.session.hooks_bridge import ConversationHooks, SubagentLifecycle
 from codeloop.tools.base import PermissionBehavior, PermissionDecision, Tool, ToolContext
 from codeloop.usage import Usage
 
@@ -117,7 +111,7 @@ class Conversation:
         ctx.messages = lambda: self.messages
         ctx.append_entry = self._write_entry
         ctx.emit = self._on_side_event
-        ctx.post_tool_use = self.hooks.post_tool if self.hooks.runner is not None else None
+        ctx.post_tool_use = self.hooks.post_tool  # a no-op without hooks; SDK hooks may arrive later
         ctx.path_guard = self.config.policy.guard_path
         ctx.denied_inodes = self.config.policy.denied_inodes
         ctx.extra["feature_flags"] = dict(cfg.feature_flags)
@@ -130,7 +124,8 @@ class Conversation:
 
         return SubagentRuntime(self.provider, self.config.model, self.config.tools, self.can_use_tool,
                                self.config.user_context, self.config.cwd, self.tool_context.session_dir,
-                               dict(self.config.agent_definitions), self.hooks.stop_hooks("SubagentStop"))
+                               dict(self.config.agent_definitions), self.hooks.stop_hooks("SubagentStop"),
+                               lifecycle=SubagentLifecycle(self.hooks))
 
     def _on_side_event(self, ev: Event) -> None:
         """Events from inside a tool (a subagent's messages): counted, shown, never added to history."""
@@ -152,7 +147,7 @@ class Conversation:
         self.side_provider = MeteredProvider(
             self.provider, lambda model, usage, ms: self._record_api_call(ApiCallEvent(model, usage, ms, None)))
         self.compactor = Compactor(self.side_provider, self.config.model, context=self.compact_context,
-                                   before_compact=self.hooks.pre_compact if self.hooks.runner else None)
+                                   before_compact=self.hooks.pre_compact, after_compact=self.hooks.post_compact)
         self.pipeline = ContextPipeline(
             compactor=self.compactor, session_dir=self.tool_context.session_dir,
             exempt_tools=ContextPipeline.exempt_from_tools(self.config.tools), collapse=self.collapse,
@@ -194,10 +189,12 @@ class Conversation:
     async def can_use_tool(self, tool: Tool, inp: Any, block: dict[str, Any],
                            ctx: ToolContext) -> PermissionDecision:
         raw = dict(block.get("input") or {})
-        hook = await self.hooks.pre_tool(tool.name, raw, block.get("id", ""))
+        agent = {"agent_id": ctx.agent_id, "agent_type": ctx.extra.get("agent_type", "")} if ctx.agent_id else None
+        hook = await self.hooks.pre_tool(tool.name, raw, block.get("id", ""), agent)
         hook_says = hook.permission_decision if hook is not None else None
-        if hook is not None and (hook.blocked or hook_says == "deny"):
-            reason = "; ".join(hook.block_reasons) or hook.permission_reason or "denied by a PreToolUse hook"
+        if hook is not None and (hook.blocked or hook_says == "deny" or hook.prevent_continuation):
+            reason = ("; ".join(hook.block_reasons) or hook.permission_reason or hook.stop_reason
+                      or "denied by a PreToolUse hook")
             return PermissionDecision(PermissionBehavior.DENY, f"PreToolUse hook blocked {tool.name}: {reason}")
         updated = hook.updated_input if hook is not None and hook.updated_input is not None else None
         if updated is not None:
@@ -217,9 +214,11 @@ class Conversation:
         if hook_says == "ask" and decision.behavior is PermissionBehavior.ALLOW:
             decision = PermissionDecision(PermissionBehavior.ASK, hook.permission_reason or "a PreToolUse hook asks")
         if decision.behavior is PermissionBehavior.ASK:
+            decision = await self.hooks.permission_request(tool.name, raw, agent) or decision
+        if decision.behavior is PermissionBehavior.ASK:
             if self.ask_user is not None:
                 await self.hooks.notify(f"Claude needs your permission to use {tool.name}")
-                decision = await self.ask_user(tool, inp, block)
+                decision = await self.ask_user(tool, inp, {**block, "input": raw})  # as a hook rewrote it
             else:
                 decision = PermissionDecision(PermissionBehavior.DENY,
                                               denial_message(tool.name, decision, interactive=False))
@@ -298,7 +297,7 @@ class Conversation:
             self._started = True
             context += await self.hooks.session_start("resume" if self.config.resumed else "startup")
         if not msg.is_meta:
-            verdict = await self.hooks.user_prompt(msg.text)
+            verdict = await self.hooks.user_prompt(msg.text, msg.uuid)
             for ev in [*self.hooks.drain_notices(), *verdict.events]:
                 yield ev
             if verdict.blocked:  # the prompt is erased: never sent, never recorded

@@ -3,8 +3,13 @@
 Owns the translation between hook outcomes and conversation behaviour: UserPromptSubmit can
 block (erase) a prompt or add context; SessionStart adds context; PreToolUse can deny, ask,
 allow or rewrite a tool call (deny rules still win over a hook's allow); PostToolUse feedback is
-shown to the model and `continue: false` stops the turn; Stop hooks drive the loop's
-stop_hook_blocking transition; PreCompact, Notification and SessionEnd are told what happens.
+shown to the model and `continue: false` stops the turn; PostToolUseFailure feedback likewise;
+PermissionRequest answers a permission prompt before anyone is asked; Stop hooks drive the loop's
+stop_hook_blocking transition; PostCompact runs after a compaction, followed by SessionStart with
+source `compact` (whose context joins the compacted history); PreCompact, Notification and
+SessionEnd are told what happens. `SubagentLifecycle` is the Task tool's seam: SubagentStart and
+SubagentStop hooks, and the `task_started` / `task_progress` / `task_notification` events.
+Tool-lifecycle payloads carry `agent_id`/`agent_type` inside a subagent, and `duration_ms`.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from typing import Any
 
 from codeloop.events import Event, SystemEvent
 from codeloop.messages import Message, user_message
+from codeloop.tools.base import PermissionBehavior, PermissionDecision
 
 
 @dataclass
@@ -54,7 +60,9 @@ class ConversationHooks:
     def has(self, event: str, match: str | None = None) -> bool:
         return self.runner is not None and self.runner.has_hooks(event, match)
 
-    async def user_prompt(self, prompt: str) -> PromptVerdict:
+    async def user_prompt(self, prompt: str, prompt_id: str | None = None) -> PromptVerdict:
+        if self.runner is not None and prompt_id:
+            self.runner.prompt_id = prompt_id
         if not self.has("UserPromptSubmit"):
             return PromptVerdict(False, [], [])
         out = await self.runner.run("UserPromptSubmit", {"prompt": prompt})
@@ -72,25 +80,54 @@ class ConversationHooks:
         self.pending_notices += _notices(out)
         return _context_message(out.additional_context + out.output, "SessionStart")
 
-    async def pre_tool(self, tool_name: str, tool_input: dict[str, Any], tool_use_id: str) -> Any | None:
+    async def pre_tool(self, tool_name: str, tool_input: dict[str, Any], tool_use_id: str,
+                       agent: dict[str, Any] | None = None) -> Any | None:
         if not self.has("PreToolUse", tool_name):
             return None
         out = await self.runner.run("PreToolUse", {"tool_name": tool_name, "tool_input": tool_input,
-                                                   "tool_use_id": tool_use_id}, match_value=tool_name)
+                                                   "tool_use_id": tool_use_id, **(agent or {})}, match_value=tool_name)
         self.pending_notices += _notices(out)
         return out
 
-    async def post_tool(self, tool_name: str, tool_input: dict[str, Any], response: Any,
-                        tool_use_id: str) -> PostToolFeedback | None:
-        if not self.has("PostToolUse", tool_name):
+    async def post_tool(self, tool_name: str, tool_input: dict[str, Any], response: Any, tool_use_id: str, *,
+                        error: str | None = None, duration_ms: int | None = None, is_interrupt: bool = False,
+                        agent: dict[str, Any] | None = None) -> PostToolFeedback | None:
+        """PostToolUse after a tool succeeded; PostToolUseFailure (with `error`) after it failed."""
+        event = "PostToolUse" if error is None else "PostToolUseFailure"
+        if not self.has(event, tool_name):
             return None
-        out = await self.runner.run("PostToolUse", {"tool_name": tool_name, "tool_input": tool_input,
-                                                    "tool_response": response, "tool_use_id": tool_use_id},
-                                    match_value=tool_name)
+        payload: dict[str, Any] = {"tool_name": tool_name, "tool_input": tool_input, "tool_use_id": tool_use_id,
+                                   **(agent or {})}
+        if error is None:
+            payload["tool_response"] = response
+        else:
+            payload.update(error=error, is_interrupt=is_interrupt)
+        if duration_ms is not None:
+            payload["duration_ms"] = int(duration_ms)
+        out = await self.runner.run(event, payload, match_value=tool_name)
         self.pending_notices += _notices(out)
-        parts = [f"PostToolUse hook feedback:\n{r}" for r in out.block_reasons]
+        parts = [f"{event} hook feedback:\n{r}" for r in out.block_reasons]
         parts += list(out.additional_context)
         return PostToolFeedback("\n".join(parts) or None, out.prevent_continuation, out.stop_reason)
+
+    async def permission_request(self, tool_name: str, tool_input: dict[str, Any],
+                                 agent: dict[str, Any] | None = None) -> PermissionDecision | None:
+        """PermissionRequest hooks answer a prompt before anyone is asked: allow, deny, or None (ask)."""
+        if not self.has("PermissionRequest", tool_name):
+            return None
+        out = await self.runner.run("PermissionRequest", {"tool_name": tool_name, "tool_input": tool_input,
+                                                          "permission_suggestions": [], **(agent or {})},
+                                    match_value=tool_name)
+        self.pending_notices += _notices(out)
+        verdict = out.permission_request or {}
+        if out.blocked or verdict.get("behavior") == "deny":
+            why = verdict.get("message") or "; ".join(out.block_reasons) or "denied by a PermissionRequest hook"
+            return PermissionDecision(PermissionBehavior.DENY, f"Permission to use {tool_name} was denied: {why}")
+        if verdict.get("behavior") == "allow":
+            updated = verdict.get("updatedInput")
+            return PermissionDecision(PermissionBehavior.ALLOW, updated_input=updated if isinstance(updated, dict)
+                                      else None)
+        return None
 
     def stop_hooks(self, event: str = "Stop") -> Any | None:
         """Stop hooks for the main loop, or SubagentStop hooks (`event="SubagentStop"`) for subagents."""
@@ -107,9 +144,19 @@ class ConversationHooks:
                                         match_value=trigger)
             self.pending_notices += _notices(out)
 
-    async def notify(self, message: str) -> None:
-        if self.has("Notification"):
-            await self.runner.run("Notification", {"message": message})
+    async def post_compact(self, trigger: str, summary: str) -> list[Message]:
+        """After a compaction: PostCompact, then SessionStart(compact), whose context joins the new history."""
+        if self.has("PostCompact", trigger):
+            out = await self.runner.run("PostCompact", {"trigger": trigger, "compact_summary": summary},
+                                        match_value=trigger)
+            self.pending_notices += _notices(out)
+        return await self.session_start("compact")
+
+    async def notify(self, message: str, notification_type: str = "permission_prompt") -> None:
+        if self.has("Notification", notification_type):
+            out = await self.runner.run("Notification", {"message": message, "notification_type": notification_type},
+                                        match_value=notification_type)
+            self.pending_notices += _notices(out)
 
     async def session_end(self, reason: str) -> None:
         if self.has("SessionEnd"):
@@ -118,3 +165,53 @@ class ConversationHooks:
     def drain_notices(self) -> list[Event]:
         notices, self.pending_notices = self.pending_notices, []
         return notices
+
+
+class SubagentLifecycle:
+    """The Task tool's seam: hooks and task events around one subagent run.
+
+    `emit` is the parent's side channel (`ToolContext.emit`): the events reach the front end, never
+    the history. task_type is `local_agent`, as Claude Code reports foreground subagents."""
+
+    def __init__(self, hooks: ConversationHooks) -> None:
+        self.hooks = hooks
+
+    async def start(self, emit: Any, *, agent_id: str, agent_type: str, description: str, prompt: str,
+                    tool_use_id: str | None) -> list[Message]:
+        """task_started, then SubagentStart hooks; their additionalContext goes to the subagent."""
+        if emit is not None:
+            emit(SystemEvent("task_started", data={"task_id": agent_id, "tool_use_id": tool_use_id,
+                                                   "description": description, "task_type": "local_agent",
+                                                   "prompt": prompt}))
+        if not self.hooks.has("SubagentStart", agent_type):
+            return []
+        out = await self.hooks.runner.run("SubagentStart", {"agent_id": agent_id, "agent_type": agent_type},
+                                          match_value=agent_type)
+        self.hooks.pending_notices += _notices(out)
+        return _context_message(out.additional_context, "SubagentStart")
+
+    def stop_hooks(self, *, agent_id: str, agent_type: str, transcript_path: str) -> Any | None:
+        base = self.hooks.stop_hooks("SubagentStop")
+        if base is None:
+            return None
+        return base.bind(agent_id=agent_id, agent_type=agent_type, agent_transcript_path=transcript_path)
+
+    @staticmethod
+    def progress(emit: Any, *, agent_id: str, tool_use_id: str | None, description: str, last_tool_name: str,
+                 total_tokens: int, tool_uses: int, duration_ms: int) -> None:
+        """task_progress: the subagent called a tool (running totals)."""
+        if emit is not None:
+            emit(SystemEvent("task_progress", data={
+                "task_id": agent_id, "tool_use_id": tool_use_id, "description": description,
+                "last_tool_name": last_tool_name, "usage": {"total_tokens": total_tokens, "tool_uses": tool_uses,
+                                                            "duration_ms": duration_ms}}))
+
+    @staticmethod
+    def end(emit: Any, *, agent_id: str, tool_use_id: str | None, status: str, summary: str, output_file: str,
+            total_tokens: int, tool_uses: int, duration_ms: int) -> None:
+        """task_notification: completed | failed | stopped, with the usage the SDK reports."""
+        if emit is not None:
+            emit(SystemEvent("task_notification", data={
+                "task_id": agent_id, "tool_use_id": tool_use_id, "status": status, "output_file": output_file,
+                "summary": summary, "usage": {"total_tokens": total_tokens, "tool_uses": tool_uses,
+                                              "duration_ms": duration_ms}}))

@@ -16,6 +16,10 @@ A file is YAML-style frontmatter between `---` lines, then the agent's system pr
     ---
     You are a meticulous reviewer…
 
+Programmatic agents — the Agent SDK's `agents={...}` (sent in `initialize`) and `--agents JSON` —
+use Claude Code's definition fields: `{"name": {"description", "prompt", "tools"?, "disallowedTools"?,
+"model"?, "maxTurns"?, ...}}` (`definitions_from_json`); they take precedence over files.
+
 Only the small frontmatter subset agents use is parsed (scalars, quoted scalars, inline and
 block lists, `|`/`>` block scalars), so no YAML dependency is needed. A file that cannot be
 parsed or lacks `name`/`description` is skipped and reported in `.warnings`; loading never raises.
@@ -51,6 +55,7 @@ class AgentSource(str, Enum):
     BUILTIN = "built-in"
     USER = "user"
     PROJECT = "project"
+    CLI = "cli"            # --agents / the SDK's agents option
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,7 @@ class AgentDefinition:
     max_turns: int | None = None             # None: DEFAULT_MAX_TURNS
     source: AgentSource = AgentSource.BUILTIN
     path: Path | None = None
+    disallowed_tools: tuple[str, ...] = ()   # removed from the subagent's tools
 
 
 BUILTIN_AGENTS: tuple[AgentDefinition, ...] = (
@@ -191,6 +197,52 @@ def parse_agent_file(path: Path, source: AgentSource) -> AgentDefinition:
                            source=source, path=path)
 
 
+# Fields of Claude Code's AgentDefinition codeloop does not act on (accepted, not an error).
+_IGNORED_FIELDS = frozenset({"skills", "memory", "mcpServers", "initialPrompt", "background", "effort",
+                             "permissionMode", "color"})
+
+
+def definition_from_dict(name: str, raw: Any) -> AgentDefinition:
+    """One programmatic definition (SDK `AgentDefinition` / `--agents` entry); ValueError when unusable."""
+    if isinstance(raw, AgentDefinition):
+        return raw
+    if not isinstance(raw, dict):
+        raise ValueError(f"agent {name!r}: expected an object with description and prompt")
+    if not _NAME_RE.fullmatch(str(name)):
+        raise ValueError(f"agent {name!r}: invalid name (letters, digits, '-', '_', '.')")
+    description, prompt = raw.get("description"), raw.get("prompt")
+    if not isinstance(description, str) or not description.strip():
+        raise ValueError(f"agent {name!r}: missing 'description'")
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise ValueError(f"agent {name!r}: missing 'prompt'")
+    model = raw.get("model")
+    if model is not None and (not isinstance(model, str) or not model.strip()):
+        raise ValueError(f"agent {name!r}: 'model' must be a model name, an alias or 'inherit'")
+    max_turns = raw.get("maxTurns")
+    if max_turns is not None and (isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1):
+        raise ValueError(f"agent {name!r}: 'maxTurns' must be a positive integer")
+    return AgentDefinition(name=str(name), description=description.strip(), system_prompt=prompt,
+                           tools=_tool_list(raw.get("tools")), model=None if model in (None, INHERIT) else model,
+                           max_turns=max_turns, source=AgentSource.CLI,
+                           disallowed_tools=_tool_list(raw.get("disallowedTools")) or ())
+
+
+def definitions_from_json(value: Any) -> AgentDefinitions:
+    """`--agents '{"reviewer": {...}}'` (a JSON string) or the SDK's agents dict → definitions.
+    Raises ValueError with a message for the user."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError as exc:
+            raise ValueError(f"--agents: invalid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise ValueError("--agents: expected a JSON object of agent name → definition")
+    out = AgentDefinitions()
+    for name, raw in value.items():
+        out[str(name)] = definition_from_dict(str(name), raw)
+    return out
+
+
 def agent_dirs(cwd: Path, config_dir: Path, home: Path | None = None) -> list[tuple[Path, AgentSource]]:
     """The folders definitions are read from, highest precedence first."""
     home = Path.home() if home is None else home
@@ -237,6 +289,8 @@ def agent_listing(definitions: dict[str, AgentDefinition]) -> str:
     """`- name: description (Tools: …)` lines for the Task tool's description."""
     lines = []
     for d in definitions.values():
+        if not isinstance(d, AgentDefinition):  # a raw programmatic definition that slipped through
+            continue
         tools = ", ".join(d.tools) if d.tools is not None else "*"
         lines.append(f"- {d.name}: {d.description} (Tools: {tools})")
     return "\n".join(lines)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 import uuid
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -68,6 +69,7 @@ class SubagentRuntime:
     session_dir: Path | None = None                 # None: no subagent transcripts
     definitions: dict[str, Any] = field(default_factory=dict)  # name → tools.agents.AgentDefinition
     stop_hooks: Any = None                          # SubagentStop hooks (loop.recovery.StopHooks)
+    lifecycle: Any = None                           # session.hooks_bridge.SubagentLifecycle (hooks, task events)
 
 
 DESCRIPTION = """\
@@ -92,7 +94,11 @@ class TaskInput(BaseModel):
 
     description: str = Field(description="A short (3-5 word) description of the task")
     prompt: str = Field(description="The task for the agent to perform")
-    subagent_type: str = Field(description="The type of specialized agent to use for this task")
+    subagent_type: str = Field("general-purpose", description="The type of specialized agent to use for this task")
+    # Claude Code's Agent tool also takes these; a model given here overrides the agent's own.
+    model: str | None = Field(None, description="Optional model for this agent (sonnet, opus, haiku or an id)")
+    run_in_background: bool | None = Field(None, description="Accepted for compatibility; the agent runs in the "
+                                                             "foreground and this call returns its answer")
 
 
 class TaskTool(Tool):
@@ -140,7 +146,11 @@ class TaskTool(Tool):
         if definition is None:
             raise ToolError(f"Agent type '{inp.subagent_type}' not found. Available agents: "
                             f"{', '.join(definitions)}")
-        outcome = await run_subagent(runtime, definition, inp.prompt, ctx, parent_tool_use_id=current_tool_use_id())
+        if inp.model and inp.model != "inherit":
+            import dataclasses
+            definition = dataclasses.replace(definition, model=inp.model)
+        outcome = await run_subagent(runtime, definition, inp.prompt, ctx, parent_tool_use_id=current_tool_use_id(),
+                                     description=inp.description)
         data = {"agent_id": outcome.agent_id, "total_tokens": outcome.total_tokens,
                 "num_turns": outcome.num_turns, "terminal_reason": outcome.terminal_reason}
         if not outcome.text:
@@ -211,7 +221,7 @@ class _SidechainLog:
 
 
 async def run_subagent(runtime: SubagentRuntime, definition: Any, prompt: str, parent: ToolContext, *,
-                       parent_tool_use_id: str | None) -> SubagentOutcome:
+                       parent_tool_use_id: str | None, description: str = "") -> SubagentOutcome:
     from codeloop.context.prompt import environment_block
     from codeloop.events import ApiCallEvent, AssistantEvent, Terminal, Tombstone, UserEvent
     from codeloop.loop.query import QueryParams, query
@@ -221,7 +231,8 @@ async def run_subagent(runtime: SubagentRuntime, definition: Any, prompt: str, p
 
     agent_id = str(uuid.uuid4())
     model = resolve_agent_model(definition, runtime.model)
-    pool = subagent_tools(list(runtime.tools), definition.tools)
+    denied = set(getattr(definition, "disallowed_tools", ()))
+    pool = [t for t in subagent_tools(list(runtime.tools), definition.tools) if t.name not in denied]
     history: list[Any] = []
     ctx = ToolContext(
         cwd=parent.cwd, project_dir=parent.project_dir, abort=parent.abort,  # a parent abort stops it
@@ -231,7 +242,8 @@ async def run_subagent(runtime: SubagentRuntime, definition: Any, prompt: str, p
         # the parent's permission guards and hooks hold inside the subagent too
         path_guard=parent.path_guard, read_denied=parent.read_denied, post_tool_use=parent.post_tool_use,
         denied_inodes=parent.denied_inodes,
-        extra={POOL_KEY: pool, LOADED_KEY: set(), "feature_flags": parent.extra.get("feature_flags") or {}})
+        extra={POOL_KEY: pool, LOADED_KEY: set(), "feature_flags": parent.extra.get("feature_flags") or {},
+               "agent_type": definition.name})
     system_prompt = [definition.system_prompt or DEFAULT_SUBAGENT_PROMPT, environment_block(runtime.cwd)]
     hint = hint_for(pool, ctx)
     if hint:
@@ -239,11 +251,20 @@ async def run_subagent(runtime: SubagentRuntime, definition: Any, prompt: str, p
     sidechain = _SidechainLog(transcript_path(runtime.session_dir, agent_id) if runtime.session_dir else None,
                               parent.session_id, runtime.cwd, agent_id)
     first = user_message(prompt)
-    params = QueryParams(messages=[first], system_prompt=system_prompt, user_context=dict(runtime.user_context),
+    lifecycle, stop_hooks, started = runtime.lifecycle, runtime.stop_hooks, time.monotonic()
+    side_path = transcript_path(runtime.session_dir, agent_id) if runtime.session_dir else None
+    context: list[Any] = []
+    if lifecycle is not None:  # task_started, SubagentStart hooks (their context joins the prompt)
+        context = await lifecycle.start(parent.emit, agent_id=agent_id, agent_type=definition.name,
+                                        description=description, prompt=prompt, tool_use_id=parent_tool_use_id)
+        stop_hooks = lifecycle.stop_hooks(agent_id=agent_id, agent_type=definition.name,
+                                          transcript_path=str(side_path or ""))
+    params = QueryParams(messages=[first, *context], system_prompt=system_prompt,
+                         user_context=dict(runtime.user_context),
                          tools=request_tools(pool, ctx), provider=runtime.provider, model=model, tool_context=ctx,
                          can_use_tool=runtime.can_use_tool, max_turns=definition.max_turns or DEFAULT_MAX_TURNS,
                          refresh_tools=lambda: request_tools(pool, ctx), memory_prefetch=False,
-                         stop_hooks=runtime.stop_hooks, query_source=f"agent:{definition.name}")
+                         stop_hooks=stop_hooks, query_source=f"agent:{definition.name}")
 
     def emit(ev: Any) -> None:
         if parent.emit is None:
@@ -260,6 +281,7 @@ async def run_subagent(runtime: SubagentRuntime, definition: Any, prompt: str, p
     text_by_response: tuple[Any, str] = (None, "")
     last_usage = None
     terminal: Any = None
+    tool_uses = 0
     try:
         async for ev in query(params):
             if isinstance(ev, (AssistantEvent, UserEvent)):
@@ -283,10 +305,24 @@ async def run_subagent(runtime: SubagentRuntime, definition: Any, prompt: str, p
                 terminal = ev
             # Stream deltas, attachments and the subagent's Terminal stay inside: front ends read
             # a Terminal as the end of *their* stream.
+            if isinstance(ev, AssistantEvent) and lifecycle is not None:  # task_progress after each tool call
+                names = [b.get("name", "") for b in ev.message.content
+                         if isinstance(b, dict) and b.get("type") == "tool_use"]
+                tool_uses += len(names)
+                if names:
+                    lifecycle.progress(parent.emit, agent_id=agent_id, tool_use_id=parent_tool_use_id,
+                                       description=description, last_tool_name=names[-1], tool_uses=tool_uses,
+                                       total_tokens=(last_usage.total_input + last_usage.output_tokens) if last_usage
+                                       else 0, duration_ms=int((time.monotonic() - started) * 1000))
     finally:
         sidechain.close()
     total = (last_usage.total_input + last_usage.output_tokens) if last_usage is not None else 0
     reason = terminal.reason.value if terminal is not None else "aborted"
     text = text_by_response[1].strip() if terminal is not None and reason == "completed" else ""
+    if lifecycle is not None:
+        status = "completed" if text else "stopped" if reason.startswith("aborted") else "failed"
+        lifecycle.end(parent.emit, agent_id=agent_id, tool_use_id=parent_tool_use_id, status=status,
+                      summary=text[:2000] or f"Subagent ended: {reason}", output_file=str(side_path or ""),
+                      total_tokens=total, tool_uses=tool_uses, duration_ms=int((time.monotonic() - started) * 1000))
     return SubagentOutcome(agent_id, text, reason, terminal.turn_count if terminal is not None else 0, total,
                            terminal.error if terminal is not None else None)
