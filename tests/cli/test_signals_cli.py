@@ -15,9 +15,8 @@ from fakeapi import ScriptedAPI, sse, text, tool_use
 
 def _env(cwd, url):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CODELOOP_"))}
-    # PATH without ripgrep: Grep takes its pure-Python path, which opens the FIFO and blocks in a thread
     env.update({"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": url, "CODELOOP_CONFIG_DIR": str(cwd / ".cfg"),
-                "HOME": str(cwd), "PATH": os.path.dirname(sys.executable)})
+                "HOME": str(cwd)})
     return env
 
 
@@ -28,17 +27,20 @@ def transcript(cwd):
 
 @pytest.mark.parametrize("signum,code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_a_signal_ends_a_run_whose_tool_is_stuck(tmp_path, signum, code):
-    os.mkfifo(tmp_path / "stuck.fifo")         # nobody ever writes to it
-    api = ScriptedAPI(sse(tool_use("Grep", {"pattern": "needle", "path": str(tmp_path)}, id="g1")),
+    # File tools no longer block on FIFOs (issue 13 item 1), so the stuck tool is a command that
+    # ignores SIGTERM/SIGINT and waits on a FIFO nobody writes to: only the group SIGKILL ends it.
+    os.mkfifo(tmp_path / "stuck.fifo")
+    stuck = "trap '' TERM INT; cat stuck.fifo"
+    api = ScriptedAPI(sse(tool_use("Bash", {"command": stuck}, id="g1")),
                       sse(text("resumed fine")))
     with api.serve() as url:
         proc = subprocess.Popen([sys.executable, "-m", "codeloop", "-p", "find the needle", "--output-format",
-                                 "stream-json", "--verbose"], cwd=tmp_path, env=_env(tmp_path, url),
+                                 "stream-json", "--verbose", "--allowedTools", "Bash"], cwd=tmp_path, env=_env(tmp_path, url),
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.time() + 30
         while time.time() < deadline and not ((t := transcript(tmp_path)) and b"tool_use" in t.read_bytes()):
             time.sleep(0.05)
-        time.sleep(0.5)                          # the Grep thread is now blocked opening the FIFO
+        time.sleep(0.5)                          # the command is now blocked opening the FIFO
         proc.send_signal(signum)
         try:
             out, err = proc.communicate(timeout=60)   # a hang guard only, not a timing assertion
