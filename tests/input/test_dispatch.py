@@ -8,7 +8,7 @@ from fakeapi import ScriptedAPI, sse, text, tool_use
 from codeloop.abort import AbortReason
 from codeloop.events import AssistantEvent, StreamEvent, UserEvent
 from codeloop.input.dispatch import (ENDED_REFUSAL, BusyTracker, IdleReturnMode, QueryPhase, SubmitPath)
-from codeloop.input.queue import Priority, QueuedCommand, QueueMode
+from codeloop.loop.queue import Priority, QueuedCommand, QueueMode
 from codeloop.messages import Message, user_message
 from inputhelpers import make_dispatcher
 

@@ -12,7 +12,7 @@ from loophelpers import make_params, run, run_until, terminal
 from codeloop.abort import AbortReason
 from codeloop.events import (AssistantEvent, AttachmentEvent, CompactBoundary, StreamEvent,
                              SystemEvent, Tombstone, UserEvent)
-from codeloop.input.queue import CommandQueue, Priority, QueuedCommand, QueueMode
+from codeloop.loop.queue import CommandQueue, Priority, QueuedCommand, QueueMode
 from codeloop.loop.recovery import DrainResult, StopHookOutcome
 from codeloop.loop.state import TerminalReason
 from codeloop.messages import user_message

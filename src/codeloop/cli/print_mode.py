@@ -48,6 +48,7 @@ def error_result(session_id: str, errors: list[str], *, subtype: str = "error_du
 def build_result(conv, terminal: Terminal | None, *, started: float, final_text: str,
                  stop_reason: str | None) -> dict[str, Any]:
     from codeloop.providers.models import model_info
+    from codeloop.providers.pricing import cost_usd
 
     reason = terminal.reason if terminal else TerminalReason.ABORTED_STREAMING
     subtype = {TerminalReason.COMPLETED: "success", TerminalReason.MAX_TURNS: "error_max_turns",
@@ -63,7 +64,7 @@ def build_result(conv, terminal: Terminal | None, *, started: float, final_text:
         "modelUsage": {m: {"inputTokens": u.input_tokens, "outputTokens": u.output_tokens,
                            "cacheReadInputTokens": u.cache_read_input_tokens,
                            "cacheCreationInputTokens": u.cache_creation_input_tokens,
-                           "webSearchRequests": 0, "costUSD": round(u.cost_usd(m), 8),
+                           "webSearchRequests": 0, "costUSD": round(cost_usd(u, m), 8),
                            "contextWindow": model_info(m).context_window,
                            "maxOutputTokens": model_info(m).max_output_tokens}
                        for m, u in conv.usage_by_model.items()},
@@ -198,7 +199,7 @@ class _Printer:
 
 
 def _version() -> str:
-    from codeloop import __version__
+    from codeloop.version import __version__
     return __version__
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncIterator
 
 from codeloop.abort import AbortReason
-from codeloop.input.queue import QueueMode
+from codeloop.loop.queue import QueueMode
 
 if TYPE_CHECKING:
     from codeloop.events import Event
@@ -298,7 +298,7 @@ class Repl:
         return 0
 
     def _banner(self, warnings: list[str]) -> None:
-        from codeloop import __version__
+        from codeloop.version import __version__
 
         c = self.conv
         self.show(f"✻ codeloop {__version__} · {c.config.model} · {c.config.cwd}", style="bold")

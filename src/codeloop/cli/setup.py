@@ -11,20 +11,12 @@ import os
 from pathlib import Path
 from typing import Any
 
+from codeloop.providers.aliases import MODEL_ALIASES, resolve_model  # noqa: F401 (re-exported)
 from codeloop.session.conversation import Conversation, ConversationConfig
-
-MODEL_ALIASES = {"sonnet": "claude-sonnet-4-5", "opus": "claude-opus-4-5", "haiku": "claude-haiku-4-5"}
 
 
 class SetupError(Exception):
     """A problem with the user's flags, environment or session files."""
-
-
-def resolve_model(flag: str | None) -> str:
-    from codeloop.providers.models import DEFAULT_MODEL
-
-    model = (flag or os.environ.get("ANTHROPIC_MODEL") or DEFAULT_MODEL).strip()
-    return MODEL_ALIASES.get(model, model)
 
 
 def _permission_policy(args: argparse.Namespace, settings, cwd: Path):

@@ -29,8 +29,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from codeloop.session.store import config_dir
-from codeloop.tools.base import PermissionBehavior
+from codeloop.config.paths import config_dir
+from codeloop.config.permission_behavior import PermissionBehavior
 
 DEFAULT_MANAGED_SETTINGS = "/etc/codeloop/managed-settings.json"
 MANAGED_SETTINGS_ENV = "CODELOOP_MANAGED_SETTINGS"

@@ -11,7 +11,7 @@ import os
 import platform
 from pathlib import Path
 
-from codeloop.messages import Message, user_message
+from codeloop.messages import user_context_message  # noqa: F401 (re-exported)
 
 DEFAULT_SYSTEM_PROMPT = """\
 You are codeloop, an interactive agentic coding assistant running in the user's terminal. \
@@ -99,14 +99,6 @@ def user_context(cwd: Path, config_dir: Path, today: _dt.date | None = None) -> 
         ctx["claudeMd"] = CLAUDE_MD_HEADER + "\n\n" + "\n\n".join(text for _, text in files)
     ctx["currentDate"] = f"Today's date is {(today or _dt.date.today()).isoformat()}."
     return ctx
-
-
-def user_context_message(ctx: dict[str, str]) -> Message:
-    body = "\n".join(f"# {k}\n{v}" for k, v in ctx.items())
-    text = ("<system-reminder>\nAs you answer the user's questions, you can use the following context:\n"
-            f"{body}\n\n      IMPORTANT: this context may or may not be relevant to your tasks. You should "
-            "not respond to this context unless it is highly relevant to your task.\n</system-reminder>\n")
-    return user_message(text, is_meta=True)
 
 
 def build_system_prompt(cwd: Path, *, custom: str | None = None, append: str | None = None,

@@ -8,13 +8,22 @@ the last run is kept on `last_outcome` for the front end to show.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from codeloop.hooks.events import HookEvent
 from codeloop.hooks.outcome import HookOutcome
 from codeloop.hooks.runner import HookRunner
-from codeloop.loop.recovery import StopHookOutcome
 from codeloop.messages import Message, user_message
 
 STOP_FEEDBACK_PREFIX = "Stop hook feedback:\n"
+
+
+@dataclass
+class StopHookOutcome:
+    """What the loop's stop_hook_blocking transition (spec 004 §11.5) needs to know."""
+    blocking_messages: list[Message] = field(default_factory=list)
+    prevent_continuation: bool = False
+    stop_reason: str | None = None
 
 
 class StopHookAdapter:

@@ -35,7 +35,7 @@ from codeloop.events import AssistantEvent, Event, StreamEvent, UserEvent
 from codeloop.input.commands import CommandHost, CommandRegistry, CommandType, context_tokens, parse_slash
 from codeloop.input.guard import QueryGuard
 from codeloop.input.process import add_to_context, expand_pasted_text, process_user_input
-from codeloop.input.queue import Priority, QueuedCommand, QueueMode
+from codeloop.loop.queue import Priority, QueuedCommand, QueueMode
 
 if TYPE_CHECKING:
     from codeloop.messages import Message
@@ -128,7 +128,7 @@ def query_overrides(conv: "Conversation", allowed_tools: tuple[str, ...], model:
         policy.allow.extend(added)
         policy._rules = None  # rebuilt from the lists on next use
     if model:
-        from codeloop.cli.setup import resolve_model
+        from codeloop.providers.aliases import resolve_model
         conv.config.model = conv.tool_context.model = resolve_model(model)
     try:
         yield

@@ -77,7 +77,7 @@ class Continuation:
     async def attachments(self, ctx: Any) -> AsyncIterator[Event]:
         queue = self.p.queue
         if queue is not None and len(queue):
-            from codeloop.input.queue import commands_for_turn, queued_command_message
+            from codeloop.loop.queue import commands_for_turn, queued_command_message
 
             commands = commands_for_turn(queue, agent_id=ctx.agent_id)
             for cmd in commands:

@@ -46,7 +46,7 @@ class QueryParams:
     max_output_tokens: int | None = None
     fallback_models: list[str] = field(default_factory=list)
     retry: RetryPolicy = field(default_factory=RetryPolicy.from_env)
-    queue: Any = None                                   # input.queue.CommandQueue
+    queue: Any = None                                   # loop.queue.CommandQueue
     refresh_tools: Callable[[], list[Tool]] | None = None
     context_pipeline: Any = None                        # context.pipeline.ContextPipeline (§8)
     compact_context: Callable[[], dict[str, Any]] | None = None  # what compaction must keep

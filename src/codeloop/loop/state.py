@@ -10,20 +10,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from codeloop.events import TerminalReason  # noqa: F401  (re-exported: the loop's terminal vocabulary)
 from codeloop.messages import Message
-
-
-class TerminalReason(str, Enum):
-    COMPLETED = "completed"
-    MAX_TURNS = "max_turns"
-    ABORTED_STREAMING = "aborted_streaming"
-    ABORTED_TOOLS = "aborted_tools"
-    HOOK_STOPPED = "hook_stopped"
-    MODEL_ERROR = "model_error"
-    PROMPT_TOO_LONG = "prompt_too_long"
-    IMAGE_ERROR = "image_error"
-    ENDED_BY_MODEL = "ended_by_model"
-    BUDGET_EXCEEDED = "budget_exceeded"
 
 
 class Transition(str, Enum):

@@ -25,6 +25,7 @@ from codeloop.loop.state import TerminalReason
 from codeloop.messages import Message, user_message
 from codeloop.permissions.policy import PermissionPolicy, denial_message, denial_record
 from codeloop.providers.base import Provider
+from codeloop.providers.pricing import cost_usd
 from codeloop.session.hooks_bridge import ConversationHooks
 from codeloop.tools.base import PermissionBehavior, PermissionDecision, Tool, ToolContext
 from codeloop.usage import Usage
@@ -81,7 +82,7 @@ class Conversation:
                                         session_dir=store.session_dir(config.cwd, session_id),
                                         non_interactive=not config.interactive)
         self.abort: AbortController | None = None
-        from codeloop.input.queue import CommandQueue
+        from codeloop.loop.queue import CommandQueue
         self.queue = CommandQueue()
         # A session the model ended stays ended (spec 000): the marker survives resume.
         self.ended_by_model = any(e.get("type") == "ended-by-model" for e in entries or [])
@@ -186,7 +187,7 @@ class Conversation:
 
     def _record_api_call(self, ev: ApiCallEvent) -> None:
         self.usage_by_model.setdefault(ev.model, Usage()).add(ev.usage)
-        self.cost_usd += ev.usage.cost_usd(ev.model)
+        self.cost_usd += cost_usd(ev.usage, ev.model)
         self.api_duration_ms += ev.duration_ms
 
     # -- permissions -----------------------------------------------------------------------------

@@ -389,7 +389,7 @@ def _count_prompts(path: Path) -> int:
 def _build_conversation(config: QueryEngineConfig, provider: Any, session_id: str | None, *,
                         messages: list | None = None, denials: list | None = None,
                         entries: list | None = None) -> Conversation:
-    from codeloop.cli.setup import resolve_model
+    from codeloop.providers.aliases import resolve_model
     from codeloop.context.prompt import build_system_prompt, user_context
     from codeloop.permissions.policy import PermissionMode, PermissionPolicy
     from codeloop.tools.registry import builtin_tools, select_tools

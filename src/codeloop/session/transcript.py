@@ -14,12 +14,11 @@ import gc
 import json
 import os
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
-from codeloop import __version__
-from codeloop.messages import Message, new_uuid
+from codeloop.version import __version__
+from codeloop.messages import Message, new_uuid, now_iso
 
 INTERRUPTED_TOOL_RESULT = "Tool execution was interrupted; no result was recorded (session resumed)."
 MESSAGE_TYPES = ("user", "assistant")
@@ -42,10 +41,6 @@ class LoadedTranscript:
     entries: list[dict[str, Any]]
     warnings: list[str] = field(default_factory=list)
     last_uuid: str | None = None
-
-
-def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def message_to_entry(msg: Message, *, session_id: str, cwd: Path | str,

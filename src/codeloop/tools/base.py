@@ -14,12 +14,12 @@ if TYPE_CHECKING:
 
 import math
 from dataclasses import dataclass, field
-from enum import Enum
 from pathlib import Path
 from typing import Any, Callable, ClassVar
 
 
 from codeloop.abort import AbortController
+from codeloop.config.permission_behavior import PermissionBehavior  # noqa: F401 (re-exported)
 
 
 class ToolError(Exception):
@@ -77,12 +77,6 @@ class ToolContext:
         """Absolute path for a tool argument; relative paths are taken from the current cwd."""
         p = Path(path).expanduser()
         return p if p.is_absolute() else (self.cwd / p)
-
-
-class PermissionBehavior(str, Enum):
-    ALLOW = "allow"
-    ASK = "ask"
-    DENY = "deny"
 
 
 @dataclass

@@ -50,7 +50,7 @@ class SchemaCache:
 
 
 def cache_key(module_files: list[Path]) -> str:
-    from codeloop import __version__
+    from codeloop.version import __version__
 
     parts = [__version__]
     for f in module_files:

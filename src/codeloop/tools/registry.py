@@ -64,7 +64,7 @@ def builtin_tools(*, lazy: bool = False, agent_definitions: dict[str, Any] | Non
     import importlib
 
     if lazy:
-        from codeloop.session.store import config_dir
+        from codeloop.config.paths import config_dir
         from codeloop.tools.lazy import LazyTool, SchemaCache, cache_key
 
         here = Path(__file__).parent / "builtin"
