@@ -63,7 +63,7 @@ def test_registry_gates_agree_with_the_tools_is_enabled(tmp_path, monkeypatch):
         ctx = ToolContext(cwd=tmp_path, project_dir=tmp_path, model=model, agent_id=agent)
         ctx.extra["feature_flags"] = flags
         if runtime:
-            ctx.extra["subagent_runtime"] = object()
+            ctx.spawn_subagent = object()  # the session's capability; only its presence is gated on
         ctxs.append(ctx)
     real = {t.name: t for t in builtin_tools(agent_definitions={})}
     for lazy in builtin_tools(lazy=True, agent_definitions={}):

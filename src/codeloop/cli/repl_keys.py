@@ -1,4 +1,4 @@
-"""REPL key bindings: what each key does, and only that (the actions live on the Repl).
+"""REPL key bindings: what each key does, and only that (the actions live behind `KeyActions`).
 
     Enter            submit (a trailing `\\` turns it into a newline); answers a pending choice
     Alt/Meta+Enter   newline (also Ctrl+J)
@@ -12,20 +12,30 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from prompt_toolkit.filters import Condition
 from prompt_toolkit.key_binding import KeyBindings
 from prompt_toolkit.keys import Keys
 
-if TYPE_CHECKING:
-    from codeloop.cli.repl import Repl
-
 PASTE_COLLAPSE_CHARS = 800
 PASTE_COLLAPSE_LINES = 10
 
 
-def build_bindings(repl: "Repl") -> KeyBindings:
+class KeyActions(Protocol):
+    """What the keys may do: the narrow interface the REPL hands in (not the REPL module)."""
+    pending: Any                                # a pending choice, or None
+
+    def answer_choice(self, text: str | None) -> None: ...
+    def interrupt(self) -> None: ...
+    def ctrl_c(self, buffer: Any) -> None: ...
+    def request_exit(self) -> None: ...
+    def cycle_permission_mode(self) -> None: ...
+    def add_paste(self, text: str) -> str: ...
+    def app_buffer_text(self) -> str: ...
+
+
+def build_bindings(repl: KeyActions) -> KeyBindings:
     kb = KeyBindings()
     choosing = Condition(lambda: repl.pending is not None)
 

@@ -126,7 +126,7 @@ class Renderer:
             self.stats.output_tokens += ev.usage.output_tokens
             self.stats.streamed_chars = 0
         elif isinstance(ev, SystemEvent):
-            if ev.text and ev.subtype not in ("tool_use_summary",):
+            if ev.text:
                 self.show(("⚠ " if ev.level != "info" else "") + ev.text, ev.level)
         elif isinstance(ev, CompactBoundary):
             self.show(f"✻ Conversation compacted ({ev.trigger}; ~{ev.pre_tokens:,} tokens summarised)", "info")

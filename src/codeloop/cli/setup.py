@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from codeloop.providers.aliases import MODEL_ALIASES, resolve_model  # noqa: F401 (re-exported)
+from codeloop.providers.aliases import resolve_model
 from codeloop.session.conversation import Conversation, ConversationConfig
 
 
@@ -116,7 +116,7 @@ def _load_history(args: argparse.Namespace, cwd: Path) -> tuple[str, list, list,
         if path is None:
             raise SetupError(f"No conversation found with session ID: {sid}")
     # After a compaction only what follows the last boundary is history; the rest stays on disk.
-    from codeloop.context.resume import load_from_last_boundary
+    from codeloop.session.resume import load_from_last_boundary
 
     loaded = load_from_last_boundary(path)
     if args.fork_session:
@@ -163,7 +163,7 @@ def _thinking(args: argparse.Namespace) -> dict | None:
 
 
 def build_conversation(args: argparse.Namespace, *, interactive: bool) -> tuple[Conversation, list[str]]:
-    from codeloop.context.prompt import build_system_prompt, user_context
+    from codeloop.context.prompt import context_loader
     from codeloop.session import store
 
     cwd = Path.cwd().resolve()
@@ -183,22 +183,24 @@ def build_conversation(args: argparse.Namespace, *, interactive: bool) -> tuple[
     if args.max_budget_usd is not None and not (math.isfinite(args.max_budget_usd) and args.max_budget_usd > 0):
         raise SetupError("--max-budget-usd must be a positive amount of dollars")
     if args.json_schema:
-        from codeloop.loop.structured import parse_schema
+        from codeloop.session.structured import parse_schema
         try:
             parse_schema(args.json_schema)
         except Exception as exc:  # noqa: BLE001 — any unusable schema is the user's input error
             raise SetupError(f"--json-schema: {exc}") from None
     if args.token_budget is not None and args.token_budget < 1:
         raise SetupError("--token-budget must be a positive number of tokens")
+    load_context = context_loader(cwd, store.config_dir(), custom=_custom_system_prompt(args),
+                                  append=args.append_system_prompt)
+    system_prompt, user_ctx = load_context()
     config = ConversationConfig(
-        cwd=cwd, model=model, tools=_tools(args, definitions),
+        cwd=cwd, model=model, tools=_tools(args, definitions), load_context=load_context,
         fallback_models=fallback, agent_definitions=dict(definitions), entrypoint=_entrypoint(),
         feature_flags=settings.feature_flags(), hooks=settings.hooks(), hook_env=settings.env(),
         resumed=bool(messages),
         token_budget=args.token_budget,
-        system_prompt=build_system_prompt(cwd, custom=_custom_system_prompt(args), append=args.append_system_prompt),
-        max_budget_usd=args.max_budget_usd, thinking=_thinking(args),
-        user_context=user_context(cwd, store.config_dir()), policy=_permission_policy(args, settings, cwd),
+        system_prompt=system_prompt, max_budget_usd=args.max_budget_usd, thinking=_thinking(args),
+        user_context=user_ctx, policy=_permission_policy(args, settings, cwd),
         max_turns=args.max_turns, persist=not args.no_session_persistence, interactive=interactive)
     conv = Conversation(config, provider, session_id=session_id, messages=messages, denials=denials,
                         entries=entries)

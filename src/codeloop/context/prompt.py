@@ -1,7 +1,8 @@
 """The system prompt, the system context (environment, git) and the user context (CLAUDE.md).
 
 The user context travels as a meta user message prepended to the history, as in Claude Code,
-so the system prompt stays stable across projects and caches well.
+so the system prompt stays stable across projects and caches well. Both are read per query
+(`context_loader`, spec 004 §6.1), so a CLAUDE.md edit takes effect on the next prompt.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import datetime as _dt
 import os
 import platform
 from pathlib import Path
+from typing import Callable
 
 from codeloop.messages import user_context_message  # noqa: F401 (re-exported)
 
@@ -108,3 +110,11 @@ def build_system_prompt(cwd: Path, *, custom: str | None = None, append: str | N
     if append:
         parts.append(append)
     return parts
+
+
+def context_loader(cwd: Path, config_dir: Path, *, custom: str | None = None,
+                   append: str | None = None) -> Callable[[], tuple[list[str], dict[str, str]]]:
+    """(system prompt, user context) as of now: the session calls it before each query."""
+    def load() -> tuple[list[str], dict[str, str]]:
+        return build_system_prompt(cwd, custom=custom, append=append), user_context(cwd, config_dir)
+    return load

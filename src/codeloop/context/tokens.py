@@ -19,7 +19,7 @@ the estimate on any error (providers without the endpoint, offline, rate limits)
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from codeloop.messages import Message
 from codeloop.providers.count_tokens import count_tokens_api, count_tokens_body  # noqa: F401 (re-exported)

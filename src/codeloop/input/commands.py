@@ -140,7 +140,7 @@ def conversation_like(conv: "Conversation", *, session_id: str | None = None, me
 
 
 def load_session(conv: "Conversation", session_id: str) -> "Conversation":
-    from codeloop.context.resume import load_from_last_boundary
+    from codeloop.session.resume import load_from_last_boundary
     from codeloop.session import store
 
     path = store.find_session(session_id, conv.config.cwd)

@@ -64,10 +64,6 @@ class StreamingToolExecutor:
         self._errored: str | None = None        # "Bash(cmd)" of the Bash call that failed
         self._discarded = False
 
-    @property
-    def tool_use_ids(self) -> list[str]:
-        return [e.id for e in self._entries]
-
     # -- feeding ------------------------------------------------------------------------------
 
     def add_tool(self, block: dict, *, invalid_json: str | None = None) -> None:

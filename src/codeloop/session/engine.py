@@ -24,7 +24,7 @@ from typing import Any, AsyncIterator, Iterator
 from codeloop.fsutil import atomic_write_json
 from codeloop.events import (AssistantEvent, CompactBoundary, PermissionDenied, SystemEvent, Terminal)
 from codeloop.loop.state import TerminalReason
-from codeloop.loop.structured import StructuredEvent, run_structured
+from codeloop.session.structured import StructuredEvent, run_structured
 from codeloop.session import store
 from codeloop.session.conversation import Conversation, ConversationConfig
 from codeloop.usage import Usage
@@ -322,7 +322,7 @@ class QueryEngine:
     def from_saved_session(cls, session_id: str, *, cwd: str | Path | None = None,
                            config: QueryEngineConfig | None = None, provider: Any = None) -> QueryEngine:
         """Messages (from the transcript, after its last compaction), usage, turn count, denials."""
-        from codeloop.context.resume import load_from_last_boundary
+        from codeloop.session.resume import load_from_last_boundary
 
         sid = store.validate_session_id(session_id)
         root = Path(cwd if cwd is not None else (config.cwd if config and config.cwd else Path.cwd())).resolve()
@@ -390,7 +390,7 @@ def _build_conversation(config: QueryEngineConfig, provider: Any, session_id: st
                         messages: list | None = None, denials: list | None = None,
                         entries: list | None = None) -> Conversation:
     from codeloop.providers.aliases import resolve_model
-    from codeloop.context.prompt import build_system_prompt, user_context
+    from codeloop.context.prompt import context_loader
     from codeloop.permissions.policy import PermissionMode, PermissionPolicy
     from codeloop.tools.registry import builtin_tools, select_tools
 
@@ -410,10 +410,12 @@ def _build_conversation(config: QueryEngineConfig, provider: Any, session_id: st
                          disallowed=config.disallowed_tools)
     policy = PermissionPolicy(mode=PermissionMode(config.permission_mode), allow=list(config.allowed_tools),
                               deny=list(config.disallowed_tools))
+    load_context = context_loader(cwd, store.config_dir(), custom=config.system_prompt,
+                                  append=config.append_system_prompt)
+    system_prompt, user_ctx = load_context()
     conv_config = ConversationConfig(
-        cwd=cwd, model=resolve_model(config.model), tools=tools, policy=policy,
-        system_prompt=build_system_prompt(cwd, custom=config.system_prompt, append=config.append_system_prompt),
-        user_context=user_context(cwd, store.config_dir()), max_turns=config.loop_max_turns,
+        cwd=cwd, model=resolve_model(config.model), tools=tools, policy=policy, load_context=load_context,
+        system_prompt=system_prompt, user_context=user_ctx, max_turns=config.loop_max_turns,
         persist=config.persist, entrypoint="library")
     return Conversation(conv_config, provider, session_id=session_id, messages=messages, denials=denials,
                         entries=entries)

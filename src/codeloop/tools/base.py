@@ -13,13 +13,19 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
 import math
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ClassVar
+from typing import Any, Awaitable, Callable, ClassVar
 
 
 from codeloop.abort import AbortController
 from codeloop.config.permission_behavior import PermissionBehavior  # noqa: F401 (re-exported)
+
+
+# The tool_use id of the tool running in this task: the tool runner sets it around each call
+# (a contextvar, because tools run in parallel tasks); the Task tool tags its subagent with it.
+CURRENT_TOOL_USE_ID: ContextVar[str | None] = ContextVar("CURRENT_TOOL_USE_ID", default=None)
 
 
 class ToolError(Exception):
@@ -71,6 +77,10 @@ class ToolContext:
     # Deny rules for reading, for tools that search many files (Grep, Glob): path → denied?
     # None when no rule could deny a read, so searches pay nothing.
     read_denied: Callable[[Path], bool] | None = None
+    # Runs a subagent for the Task tool: (subagent_type, prompt, parent ctx, *, parent_tool_use_id)
+    # → tools.builtin.task.SubagentOutcome; raises ToolError for an unknown type. Provided by the
+    # session (session.subagent), so tools never import the loop. None: no subagents here.
+    spawn_subagent: Callable[..., Awaitable[Any]] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def resolve(self, path: str) -> Path:

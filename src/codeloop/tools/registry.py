@@ -37,7 +37,7 @@ def _end_conversation_gate(ctx: Any) -> bool:
 
 
 def _task_gate(ctx: Any) -> bool:
-    return ctx.agent_id is None and ctx.extra.get("subagent_runtime") is not None
+    return ctx.agent_id is None and ctx.spawn_subagent is not None
 
 
 _GATES = {"EndConversation": _end_conversation_gate, "Task": _task_gate}

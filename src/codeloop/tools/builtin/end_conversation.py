@@ -212,9 +212,9 @@ def log_local_event(ctx: ToolContext, phase: Phase) -> None:
 
 
 def _current_tool_use_id() -> str | None:
-    from codeloop.tools.builtin.task import current_tool_use_id
+    from codeloop.tools.base import CURRENT_TOOL_USE_ID
 
-    return current_tool_use_id()
+    return CURRENT_TOOL_USE_ID.get()
 
 
 def _result(ended: bool, message: str, phase: Phase, surface: Surface) -> ToolResult:
