@@ -80,14 +80,6 @@ class ApiCallEvent:
 
 
 @dataclass(frozen=True)
-class ToolProgress:
-    tool_use_id: str
-    tool_name: str
-    status: Literal["started", "finished"]
-    type: Literal["tool_progress"] = "tool_progress"
-
-
-@dataclass(frozen=True)
 class PermissionDenied:
     tool_name: str
     tool_use_id: str
@@ -120,4 +112,4 @@ class Terminal:
 
 
 Event = Union[StreamEvent, AssistantEvent, UserEvent, SystemEvent, Tombstone, AttachmentEvent,
-              ApiCallEvent, ToolProgress, PermissionDenied, CompactBoundary, TranscriptEntry, Terminal]
+              ApiCallEvent, PermissionDenied, CompactBoundary, TranscriptEntry, Terminal]

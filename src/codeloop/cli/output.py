@@ -194,3 +194,20 @@ def _version() -> str:
     from codeloop.version import __version__
 
     return __version__
+
+
+class BudgetGuard:
+    """`--max-budget-usd` across a stream-json session: is the dollar budget spent? Checked
+    between turns (refusing the next one) and after each (marking its result); within a turn
+    the Conversation itself aborts once the budget is spent."""
+
+    def __init__(self, max_usd: float) -> None:
+        if isinstance(max_usd, bool) or not isinstance(max_usd, (int, float)) or not max_usd > 0:
+            raise ValueError("--max-budget-usd must be a positive number of dollars")
+        self.max_usd = float(max_usd)
+
+    def check(self, conv: Any) -> bool:
+        return float(conv.cost_usd) >= self.max_usd
+
+    def error_text(self, conv: Any) -> str:
+        return f"Reached maximum budget (${self.max_usd:g}); spent ${float(conv.cost_usd):.4f}"

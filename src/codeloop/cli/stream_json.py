@@ -22,12 +22,11 @@ from typing import Any, AsyncIterator, TextIO
 from codeloop.abort import AbortController, AbortReason
 from codeloop.cli import control
 from codeloop.cli.control import ControlError, ControlSubtype
-from codeloop.cli.output import (EXIT_ERROR, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM, STRUCTURED_RETRY_LIMIT, Printer,
-                                 apply_structured, build_result, emit, error_result, message_line)
+from codeloop.cli.output import (EXIT_ERROR, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM, STRUCTURED_RETRY_LIMIT, BudgetGuard,
+                                 Printer, apply_structured, build_result, emit, error_result, message_line)
 from codeloop.events import SystemEvent, UserEvent
 from codeloop.session.structured import StructuredEvent, parse_schema, run_structured
 from codeloop.messages import Message, user_message
-from codeloop.session.engine import BudgetGuard
 from codeloop.tools.base import PermissionBehavior, PermissionDecision
 
 _EOF = object()

@@ -12,8 +12,9 @@ API's resizing at ~1,600, so a fixed 1,600 is a safe upper bound. `observe(chars
 folds real measurements into the ratio (a running total weighted against the prior), so a
 session that is mostly CJK text or minified JSON converges on its own figure.
 
-`count_tokens_api` (providers.count_tokens, re-exported here) asks `POST /v1/messages/count_tokens` for an exact figure and falls back to
-the estimate on any error (providers without the endpoint, offline, rate limits).
+`count_tokens_api` (from providers.count_tokens, re-exported here) asks `POST
+/v1/messages/count_tokens` for an exact figure and falls back to the estimate on any error
+(providers without the endpoint, offline, rate limits).
 """
 
 from __future__ import annotations
