@@ -290,6 +290,8 @@ class Conversation:
         self._reload_context()
         self.abort = abort or AbortController()
         self.tool_context.abort = self.abort
+        # each query starts on the configured model; a fallback moves ctx.model for its rest only
+        self.tool_context.model = self.tool_context.main_model = self.config.model
         from codeloop.tools.deferred import hint_for, request_tools
 
         ctx = self.tool_context

@@ -61,7 +61,8 @@ class ToolContext:
     agent_id: str | None = None                 # set for subagents/forks
     non_interactive: bool = True
     session_id: str | None = None
-    model: str = ""                             # the canonical model id of the main loop
+    model: str = ""                             # the model answering now (the fallback after a fallback)
+    main_model: str = ""                        # the session's configured model ("" → `model`); gates judge it
     entrypoint: str = "cli"                     # cli | sdk-py | sdk-ts | … (gates EndConversation)
     # The conversation so far (read-only view) — EndConversation scans it for its first call.
     messages: Callable[[], list[Any]] | None = None
@@ -82,6 +83,11 @@ class ToolContext:
     # session (session.subagent), so tools never import the loop. None: no subagents here.
     spawn_subagent: Callable[..., Awaitable[Any]] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def gate_model(self) -> str:
+        """The model a tool's availability is judged on: the configured one, not a fallback."""
+        return self.main_model or self.model
 
     def resolve(self, path: str) -> Path:
         """Absolute path for a tool argument; relative paths are taken from the current cwd."""

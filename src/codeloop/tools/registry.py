@@ -32,7 +32,7 @@ UNBOUNDED_RESULTS = frozenset({"Read"})  # kept in step with the tools' max_resu
 def _end_conversation_gate(ctx: Any) -> bool:
     from codeloop.config.flags import end_conversation_enabled
 
-    return end_conversation_enabled(entrypoint=ctx.entrypoint, model=ctx.model,
+    return end_conversation_enabled(entrypoint=ctx.entrypoint, model=ctx.gate_model,
                                     flags=ctx.extra.get("feature_flags") or {})
 
 

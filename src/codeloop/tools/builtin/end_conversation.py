@@ -231,7 +231,7 @@ class EndConversationTool(Tool):
     def is_enabled(self, ctx: ToolContext) -> bool:
         from codeloop.config.flags import end_conversation_enabled
 
-        return end_conversation_enabled(entrypoint=ctx.entrypoint, model=ctx.model,
+        return end_conversation_enabled(entrypoint=ctx.entrypoint, model=ctx.gate_model,
                                         flags=ctx.extra.get("feature_flags") or {})
 
     def is_read_only(self, inp: BaseModel) -> bool:
