@@ -50,6 +50,7 @@ def test_static_facts_match_the_real_tools(tmp_path, monkeypatch):
     for lazy in builtin_tools(lazy=True):
         assert lazy.max_result_chars == real[lazy.name].max_result_chars, lazy.name
         assert lazy.should_defer == real[lazy.name].should_defer, lazy.name
+        assert lazy.interruptible == real[lazy.name].interruptible, lazy.name
         assert lazy._tool is None   # reading those facts loaded nothing
 
 

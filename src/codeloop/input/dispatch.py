@@ -11,10 +11,12 @@ five exclusive paths, executeUserInput, onQuery and the queue processor.
                                                                 aborting an interruptible tool
                                      └⑤ otherwise             → execute_user_input([cmd])
 
-"Interruptible" (path ④): the model has finished streaming and every tool still running is one
-whose cancellation loses nothing (read-only tools, Sleep). Interrupting mid-stream would throw
-away a half-written answer, and cancelling Bash/Edit/Write/Task could leave work half done —
-those finish, and the queued prompt reaches the model between turns (the loop drains Priority.NEXT
+"Interruptible" (path ④): the model has finished streaming and every tool still running declares
+itself `interruptible` (Read, Glob, Grep, ToolSearch: cancelling them loses nothing). Then the
+query is aborted with AbortReason.INTERRUPT, the tool executor cancels those tools at once, and
+the queued prompt runs as soon as the query ends. Interrupting mid-stream would throw away a
+half-written answer, and cancelling Bash/Edit/Write/Task could leave work half done — those
+finish, and the queued prompt reaches the model between turns (the loop drains Priority.NEXT
 commands) or right after the query ends (the queue processor here).
 
 The front end supplies a `FrontEnd`: where events are rendered, notices shown, the current
@@ -42,9 +44,6 @@ if TYPE_CHECKING:
     from codeloop.session.conversation import Conversation
 
 EXIT_ALIASES = frozenset({"exit", "quit", ":q", ":q!", ":wq", ":wq!"})
-# Tools whose cancellation is harmless: re-running them costs nothing and changes nothing.
-INTERRUPTIBLE_TOOLS = frozenset({"Read", "Glob", "Grep", "WebFetch", "WebSearch", "ToolSearch", "Sleep",
-                                 "LS", "NotebookRead"})
 IDLE_RETURN_AFTER_S = 75 * 60
 IDLE_RETURN_MIN_TOKENS = 100_000
 ENDED_REFUSAL = "The model ended this conversation. Start a new session (or /clear)."
@@ -91,9 +90,11 @@ class FrontEnd(CommandHost, Protocol):
 class BusyTracker:
     """What the running query is doing, from its events: streaming, or waiting on which tools."""
 
-    def __init__(self) -> None:
+    def __init__(self, is_interruptible: Callable[[str], bool] | None = None) -> None:
         self.phase = QueryPhase.IDLE
         self.running: dict[str, str] = {}  # tool_use_id → tool name
+        # By tool name; the Dispatcher asks the session's tool pool, the default the built-ins.
+        self.is_interruptible = is_interruptible or _builtin_interruptible
 
     def reset(self) -> None:
         self.phase, self.running = QueryPhase.IDLE, {}
@@ -115,7 +116,13 @@ class BusyTracker:
     @property
     def interruptible(self) -> bool:
         return (self.phase is QueryPhase.TOOLS and bool(self.running)
-                and all(name in INTERRUPTIBLE_TOOLS for name in self.running.values()))
+                and all(self.is_interruptible(name) for name in self.running.values()))
+
+
+def _builtin_interruptible(name: str) -> bool:
+    from codeloop.tools.registry import INTERRUPTIBLE
+
+    return name in INTERRUPTIBLE
 
 
 @contextmanager
@@ -146,7 +153,7 @@ class Dispatcher:
                  idle_after_s: float = IDLE_RETURN_AFTER_S, idle_min_tokens: int = IDLE_RETURN_MIN_TOKENS) -> None:
         self.front, self.registry = front, registry
         self.guard = guard or QueryGuard()
-        self.tracker = BusyTracker()
+        self.tracker = BusyTracker(self._interruptible)
         self.abort: AbortController | None = None
         self.idle_return, self.clock = idle_return, clock
         self.idle_after_s, self.idle_min_tokens = idle_after_s, idle_min_tokens
@@ -156,6 +163,11 @@ class Dispatcher:
     @property
     def conv(self) -> "Conversation":
         return self.front.conv
+
+    def _interruptible(self, tool_name: str) -> bool:
+        from codeloop.tools.registry import is_interruptible
+
+        return is_interruptible(self.conv.tool_pool(), tool_name)
 
     # -- §2 onSubmit ---------------------------------------------------------------------------------
     async def on_submit(self, text: str, *, mode: QueueMode = QueueMode.PROMPT,

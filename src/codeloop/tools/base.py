@@ -109,6 +109,9 @@ class Tool:
     # Larger results are cut/persisted by the context pipeline; math.inf exempts a tool.
     max_result_chars: ClassVar[float] = 100_000
     should_defer: ClassVar[bool] = False
+    # Cancelled at once when the user types while it runs (input dispatch's interrupt): only for
+    # tools whose cancellation loses nothing. Others finish, and the new prompt waits for them.
+    interruptible: ClassVar[bool] = False
 
     def is_read_only(self, inp: BaseModel) -> bool:
         return False

@@ -27,6 +27,7 @@ BUILTINS: tuple[tuple[str, str, str], ...] = (
 )
 DEFERRED = frozenset({"EndConversation"})
 UNBOUNDED_RESULTS = frozenset({"Read"})  # kept in step with the tools' max_result_chars (tested)
+INTERRUPTIBLE = frozenset({"Glob", "Grep", "Read", "ToolSearch"})  # … and with their `interruptible` (tested)
 
 
 def _end_conversation_gate(ctx: Any) -> bool:
@@ -71,7 +72,8 @@ def builtin_tools(*, lazy: bool = False, agent_definitions: dict[str, Any] | Non
         files = [here / (module.rsplit(".", 1)[1] + ".py") for _, module, _ in BUILTINS]
         cache = SchemaCache(config_dir() / "cache" / "tool-schemas.json", cache_key(files))
         tools = [LazyTool(name, module, cls, cache, gate=_GATES.get(name), should_defer=name in DEFERRED,
-                          max_result_chars=float("inf") if name in UNBOUNDED_RESULTS else 100_000)
+                          max_result_chars=float("inf") if name in UNBOUNDED_RESULTS else 100_000,
+                          interruptible=name in INTERRUPTIBLE)
                  for name, module, cls in BUILTINS]
         if agent_definitions is not None:
             # Task's description lists the agent types, so its cached schema is keyed by them too.
@@ -109,6 +111,12 @@ def select_tools(
         for t in tools
         if (allowed_set is None or t.name in allowed_set) and t.name not in removed
     ]
+
+
+def is_interruptible(tools: Iterable[Tool], name: str) -> bool:
+    """Whether the tool called `name` declares itself interruptible (unknown tools do not)."""
+    tool = find_tool(tools, name)
+    return bool(getattr(tool, "interruptible", False)) if tool is not None else False
 
 
 def find_tool(tools: Iterable[Tool], name: str) -> Tool | None:
