@@ -256,3 +256,17 @@ async def test_typing_while_a_read_only_tool_runs_interrupts_it_and_runs_the_pro
     assert [r["content"] for r in results] == ["[Request interrupted by user for tool use]"]
     assert len(api.requests) == 2 and "actually, do this instead" in str(api.requests[1].messages[-1])
     assert len(front.conv.queue) == 0
+
+
+async def test_a_prompt_command_sent_by_a_key_while_busy_is_queued_not_dropped(tmp_path):
+    """Spec 004 §2.1: only LOCAL commands run at once from a key binding; /init asks the model."""
+    api = _slow_api(sse(text("wrote CLAUDE.md")))
+    d, front = make_dispatcher(api, tmp_path)
+    task = await _busy(d, front, None)
+    assert await d.on_submit("/init", from_keybinding=True) is SubmitPath.ENQUEUED
+    [cmd] = front.conv.queue.peek_all()
+    assert cmd.value == "/init" and cmd.priority is Priority.LATER
+    assert await d.on_submit("/model", from_keybinding=True) is SubmitPath.IMMEDIATE   # LOCAL: at once
+    await task
+    assert len(api.requests) == 2 and "CLAUDE.md" in str(api.requests[1].messages[-1])
+    assert len(front.conv.queue) == 0

@@ -8,6 +8,10 @@
     Shift+Tab        cycle permission modes: default → acceptEdits → plan (→ bypass if started so)
     1-9, y, n        answer a pending choice (permission prompt, /resume picker)
     paste            long pastes collapse into a `[Pasted text #N +K lines]` placeholder
+
+Plus the user's own: the `keybindings` setting maps prompt_toolkit key names to slash commands
+(`{"c-x c-k": "/compact", "f5": "/review"}`). A command sent by a key is treated as spec 004
+§2.1 says: a LOCAL one runs at once even while a query runs; any other waits in the queue.
 """
 
 from __future__ import annotations
@@ -33,10 +37,13 @@ class KeyActions(Protocol):
     def cycle_permission_mode(self) -> None: ...
     def add_paste(self, text: str) -> str: ...
     def app_buffer_text(self) -> str: ...
+    def send_command(self, text: str) -> None: ...
 
 
-def build_bindings(repl: KeyActions) -> KeyBindings:
+def build_bindings(repl: KeyActions, commands: dict[str, str] | None = None) -> tuple[KeyBindings, list[str]]:
+    """The bindings, and a warning for each user binding that could not be used."""
     kb = KeyBindings()
+    warnings = [_bind_command(kb, repl, keys, command) for keys, command in (commands or {}).items()]
     choosing = Condition(lambda: repl.pending is not None)
 
     @kb.add("enter")
@@ -95,4 +102,14 @@ def build_bindings(repl: KeyActions) -> KeyBindings:
         else:
             event.current_buffer.insert_text(data)
 
-    return kb
+    return kb, [w for w in warnings if w]
+
+
+def _bind_command(kb: KeyBindings, repl: KeyActions, keys: Any, command: Any) -> str | None:
+    if not isinstance(keys, str) or not isinstance(command, str) or not command.strip().startswith("/"):
+        return f"keybindings: {keys!r} → {command!r} ignored (a key name and a /command are expected)"
+    try:
+        kb.add(*keys.split())(lambda event: repl.send_command(command.strip()))
+    except ValueError as exc:
+        return f"keybindings: {keys!r} ignored ({exc})"
+    return None

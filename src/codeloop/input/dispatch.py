@@ -1,7 +1,8 @@
 """Input dispatch for the interactive session (spec 004 §2–§5): onSubmit, handlePromptSubmit's
 five exclusive paths, executeUserInput, onQuery and the queue processor.
 
-    on_submit ─ immediate `/` command while busy → run now
+    on_submit ─ LOCAL `/` command while busy, immediate or sent by a key binding → run now
+              (a PROMPT command sent by a key binding goes on: it is queued like typed input)
               ─ empty input → ignored;  ended session → refused (slash commands still run)
               ─ idle-return check (dialog | hint | off)
               └ handle_prompt_submit ─① queued commands      → execute_user_input(them)
@@ -175,7 +176,8 @@ class Dispatcher:
         if mode is QueueMode.PROMPT and text.strip().startswith("/"):
             slash = parse_slash(expand_pasted_text(text, pasted))
             command = self.registry.find(slash[0]) if slash else None
-            if command is not None and self.guard.is_active and (command.immediate or from_keybinding):
+            if (command is not None and command.type is CommandType.LOCAL and self.guard.is_active
+                    and (command.immediate or from_keybinding)):
                 await self._run_immediate(command, slash[1] if slash else "")
                 return SubmitPath.IMMEDIATE
         if not text.strip():
@@ -210,7 +212,7 @@ class Dispatcher:
                                                 ("cancel", "Don't send")])
         if choice in ("clear", "compact"):
             command = self.registry.find(choice)
-            if command is not None:
+            if command is not None and command.type is CommandType.LOCAL:
                 await self._run_immediate(command, "")
         return choice != "cancel"
 
@@ -230,7 +232,8 @@ class Dispatcher:
         final = expand_pasted_text(text, pasted)
         slash = parse_slash(final) if mode is QueueMode.PROMPT else None
         command = self.registry.find(slash[0]) if slash else None
-        if command is not None and command.immediate and self.guard.is_active:          # ③
+        if (command is not None and command.immediate and command.type is CommandType.LOCAL  # ③
+                and self.guard.is_active):
             await self._run_immediate(command, slash[1] if slash else "")
             return SubmitPath.IMMEDIATE
         images = {k: v for k, v in (pasted or {}).items() if v.get("type") == "image"} or None
@@ -251,8 +254,7 @@ class Dispatcher:
         return SubmitPath.EXECUTED
 
     async def _run_immediate(self, command: Any, args: str) -> None:
-        if command.type is not CommandType.LOCAL:
-            return
+        """A LOCAL command, now (callers check the type: a PROMPT one must be queued instead)."""
         try:
             outcome = await command.run(self.front, args)
         except Exception as exc:
