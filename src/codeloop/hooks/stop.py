@@ -2,8 +2,8 @@
 
 A blocking Stop hook (exit 2, or `"decision": "block"`) keeps the model working: its reasons go
 back to the model as a meta user message. `"continue": false` ends the query instead, with the
-hook's stopReason. Errors and system messages do not fit StopHookOutcome, so the full outcome of
-the last run is kept on `last_outcome` for the front end to show.
+hook's stopReason. A hook's `systemMessage` and its non-blocking errors (exit 1, a timeout) travel
+on the outcome too; the loop shows them as warnings, like every other hook's.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ class StopHookOutcome:
     blocking_messages: list[Message] = field(default_factory=list)
     prevent_continuation: bool = False
     stop_reason: str | None = None
+    system_messages: list[str] = field(default_factory=list)   # shown to the user, not the model
+    errors: list[str] = field(default_factory=list)            # non-blocking failures, shown too
 
 
 class StopHookAdapter:
@@ -32,14 +34,13 @@ class StopHookAdapter:
             raise ValueError(f"StopHookAdapter runs Stop or SubagentStop hooks, not {event.value}")
         self.runner = runner
         self.event = event
-        self.last_outcome: HookOutcome | None = None
 
     async def run(self, messages: list[Message], *, stop_hook_active: bool) -> StopHookOutcome:
-        outcome = await self.runner.run(self.event, {"stop_hook_active": stop_hook_active})
-        self.last_outcome = outcome
+        outcome: HookOutcome = await self.runner.run(self.event, {"stop_hook_active": stop_hook_active})
+        shown = {"system_messages": list(outcome.system_messages), "errors": list(outcome.errors)}
         if outcome.prevent_continuation:
-            return StopHookOutcome(prevent_continuation=True, stop_reason=outcome.stop_reason)
+            return StopHookOutcome(prevent_continuation=True, stop_reason=outcome.stop_reason, **shown)
         if outcome.blocked:
             text = STOP_FEEDBACK_PREFIX + "\n".join(outcome.block_reasons)
-            return StopHookOutcome(blocking_messages=[user_message(text, is_meta=True)])
-        return StopHookOutcome()
+            return StopHookOutcome(blocking_messages=[user_message(text, is_meta=True)], **shown)
+        return StopHookOutcome(**shown)

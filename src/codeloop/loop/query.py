@@ -196,6 +196,10 @@ async def query(p: QueryParams) -> AsyncIterator[Event]:
                 if p.stop_hooks is not None:
                     outcome = await p.stop_hooks.run([*messages_for_query, *turn.assistant_messages],
                                                      stop_hook_active=bool(state.stop_hook_active))
+                    for text in outcome.system_messages:
+                        yield SystemEvent("hook_warning", text, "warning")
+                    for text in outcome.errors:
+                        yield SystemEvent("hook_error", text, "warning")
                     if outcome.prevent_continuation:
                         yield Terminal(TerminalReason.HOOK_STOPPED, turn_count, outcome.stop_reason)
                         return
