@@ -16,7 +16,7 @@ import time
 from typing import Any, TextIO
 
 from codeloop.events import (ApiCallEvent, AssistantEvent, CompactBoundary, Event, StreamEvent, SystemEvent, Terminal,
-                             TerminalReason, UserEvent)
+                             TerminalReason, Tombstone, UserEvent)
 from codeloop.messages import new_uuid
 
 EXIT_OK, EXIT_ERROR, EXIT_SIGINT, EXIT_SIGTERM = 0, 1, 130, 143
@@ -115,6 +115,7 @@ class Printer:
     def __init__(self, args: argparse.Namespace, conv, out: TextIO) -> None:
         self.fmt, self.partial, self.conv, self.out = args.output_format, args.include_partial_messages, conv, out
         self.final_text, self.stop_reason = "", None
+        self._final_parts: list[tuple[str, str]] = []   # (uuid, text) of the final response so far
         self.prompt_uuid: str | None = None
         self._last_id: str | None = None
 
@@ -139,13 +140,15 @@ class Printer:
         if isinstance(ev, AssistantEvent):
             msg = ev.message
             if not msg.is_api_error:
-                text = msg.text
                 if msg.id != self._last_id:  # the result is the final response's text only
-                    self.final_text = ""
-                self.final_text += text
+                    self._final_parts = []
+                self._final_parts.append((msg.uuid, msg.text))
+                self.final_text = "".join(text for _, text in self._final_parts)
                 self._last_id = msg.id
             if self.fmt == "stream-json":
                 emit(self.out, message_line(msg, sid))
+        elif isinstance(ev, Tombstone):
+            self._retract(ev.message)
         elif isinstance(ev, ApiCallEvent):
             self.stop_reason = ev.stop_reason
         elif isinstance(ev, UserEvent):
@@ -173,11 +176,30 @@ class Printer:
                 emit(self.out, {"type": "stream_event", "event": ev.raw, "parent_tool_use_id": None,
                                  "session_id": sid, "uuid": new_uuid()})
 
+    def _retract(self, msg: Any) -> None:
+        """A message the loop took back (a retried or cut response, a result of a discarded tool).
+
+        Its text leaves the final result; in stream-json a `tombstone` line in Claude Code's
+        shape (`{"type": "tombstone", "message": <the line retracted>, "uuid", "session_id"}`)
+        tells the reader to drop the earlier line with that message's uuid. The SDKs skip
+        message types they do not model, so older readers are not disturbed.
+        """
+        if any(uuid == msg.uuid for uuid, _ in self._final_parts):
+            self._final_parts = [(uuid, text) for uuid, text in self._final_parts if uuid != msg.uuid]
+            self.final_text = "".join(text for _, text in self._final_parts)
+        if self.fmt == "stream-json":
+            sid = self.conv.session_id
+            emit(self.out, {"type": "tombstone", "message": message_line(msg, sid), "uuid": new_uuid(),
+                            "session_id": sid})
+
     def side_event(self, ev: Event) -> None:
         """A subagent's messages: shown in stream-json with their parent_tool_use_id, nothing else."""
-        if self.fmt != "stream-json" or not isinstance(ev, (AssistantEvent, UserEvent)):
+        if self.fmt != "stream-json":
             return
-        emit(self.out, message_line(ev.message, self.conv.session_id))
+        if isinstance(ev, (AssistantEvent, UserEvent)):
+            emit(self.out, message_line(ev.message, self.conv.session_id))
+        elif isinstance(ev, Tombstone):
+            self._retract(ev.message)
 
     def result(self, result: dict[str, Any]) -> None:
         if self.fmt == "text":
