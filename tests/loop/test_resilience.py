@@ -333,6 +333,16 @@ async def test_token_budget_continuation(tmp_path):
     assert nudges == ["Stopped at 40% of token target (400 / 1,000). Keep working \u2014 do not summarize.",
                       "Stopped at 80% of token target (800 / 1,000). Keep working \u2014 do not summarize."]
     assert len(api.requests) == 3 and terminal(events).reason is TerminalReason.COMPLETED
+    # the run that used its budget says how it went, once, just before it ends
+    [report] = [e for e in events if isinstance(e, SystemEvent) and e.subtype == "token_budget"]
+    assert events.index(report) == len(events) - 2
+    assert report.data["pct"] == 110 and report.data["continuations"] == 2 and report.data["duration_ms"] >= 0
+    assert report.text.startswith("Token budget: 110% of 1,000 output tokens used after 2 continuation(s)")
+
+
+async def test_a_plain_run_reports_no_budget(tmp_path):
+    events = await run(make_params(ScriptedAPI(sse(text("a"))), tmp_path))
+    assert not any(isinstance(e, SystemEvent) and e.subtype == "token_budget" for e in events)
 
 
 async def test_recovery_counters_reset_on_next_turn(tmp_path):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, AsyncIterator, Protocol
 
-from codeloop.events import AttachmentEvent, Event, UserEvent
+from codeloop.events import AttachmentEvent, Event, SystemEvent, UserEvent
 from codeloop.messages import Message, user_message
 
 
@@ -31,6 +31,7 @@ class Continuation:
         self.p = p
         self.turn_output_tokens = 0
         self.budget_tracker = BudgetTracker() if p.token_budget else None
+        self.budget_report: SystemEvent | None = None   # how a budgeted run went, once it ends
         self.memory: NestedMemory | None = p.memory() if p.memory is not None else None
 
     def record_output_tokens(self, n: int) -> None:
@@ -38,12 +39,21 @@ class Continuation:
 
     # -- token budget (§11.6) -----------------------------------------------------------------------
     def budget_nudge(self, ctx: Any) -> Message | None:
+        """The nudge to keep working, or None; a budgeted run that ends leaves `budget_report`."""
         if self.budget_tracker is None:
             return None
         from codeloop.loop.budget import check_token_budget
 
         decision = check_token_budget(self.budget_tracker, agent_id=ctx.agent_id, budget=self.p.token_budget,
                                       turn_output_tokens=self.turn_output_tokens)
+        if decision.completed_budget_run:
+            why = " (stopped: diminishing returns)" if decision.diminishing_returns else ""
+            self.budget_report = SystemEvent(
+                "token_budget", f"Token budget: {decision.pct}% of {decision.budget:,} output tokens used after "
+                f"{decision.continuation_count} continuation(s) in {(decision.duration_ms or 0) / 1000:.1f}s{why}",
+                "info", {"budget": decision.budget, "turn_tokens": decision.turn_tokens, "pct": decision.pct,
+                         "continuations": decision.continuation_count, "duration_ms": int(decision.duration_ms or 0),
+                         "diminishing_returns": decision.diminishing_returns})
         if decision.action != "continue" or not decision.nudge_message:
             return None
         return user_message(decision.nudge_message, is_meta=True)

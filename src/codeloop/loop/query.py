@@ -223,6 +223,8 @@ async def query(p: QueryParams) -> AsyncIterator[Event]:
                     state = replace(state, messages=[*messages_for_query, *turn.assistant_messages, nudge],
                                     transition=Transition.TOKEN_BUDGET_CONTINUATION)
                     continue
+                if cont.budget_report is not None:
+                    yield cont.budget_report
                 yield Terminal(TerminalReason.COMPLETED, turn_count)
                 return
 
