@@ -299,8 +299,9 @@ def _build_conversation(config: QueryEngineConfig, provider: Any, session_id: st
         raise ValueError(f"unknown tool(s): {', '.join(unknown)} (known: {', '.join(sorted(names))})")
     tools = select_tools(known, allowed=None if config.tools is None else list(config.tools),
                          disallowed=config.disallowed_tools)
+    # the engine's cwd is the working directory its rules judge paths against (not the process's)
     policy = PermissionPolicy(mode=PermissionMode(config.permission_mode), allow=list(config.allowed_tools),
-                              deny=list(config.disallowed_tools))
+                              deny=list(config.disallowed_tools), cwd=cwd)
     load_context = context_loader(cwd, store.config_dir(), custom=config.system_prompt,
                                   append=config.append_system_prompt)
     system_prompt, user_ctx = load_context()
