@@ -116,8 +116,9 @@ def commands_for_turn(queue: CommandQueue, *, agent_id: str | None) -> list[Queu
     """The §13.2 snapshot of queued commands the loop may fold into the next API call.
 
     `next` and `now` commands only: `later` ones wait for the query to end (Claude Code lets
-    them ride along after its Sleep tool; codeloop has none). Slash commands never run mid-turn. The main thread takes its own commands; a subagent takes
-    only task notifications addressed to it, so user prompts always reach the main thread.
+    them ride along after its Sleep tool; codeloop has none). Slash commands never run mid-turn.
+    The main thread takes its own commands; a subagent takes only task notifications addressed
+    to it, so user prompts always reach the main thread.
     """
     snapshot = queue.get_commands_by_max_priority(Priority.NEXT)
     out = []
