@@ -123,19 +123,17 @@ class Conversation:
         ctx.extra["tool_pool"] = self.tool_pool()
         if any(t.name == "Task" for t in cfg.tools):
             ctx.spawn_subagent = self._spawn_subagent
-        self._subagents: Any = None                     # session.subagent.SubagentRuntime, on first use
 
     async def _spawn_subagent(self, subagent_type: str, prompt: str, parent: ToolContext, *,
                               parent_tool_use_id: str | None) -> Any:
-        """The Task tool's capability: the runtime is built on the first call."""
-        if self._subagents is None:
-            from codeloop.session.subagent import SubagentRuntime
+        """The Task tool's capability. The runtime is built per call, so a subagent gets the
+        session's model and instructions as they are now (/model, a CLAUDE.md edit)."""
+        from codeloop.session.subagent import SubagentRuntime
 
-            self._subagents = SubagentRuntime(
-                self.provider, self.config.model, self.config.tools, self.can_use_tool, self.config.user_context,
-                self.config.cwd, self.tool_context.session_dir, dict(self.config.agent_definitions),
-                self.hooks.stop_hooks("SubagentStop"))
-        return await self._subagents.spawn(subagent_type, prompt, parent, parent_tool_use_id=parent_tool_use_id)
+        runtime = SubagentRuntime(self.provider, self.config.model, self.config.tools, self.can_use_tool,
+                                  self.config.user_context, self.config.cwd, self.tool_context.session_dir,
+                                  dict(self.config.agent_definitions), self.hooks.stop_hooks("SubagentStop"))
+        return await runtime.spawn(subagent_type, prompt, parent, parent_tool_use_id=parent_tool_use_id)
 
     def _on_side_event(self, ev: Event) -> None:
         """Events from inside a tool (a subagent's messages): counted, shown, never added to history."""
