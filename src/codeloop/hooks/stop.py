@@ -9,11 +9,14 @@ on the outcome too; the loop shows them as warnings, like every other hook's.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from codeloop.hooks.events import HookEvent
-from codeloop.hooks.outcome import HookOutcome
-from codeloop.hooks.runner import HookRunner
 from codeloop.messages import Message, user_message
+
+if TYPE_CHECKING:  # the loop imports this module for StopHookOutcome: keep it light
+    from codeloop.hooks.outcome import HookOutcome
+    from codeloop.hooks.runner import HookRunner
 
 STOP_FEEDBACK_PREFIX = "Stop hook feedback:\n"
 
