@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from codeloop.context.collapse import ContextCollapse  # noqa: E402
 from codeloop.context.pipeline import ContextPipeline  # noqa: E402
-from codeloop.context.resume import load_from_last_boundary  # noqa: E402
+from codeloop.session.resume import load_from_last_boundary  # noqa: E402
 from codeloop.messages import Message, tool_result_message, user_message  # noqa: E402
 from codeloop.session.transcript import TranscriptWriter, load_transcript  # noqa: E402
 

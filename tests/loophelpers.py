@@ -29,7 +29,7 @@ def make_params(api, cwd, *, prompt="do it", policy=None, tools=None, **kw) -> Q
     params = dict(messages=[user_message(prompt)], system_prompt=["You are a test."],
                   user_context={"claudeMd": "Always be brief."}, tools=tools if tools is not None else builtin_tools(),
                   provider=provider, model="claude-sonnet-4-5", tool_context=ToolContext(cwd=cwd, project_dir=cwd),
-                  can_use_tool=can_use_tool, retry=FAST_RETRY, memory_prefetch=False)
+                  can_use_tool=can_use_tool, retry=FAST_RETRY)
     params.update(kw)
     return QueryParams(**params)
 

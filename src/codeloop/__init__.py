@@ -4,7 +4,7 @@
 use, so `import codeloop` (and `codeloop --version`) stays cheap.
 """
 
-__version__ = "0.1.0"
+from codeloop.version import __version__  # noqa: F401 (the package's public version)
 
 _LAZY = {"QueryEngine", "QueryEngineConfig", "TurnResult"}
 

@@ -6,11 +6,25 @@ Events are frozen dataclasses with a `type` tag. `query()` yields them and ends 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, Literal, Union
 
-from codeloop.loop.state import TerminalReason
 from codeloop.messages import Message
 from codeloop.usage import Usage
+
+
+class TerminalReason(str, Enum):
+    """Why a query ended (spec 004 §7): carried by `Terminal`, so it lives with the events."""
+    COMPLETED = "completed"
+    MAX_TURNS = "max_turns"
+    ABORTED_STREAMING = "aborted_streaming"
+    ABORTED_TOOLS = "aborted_tools"
+    HOOK_STOPPED = "hook_stopped"
+    MODEL_ERROR = "model_error"
+    PROMPT_TOO_LONG = "prompt_too_long"
+    IMAGE_ERROR = "image_error"
+    ENDED_BY_MODEL = "ended_by_model"
+    BUDGET_EXCEEDED = "budget_exceeded"
 
 
 @dataclass(frozen=True)
@@ -66,14 +80,6 @@ class ApiCallEvent:
 
 
 @dataclass(frozen=True)
-class ToolProgress:
-    tool_use_id: str
-    tool_name: str
-    status: Literal["started", "finished"]
-    type: Literal["tool_progress"] = "tool_progress"
-
-
-@dataclass(frozen=True)
 class PermissionDenied:
     tool_name: str
     tool_use_id: str
@@ -106,4 +112,4 @@ class Terminal:
 
 
 Event = Union[StreamEvent, AssistantEvent, UserEvent, SystemEvent, Tombstone, AttachmentEvent,
-              ApiCallEvent, ToolProgress, PermissionDenied, CompactBoundary, TranscriptEntry, Terminal]
+              ApiCallEvent, PermissionDenied, CompactBoundary, TranscriptEntry, Terminal]

@@ -24,10 +24,22 @@ Role = Literal["user", "assistant"]
 INTERRUPT_MESSAGE = "[Request interrupted by user]"
 INTERRUPT_MESSAGE_FOR_TOOL_USE = "[Request interrupted by user for tool use]"
 ENDED_BY_MODEL_TOOL_RESULT = "Not run: the conversation was ended by the model."
+# What a prompt typed while the model was busy becomes when the loop folds it in (loop.queue);
+# EndConversation recognises it as the user speaking.
+QUEUED_PROMPT_TEMPLATE = (
+    "<system-reminder>\nThe user sent the following message while you were working:\n{value}\n\n"
+    "Please address this message and continue with your tasks.\n</system-reminder>")
 
 
 def new_uuid() -> str:
     return str(_uuid.uuid4())
+
+
+def now_iso() -> str:
+    """A record's timestamp: UTC, milliseconds, `Z` suffix (as Claude Code's transcripts)."""
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @dataclass
@@ -189,3 +201,12 @@ def dumps_marked(obj: Any, **kw: Any) -> str:
 def wire_json(obj: Any) -> bytes:
     """A request body as UTF-8 JSON bytes (compact, like httpx's own `json=`)."""
     return dumps_marked(obj, separators=(",", ":"), allow_nan=False).encode("utf-8")
+
+
+def user_context_message(ctx: dict[str, str]) -> Message:
+    """The user context (CLAUDE.md, date) as the meta message prepended to every request."""
+    body = "\n".join(f"# {k}\n{v}" for k, v in ctx.items())
+    text = ("<system-reminder>\nAs you answer the user's questions, you can use the following context:\n"
+            f"{body}\n\n      IMPORTANT: this context may or may not be relevant to your tasks. You should "
+            "not respond to this context unless it is highly relevant to your task.\n</system-reminder>\n")
+    return user_message(text, is_meta=True)

@@ -1,4 +1,8 @@
-"""Token usage as the API reports it, accumulated across calls, and its cost in dollars."""
+"""Token usage as the API reports it, accumulated across calls.
+
+Its cost in dollars needs the price table, which belongs to the providers layer:
+`codeloop.providers.pricing.cost_usd(usage, model)`.
+"""
 
 from __future__ import annotations
 
@@ -28,11 +32,3 @@ class Usage:
 
     def to_dict(self) -> dict[str, int]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
-
-    def cost_usd(self, model: str) -> float:
-        from codeloop.providers.models import model_info
-
-        p = model_info(model).prices
-        return (self.input_tokens * p.input + self.output_tokens * p.output
-                + self.cache_creation_input_tokens * p.cache_write
-                + self.cache_read_input_tokens * p.cache_read) / 1_000_000

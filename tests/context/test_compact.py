@@ -4,8 +4,8 @@ import json
 
 from fakeapi import ScriptedAPI, error, sse, text
 from codeloop.context.compact import (DROPPED_OUTPUT, LAST_REQUEST_PREFIX, Compactor, build_post_compact_messages,
-                                      load_from_last_boundary, messages_after_last_boundary,
                                       recent_files_from_messages)
+from codeloop.session.resume import load_from_last_boundary, messages_after_last_boundary
 from codeloop.messages import user_message
 from codeloop.providers.anthropic import AnthropicProvider
 from codeloop.session.transcript import TranscriptWriter, load_transcript

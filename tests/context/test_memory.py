@@ -171,7 +171,6 @@ async def test_close_cancels_and_settles(project):
         await prefetch.task
     assert prefetch.task.cancelled()
     assert prefetch.settled_at is not None
-    assert prefetch.consumed_on_iteration == -1
     assert prefetch.take_attachments([str(project / "api" / "x.py")], set()) == []
 
 

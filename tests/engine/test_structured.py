@@ -7,7 +7,7 @@ import pytest
 
 from fakeapi import ScriptedAPI, error, sse, text
 from codeloop.events import SystemEvent, Terminal, UserEvent
-from codeloop.loop.structured import (SchemaError, StructuredEvent, builtin_validate, extract_json, parse_schema,
+from codeloop.session.structured import (SchemaError, StructuredEvent, builtin_validate, extract_json, parse_schema,
                                       retry_message, run_structured, validate)
 from codeloop.permissions.policy import PermissionMode, PermissionPolicy
 from codeloop.providers.anthropic import AnthropicProvider

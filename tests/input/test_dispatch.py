@@ -8,7 +8,7 @@ from fakeapi import ScriptedAPI, sse, text, tool_use
 from codeloop.abort import AbortReason
 from codeloop.events import AssistantEvent, StreamEvent, UserEvent
 from codeloop.input.dispatch import (ENDED_REFUSAL, BusyTracker, IdleReturnMode, QueryPhase, SubmitPath)
-from codeloop.input.queue import Priority, QueuedCommand, QueueMode
+from codeloop.loop.queue import Priority, QueuedCommand, QueueMode
 from codeloop.messages import Message, user_message
 from inputhelpers import make_dispatcher
 
@@ -228,3 +228,45 @@ def test_idle_mode_resolution(monkeypatch):
     assert IdleReturnMode.resolve("dialog") is IdleReturnMode.DIALOG
     monkeypatch.setenv("CODELOOP_IDLE_RETURN", "off")
     assert IdleReturnMode.resolve("dialog") is IdleReturnMode.OFF
+
+
+async def test_typing_while_a_read_only_tool_runs_interrupts_it_and_runs_the_prompt(tmp_path):
+    """End to end: the model calls an interruptible tool that would take long; the user types."""
+    from codeloop.tools.builtin.grep import GrepTool
+
+    started = asyncio.Event()
+
+    class SlowGrep(GrepTool):
+        async def call(self, inp, ctx):
+            started.set()
+            await asyncio.sleep(30)          # cancelled long before this ends
+            raise AssertionError("an interruptible tool was not cancelled")
+
+    api = ScriptedAPI(sse(tool_use("Grep", {"pattern": "x"}, id="g1")), sse(text("answered the new prompt")))
+    d, front = make_dispatcher(api, tmp_path)
+    front.conv.config.tools = [SlowGrep() if t.name == "Grep" else t for t in front.conv.config.tools]
+    task = asyncio.create_task(d.on_submit("search everything"))
+    await asyncio.wait_for(started.wait(), 15)
+    while not d.tracker.interruptible:
+        await asyncio.sleep(0.01)
+    assert await d.on_submit("actually, do this instead") is SubmitPath.ENQUEUED
+    await asyncio.wait_for(task, 15)
+    results = [b for e in front.events if isinstance(e, UserEvent) for b in e.message.content
+               if b.get("type") == "tool_result"]
+    assert [r["content"] for r in results] == ["[Request interrupted by user for tool use]"]
+    assert len(api.requests) == 2 and "actually, do this instead" in str(api.requests[1].messages[-1])
+    assert len(front.conv.queue) == 0
+
+
+async def test_a_prompt_command_sent_by_a_key_while_busy_is_queued_not_dropped(tmp_path):
+    """Spec 004 §2.1: only LOCAL commands run at once from a key binding; /init asks the model."""
+    api = _slow_api(sse(text("wrote CLAUDE.md")))
+    d, front = make_dispatcher(api, tmp_path)
+    task = await _busy(d, front, None)
+    assert await d.on_submit("/init", from_keybinding=True) is SubmitPath.ENQUEUED
+    [cmd] = front.conv.queue.peek_all()
+    assert cmd.value == "/init" and cmd.priority is Priority.LATER
+    assert await d.on_submit("/model", from_keybinding=True) is SubmitPath.IMMEDIATE   # LOCAL: at once
+    await task
+    assert len(api.requests) == 2 and "CLAUDE.md" in str(api.requests[1].messages[-1])
+    assert len(front.conv.queue) == 0

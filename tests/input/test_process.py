@@ -2,7 +2,7 @@
 
 from fakeapi import ScriptedAPI, sse, text
 from codeloop.input.process import expand_pasted_text, find_mentions, paste_placeholder, process_user_input
-from codeloop.input.queue import QueuedCommand, QueueMode
+from codeloop.loop.queue import QueuedCommand, QueueMode
 from codeloop.permissions.policy import PermissionMode
 from inputhelpers import FakeFront, make_conv, make_dispatcher
 from codeloop.input.commands import CommandRegistry

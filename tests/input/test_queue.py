@@ -1,6 +1,6 @@
 """The command queue: priorities, FIFO, change notification, the §13.2 turn filter, messages."""
 
-from codeloop.input.queue import (CommandQueue, Priority, QueuedCommand, QueueMode,
+from codeloop.loop.queue import (CommandQueue, Priority, QueuedCommand, QueueMode,
                                   commands_for_turn, queued_command_message)
 
 
@@ -39,11 +39,20 @@ def test_len_and_peek_all_in_priority_order():
     assert len(queue) == 5  # peeking removes nothing
 
 
-def test_dequeue_most_urgent_first_fifo_within_priority():
+def pop(queue: CommandQueue) -> QueuedCommand | None:
+    """Take the most urgent command the way the dispatcher does: peek, then remove."""
+    items = queue.peek_all()
+    if not items:
+        return None
+    queue.remove(items[:1])
+    return items[0]
+
+
+def test_taking_most_urgent_first_fifo_within_priority():
     queue = q(QueuedCommand("n1"), QueuedCommand("l1", priority=Priority.LATER),
               QueuedCommand("now1", priority=Priority.NOW), QueuedCommand("n2"))
-    assert [queue.dequeue().value for _ in range(4)] == ["now1", "n1", "n2", "l1"]
-    assert queue.dequeue() is None
+    assert [pop(queue).value for _ in range(4)] == ["now1", "n1", "n2", "l1"]
+    assert pop(queue) is None
     assert len(queue) == 0
 
 
@@ -73,7 +82,7 @@ def test_subscribe_notifies_on_changes_and_unsubscribes():
     a = QueuedCommand("a")
     queue.enqueue(a)
     queue.enqueue(QueuedCommand("b"))
-    queue.dequeue()
+    pop(queue)
     queue.remove([QueuedCommand("not queued")])  # nothing changed: no notification
     queue.remove(queue.peek_all())
     assert calls == [1, 2, 1, 0]
@@ -91,8 +100,6 @@ def test_commands_for_turn_main_thread():
               QueuedCommand("note", mode=QueueMode.TASK_NOTIFICATION),
               QueuedCommand("urgent", priority=Priority.NOW))
     assert values(commands_for_turn(queue, agent_id=None)) == ["urgent", "prompt", "/literal", "note"]
-    assert values(commands_for_turn(queue, agent_id=None, sleep_ran=True)) == [
-        "urgent", "prompt", "/literal", "note", "later"]
     assert len(queue) == 7  # filtering is a snapshot; the loop removes what it consumes
 
 
@@ -105,7 +112,6 @@ def test_commands_for_turn_subagent_takes_only_its_task_notifications():
               QueuedCommand("mine later", mode=QueueMode.TASK_NOTIFICATION, agent_id="a1",
                             priority=Priority.LATER))
     assert values(commands_for_turn(queue, agent_id="a1")) == ["mine"]
-    assert values(commands_for_turn(queue, agent_id="a1", sleep_ran=True)) == ["mine", "mine later"]
     assert values(commands_for_turn(queue, agent_id="a3")) == []
 
 

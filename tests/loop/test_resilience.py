@@ -12,7 +12,8 @@ from loophelpers import make_params, run, run_until, terminal
 from codeloop.abort import AbortReason
 from codeloop.events import (AssistantEvent, AttachmentEvent, CompactBoundary, StreamEvent,
                              SystemEvent, Tombstone, UserEvent)
-from codeloop.input.queue import CommandQueue, Priority, QueuedCommand, QueueMode
+from codeloop.context.memory import NestedMemory
+from codeloop.loop.queue import CommandQueue, Priority, QueuedCommand, QueueMode
 from codeloop.loop.recovery import DrainResult, StopHookOutcome
 from codeloop.loop.state import TerminalReason
 from codeloop.messages import user_message
@@ -332,6 +333,16 @@ async def test_token_budget_continuation(tmp_path):
     assert nudges == ["Stopped at 40% of token target (400 / 1,000). Keep working \u2014 do not summarize.",
                       "Stopped at 80% of token target (800 / 1,000). Keep working \u2014 do not summarize."]
     assert len(api.requests) == 3 and terminal(events).reason is TerminalReason.COMPLETED
+    # the run that used its budget says how it went, once, just before it ends
+    [report] = [e for e in events if isinstance(e, SystemEvent) and e.subtype == "token_budget"]
+    assert events.index(report) == len(events) - 2
+    assert report.data["pct"] == 110 and report.data["continuations"] == 2 and report.data["duration_ms"] >= 0
+    assert report.text.startswith("Token budget: 110% of 1,000 output tokens used after 2 continuation(s)")
+
+
+async def test_a_plain_run_reports_no_budget(tmp_path):
+    events = await run(make_params(ScriptedAPI(sse(text("a"))), tmp_path))
+    assert not any(isinstance(e, SystemEvent) and e.subtype == "token_budget" for e in events)
 
 
 async def test_recovery_counters_reset_on_next_turn(tmp_path):
@@ -384,33 +395,13 @@ async def test_tool_list_refresh_between_turns(tmp_path):
     assert "SlowRead" not in api.requests[0].tool_names and "SlowRead" in api.requests[1].tool_names
 
 
-async def test_tool_use_summary_is_generated_async_and_failures_ignored(tmp_path):
-    def route(req):
-        if req.body["max_tokens"] == 60:
-            return sse(text("Listed the files"))
-        return sse(text("final"))
-    api = ScriptedAPI(sse(tool_use("Bash", {"command": "ls"})), route, route)
-    events = await run(make_params(api, tmp_path, tool_use_summary_model="claude-haiku-4-5"))
-    summaries = [e for e in events if isinstance(e, SystemEvent) and e.subtype == "tool_use_summary"]
-    assert [s.text for s in summaries] == ["Listed the files"]
-    assert summaries[0].data["preceding_tool_use_ids"]
-    # and a failing summary request changes nothing
-    api2 = ScriptedAPI(sse(tool_use("Bash", {"command": "ls"})),
-                       lambda r: error(500, "api_error", "nope") if r.body["max_tokens"] == 60 else sse(text("final")),
-                       lambda r: error(500, "api_error", "nope") if r.body["max_tokens"] == 60 else sse(text("final")))
-    events2 = await run(make_params(api2, tmp_path, tool_use_summary_model="claude-haiku-4-5",
-                                    retry=__import__("loophelpers").FAST_RETRY))
-    assert terminal(events2).reason is TerminalReason.COMPLETED
-    assert not any(isinstance(e, SystemEvent) and e.subtype == "tool_use_summary" for e in events2)
-
-
 async def test_memory_prefetch_attaches_nested_instructions(tmp_path):
     sub = tmp_path / "pkg"
     sub.mkdir()
     (sub / "CLAUDE.md").write_text("Use tabs in pkg.")
     (sub / "m.py").write_text("x = 1\n")
     api = ScriptedAPI(sse(tool_use("Read", {"file_path": str(sub / "m.py")}, delay=0.2)), sse(text("ok")))
-    events = await run(make_params(api, tmp_path, memory_prefetch=True))
+    events = await run(make_params(api, tmp_path, memory=NestedMemory(tmp_path).start))
     sent = " ".join(str(b.get("text", "")) for m in api.requests[1].messages for b in m["content"])
     assert "Use tabs in pkg." in sent
     assert terminal(events).reason is TerminalReason.COMPLETED

@@ -201,7 +201,7 @@ async def test_bash_failure_cancels_running_and_queued_siblings(tmp_path):
     updates += await remaining(ex)
 
     results = by_id(updates)
-    assert set(results) == set(ex.tool_use_ids)
+    assert set(results) == {b["id"] for b in (sleeper, probe, failing, queued, late)}
     bad = result(results[failing["id"]])
     assert bad.get("is_error") and "boom" in bad["content"] and "Exit code 3" in bad["content"]
     cancelled = (f"<tool_use_error>Cancelled: parallel tool call Bash({failing_cmd[:40]}…) errored"
@@ -293,8 +293,7 @@ async def test_every_tool_gets_exactly_one_result(tmp_path):
     for b in blocks:
         ex.add_tool(b, invalid_json='{"label": ' if b["input"].get("label") == "bad-json" else None)
     results = by_id(await remaining(ex))
-    assert ex.tool_use_ids == [b["id"] for b in blocks]
-    assert set(results) == set(ex.tool_use_ids)
+    assert set(results) == {b["id"] for b in blocks}
     errors = {tid for tid, u in results.items() if result(u).get("is_error")}
     assert errors == {blocks[i]["id"] for i in (1, 2, 3, 4)}
     assert_exclusive(log, "m")
@@ -321,3 +320,40 @@ async def test_denied_and_input_are_copied_and_crashes_become_error_results(tmp_
     [u] = await remaining(ex)
     assert not u.denied and u.tool_input == {"label": "crash"}
     assert result(u)["is_error"] and "RuntimeError: executor bug" in result(u)["content"]
+
+
+class Skim(Probe):
+    """Like a Read or a Grep: declares that cancelling it loses nothing."""
+    name: ClassVar[str] = "Skim"
+    interruptible: ClassVar[bool] = True
+
+
+async def _abort_while_running(tmp_path, reason):
+    from codeloop.abort import AbortController
+
+    log: list = []
+    ctx = ToolContext(cwd=tmp_path, project_dir=tmp_path, abort=AbortController())
+    ex = make(tmp_path, log, Skim(log), ctx=ctx)
+    skim, probe = use("Skim", label="skim", delay=0.6), use("Probe", label="probe", delay=0.6)
+    for b in (skim, probe):
+        ex.add_tool(b)
+    while ("start", "probe") not in log or ("start", "skim") not in log:
+        await asyncio.sleep(0.01)
+    ctx.abort.abort(reason)
+    return log, by_id(await remaining(ex)), skim, probe
+
+
+async def test_typing_cancels_running_interruptible_tools_only(tmp_path):
+    from codeloop.abort import AbortReason
+
+    log, results, skim, probe = await _abort_while_running(tmp_path, AbortReason.INTERRUPT)
+    assert result(results[skim["id"]])["content"] == INTERRUPT_MESSAGE_FOR_TOOL_USE
+    assert ("end", "skim") not in log                      # really cancelled, not waited for
+    assert result(results[probe["id"]])["content"] == "done probe"   # the other one finished
+
+
+async def test_other_aborts_let_interruptible_tools_finish(tmp_path):
+    from codeloop.abort import AbortReason
+
+    log, results, skim, probe = await _abort_while_running(tmp_path, AbortReason.USER)
+    assert result(results[skim["id"]])["content"] == "done skim" and ("end", "skim") in log

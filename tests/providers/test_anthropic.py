@@ -8,6 +8,7 @@ from codeloop.providers.assembly import ResponseAssembler
 from codeloop.providers.base import ModelRequest
 from codeloop.providers.errors import APIConnectionError, APIStatusError, AuthenticationError
 from codeloop.usage import Usage
+from codeloop.providers.pricing import cost_usd
 
 
 def _provider(api: ScriptedAPI, **kw) -> AnthropicProvider:
@@ -108,6 +109,6 @@ async def test_invalid_tool_json_is_flagged_not_executed():
 def test_cost_from_price_table():
     u = Usage(input_tokens=1_000_000, output_tokens=1_000_000, cache_read_input_tokens=1_000_000,
               cache_creation_input_tokens=1_000_000)
-    assert u.cost_usd("claude-sonnet-4-5-20250929") == pytest.approx(3 + 15 + 0.3 + 3.75)
-    assert u.cost_usd("claude-opus-4-5") == pytest.approx(5 + 25 + 0.5 + 6.25)
-    assert u.cost_usd("claude-haiku-4-5") == pytest.approx(1 + 5 + 0.1 + 1.25)
+    assert cost_usd(u, "claude-sonnet-4-5-20250929") == pytest.approx(3 + 15 + 0.3 + 3.75)
+    assert cost_usd(u, "claude-opus-4-5") == pytest.approx(5 + 25 + 0.5 + 6.25)
+    assert cost_usd(u, "claude-haiku-4-5") == pytest.approx(1 + 5 + 0.1 + 1.25)

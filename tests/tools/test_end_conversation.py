@@ -11,7 +11,7 @@ from fakeapi import ScriptedAPI, sse, text, tool_use
 from loophelpers import make_params, terminal
 from codeloop.abort import AbortReason
 from codeloop.events import AssistantEvent, UserEvent
-from codeloop.input.queue import QUEUED_PROMPT_TEMPLATE
+from codeloop.messages import QUEUED_PROMPT_TEMPLATE
 from codeloop.loop.state import TerminalReason
 from codeloop.messages import Message, api_error_message, tool_result_block, tool_result_message, user_message
 from codeloop.tools.base import PermissionBehavior, ToolContext, ToolError

@@ -50,6 +50,7 @@ def test_static_facts_match_the_real_tools(tmp_path, monkeypatch):
     for lazy in builtin_tools(lazy=True):
         assert lazy.max_result_chars == real[lazy.name].max_result_chars, lazy.name
         assert lazy.should_defer == real[lazy.name].should_defer, lazy.name
+        assert lazy.interruptible == real[lazy.name].interruptible, lazy.name
         assert lazy._tool is None   # reading those facts loaded nothing
 
 
@@ -63,7 +64,7 @@ def test_registry_gates_agree_with_the_tools_is_enabled(tmp_path, monkeypatch):
         ctx = ToolContext(cwd=tmp_path, project_dir=tmp_path, model=model, agent_id=agent)
         ctx.extra["feature_flags"] = flags
         if runtime:
-            ctx.extra["subagent_runtime"] = object()
+            ctx.spawn_subagent = object()  # the session's capability; only its presence is gated on
         ctxs.append(ctx)
     real = {t.name: t for t in builtin_tools(agent_definitions={})}
     for lazy in builtin_tools(lazy=True, agent_definitions={}):

@@ -18,8 +18,8 @@ from codeloop.tools.agents import (DEFAULT_SUBAGENT_PROMPT, GENERAL_PURPOSE, Age
 from codeloop.tools.base import PermissionBehavior, PermissionDecision, Tool, ToolContext, ToolError, ToolResult
 from codeloop.tools.builtin.end_conversation import EndConversationTool
 from codeloop.tools.builtin.read import ReadTool
-from codeloop.tools.builtin.task import (CURRENT_TOOL_USE_ID, ENDED_REFUSAL, SubagentRuntime, TaskTool,
-                                         transcript_path)
+from codeloop.session.subagent import SubagentRuntime, transcript_path
+from codeloop.tools.builtin.task import CURRENT_TOOL_USE_ID, ENDED_REFUSAL, TaskTool
 from codeloop.tools.builtin.tool_search import ToolSearchTool
 from codeloop.tools.registry import parse_tool_input
 
@@ -63,7 +63,7 @@ def setup(tmp_path: Path, api: ScriptedAPI, *defs: AgentDefinition, pool=None, e
                               definitions={d.name: d for d in defs})
     ctx = ToolContext(cwd=tmp_path, project_dir=tmp_path, session_id="11111111-2222-3333-4444-555555555555",
                       model="claude-sonnet-4-5", emit=emitted.append if emitted is not None else None)
-    ctx.extra["subagent_runtime"] = runtime
+    ctx.spawn_subagent = runtime.spawn
     return ctx
 
 

@@ -98,7 +98,7 @@ def handle_simple(conv: Any, req: dict[str, Any]) -> dict[str, Any]:
                                f"{', '.join(m.value for m in PermissionMode)})") from None
         return {"mode": conv.config.policy.mode.value}
     if subtype == ControlSubtype.SET_MODEL.value:
-        from codeloop.cli.setup import resolve_model
+        from codeloop.providers.aliases import resolve_model
 
         model = req.get("model")
         resolved = resolve_model(None if model in (None, "", "default") else str(model))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from codeloop import __version__
+from codeloop.version import __version__
 
 OUTPUT_FORMATS = ("text", "json", "stream-json")
 INPUT_FORMATS = ("text", "stream-json")

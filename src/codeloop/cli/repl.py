@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncIterator
 
 from codeloop.abort import AbortReason
-from codeloop.input.queue import QueueMode
+from codeloop.loop.queue import QueueMode
 
 if TYPE_CHECKING:
     from codeloop.events import Event
@@ -242,7 +242,14 @@ class Repl:
         mode = QueueMode.PROMPT
         if text.startswith("!") and len(text.strip()) > 1:
             mode, text = QueueMode.BASH, text[1:].strip()
-        task = asyncio.create_task(self.dispatcher.on_submit(text, mode=mode, pasted=pasted))
+        self._spawn(self.dispatcher.on_submit(text, mode=mode, pasted=pasted))
+
+    def send_command(self, text: str) -> None:
+        """A slash command sent by a user key binding (spec 004 §2.1 fromKeybinding)."""
+        self._spawn(self.dispatcher.on_submit(text, from_keybinding=True))
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.create_task(coro)
         self.tasks.add(task)
         task.add_done_callback(self._task_done)
 
@@ -265,8 +272,14 @@ class Repl:
         style = Style.from_dict({"bottom-toolbar": "noreverse", "status": "ansiyellow", "mode": "ansibrightblack",
                                  "queued": "ansicyan", "flash": "ansiyellow", "choice": "bold ansicyan",
                                  "prompt": "bold"})
+        keys = _setting("keybindings", self.conv.config.cwd) or {}
+        bindings, problems = build_bindings(self, keys if isinstance(keys, dict) else {})
+        if not isinstance(keys, dict):
+            problems.append("keybindings: expected an object of key → /command; ignored")
+        for problem in problems:
+            self.show(problem, style="warning")
         session: Any = PromptSession(history=FileHistory(str(cfg / "history")), multiline=True,
-                                     key_bindings=build_bindings(self), bottom_toolbar=self.toolbar, style=style,
+                                     key_bindings=bindings, bottom_toolbar=self.toolbar, style=style,
                                      enable_history_search=False, reserve_space_for_menu=0,
                                      prompt_continuation=lambda width, line, soft: " " * width)
         session.app.ttimeoutlen = 0.05   # a bare Esc is recognised quickly
@@ -301,7 +314,7 @@ class Repl:
         return 0
 
     def _banner(self, warnings: list[str]) -> None:
-        from codeloop import __version__
+        from codeloop.version import __version__
 
         c = self.conv
         self.show(f"✻ codeloop {__version__} · {c.config.model} · {c.config.cwd}", style="bold")

@@ -1,4 +1,4 @@
-"""REPL key bindings: what each key does, and only that (the actions live on the Repl).
+"""REPL key bindings: what each key does, and only that (the actions live behind `KeyActions`).
 
     Enter            submit (a trailing `\\` turns it into a newline); answers a pending choice
     Alt/Meta+Enter   newline (also Ctrl+J)
@@ -8,25 +8,42 @@
     Shift+Tab        cycle permission modes: default → acceptEdits → plan (→ bypass if started so)
     1-9, y, n        answer a pending choice (permission prompt, /resume picker)
     paste            long pastes collapse into a `[Pasted text #N +K lines]` placeholder
+
+Plus the user's own: the `keybindings` setting maps prompt_toolkit key names to slash commands
+(`{"c-x c-k": "/compact", "f5": "/review"}`). A command sent by a key is treated as spec 004
+§2.1 says: a LOCAL one runs at once even while a query runs; any other waits in the queue.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from prompt_toolkit.filters import Condition
 from prompt_toolkit.key_binding import KeyBindings
 from prompt_toolkit.keys import Keys
 
-if TYPE_CHECKING:
-    from codeloop.cli.repl import Repl
-
 PASTE_COLLAPSE_CHARS = 800
 PASTE_COLLAPSE_LINES = 10
 
 
-def build_bindings(repl: "Repl") -> KeyBindings:
+class KeyActions(Protocol):
+    """What the keys may do: the narrow interface the REPL hands in (not the REPL module)."""
+    pending: Any                                # a pending choice, or None
+
+    def answer_choice(self, text: str | None) -> None: ...
+    def interrupt(self) -> None: ...
+    def ctrl_c(self, buffer: Any) -> None: ...
+    def request_exit(self) -> None: ...
+    def cycle_permission_mode(self) -> None: ...
+    def add_paste(self, text: str) -> str: ...
+    def app_buffer_text(self) -> str: ...
+    def send_command(self, text: str) -> None: ...
+
+
+def build_bindings(repl: KeyActions, commands: dict[str, str] | None = None) -> tuple[KeyBindings, list[str]]:
+    """The bindings, and a warning for each user binding that could not be used."""
     kb = KeyBindings()
+    warnings = [_bind_command(kb, repl, keys, command) for keys, command in (commands or {}).items()]
     choosing = Condition(lambda: repl.pending is not None)
 
     @kb.add("enter")
@@ -85,4 +102,14 @@ def build_bindings(repl: "Repl") -> KeyBindings:
         else:
             event.current_buffer.insert_text(data)
 
-    return kb
+    return kb, [w for w in warnings if w]
+
+
+def _bind_command(kb: KeyBindings, repl: KeyActions, keys: Any, command: Any) -> str | None:
+    if not isinstance(keys, str) or not isinstance(command, str) or not command.strip().startswith("/"):
+        return f"keybindings: {keys!r} → {command!r} ignored (a key name and a /command are expected)"
+    try:
+        kb.add(*keys.split())(lambda event: repl.send_command(command.strip()))
+    except ValueError as exc:
+        return f"keybindings: {keys!r} ignored ({exc})"
+    return None

@@ -23,7 +23,7 @@ from rich.markdown import Markdown
 from rich.text import Text
 
 from codeloop.events import (ApiCallEvent, AssistantEvent, CompactBoundary, Event, PermissionDenied, StreamEvent,
-                             SystemEvent, Terminal, UserEvent)
+                             SystemEvent, Terminal, Tombstone, UserEvent)
 from codeloop.loop.state import TerminalReason
 from codeloop.messages import Message
 
@@ -79,6 +79,7 @@ class Renderer:
         self._buf = ""              # streamed text not yet printed
         self._printed = 0           # characters of the current text block already printed
         self._tool_names: dict[str, tuple[str, dict[str, Any]]] = {}
+        self._withdrawn: set[str | None] = set()   # response ids already marked as withdrawn
         self.stats = QueryStats()
         self.busy = False
 
@@ -126,12 +127,14 @@ class Renderer:
             self.stats.output_tokens += ev.usage.output_tokens
             self.stats.streamed_chars = 0
         elif isinstance(ev, SystemEvent):
-            if ev.text and ev.subtype not in ("tool_use_summary",):
+            if ev.text:
                 self.show(("⚠ " if ev.level != "info" else "") + ev.text, ev.level)
         elif isinstance(ev, CompactBoundary):
             self.show(f"✻ Conversation compacted ({ev.trigger}; ~{ev.pre_tokens:,} tokens summarised)", "info")
         elif isinstance(ev, PermissionDenied):
             pass  # the tool_result that follows says so
+        elif isinstance(ev, Tombstone):
+            self._withdraw(ev.message)
         elif isinstance(ev, Terminal):
             self._flush_text(final=True)
             if ev.reason in (TerminalReason.ABORTED_STREAMING, TerminalReason.ABORTED_TOOLS):
@@ -142,6 +145,14 @@ class Renderer:
                 self.show("The model ended this conversation. Start a new session (or /clear).", "warning")
             elif ev.reason is TerminalReason.HOOK_STOPPED and ev.error:
                 self.show(f"Stopped by a hook: {ev.error}", "warning")
+
+    def _withdraw(self, msg: Message) -> None:
+        """Printed text cannot be unprinted: say, once per response, that it no longer counts."""
+        if msg.role != "assistant" or msg.id in self._withdrawn:
+            return
+        self._withdrawn.add(msg.id)
+        self._buf, self._printed = "", 0   # whatever of it was still unprinted stays so
+        self.show("  ⎿  ↺ The response above was withdrawn and does not count.", "info")
 
     def _stream(self, raw: dict[str, Any]) -> None:
         kind = raw.get("type")

@@ -159,11 +159,11 @@ class SdkGlue:
 
 def install_hook_events(conv: Any, out: Any) -> None:
     """--include-hook-events: hook_started / hook_response system lines on stdout, as they happen."""
-    from codeloop.cli.print_mode import _emit
+    from codeloop.cli.output import emit
 
     runner = conv.hooks.runner
     if runner is not None:
-        runner.observer = lambda record: _emit(out, {"type": "system", **record, "session_id": conv.session_id,
+        runner.observer = lambda record: emit(out, {"type": "system", **record, "session_id": conv.session_id,
                                                      "uuid": new_uuid()})
 
 

@@ -11,9 +11,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from codeloop.providers.aliases import resolve_model
 from codeloop.session.conversation import Conversation, ConversationConfig
-
-MODEL_ALIASES = {"sonnet": "claude-sonnet-4-5", "opus": "claude-opus-4-5", "haiku": "claude-haiku-4-5"}
 
 
 class SetupError(Exception):
@@ -27,13 +26,6 @@ class BrokenSettingsError(SetupError):
         self.problems = list(problems)
         super().__init__("\n".join(f"broken settings file: {p} (fix it; codeloop will not run without "
                                     "the rules it may hold)" for p in self.problems))
-
-
-def resolve_model(flag: str | None) -> str:
-    from codeloop.providers.models import DEFAULT_MODEL
-
-    model = (flag or os.environ.get("ANTHROPIC_MODEL") or DEFAULT_MODEL).strip()
-    return MODEL_ALIASES.get(model, model)
 
 
 def _permission_policy(args: argparse.Namespace, settings, cwd: Path):
@@ -140,7 +132,7 @@ def _load_history(args: argparse.Namespace, cwd: Path) -> tuple[str, list, list,
         if path is None:
             raise SetupError(f"No conversation found with session ID: {sid}")
     # After a compaction only what follows the last boundary is history; the rest stays on disk.
-    from codeloop.context.resume import load_from_last_boundary
+    from codeloop.session.resume import load_from_last_boundary
 
     loaded = load_from_last_boundary(path)
     if args.fork_session:
@@ -187,7 +179,7 @@ def _thinking(args: argparse.Namespace) -> dict | None:
 
 
 def build_conversation(args: argparse.Namespace, *, interactive: bool) -> tuple[Conversation, list[str]]:
-    from codeloop.context.prompt import build_system_prompt
+    from codeloop.context.prompt import context_loader
     from codeloop.session import store
 
     cwd = Path.cwd().resolve()
@@ -215,23 +207,26 @@ def build_conversation(args: argparse.Namespace, *, interactive: bool) -> tuple[
     if args.max_budget_usd is not None and not (math.isfinite(args.max_budget_usd) and args.max_budget_usd > 0):
         raise SetupError("--max-budget-usd must be a positive amount of dollars")
     if args.json_schema:
-        from codeloop.loop.structured import parse_schema
+        from codeloop.session.structured import parse_schema
         try:
             parse_schema(args.json_schema)
         except Exception as exc:  # noqa: BLE001 — any unusable schema is the user's input error
             raise SetupError(f"--json-schema: {exc}") from None
     if args.token_budget is not None and args.token_budget < 1:
         raise SetupError("--token-budget must be a positive number of tokens")
+    load_context = context_loader(cwd, store.config_dir(), custom=_custom_system_prompt(args),
+                                  append=args.append_system_prompt,
+                                  claude_md=not getattr(args, "bare", False))  # --bare: no CLAUDE.md discovery
+    system_prompt, user_ctx = load_context()
     config = ConversationConfig(
-        cwd=cwd, model=model, tools=_tools(args, definitions),
+        cwd=cwd, model=model, tools=_tools(args, definitions), load_context=load_context,
         fallback_models=fallback, agent_definitions=dict(definitions), entrypoint=_entrypoint(),
         feature_flags=settings.feature_flags(), hook_env=settings.env(),
         hooks={} if getattr(args, "bare", False) else settings.hooks(),  # --bare: no hooks
         resumed=bool(messages),
         token_budget=args.token_budget,
-        system_prompt=build_system_prompt(cwd, custom=_custom_system_prompt(args), append=args.append_system_prompt),
-        max_budget_usd=args.max_budget_usd, thinking=_thinking(args),
-        user_context=_user_context(args, cwd), policy=_permission_policy(args, settings, cwd),
+        system_prompt=system_prompt, max_budget_usd=args.max_budget_usd, thinking=_thinking(args),
+        user_context=user_ctx, policy=_permission_policy(args, settings, cwd),
         max_turns=args.max_turns, persist=not args.no_session_persistence, interactive=interactive)
     conv = Conversation(config, provider, session_id=session_id, messages=messages, denials=denials,
                         entries=entries)
@@ -242,16 +237,6 @@ def build_conversation(args: argparse.Namespace, *, interactive: bool) -> tuple[
         warnings += config.policy.rule_errors if config.policy.rules is not None else []  # typed on this command line
         config.policy.rule_errors.clear()
     return conv, warnings
-
-
-def _user_context(args: argparse.Namespace, cwd: Path) -> dict:
-    from codeloop.context.prompt import user_context
-    from codeloop.session import store
-
-    ctx = user_context(cwd, store.config_dir())
-    if getattr(args, "bare", False):  # --bare: no CLAUDE.md discovery
-        ctx.pop("claudeMd", None)
-    return ctx
 
 
 def _provider_and_model(args: argparse.Namespace, settings: Any) -> tuple[Any, str]:

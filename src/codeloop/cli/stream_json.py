@@ -5,7 +5,7 @@ requests at once (so `interrupt` works mid-query), resolves the answers to our o
 requests (`can_use_tool`, `hook_callback`) by request_id, and queues user messages; the main
 task runs the queued messages in order, one query each, each ending with its own `result`
 line, on one Conversation. Stdin EOF ends the session after the current query.
-Output shapes are print mode's (`_Printer`, `build_result`), so every line matches `-p`.
+Output shapes are print mode's (`cli.output`: `Printer`, `build_result`), so every line matches `-p`.
 """
 
 from __future__ import annotations
@@ -22,12 +22,11 @@ from typing import Any, AsyncIterator, TextIO
 from codeloop.abort import AbortController, AbortReason
 from codeloop.cli import control
 from codeloop.cli.control import ControlError, ControlSubtype
-from codeloop.cli.print_mode import (EXIT_ERROR, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM, STRUCTURED_RETRY_LIMIT, _emit,
-                                     _Printer, apply_structured, build_result, error_result, message_line)
+from codeloop.cli.output import (EXIT_ERROR, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM, STRUCTURED_RETRY_LIMIT, BudgetGuard,
+                                 Printer, apply_structured, build_result, emit, error_result, message_line)
 from codeloop.events import SystemEvent, UserEvent
-from codeloop.loop.structured import StructuredEvent, parse_schema, run_structured
+from codeloop.session.structured import StructuredEvent, parse_schema, run_structured
 from codeloop.messages import Message, user_message
-from codeloop.session.engine import BudgetGuard
 from codeloop.tools.base import PermissionBehavior, PermissionDecision
 
 _EOF = object()
@@ -123,9 +122,9 @@ class StreamJsonSession:
             else:
                 response = control.handle_simple(self.conv, req)
         except ControlError as exc:
-            _emit(self.out, control.error(rid, str(exc)))
+            emit(self.out, control.error(rid, str(exc)))
             return
-        _emit(self.out, control.success(rid, response))
+        emit(self.out, control.success(rid, response))
 
     async def ask(self, subtype: ControlSubtype, **fields: Any) -> dict[str, Any]:
         """Send an outbound request; the SDK's answer, or raise (error answer, EOF, abort)."""
@@ -134,7 +133,7 @@ class StreamJsonSession:
         rid, req = control.request(subtype, **fields)
         fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self.pending[rid] = fut
-        _emit(self.out, req)
+        emit(self.out, req)
         try:
             resp = await fut
         finally:
@@ -189,7 +188,7 @@ class StreamJsonSession:
         conv, started = self.conv, time.monotonic()
         prompt = self._prompt_message(msg)
         if prompt is None:
-            _emit(self.out, error_result(conv.session_id, ["A stream-json user message needs non-empty "
+            emit(self.out, error_result(conv.session_id, ["A stream-json user message needs non-empty "
                                                            "message.content (a string or content blocks)"]))
             self.last_error = True
             return
@@ -197,12 +196,12 @@ class StreamJsonSession:
             self._result(error_result(conv.session_id, [self.budget.error_text(conv)], subtype="error_max_budget_usd"))
             return
         await self.glue.ready()
-        printer = _Printer(self.args, conv, self.out)
+        printer = Printer(self.args, conv, self.out)
         printer.init()  # Claude Code sends system/init at the start of every turn
         conv.side_listeners.append(printer.side_event)  # subagent messages and task events
         printer.prompt_uuid = prompt.uuid
         if getattr(self.args, "replay_user_messages", False):
-            _emit(self.out, {**message_line(prompt, conv.session_id), "isReplay": True})
+            emit(self.out, {**message_line(prompt, conv.session_id), "isReplay": True})
         self.abort = abort = AbortController()
         conv.last_terminal = None
         command, _, focus = prompt.text.strip().partition(" ")
@@ -231,7 +230,7 @@ class StreamJsonSession:
             self.abort = None
             conv.side_listeners.remove(printer.side_event)
             conv.sync()
-            self.glue.mirror(lambda frame: _emit(self.out, frame))
+            self.glue.mirror(lambda frame: emit(self.out, frame))
         result = build_result(conv, conv.last_terminal, started=started, final_text=printer.final_text,
                               stop_reason=printer.stop_reason)
         apply_structured(result, structured)
@@ -242,7 +241,7 @@ class StreamJsonSession:
 
     def _result(self, result: dict[str, Any]) -> None:
         self.last_error = bool(result.get("is_error"))
-        _emit(self.out, result)
+        emit(self.out, result)
 
     def on_signal(self, signum: int) -> None:
         self.signal = signum
@@ -293,7 +292,7 @@ def run_stream_json_mode(args: argparse.Namespace) -> int:
             warnings += await attach_mcp(conv, args)
             use_permission_prompt_tool(conv, args)
         except SetupError as exc:
-            _emit(sys.stdout, error_result(args.resume or args.session_id or "", [str(exc)]))
+            emit(sys.stdout, error_result(args.resume or args.session_id or "", [str(exc)]))
             return EXIT_ERROR
         for w in warnings:
             sys.stderr.write(f"codeloop: warning: {w}\n")

@@ -1,0 +1,1 @@
+"""Configuration (layer 2, independent of providers and hooks): settings, trust, paths, feature gates."""

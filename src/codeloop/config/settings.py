@@ -34,8 +34,8 @@ from typing import Any
 
 from codeloop.config.settings_read import (SettingsProblem, _json_type, _locate, _parse_json,  # noqa: F401
                                            _read_file, _shape)
-from codeloop.session.store import config_dir
-from codeloop.tools.base import PermissionBehavior
+from codeloop.config.paths import config_dir
+from codeloop.config.permission_behavior import PermissionBehavior
 
 DEFAULT_MANAGED_SETTINGS = "/etc/codeloop/managed-settings.json"
 MANAGED_SETTINGS_ENV = "CODELOOP_MANAGED_SETTINGS"

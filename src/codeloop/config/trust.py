@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from codeloop.session.store import config_dir
+from codeloop.config.paths import config_dir
 
 TRUST_FILE_NAME = "trusted-folders.json"
 TRUST_ENV = "CODELOOP_TRUST"

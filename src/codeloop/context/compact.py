@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Awaitable, Any, Callable
 
-# Resume after compaction lives in resume.py; re-exported so callers find it beside compaction.
-from codeloop.context.resume import load_from_last_boundary, messages_after_last_boundary  # noqa: F401
 from codeloop.context.tokens import TokenCounter
 from codeloop.loop.recovery import CompactOutcome
 from codeloop.messages import Message, to_api_messages, user_message

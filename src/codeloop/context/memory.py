@@ -4,7 +4,9 @@ The user context already carries the CLAUDE.md files of cwd and its ancestors. S
 can hold their own (`sub/CLAUDE.md`, `sub/CLAUDE.local.md`, `sub/.claude/CLAUDE.md`); those
 matter only once the model works in that subtree. This module owns finding them in the
 background when a query starts, and handing the relevant ones to the loop between turns
-without ever making the loop wait. The loop owns deduplication state (`already`) and yielding.
+without ever making the loop wait. `NestedMemory` is the session's state: which files were
+already attached, so each is attached once per session however many queries run; its `start`
+is the capability the loop receives (`QueryParams.memory`). The loop only yields what it gets.
 """
 
 from __future__ import annotations
@@ -80,16 +82,11 @@ def _walkable(entry: os.DirEntry[str]) -> bool:
 
 
 class MemoryPrefetch:
-    """A background walk for nested memory files, consumed zero-wait by the loop.
-
-    `consumed_on_iteration` is the loop's bookkeeping (the iteration that last took
-    attachments); this class never reads it.
-    """
+    """A background walk for nested memory files, consumed zero-wait by the loop."""
 
     def __init__(self, cwd: Path, *, max_files: int = 2000, max_depth: int = 6) -> None:
         self.cwd = Path(os.path.abspath(cwd))
         self.settled_at: float | None = None
-        self.consumed_on_iteration: int = -1
         self.error: BaseException | None = None
         self._files: list[MemoryFile] = []
         self._stop = threading.Event()
@@ -159,6 +156,36 @@ def _read_capped(path: str) -> str | None:
     if len(text) > MAX_MEMORY_CHARS:
         text = text[:MAX_MEMORY_CHARS] + "\n… [truncated]"
     return text
+
+
+class NestedMemory:
+    """Nested CLAUDE.md for one session: attached once per session (spec 004 §13.2).
+
+    The attached set outlives each query's prefetch, so a file read again in a later prompt is
+    not attached a second time (the first attachment is still in the history).
+    """
+
+    def __init__(self, cwd: Path) -> None:
+        self.cwd = cwd
+        self.attached: set[str] = set()
+
+    def start(self) -> "QueryMemory":
+        """One query's view: a fresh walk (files may have appeared), the session's attached set."""
+        return QueryMemory(start_memory_prefetch(self.cwd), self.attached)
+
+
+class QueryMemory:
+    """What the loop holds for one query (`loop.continuation.NestedMemory`)."""
+
+    def __init__(self, prefetch: MemoryPrefetch, attached: set[str]) -> None:
+        self.prefetch, self.attached = prefetch, attached
+
+    def take(self, read_paths: list[str]) -> list[tuple[dict[str, Any], Message]]:
+        return [({"type": att["type"], "path": att["path"]}, attachment_message(att))
+                for att in self.prefetch.take_attachments(read_paths, self.attached)]
+
+    def close(self) -> None:
+        self.prefetch.close()
 
 
 def attachment_message(att: dict[str, Any]) -> Message:

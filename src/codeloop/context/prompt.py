@@ -1,7 +1,8 @@
 """The system prompt, the system context (environment, git) and the user context (CLAUDE.md).
 
 The user context travels as a meta user message prepended to the history, as in Claude Code,
-so the system prompt stays stable across projects and caches well.
+so the system prompt stays stable across projects and caches well. Both are read per query
+(`context_loader`, spec 004 §6.1), so a CLAUDE.md edit takes effect on the next prompt.
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ import datetime as _dt
 import os
 import platform
 from pathlib import Path
+from typing import Callable
 
-from codeloop.messages import Message, user_message
+from codeloop.messages import user_context_message  # noqa: F401 (re-exported)
 
 DEFAULT_SYSTEM_PROMPT = """\
 You are codeloop, an interactive agentic coding assistant running in the user's terminal. \
@@ -101,14 +103,6 @@ def user_context(cwd: Path, config_dir: Path, today: _dt.date | None = None) -> 
     return ctx
 
 
-def user_context_message(ctx: dict[str, str]) -> Message:
-    body = "\n".join(f"# {k}\n{v}" for k, v in ctx.items())
-    text = ("<system-reminder>\nAs you answer the user's questions, you can use the following context:\n"
-            f"{body}\n\n      IMPORTANT: this context may or may not be relevant to your tasks. You should "
-            "not respond to this context unless it is highly relevant to your task.\n</system-reminder>\n")
-    return user_message(text, is_meta=True)
-
-
 def build_system_prompt(cwd: Path, *, custom: str | None = None, append: str | None = None,
                         today: _dt.date | None = None) -> list[str]:
     parts = [custom if custom is not None else DEFAULT_SYSTEM_PROMPT]
@@ -116,3 +110,16 @@ def build_system_prompt(cwd: Path, *, custom: str | None = None, append: str | N
     if append:
         parts.append(append)
     return parts
+
+
+def context_loader(cwd: Path, config_dir: Path, *, custom: str | None = None, append: str | None = None,
+                   claude_md: bool = True) -> Callable[[], tuple[list[str], dict[str, str]]]:
+    """(system prompt, user context) as of now: the session calls it before each query.
+
+    `claude_md=False` (--bare) leaves CLAUDE.md discovery out of the user context."""
+    def load() -> tuple[list[str], dict[str, str]]:
+        ctx = user_context(cwd, config_dir)
+        if not claude_md:
+            ctx.pop("claudeMd", None)
+        return build_system_prompt(cwd, custom=custom, append=append), ctx
+    return load

@@ -12,16 +12,18 @@ API's resizing at ~1,600, so a fixed 1,600 is a safe upper bound. `observe(chars
 folds real measurements into the ratio (a running total weighted against the prior), so a
 session that is mostly CJK text or minified JSON converges on its own figure.
 
-`count_tokens_api` asks `POST /v1/messages/count_tokens` for an exact figure and falls back to
-the estimate on any error (providers without the endpoint, offline, rate limits).
+`count_tokens_api` (from providers.count_tokens, re-exported here) asks `POST
+/v1/messages/count_tokens` for an exact figure and falls back to the estimate on any error
+(providers without the endpoint, offline, rate limits).
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from codeloop.messages import Message
+from codeloop.providers.count_tokens import count_tokens_api, count_tokens_body  # noqa: F401 (re-exported)
 from codeloop.providers.models import context_window
 
 CHARS_PER_TOKEN = 3.8
@@ -32,7 +34,6 @@ DOCUMENT_TOKENS = 3_000
 MESSAGE_OVERHEAD_TOKENS = 4
 # How many tokens of evidence the prior is worth: a few observations should not swing it.
 _PRIOR_WEIGHT_TOKENS = 20_000
-_COUNT_TOKENS_FIELDS = ("model", "messages", "system", "tools", "thinking", "tool_choice")
 
 
 def usage_total(usage: Mapping[str, Any] | None) -> int:
@@ -159,30 +160,3 @@ def _measure(content: list[dict[str, Any]] | str) -> tuple[int, int, int]:
         else:
             json_chars += len(json.dumps(b, ensure_ascii=False, default=str))
     return text_chars, json_chars, fixed
-
-
-def count_tokens_body(body: Mapping[str, Any]) -> dict[str, Any]:
-    """The subset of a Messages request that /v1/messages/count_tokens accepts."""
-    return {k: body[k] for k in _COUNT_TOKENS_FIELDS if k in body and body[k] is not None}
-
-
-async def count_tokens_api(client: Any, body: Mapping[str, Any], *,
-                           fallback: int | Callable[[], int],
-                           headers: Mapping[str, str] | None = None,
-                           url: str = "/v1/messages/count_tokens",
-                           timeout: float = 10.0) -> int:
-    """Exact input tokens from the API through `client` (an httpx.AsyncClient with base_url and
-    auth headers, e.g. the provider's), or `fallback` on any failure.
-
-    `body` may be a full Messages request; fields count_tokens rejects are dropped.
-    """
-    try:
-        resp = await client.post(url, json=count_tokens_body(body), headers=dict(headers or {}),
-                                 timeout=timeout)
-        if resp.status_code == 200:
-            value = resp.json().get("input_tokens")
-            if isinstance(value, int) and value >= 0:
-                return value
-    except Exception:  # noqa: BLE001 — any failure means "use the estimate"; never break a turn
-        pass
-    return fallback() if callable(fallback) else fallback

@@ -149,7 +149,7 @@ def conversation_like(conv: "Conversation", *, session_id: str | None = None, me
 
 
 def load_session(conv: "Conversation", session_id: str) -> "Conversation":
-    from codeloop.context.resume import load_from_last_boundary
+    from codeloop.session.resume import load_from_last_boundary
     from codeloop.session import store
 
     path = store.find_session(session_id, conv.config.cwd)
@@ -223,7 +223,7 @@ async def _model(host: CommandHost, args: str) -> CommandOutcome:
     if not args:
         return CommandOutcome(f"Model: {host.conv.config.model}  (change with /model <name>; "
                               "aliases: sonnet, opus, haiku)")
-    from codeloop.cli.setup import resolve_model
+    from codeloop.providers.aliases import resolve_model
 
     host.conv.config.model = host.conv.tool_context.model = resolve_model(args)
     return CommandOutcome(f"Model set to {host.conv.config.model}")
@@ -235,8 +235,10 @@ def cost_text(conv: "Conversation") -> str:
              f"Total duration (API):  {conv.api_duration_ms / 1000:.1f}s",
              f"Usage:                 {u.input_tokens:,} input, {u.output_tokens:,} output, "
              f"{u.cache_read_input_tokens:,} cache read, {u.cache_creation_input_tokens:,} cache write"]
+    from codeloop.providers.pricing import cost_usd
+
     for model, mu in conv.usage_by_model.items():
-        lines.append(f"  {model}: {mu.input_tokens:,} in, {mu.output_tokens:,} out, ${mu.cost_usd(model):.4f}")
+        lines.append(f"  {model}: {mu.input_tokens:,} in, {mu.output_tokens:,} out, ${cost_usd(mu, model):.4f}")
     return "\n".join(lines)
 
 

@@ -1,7 +1,8 @@
 """Input dispatch for the interactive session (spec 004 §2–§5): onSubmit, handlePromptSubmit's
 five exclusive paths, executeUserInput, onQuery and the queue processor.
 
-    on_submit ─ immediate `/` command while busy → run now
+    on_submit ─ LOCAL `/` command while busy, immediate or sent by a key binding → run now
+              (a PROMPT command sent by a key binding goes on: it is queued like typed input)
               ─ empty input → ignored;  ended session → refused (slash commands still run)
               ─ idle-return check (dialog | hint | off)
               └ handle_prompt_submit ─① queued commands      → execute_user_input(them)
@@ -11,10 +12,12 @@ five exclusive paths, executeUserInput, onQuery and the queue processor.
                                                                 aborting an interruptible tool
                                      └⑤ otherwise             → execute_user_input([cmd])
 
-"Interruptible" (path ④): the model has finished streaming and every tool still running is one
-whose cancellation loses nothing (read-only tools, Sleep). Interrupting mid-stream would throw
-away a half-written answer, and cancelling Bash/Edit/Write/Task could leave work half done —
-those finish, and the queued prompt reaches the model between turns (the loop drains Priority.NEXT
+"Interruptible" (path ④): the model has finished streaming and every tool still running declares
+itself `interruptible` (Read, Glob, Grep, ToolSearch: cancelling them loses nothing). Then the
+query is aborted with AbortReason.INTERRUPT, the tool executor cancels those tools at once, and
+the queued prompt runs as soon as the query ends. Interrupting mid-stream would throw away a
+half-written answer, and cancelling Bash/Edit/Write/Task could leave work half done — those
+finish, and the queued prompt reaches the model between turns (the loop drains Priority.NEXT
 commands) or right after the query ends (the queue processor here).
 
 The front end supplies a `FrontEnd`: where events are rendered, notices shown, the current
@@ -35,16 +38,13 @@ from codeloop.events import AssistantEvent, Event, StreamEvent, UserEvent
 from codeloop.input.commands import CommandHost, CommandRegistry, CommandType, context_tokens, parse_slash
 from codeloop.input.guard import QueryGuard
 from codeloop.input.process import add_to_context, expand_pasted_text, process_user_input
-from codeloop.input.queue import Priority, QueuedCommand, QueueMode
+from codeloop.loop.queue import Priority, QueuedCommand, QueueMode
 
 if TYPE_CHECKING:
     from codeloop.messages import Message
     from codeloop.session.conversation import Conversation
 
 EXIT_ALIASES = frozenset({"exit", "quit", ":q", ":q!", ":wq", ":wq!"})
-# Tools whose cancellation is harmless: re-running them costs nothing and changes nothing.
-INTERRUPTIBLE_TOOLS = frozenset({"Read", "Glob", "Grep", "WebFetch", "WebSearch", "ToolSearch", "Sleep",
-                                 "LS", "NotebookRead"})
 IDLE_RETURN_AFTER_S = 75 * 60
 IDLE_RETURN_MIN_TOKENS = 100_000
 ENDED_REFUSAL = "The model ended this conversation. Start a new session (or /clear)."
@@ -91,9 +91,11 @@ class FrontEnd(CommandHost, Protocol):
 class BusyTracker:
     """What the running query is doing, from its events: streaming, or waiting on which tools."""
 
-    def __init__(self) -> None:
+    def __init__(self, is_interruptible: Callable[[str], bool] | None = None) -> None:
         self.phase = QueryPhase.IDLE
         self.running: dict[str, str] = {}  # tool_use_id → tool name
+        # By tool name; the Dispatcher asks the session's tool pool, the default the built-ins.
+        self.is_interruptible = is_interruptible or _builtin_interruptible
 
     def reset(self) -> None:
         self.phase, self.running = QueryPhase.IDLE, {}
@@ -115,7 +117,13 @@ class BusyTracker:
     @property
     def interruptible(self) -> bool:
         return (self.phase is QueryPhase.TOOLS and bool(self.running)
-                and all(name in INTERRUPTIBLE_TOOLS for name in self.running.values()))
+                and all(self.is_interruptible(name) for name in self.running.values()))
+
+
+def _builtin_interruptible(name: str) -> bool:
+    from codeloop.tools.registry import INTERRUPTIBLE
+
+    return name in INTERRUPTIBLE
 
 
 @contextmanager
@@ -128,7 +136,7 @@ def query_overrides(conv: "Conversation", allowed_tools: tuple[str, ...], model:
         policy.allow.extend(added)
         policy._rules = None  # rebuilt from the lists on next use
     if model:
-        from codeloop.cli.setup import resolve_model
+        from codeloop.providers.aliases import resolve_model
         conv.config.model = conv.tool_context.model = resolve_model(model)
     try:
         yield
@@ -146,7 +154,7 @@ class Dispatcher:
                  idle_after_s: float = IDLE_RETURN_AFTER_S, idle_min_tokens: int = IDLE_RETURN_MIN_TOKENS) -> None:
         self.front, self.registry = front, registry
         self.guard = guard or QueryGuard()
-        self.tracker = BusyTracker()
+        self.tracker = BusyTracker(self._interruptible)
         self.abort: AbortController | None = None
         self.idle_return, self.clock = idle_return, clock
         self.idle_after_s, self.idle_min_tokens = idle_after_s, idle_min_tokens
@@ -157,13 +165,19 @@ class Dispatcher:
     def conv(self) -> "Conversation":
         return self.front.conv
 
+    def _interruptible(self, tool_name: str) -> bool:
+        from codeloop.tools.registry import is_interruptible
+
+        return is_interruptible(self.conv.tool_pool(), tool_name)
+
     # -- §2 onSubmit ---------------------------------------------------------------------------------
     async def on_submit(self, text: str, *, mode: QueueMode = QueueMode.PROMPT,
                         pasted: dict[Any, dict[str, Any]] | None = None, from_keybinding: bool = False) -> SubmitPath:
         if mode is QueueMode.PROMPT and text.strip().startswith("/"):
             slash = parse_slash(expand_pasted_text(text, pasted))
             command = self.registry.find(slash[0]) if slash else None
-            if command is not None and self.guard.is_active and (command.immediate or from_keybinding):
+            if (command is not None and command.type is CommandType.LOCAL and self.guard.is_active
+                    and (command.immediate or from_keybinding)):
                 await self._run_immediate(command, slash[1] if slash else "")
                 return SubmitPath.IMMEDIATE
         if not text.strip():
@@ -198,7 +212,7 @@ class Dispatcher:
                                                 ("cancel", "Don't send")])
         if choice in ("clear", "compact"):
             command = self.registry.find(choice)
-            if command is not None:
+            if command is not None and command.type is CommandType.LOCAL:
                 await self._run_immediate(command, "")
         return choice != "cancel"
 
@@ -218,7 +232,8 @@ class Dispatcher:
         final = expand_pasted_text(text, pasted)
         slash = parse_slash(final) if mode is QueueMode.PROMPT else None
         command = self.registry.find(slash[0]) if slash else None
-        if command is not None and command.immediate and self.guard.is_active:          # ③
+        if (command is not None and command.immediate and command.type is CommandType.LOCAL  # ③
+                and self.guard.is_active):
             await self._run_immediate(command, slash[1] if slash else "")
             return SubmitPath.IMMEDIATE
         images = {k: v for k, v in (pasted or {}).items() if v.get("type") == "image"} or None
@@ -239,8 +254,7 @@ class Dispatcher:
         return SubmitPath.EXECUTED
 
     async def _run_immediate(self, command: Any, args: str) -> None:
-        if command.type is not CommandType.LOCAL:
-            return
+        """A LOCAL command, now (callers check the type: a PROMPT one must be queued instead)."""
         try:
             outcome = await command.run(self.front, args)
         except Exception as exc:

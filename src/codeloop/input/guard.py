@@ -4,8 +4,8 @@
                  ◀──cancel_reservation()──┘
 
 `try_start()` hands out a monotonically increasing generation number. `end()` only returns the
-guard to idle for the generation that is running, so when a query is cancelled and a new one
-started before the old one's cleanup ran, the stale cleanup cannot tear down the new query.
+guard to idle for the generation that is running, so a cleanup that runs late or twice (an
+interrupted query's `finally` after the next query started) cannot tear down the newer query.
 Pure and synchronous: everything runs on one event loop, so no locks are needed.
 """
 
@@ -68,9 +68,3 @@ class QueryGuard:
             return False
         self._status = GuardStatus.IDLE
         return True
-
-    def force_end(self) -> int:
-        """Abandon whatever is running (a cancel before resubmitting); returns the stale generation."""
-        stale = self._generation
-        self._status = GuardStatus.IDLE
-        return stale

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codeloop.input.commands import CommandRegistry, CommandType, parse_slash
-from codeloop.input.queue import QueuedCommand, QueueMode, _image_blocks
+from codeloop.loop.queue import QueuedCommand, QueueMode, _image_blocks
 from codeloop.messages import Message, user_message
 
 if TYPE_CHECKING:

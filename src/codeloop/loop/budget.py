@@ -64,7 +64,8 @@ class BudgetDecision:
     budget: int = 0
     diminishing_returns: bool = False
     # Set on a stop that ends a budgeted run (at least one continuation, or diminishing
-    # returns), so the front end can report how the budget went; None for a plain stop.
+    # returns): the loop then reports how the budget went (a `token_budget` SystemEvent);
+    # None for a plain stop.
     duration_ms: float | None = None
 
     @property

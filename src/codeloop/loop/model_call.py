@@ -45,7 +45,6 @@ class ModelTurn:
     error: ProviderError | None = None
     withheld: str | None = None               # 'prompt_too_long' | 'media'
     aborted: bool = False
-    invalid_json: dict[str, str] = field(default_factory=dict)
     hook_stop: str | None = None              # a PostToolUse hook said `continue: false`
     yielded_results: list[Message] = field(default_factory=list)  # results already sent out mid-stream
 
@@ -201,7 +200,6 @@ async def call_model(p, turn: ModelTurn, *, tools: list, ctx: ToolContext, syste
         if pending is not None:
             yield AssistantEvent(pending)
         turn.yielded_results = yielded_results
-        turn.invalid_json = dict(assembler.invalid_json)
         turn.stop_reason = assembler.stop_reason
         if assembler.id is not None:
             usage = Usage.from_api(assembler.usage)
@@ -241,6 +239,7 @@ async def call_model(p, turn: ModelTurn, *, tools: list, ctx: ToolContext, syste
         turn.error = None
         if fallback:
             original, turn.model = turn.model, turn.fallback_chain.pop(0)
+            ctx.model = turn.model  # tools see who answers now; gates keep judging ctx.main_model
             turn.messages = strip_thinking(turn.messages)
             attempt, overloaded_in_a_row = 0, 0
             yield SystemEvent("model_fallback", f"Switched to {turn.model} due to high demand for {original}",

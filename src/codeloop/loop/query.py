@@ -15,7 +15,7 @@ from typing import Any, AsyncIterator, Callable
 from codeloop.abort import AbortReason
 from codeloop.events import (AssistantEvent, AttachmentEvent, CompactBoundary, Event, PermissionDenied,
                              SystemEvent, Terminal, Tombstone, TranscriptEntry, UserEvent)
-from codeloop.loop.continuation import Continuation
+from codeloop.loop.continuation import Continuation, NestedMemory
 from codeloop.loop.model_call import ModelTurn, call_model
 from codeloop.loop.recovery import (DEFAULT_STOP_HOOK_BLOCK_CAP, MAX_OUTPUT_TOKENS_RECOVERY_LIMIT, ContextCollapse,
                                     ReactiveCompact, StopHooks, max_output_tokens_error, recovery_message)
@@ -46,7 +46,7 @@ class QueryParams:
     max_output_tokens: int | None = None
     fallback_models: list[str] = field(default_factory=list)
     retry: RetryPolicy = field(default_factory=RetryPolicy.from_env)
-    queue: Any = None                                   # input.queue.CommandQueue
+    queue: Any = None                                   # loop.queue.CommandQueue
     refresh_tools: Callable[[], list[Tool]] | None = None
     context_pipeline: Any = None                        # context.pipeline.ContextPipeline (§8)
     compact_context: Callable[[], dict[str, Any]] | None = None  # what compaction must keep
@@ -54,11 +54,9 @@ class QueryParams:
     reactive_compact: ReactiveCompact | None = None
     stop_hooks: StopHooks | None = None
     token_budget: int | None = None
-    tool_use_summary_model: str | None = None           # None: no summaries
-    memory_prefetch: bool = True
+    # Nested CLAUDE.md files (§13.2): called once per query; the session's NestedMemory.start
+    memory: Callable[[], NestedMemory] | None = None
     thinking: dict[str, Any] | None = None              # extended thinking config for the API
-    side_provider: Provider | None = None               # for side calls (summaries); metered
-    query_source: str = "repl_main_thread"
 
 
 def _interruption(ctx: ToolContext, *, tool_use: bool) -> list[Message]:
@@ -112,8 +110,6 @@ async def query(p: QueryParams) -> AsyncIterator[Event]:
                 yield ev
             model, fallback_chain, messages_for_query = turn.model, turn.fallback_chain, turn.messages
             cont.record_output_tokens(turn.usage.output_tokens)
-            async for ev in cont.pending_summary(state):
-                yield ev
             executor = turn.executor
             assert executor is not None
 
@@ -200,6 +196,10 @@ async def query(p: QueryParams) -> AsyncIterator[Event]:
                 if p.stop_hooks is not None:
                     outcome = await p.stop_hooks.run([*messages_for_query, *turn.assistant_messages],
                                                      stop_hook_active=bool(state.stop_hook_active))
+                    for text in outcome.system_messages:
+                        yield SystemEvent("hook_warning", text, "warning")
+                    for text in outcome.errors:
+                        yield SystemEvent("hook_error", text, "warning")
                     if outcome.prevent_continuation:
                         yield Terminal(TerminalReason.HOOK_STOPPED, turn_count, outcome.stop_reason)
                         return
@@ -223,6 +223,8 @@ async def query(p: QueryParams) -> AsyncIterator[Event]:
                     state = replace(state, messages=[*messages_for_query, *turn.assistant_messages, nudge],
                                     transition=Transition.TOKEN_BUDGET_CONTINUATION)
                     continue
+                if cont.budget_report is not None:
+                    yield cont.budget_report
                 yield Terminal(TerminalReason.COMPLETED, turn_count)
                 return
 
@@ -239,7 +241,6 @@ async def query(p: QueryParams) -> AsyncIterator[Event]:
                 turn.results[m.content[0]["tool_use_id"]] = m
                 yield UserEvent(m)
             tool_results = [turn.results[b["id"]] for b in turn.tool_use_blocks]  # back in tool_use order
-            cont.start_summary(turn, tool_results)
 
             # -- abort during tools (§12.2) ----------------------------------------------------------------
             if ctx.abort.aborted:
@@ -275,7 +276,7 @@ async def query(p: QueryParams) -> AsyncIterator[Event]:
             state = replace(state, messages=[*messages_for_query, *turn.assistant_messages, *tool_results, *extra],
                             turn_count=next_turn_count, max_output_tokens_recovery_count=0,
                             has_attempted_reactive_compact=False, max_output_tokens_override=p.max_output_tokens,
-                            pending_tool_use_summary=cont.summary_task, stop_hook_blocks=0,
+                            stop_hook_blocks=0,
                             transition=Transition.NEXT_TURN)
     finally:
         cont.close()

@@ -7,9 +7,10 @@ them), stop hooks (the hooks package), and the messages the recoveries inject.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
+from codeloop.hooks.stop import StopHookOutcome
 from codeloop.messages import Message, api_error_message, user_message
 from codeloop.providers.errors import APIStatusError, ProviderError
 
@@ -43,13 +44,6 @@ class CompactOutcome:
 class ReactiveCompact(Protocol):
     async def try_reactive_compact(self, *, has_attempted: bool, messages: list[Message],
                                    model: str) -> CompactOutcome | None: ...
-
-
-@dataclass
-class StopHookOutcome:
-    blocking_messages: list[Message] = field(default_factory=list)
-    prevent_continuation: bool = False
-    stop_reason: str | None = None
 
 
 class StopHooks(Protocol):

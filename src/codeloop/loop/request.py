@@ -5,8 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from codeloop.context.prompt import user_context_message
-from codeloop.messages import Message, to_api_messages
+from codeloop.messages import Message, to_api_messages, user_context_message
 from codeloop.providers.base import ModelRequest
 from codeloop.providers.models import model_info
 from codeloop.tools.base import Tool

@@ -5,25 +5,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
 
+from codeloop.events import TerminalReason  # noqa: F401  (re-exported: the loop's terminal vocabulary)
 from codeloop.messages import Message
-
-
-class TerminalReason(str, Enum):
-    COMPLETED = "completed"
-    MAX_TURNS = "max_turns"
-    ABORTED_STREAMING = "aborted_streaming"
-    ABORTED_TOOLS = "aborted_tools"
-    HOOK_STOPPED = "hook_stopped"
-    MODEL_ERROR = "model_error"
-    PROMPT_TOO_LONG = "prompt_too_long"
-    IMAGE_ERROR = "image_error"
-    ENDED_BY_MODEL = "ended_by_model"
-    BUDGET_EXCEEDED = "budget_exceeded"
+from codeloop.tools.base import ToolContext
 
 
 class Transition(str, Enum):
@@ -34,26 +21,15 @@ class Transition(str, Enum):
     MAX_OUTPUT_TOKENS_RECOVERY = "max_output_tokens_recovery"
     STOP_HOOK_BLOCKING = "stop_hook_blocking"
     TOKEN_BUDGET_CONTINUATION = "token_budget_continuation"
-    FALLBACK = "fallback"
-
-
-@dataclass(frozen=True)
-class AutoCompactTracking:
-    compacted: bool = False
-    turn_counter: int = 0
-    turn_id: str = ""
-    consecutive_failures: int = 0
 
 
 @dataclass(frozen=True)
 class State:
     messages: list[Message]
-    tool_context: Any  # codeloop.tools.base.ToolContext (kept loose to avoid an import cycle)
-    auto_compact_tracking: AutoCompactTracking | None = None
+    tool_context: ToolContext
     max_output_tokens_recovery_count: int = 0
     has_attempted_reactive_compact: bool = False
     max_output_tokens_override: int | None = None
-    pending_tool_use_summary: "asyncio.Task[Message | None] | None" = None
     stop_hook_active: bool | None = None
     stop_hook_blocks: int = 0            # consecutive stop-hook blocks, capped so a hook cannot loop forever
     turn_count: int = 1

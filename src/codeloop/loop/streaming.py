@@ -2,7 +2,9 @@
 
 Owns the scheduling of one assistant response's tool_use blocks: concurrency-safe tools run in
 parallel, the others run alone and in order; a failing Bash cancels its siblings; an abort stops
-queued tools from starting; `discard` throws everything away for a fallback/retry. Every tool
+queued tools from starting, and an interrupt (the user typed while tools run) also cancels the
+running tools that declare themselves `interruptible`; `discard` throws everything away for a
+fallback/retry. Every tool
 added gets exactly one ToolUpdate (unless discarded), so no tool_use is ever left dangling.
 Results come out in completion order; the loop puts them back into tool_use order.
 """
@@ -64,10 +66,6 @@ class StreamingToolExecutor:
         self._errored: str | None = None        # "Bash(cmd)" of the Bash call that failed
         self._discarded = False
 
-    @property
-    def tool_use_ids(self) -> list[str]:
-        return [e.id for e in self._entries]
-
     # -- feeding ------------------------------------------------------------------------------
 
     def add_tool(self, block: dict, *, invalid_json: str | None = None) -> None:
@@ -93,15 +91,27 @@ class StreamingToolExecutor:
         except Exception:
             return False  # a buggy predicate: running it alone is the cautious choice
 
+    def _interruptible(self, entry: _Entry) -> bool:
+        tool = find_tool(self._tools, entry.name)
+        return bool(getattr(tool, "interruptible", False)) if tool is not None else False
+
     # -- scheduling ---------------------------------------------------------------------------
 
     def _schedule(self) -> None:
         if self._discarded:
             return
         if self._ctx.abort.aborted:
-            # Running tools watch the abort themselves; queued ones must never start.
+            # Running tools watch the abort themselves; queued ones must never start. Typing while
+            # tools run (AbortReason.INTERRUPT) cancels the ones that declare cancelling harmless.
+            from codeloop.abort import AbortReason
+
+            interrupt = self._ctx.abort.reason is AbortReason.INTERRUPT
             for e in self._entries:
                 if e.status == "queued":
+                    self._finish(e, self._interrupted_update(e))
+                elif e.status == "running" and interrupt and self._interruptible(e):
+                    assert e.task is not None
+                    e.task.cancel()
                     self._finish(e, self._interrupted_update(e))
             return
         for e in self._entries:

@@ -19,12 +19,11 @@ from typing import Any, Awaitable, Callable
 
 
 from codeloop.messages import Message, tool_result_message
-from codeloop.tools.base import PermissionBehavior, PermissionDecision, Tool, ToolContext, ToolError, ToolResult
+from codeloop.tools.base import (CURRENT_TOOL_USE_ID, PermissionBehavior, PermissionDecision, Tool, ToolContext,
+                                 ToolError, ToolResult)
 
 log = logging.getLogger(__name__)
 
-# The tool_use id of the tool running in this task (a subagent tags its messages with it).
-CURRENT_TOOL_USE_ID: ContextVar[str | None] = ContextVar("CURRENT_TOOL_USE_ID", default=None)
 
 CanUseTool = Callable[[Tool, Any, dict[str, Any], ToolContext], Awaitable[PermissionDecision]]  # Any: the parsed input model
 

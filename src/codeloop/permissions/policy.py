@@ -40,7 +40,7 @@ _PATH_KEYS = ("file_path", "notebook_path", "path")
 
 def protected_paths(cwd: Path) -> list[str]:
     """Files and folders no tool may write, in any mode: configuration and session records."""
-    from codeloop.session.store import config_dir
+    from codeloop.config.paths import config_dir
 
     home = Path(os.path.expanduser("~"))
     claude_home = Path(os.environ.get("CLAUDE_CONFIG_DIR") or home / ".claude")

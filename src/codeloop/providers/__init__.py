@@ -1,0 +1,3 @@
+"""Model providers (layer 2, independent of config and hooks): Anthropic SSE, OpenAI-compatible,
+retries, the model table and prices.
+"""

@@ -89,7 +89,7 @@ class AnthropicProvider:
 
     async def count_tokens(self, request: ModelRequest) -> int | None:
         """Exact input tokens for `request` from /v1/messages/count_tokens; None when unavailable."""
-        from codeloop.context.tokens import count_tokens_api
+        from codeloop.providers.count_tokens import count_tokens_api
 
         from codeloop.messages import dumps_marked
 
@@ -141,5 +141,5 @@ class AnthropicProvider:
 
 
 def _user_agent() -> str:
-    from codeloop import __version__
+    from codeloop.version import __version__
     return f"codeloop/{__version__}"

@@ -1,0 +1,3 @@
+"""Sessions (layer 6): Conversation, transcript and store, subagents, structured output, QueryEngine.
+Imports context and below, never input or cli.
+"""

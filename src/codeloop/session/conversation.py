@@ -17,10 +17,11 @@ from codeloop.events import (ApiCallEvent, SystemEvent, AssistantEvent, CompactB
 from codeloop.loop.query import QueryParams, query
 from codeloop.loop.state import TerminalReason
 from codeloop.messages import Message, user_message
-from codeloop.permissions.policy import PermissionPolicy, denial_message, denial_record
+from codeloop.permissions.policy import PermissionPolicy, denial_record
 from codeloop.providers.base import Provider
+from codeloop.providers.pricing import cost_usd
 from codeloop.session.hooks_bridge import ConversationHooks, SubagentLifecycle
-from codeloop.tools.base import PermissionBehavior, PermissionDecision, Tool, ToolContext
+from codeloop.tools.base import PermissionDecision, Tool, ToolContext
 from codeloop.usage import Usage
 
 AskUser = Callable[[Tool, Any, dict[str, Any]], Awaitable[PermissionDecision]]  # Any: the parsed input model
@@ -38,7 +39,6 @@ class ConversationConfig:
     max_output_tokens: int | None = None
     fallback_models: list[str] = field(default_factory=list)
     token_budget: int | None = None
-    tool_use_summary_model: str | None = None
     persist: bool = True
     interactive: bool = False
     entrypoint: str = "cli"
@@ -49,6 +49,9 @@ class ConversationConfig:
     resumed: bool = False
     max_budget_usd: float | None = None
     thinking: dict[str, Any] | None = None
+    # Re-reads (system_prompt, user_context) — CLAUDE.md, git branch, date — before each query
+    # (spec 004 §6.1), so edits take effect without a restart. None: keep the values above.
+    load_context: Callable[[], tuple[list[str], dict[str, str]]] | None = None
 
 
 class Conversation:
@@ -75,14 +78,17 @@ class Conversation:
                                         session_dir=store.session_dir(config.cwd, session_id),
                                         non_interactive=not config.interactive)
         self.abort: AbortController | None = None
-        from codeloop.input.queue import CommandQueue
+        from codeloop.context.memory import NestedMemory
+        from codeloop.loop.queue import CommandQueue
+
         self.queue = CommandQueue()
+        self.nested_memory = NestedMemory(config.cwd)   # nested CLAUDE.md: once per session
         # A session the model ended stays ended (spec 000): the marker survives resume.
         self.ended_by_model = any(e.get("type") == "ended-by-model" for e in entries or [])
         self.side_listeners: list[Callable[[Event], None]] = []
         self.mcp: Any = None
         self._started = False
-        self._read_filter_ready = False
+        self.read_filter_ready = False
         self.hooks = ConversationHooks(self._hook_runner())
         self._wire_tool_context()
         self._setup_context(entries or [])
@@ -117,15 +123,20 @@ class Conversation:
         ctx.extra["feature_flags"] = dict(cfg.feature_flags)
         ctx.extra["tool_pool"] = self.tool_pool()
         if any(t.name == "Task" for t in cfg.tools):
-            ctx.extra["subagent_runtime"] = self._subagent_runtime  # built on first Task call
+            ctx.spawn_subagent = self._spawn_subagent
 
-    def _subagent_runtime(self) -> Any:
-        from codeloop.tools.builtin.task import SubagentRuntime
+    async def _spawn_subagent(self, subagent_type: str, prompt: str, parent: ToolContext, *,
+                              parent_tool_use_id: str | None, **kw: Any) -> Any:
+        """The Task tool's capability. The runtime is built per call, so a subagent gets the
+        session's model and instructions as they are now (/model, a CLAUDE.md edit)."""
+        from codeloop.session.subagent import SubagentRuntime
 
-        return SubagentRuntime(self.provider, self.config.model, self.config.tools, self.can_use_tool,
-                               self.config.user_context, self.config.cwd, self.tool_context.session_dir,
-                               dict(self.config.agent_definitions), self.hooks.stop_hooks("SubagentStop"),
-                               lifecycle=SubagentLifecycle(self.hooks))
+        runtime = SubagentRuntime(self.provider, self.config.model, self.config.tools, self.can_use_tool,
+                                  self.config.user_context, self.config.cwd, self.tool_context.session_dir,
+                                  dict(self.config.agent_definitions), self.hooks.stop_hooks("SubagentStop"),
+                                  lifecycle=SubagentLifecycle(self.hooks))
+        return await runtime.spawn(subagent_type, prompt, parent, parent_tool_use_id=parent_tool_use_id,
+                                   **kw)
 
     def _on_side_event(self, ev: Event) -> None:
         """Events from inside a tool (a subagent's messages): counted, shown, never added to history."""
@@ -143,7 +154,7 @@ class Conversation:
         from codeloop.providers.metered import MeteredProvider
 
         self.collapse = ContextCollapse()
-        # summaries and labels are paid for too: their usage joins the session's totals
+        # compaction summaries are paid for too: their usage joins the session's totals
         self.side_provider = MeteredProvider(
             self.provider, lambda model, usage, ms: self._record_api_call(ApiCallEvent(model, usage, ms, None)))
         self.compactor = Compactor(self.side_provider, self.config.model, context=self.compact_context,
@@ -182,49 +193,16 @@ class Conversation:
 
     def _record_api_call(self, ev: ApiCallEvent) -> None:
         self.usage_by_model.setdefault(ev.model, Usage()).add(ev.usage)
-        self.cost_usd += ev.usage.cost_usd(ev.model)
+        self.cost_usd += cost_usd(ev.usage, ev.model)
         self.api_duration_ms += ev.duration_ms
 
     # -- permissions -----------------------------------------------------------------------------
     async def can_use_tool(self, tool: Tool, inp: Any, block: dict[str, Any],
                            ctx: ToolContext) -> PermissionDecision:
-        raw = dict(block.get("input") or {})
-        agent = {"agent_id": ctx.agent_id, "agent_type": ctx.extra.get("agent_type", "")} if ctx.agent_id else None
-        hook = await self.hooks.pre_tool(tool.name, raw, block.get("id", ""), agent)
-        hook_says = hook.permission_decision if hook is not None else None
-        if hook is not None and (hook.blocked or hook_says == "deny" or hook.prevent_continuation):
-            reason = ("; ".join(hook.block_reasons) or hook.permission_reason or hook.stop_reason
-                      or "denied by a PreToolUse hook")
-            return PermissionDecision(PermissionBehavior.DENY, f"PreToolUse hook blocked {tool.name}: {reason}")
-        updated = hook.updated_input if hook is not None and hook.updated_input is not None else None
-        if updated is not None:
-            from codeloop.tools.registry import parse_tool_input
-            inp, raw = parse_tool_input(tool, updated), dict(updated)
-        opinion = await tool.check_permissions(inp, ctx)
-        decision = self.config.policy.decide(tool, inp, opinion, raw)
-        if not self._read_filter_ready:  # rules are parsed on first use, not at start-up
-            self._read_filter_ready = True
-            ctx.read_denied = self.tool_context.read_denied = self.config.policy.read_filter()
-        while self.config.policy.rule_errors:  # rules are parsed on first use; say what was ignored
-            self.hooks.pending_notices.append(SystemEvent("settings_warning", self.config.policy.rule_errors.pop(0),
-                                                          "warning"))
-        # A hook's "allow" answers the question a prompt would ask; it never lifts a deny rule.
-        if hook_says == "allow" and decision.behavior is PermissionBehavior.ASK:
-            decision = PermissionDecision(PermissionBehavior.ALLOW)
-        if hook_says == "ask" and decision.behavior is PermissionBehavior.ALLOW:
-            decision = PermissionDecision(PermissionBehavior.ASK, hook.permission_reason or "a PreToolUse hook asks")
-        if decision.behavior is PermissionBehavior.ASK:
-            decision = await self.hooks.permission_request(tool.name, raw, agent) or decision
-        if decision.behavior is PermissionBehavior.ASK:
-            if self.ask_user is not None:
-                await self.hooks.notify(f"Claude needs your permission to use {tool.name}")
-                decision = await self.ask_user(tool, inp, {**block, "input": raw})  # as a hook rewrote it
-            else:
-                decision = PermissionDecision(PermissionBehavior.DENY,
-                                              denial_message(tool.name, decision, interactive=False))
-        if updated is not None and decision.behavior is PermissionBehavior.ALLOW and decision.updated_input is None:
-            decision = PermissionDecision(PermissionBehavior.ALLOW, decision.message, updated)
-        return decision
+        """The loop's CanUseTool: PreToolUse hooks, rules and mode, then the user (session.permission_gate)."""
+        from codeloop.session.permission_gate import decide_tool_use
+
+        return await decide_tool_use(self, tool, inp, block, ctx)
 
     # -- transcript ------------------------------------------------------------------------------
     def _write(self, msg: Message) -> None:
@@ -310,8 +288,11 @@ class Conversation:
             self.messages.append(m)
             self._write(m)
         yield UserEvent(msg)
+        self._reload_context()
         self.abort = abort or AbortController()
         self.tool_context.abort = self.abort
+        # each query starts on the configured model; a fallback moves ctx.model for its rest only
+        self.tool_context.model = self.tool_context.main_model = self.config.model
         from codeloop.tools.deferred import hint_for, request_tools
 
         ctx = self.tool_context
@@ -332,11 +313,10 @@ class Conversation:
                              max_output_tokens=self.config.max_output_tokens,
                              fallback_models=list(self.config.fallback_models), queue=self.queue,
                              token_budget=self._token_budget(msg),
-                             tool_use_summary_model=self.config.tool_use_summary_model,
                              reactive_compact=self.compactor, context_pipeline=self.pipeline,
                              context_collapse=self.collapse, compact_context=self.compact_context,
                              stop_hooks=self.hooks.stop_hooks(), thinking=self.config.thinking,
-                             side_provider=self.side_provider)
+                             memory=self.nested_memory.start)
         try:
             async for ev in query(params):
                 self._record(ev)
@@ -363,6 +343,16 @@ class Conversation:
         done = Terminal(TerminalReason.COMPLETED, 0)
         self._record(done)
         yield done
+
+    def _reload_context(self) -> None:
+        """Spec 004 §6.1: the system prompt and CLAUDE.md are read per query, not once per session."""
+        if self.config.load_context is None:
+            return
+        try:
+            self.config.system_prompt, self.config.user_context = self.config.load_context()
+        except OSError as exc:  # an unreadable CLAUDE.md keeps the last good context
+            self.hooks.pending_notices.append(SystemEvent("context_warning", f"could not re-read instructions: {exc}",
+                                                          "warning"))
 
     def _token_budget(self, msg: Message) -> int | None:
         from codeloop.loop.budget import parse_token_budget

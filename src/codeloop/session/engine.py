@@ -5,8 +5,8 @@ in submitted prompts, changing no state; compaction never resets the count), the
 (a soft stop: the turn that crosses it is recorded, later prompts are refused), compaction
 every `compact_after_turns` prompts, structured output, the spec's event shapes and
 `TurnResult`, and the engine summary file (`<session dir>/engine.json`, written atomically with
-a format version) that `from_saved_session` reads back with the transcript. Also `BudgetGuard`
-for the dollar budget of print mode (`--max-budget-usd`).
+a format version) that `from_saved_session` reads back with the transcript. The types it speaks
+(config, stop reasons, results) are in `engine_types`.
 
 One implementation, two faces: `astream_submit_message` is the engine; `asubmit_message` drains
 it; the sync methods run the async ones with `asyncio.run`.
@@ -16,130 +16,22 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import asdict, dataclass, field, replace
-from enum import Enum
+import logging
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, AsyncIterator, Iterator
 
+from codeloop.events import AssistantEvent, CompactBoundary, PermissionDenied, SystemEvent, Terminal
 from codeloop.fsutil import atomic_write_json
-from codeloop.events import (AssistantEvent, CompactBoundary, PermissionDenied, SystemEvent, Terminal)
-from codeloop.loop.state import TerminalReason
-from codeloop.loop.structured import StructuredEvent, run_structured
 from codeloop.session import store
 from codeloop.session.conversation import Conversation, ConversationConfig
+from codeloop.session.engine_types import (ENGINE_FILE, FORMAT_VERSION, TERMINAL_TO_STOP, EngineError, PermissionDenial,
+                                           QueryEngineConfig, SlashCommand, StopReason, TurnResult, UsageSummary,
+                                           match_commands)
+from codeloop.session.structured import StructuredEvent, run_structured
 from codeloop.usage import Usage
 
-FORMAT_VERSION = 1
-ENGINE_FILE = "engine.json"
-
-
-class StopReason(str, Enum):
-    COMPLETED = "completed"
-    MAX_TURNS_REACHED = "max_turns_reached"
-    MAX_BUDGET_REACHED = "max_budget_reached"
-    ENDED_BY_MODEL = "ended_by_model"
-    INTERRUPTED = "interrupted"
-    STRUCTURED_OUTPUT_FAILED = "max_structured_output_retries"
-    ERROR = "error"
-
-
-class SlashCommand(str, Enum):
-    """Slash commands the engine recognises at the start of a prompt (and runs itself)."""
-    COMPACT = "/compact"
-
-
-_TERMINAL_TO_STOP = {TerminalReason.COMPLETED: StopReason.COMPLETED,
-                     TerminalReason.MAX_TURNS: StopReason.MAX_TURNS_REACHED,
-                     TerminalReason.ENDED_BY_MODEL: StopReason.ENDED_BY_MODEL,
-                     TerminalReason.ABORTED_STREAMING: StopReason.INTERRUPTED,
-                     TerminalReason.ABORTED_TOOLS: StopReason.INTERRUPTED}
-
-
-class EngineError(RuntimeError):
-    """Misuse of the engine or an unreadable saved session."""
-
-
-@dataclass(frozen=True)
-class QueryEngineConfig:
-    max_turns: int = 8                        # prompts per session (hard stop)
-    max_budget_tokens: int | None = None      # input (incl. cache) + output tokens (soft stop); None: unlimited
-    compact_after_turns: int | None = 12      # summarise the history every N prompts; None: never
-    structured_output: bool = False           # the answer must be JSON (matching json_schema if given)
-    structured_retry_limit: int = 2
-    json_schema: dict[str, Any] | None = None
-    model: str | None = None                  # id or alias; default $ANTHROPIC_MODEL or the built-in default
-    tools: tuple[str, ...] | None = None      # names of the tools to offer; None: all built-ins
-    allowed_tools: tuple[str, ...] = ()       # permission rules: allowed without asking
-    disallowed_tools: tuple[str, ...] = ()
-    permission_mode: str = "default"
-    cwd: str | Path | None = None
-    system_prompt: str | None = None
-    append_system_prompt: str | None = None
-    loop_max_turns: int | None = None         # model calls per prompt (the loop's own max_turns)
-    persist: bool = True
-
-
-@dataclass(frozen=True)
-class UsageSummary:
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_creation_input_tokens: int = 0
-    cache_read_input_tokens: int = 0
-    cost_usd: float = 0.0
-
-    @property
-    def total_tokens(self) -> int:
-        return self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens + self.output_tokens
-
-    @classmethod
-    def of(cls, conv: Conversation) -> UsageSummary:
-        return cls(**conv.usage.to_dict(), cost_usd=round(conv.cost_usd, 8))
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class PermissionDenial:
-    tool_name: str
-    tool_use_id: str = ""
-    tool_input: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def from_record(cls, r: dict[str, Any]) -> PermissionDenial:
-        return cls(str(r.get("tool_name") or ""), str(r.get("tool_use_id") or ""), dict(r.get("tool_input") or {}))
-
-
-@dataclass(frozen=True)
-class TurnResult:
-    prompt: str
-    output: str
-    matched_commands: tuple[str, ...]
-    matched_tools: tuple[str, ...]
-    permission_denials: tuple[PermissionDenial, ...]
-    usage: UsageSummary
-    stop_reason: str
-    structured_output: Any = None
-
-
-class BudgetGuard:
-    """`--max-budget-usd`: is the conversation's dollar budget spent? Checked between turns."""
-
-    def __init__(self, max_usd: float) -> None:
-        if isinstance(max_usd, bool) or not isinstance(max_usd, (int, float)) or not max_usd > 0:
-            raise ValueError("--max-budget-usd must be a positive number of dollars")
-        self.max_usd = float(max_usd)
-
-    def check(self, conv: Any) -> bool:
-        return float(conv.cost_usd) >= self.max_usd
-
-    def error_text(self, conv: Any) -> str:
-        return f"Reached maximum budget (${self.max_usd:g}); spent ${float(conv.cost_usd):.4f}"
-
-
-def match_commands(prompt: str) -> tuple[str, ...]:
-    word = prompt.strip().split(maxsplit=1)[0] if prompt.strip() else ""
-    return tuple(c.value for c in SlashCommand if c.value == word)
+log = logging.getLogger(__name__)
 
 
 def _run_sync(coro: Any) -> Any:
@@ -162,7 +54,6 @@ class QueryEngine:
         self.turn_count = 0              # prompts processed; compaction never touches it
         self.turns_since_compaction = 0
         self.last_result: TurnResult | None = None
-        self.compaction_error: str | None = None   # why the last automatic compaction failed, if it did
 
     # -- views -----------------------------------------------------------------------------------
     @property
@@ -279,7 +170,7 @@ class QueryEngine:
         if terminal is None:
             reason = StopReason.INTERRUPTED
         else:
-            reason = _TERMINAL_TO_STOP.get(terminal.reason, StopReason.ERROR)
+            reason = TERMINAL_TO_STOP.get(terminal.reason, StopReason.ERROR)
             if terminal.error and reason is StopReason.ERROR and not output:
                 output = terminal.error
         if failed and reason is StopReason.COMPLETED:
@@ -294,7 +185,7 @@ class QueryEngine:
             async for _ in self.conv.compact():
                 pass
         except Exception as exc:  # a failed summary must not fail the turn that already completed
-            self.compaction_error = str(exc)
+            log.warning("automatic compaction failed (the next prompt tries again): %s", exc)
         else:
             self.turns_since_compaction = 0
 
@@ -322,7 +213,7 @@ class QueryEngine:
     def from_saved_session(cls, session_id: str, *, cwd: str | Path | None = None,
                            config: QueryEngineConfig | None = None, provider: Any = None) -> QueryEngine:
         """Messages (from the transcript, after its last compaction), usage, turn count, denials."""
-        from codeloop.context.resume import load_from_last_boundary
+        from codeloop.session.resume import load_from_last_boundary
 
         sid = store.validate_session_id(session_id)
         root = Path(cwd if cwd is not None else (config.cwd if config and config.cwd else Path.cwd())).resolve()
@@ -389,8 +280,8 @@ def _count_prompts(path: Path) -> int:
 def _build_conversation(config: QueryEngineConfig, provider: Any, session_id: str | None, *,
                         messages: list | None = None, denials: list | None = None,
                         entries: list | None = None) -> Conversation:
-    from codeloop.cli.setup import resolve_model
-    from codeloop.context.prompt import build_system_prompt, user_context
+    from codeloop.providers.aliases import resolve_model
+    from codeloop.context.prompt import context_loader
     from codeloop.permissions.policy import PermissionMode, PermissionPolicy
     from codeloop.tools.registry import builtin_tools, select_tools
 
@@ -408,16 +299,19 @@ def _build_conversation(config: QueryEngineConfig, provider: Any, session_id: st
         raise ValueError(f"unknown tool(s): {', '.join(unknown)} (known: {', '.join(sorted(names))})")
     tools = select_tools(known, allowed=None if config.tools is None else list(config.tools),
                          disallowed=config.disallowed_tools)
+    # the engine's cwd is the working directory its rules judge paths against (not the process's)
     policy = PermissionPolicy(mode=PermissionMode(config.permission_mode), allow=list(config.allowed_tools),
-                              deny=list(config.disallowed_tools))
+                              deny=list(config.disallowed_tools), cwd=cwd)
+    load_context = context_loader(cwd, store.config_dir(), custom=config.system_prompt,
+                                  append=config.append_system_prompt)
+    system_prompt, user_ctx = load_context()
     conv_config = ConversationConfig(
-        cwd=cwd, model=resolve_model(config.model), tools=tools, policy=policy,
-        system_prompt=build_system_prompt(cwd, custom=config.system_prompt, append=config.append_system_prompt),
-        user_context=user_context(cwd, store.config_dir()), max_turns=config.loop_max_turns,
+        cwd=cwd, model=resolve_model(config.model), tools=tools, policy=policy, load_context=load_context,
+        system_prompt=system_prompt, user_context=user_ctx, max_turns=config.loop_max_turns,
         persist=config.persist, entrypoint="library")
     return Conversation(conv_config, provider, session_id=session_id, messages=messages, denials=denials,
                         entries=entries)
 
 
-__all__ = ["BudgetGuard", "EngineError", "PermissionDenial", "QueryEngine", "QueryEngineConfig", "SlashCommand",
-           "StopReason", "TurnResult", "UsageSummary"]
+__all__ = ["ENGINE_FILE", "EngineError", "FORMAT_VERSION", "PermissionDenial", "QueryEngine", "QueryEngineConfig",
+           "SlashCommand", "StopReason", "TurnResult", "UsageSummary", "match_commands"]

@@ -5,22 +5,28 @@ orphaned or duplicate tool_results dropped — so a resumed session never sends 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from codeloop.messages import Message, tool_result_block
-from codeloop.session.transcript import INTERRUPTED_TOOL_RESULT, MESSAGE_TYPES, entry_to_message
+
+INTERRUPTED_TOOL_RESULT = "Tool execution was interrupted; no result was recorded (session resumed)."
+# Entry types that carry a message; everything else is metadata hanging off the chain.
+MESSAGE_TYPES = ("user", "assistant")
+Decode = Callable[[dict[str, Any]], "Message | None"]
 
 
-def messages_from_entries(entries: Iterable[dict[str, Any]]) -> tuple[list[Message], int]:
+def messages_from_entries(entries: Iterable[dict[str, Any]], decode: Decode) -> tuple[list[Message], int]:
     """The API-valid history an entry list describes (tombstones applied, dangling tool_uses
-    repaired), and how many message entries could not be read."""
+    repaired), and how many message entries could not be read. `decode` turns one message entry
+    into a Message (None when unreadable): the transcript's `entry_to_message`, passed in so this
+    module stays below the transcript format."""
     messages: list[Message] = []
     tombstoned: set[Any] = set()
     corrupt = 0
     for entry in entries:
         kind = entry.get("type")
         if kind in MESSAGE_TYPES:
-            msg = entry_to_message(entry)
+            msg = decode(entry)
             if msg is None:
                 corrupt += 1
             else:

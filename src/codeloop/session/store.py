@@ -16,6 +16,8 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from codeloop.config.paths import config_dir
+
 _UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
 _NON_ALNUM_RE = re.compile(r"[^a-zA-Z0-9]")
 # Most filesystems cap a name at 255 bytes; Claude Code truncates keys at 200 and appends a hash.
@@ -35,13 +37,6 @@ class SessionInfo:
     path: Path
     mtime: float
     first_prompt: str | None = None
-
-
-def config_dir() -> Path:
-    env = os.environ.get("CODELOOP_CONFIG_DIR")
-    if env:
-        return Path(env).expanduser()
-    return Path.home() / ".codeloop"
 
 
 def projects_dir() -> Path:

@@ -14,15 +14,13 @@ import gc
 import json
 import os
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
-from codeloop import __version__
-from codeloop.messages import Message, new_uuid
+from codeloop.version import __version__
+from codeloop.messages import Message, new_uuid, now_iso
+from codeloop.session.repair import INTERRUPTED_TOOL_RESULT, MESSAGE_TYPES, messages_from_entries  # noqa: F401
 
-INTERRUPTED_TOOL_RESULT = "Tool execution was interrupted; no result was recorded (session resumed)."
-MESSAGE_TYPES = ("user", "assistant")
 # Entries that form the parentUuid chain; metadata (tombstones, denials, markers) hangs off it.
 CHAIN_TYPES = ("user", "assistant", "system", "compact_boundary")
 _TAIL_BLOCK = 64 * 1024
@@ -42,10 +40,6 @@ class LoadedTranscript:
     entries: list[dict[str, Any]]
     warnings: list[str] = field(default_factory=list)
     last_uuid: str | None = None
-
-
-def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def message_to_entry(msg: Message, *, session_id: str, cwd: Path | str,
@@ -369,9 +363,7 @@ def _load(path: Path, data: bytes) -> LoadedTranscript:
         uid = entry.get("uuid")
         if isinstance(uid, str) and uid and entry.get("type") in CHAIN_TYPES:
             last_uuid = uid
-    from codeloop.session.repair import messages_from_entries
-
-    messages, unreadable = messages_from_entries(entries)
+    messages, unreadable = messages_from_entries(entries, entry_to_message)
     corrupt += unreadable
     warnings = [f"skipped {corrupt} corrupt line(s) in {path}"] if corrupt else []
     return LoadedTranscript(messages=messages, entries=entries, warnings=warnings, last_uuid=last_uuid)

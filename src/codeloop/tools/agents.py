@@ -277,7 +277,7 @@ def load_agent_definitions(cwd: Path, config_dir: Path, *, home: Path | None = N
 
 def resolve_agent_model(definition: AgentDefinition, parent_model: str) -> str:
     """The model a subagent runs on: the parent's for inherit/unset, aliases resolved."""
-    from codeloop.cli.setup import MODEL_ALIASES
+    from codeloop.providers.aliases import MODEL_ALIASES
 
     model = definition.model
     if not model or model == INHERIT:

@@ -13,13 +13,19 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
 import math
+from contextvars import ContextVar
 from dataclasses import dataclass, field
-from enum import Enum
 from pathlib import Path
-from typing import Any, Callable, ClassVar
+from typing import Any, Awaitable, Callable, ClassVar
 
 
 from codeloop.abort import AbortController
+from codeloop.config.permission_behavior import PermissionBehavior  # noqa: F401 (re-exported)
+
+
+# The tool_use id of the tool running in this task: the tool runner sets it around each call
+# (a contextvar, because tools run in parallel tasks); the Task tool tags its subagent with it.
+CURRENT_TOOL_USE_ID: ContextVar[str | None] = ContextVar("CURRENT_TOOL_USE_ID", default=None)
 
 
 class ToolError(Exception):
@@ -55,7 +61,8 @@ class ToolContext:
     agent_id: str | None = None                 # set for subagents/forks
     non_interactive: bool = True
     session_id: str | None = None
-    model: str = ""                             # the canonical model id of the main loop
+    model: str = ""                             # the model answering now (the fallback after a fallback)
+    main_model: str = ""                        # the session's configured model ("" → `model`); gates judge it
     entrypoint: str = "cli"                     # cli | sdk-py | sdk-ts | … (gates EndConversation)
     # The conversation so far (read-only view) — EndConversation scans it for its first call.
     messages: Callable[[], list[Any]] | None = None
@@ -74,18 +81,21 @@ class ToolContext:
     # Hard links: tool name → (st_dev, st_ino) of the files its deny rules name (None: too many
     # to list, refuse multi-link files). Asked only when a file opened has st_nlink > 1.
     denied_inodes: Callable[[str], frozenset[tuple[int, int]] | None] | None = None
+    # Runs a subagent for the Task tool: (subagent_type, prompt, parent ctx, *, parent_tool_use_id)
+    # → tools.builtin.task.SubagentOutcome; raises ToolError for an unknown type. Provided by the
+    # session (session.subagent), so tools never import the loop. None: no subagents here.
+    spawn_subagent: Callable[..., Awaitable[Any]] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def gate_model(self) -> str:
+        """The model a tool's availability is judged on: the configured one, not a fallback."""
+        return self.main_model or self.model
 
     def resolve(self, path: str) -> Path:
         """Absolute path for a tool argument; relative paths are taken from the current cwd."""
         p = Path(path).expanduser()
         return p if p.is_absolute() else (self.cwd / p)
-
-
-class PermissionBehavior(str, Enum):
-    ALLOW = "allow"
-    ASK = "ask"
-    DENY = "deny"
 
 
 @dataclass
@@ -102,6 +112,9 @@ class Tool:
     # Larger results are cut/persisted by the context pipeline; math.inf exempts a tool.
     max_result_chars: ClassVar[float] = 100_000
     should_defer: ClassVar[bool] = False
+    # Cancelled at once when the user types while it runs (input dispatch's interrupt): only for
+    # tools whose cancellation loses nothing. Others finish, and the new prompt waits for them.
+    interruptible: ClassVar[bool] = False
 
     def is_read_only(self, inp: BaseModel) -> bool:
         return False

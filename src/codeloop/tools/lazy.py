@@ -50,7 +50,7 @@ class SchemaCache:
 
 
 def cache_key(module_files: list[Path]) -> str:
-    from codeloop import __version__
+    from codeloop.version import __version__
 
     parts = [__version__]
     for f in module_files:
@@ -67,12 +67,14 @@ class LazyTool:
 
     def __init__(self, name: str, module: str, class_name: str, cache: SchemaCache | None,
                  *, gate: Callable[[Any], bool] | None = None, should_defer: bool = False,
-                 kwargs: dict[str, Any] | None = None, max_result_chars: float = 100_000) -> None:
+                 kwargs: dict[str, Any] | None = None, max_result_chars: float = 100_000,
+                 interruptible: bool = False) -> None:
         self.name = name
         self._module, self._class_name, self._cache = module, class_name, cache
         self._kwargs = kwargs or {}
         # Facts known without importing the tool: its cheap gate and whether it is deferred.
         self._gate, self.should_defer, self.max_result_chars = gate, should_defer, max_result_chars
+        self.interruptible = interruptible
         self._tool: Any = None
 
     @property

@@ -27,17 +27,18 @@ BUILTINS: tuple[tuple[str, str, str], ...] = (
 )
 DEFERRED = frozenset({"EndConversation"})
 UNBOUNDED_RESULTS = frozenset({"Read"})  # kept in step with the tools' max_result_chars (tested)
+INTERRUPTIBLE = frozenset({"Glob", "Grep", "Read", "ToolSearch"})  # … and with their `interruptible` (tested)
 
 
 def _end_conversation_gate(ctx: Any) -> bool:
     from codeloop.config.flags import end_conversation_enabled
 
-    return end_conversation_enabled(entrypoint=ctx.entrypoint, model=ctx.model,
+    return end_conversation_enabled(entrypoint=ctx.entrypoint, model=ctx.gate_model,
                                     flags=ctx.extra.get("feature_flags") or {})
 
 
 def _task_gate(ctx: Any) -> bool:
-    return ctx.agent_id is None and ctx.extra.get("subagent_runtime") is not None
+    return ctx.agent_id is None and ctx.spawn_subagent is not None
 
 
 _GATES = {"EndConversation": _end_conversation_gate, "Task": _task_gate}
@@ -64,14 +65,15 @@ def builtin_tools(*, lazy: bool = False, agent_definitions: dict[str, Any] | Non
     import importlib
 
     if lazy:
-        from codeloop.session.store import config_dir
+        from codeloop.config.paths import config_dir
         from codeloop.tools.lazy import LazyTool, SchemaCache, cache_key
 
         here = Path(__file__).parent / "builtin"
         files = [here / (module.rsplit(".", 1)[1] + ".py") for _, module, _ in BUILTINS]
         cache = SchemaCache(config_dir() / "cache" / "tool-schemas.json", cache_key(files))
         tools = [LazyTool(name, module, cls, cache, gate=_GATES.get(name), should_defer=name in DEFERRED,
-                          max_result_chars=float("inf") if name in UNBOUNDED_RESULTS else 100_000)
+                          max_result_chars=float("inf") if name in UNBOUNDED_RESULTS else 100_000,
+                          interruptible=name in INTERRUPTIBLE)
                  for name, module, cls in BUILTINS]
         if agent_definitions is not None:
             # Task's description lists the agent types, so its cached schema is keyed by them too.
@@ -109,6 +111,12 @@ def select_tools(
         for t in tools
         if (allowed_set is None or t.name in allowed_set) and t.name not in removed
     ]
+
+
+def is_interruptible(tools: Iterable[Tool], name: str) -> bool:
+    """Whether the tool called `name` declares itself interruptible (unknown tools do not)."""
+    tool = find_tool(tools, name)
+    return bool(getattr(tool, "interruptible", False)) if tool is not None else False
 
 
 def find_tool(tools: Iterable[Tool], name: str) -> Tool | None:

@@ -99,7 +99,7 @@ def _is_tool_result_only(msg: Any) -> bool:
 def _queued_user_input_markers() -> tuple[str, ...]:
     # Input the user typed while the model was busy reaches the model as a *meta* message; it is
     # still the user talking, so it must break the confirmation like any other user message.
-    from codeloop.input.queue import QUEUED_PROMPT_TEMPLATE
+    from codeloop.messages import QUEUED_PROMPT_TEMPLATE
 
     return (QUEUED_PROMPT_TEMPLATE.split("{value}", 1)[0], "<bash-input>")
 
@@ -194,8 +194,8 @@ def surface_of(ctx: ToolContext) -> Surface:
 
 def log_local_event(ctx: ToolContext, phase: Phase) -> None:
     """One line in `<config dir>/events.jsonl`: phase and surface, never any message text."""
-    from codeloop.session.store import config_dir
-    from codeloop.session.transcript import now_iso
+    from codeloop.config.paths import config_dir
+    from codeloop.messages import now_iso
 
     entry = {"event": EVENT_NAME, "phase": phase.value, "surface": surface_of(ctx).value,
              "is_non_interactive": bool(ctx.non_interactive), "session_id": ctx.session_id, "ts": now_iso()}
@@ -212,9 +212,9 @@ def log_local_event(ctx: ToolContext, phase: Phase) -> None:
 
 
 def _current_tool_use_id() -> str | None:
-    from codeloop.tools.builtin.task import current_tool_use_id
+    from codeloop.tools.base import CURRENT_TOOL_USE_ID
 
-    return current_tool_use_id()
+    return CURRENT_TOOL_USE_ID.get()
 
 
 def _result(ended: bool, message: str, phase: Phase, surface: Surface) -> ToolResult:
@@ -231,7 +231,7 @@ class EndConversationTool(Tool):
     def is_enabled(self, ctx: ToolContext) -> bool:
         from codeloop.config.flags import end_conversation_enabled
 
-        return end_conversation_enabled(entrypoint=ctx.entrypoint, model=ctx.model,
+        return end_conversation_enabled(entrypoint=ctx.entrypoint, model=ctx.gate_model,
                                         flags=ctx.extra.get("feature_flags") or {})
 
     def is_read_only(self, inp: BaseModel) -> bool:
@@ -269,7 +269,7 @@ class EndConversationTool(Tool):
     def _write_marker(ctx: ToolContext) -> None:
         # Best effort: the marker lets a resume restore the ended state, but a failed write must
         # not keep the conversation alive.
-        from codeloop.session.transcript import now_iso
+        from codeloop.messages import now_iso
 
         if ctx.append_entry is None:
             log.warning("no transcript to record the %s marker in", ENDED_MARKER_TYPE)

@@ -236,6 +236,7 @@ class GlobTool(Tool):
     name: ClassVar[str] = "Glob"
     description: ClassVar[str] = DESCRIPTION
     input_model: ClassVar[type[BaseModel]] = GlobInput
+    interruptible: ClassVar[bool] = True  # read-only: cancelling it when the user types loses nothing
 
     def is_read_only(self, inp: BaseModel) -> bool:
         return True

@@ -188,6 +188,7 @@ class GrepTool(Tool):
     name: ClassVar[str] = "Grep"
     description: ClassVar[str] = DESCRIPTION
     input_model: ClassVar[type[BaseModel]] = GrepInput
+    interruptible: ClassVar[bool] = True  # read-only: cancelling it when the user types loses nothing
 
     def __init__(self, *, use_ripgrep: bool | None = None) -> None:
         # None = use rg when one is found; False forces the Python fallback (tests, odd hosts).

@@ -132,6 +132,7 @@ class ReadTool(Tool):
     name: ClassVar[str] = "Read"
     description: ClassVar[str] = DESCRIPTION
     input_model: ClassVar[type[BaseModel]] = ReadInput
+    interruptible: ClassVar[bool] = True  # read-only: cancelling it when the user types loses nothing
 
     def is_read_only(self, inp: BaseModel) -> bool:
         return True

@@ -44,6 +44,7 @@ class ToolSearchTool(Tool):
     name: ClassVar[str] = TOOL_SEARCH_NAME
     description: ClassVar[str] = DESCRIPTION
     input_model: ClassVar[type[BaseModel]] = ToolSearchInput
+    interruptible: ClassVar[bool] = True  # read-only: cancelling it when the user types loses nothing
 
     def __init__(self, pool: Iterable[Tool] | Callable[[], Iterable[Tool]] | None = None) -> None:
         # Usually None: the registry builds tools without arguments and the pool comes from ctx.

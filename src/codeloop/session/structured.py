@@ -6,7 +6,8 @@ the common subset), the meta message that asks the model to try again (`retry_me
 `run_structured`, which drives a Conversation through the answer → validate → retry cycle.
 Front ends map the two closing `SystemEvent`s: `structured_output` carries the value,
 `structured_output_failed` the errors of the last attempt (print mode: result subtype
-`error_max_structured_output_retries`).
+`error_max_structured_output_retries`). It drives a whole Conversation, so it lives in the
+session layer, beside what it drives.
 """
 
 from __future__ import annotations
@@ -18,8 +19,7 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncIterator
 
-from codeloop.events import AssistantEvent, Event, SystemEvent, Terminal
-from codeloop.loop.state import TerminalReason
+from codeloop.events import AssistantEvent, Event, SystemEvent, Terminal, TerminalReason
 
 if TYPE_CHECKING:
     from codeloop.abort import AbortController

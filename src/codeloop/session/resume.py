@@ -16,7 +16,7 @@ from typing import Any
 
 from codeloop.messages import Message
 from codeloop.session.repair import messages_from_entries
-from codeloop.session.transcript import LoadedTranscript, load_transcript, parse_line
+from codeloop.session.transcript import LoadedTranscript, entry_to_message, load_transcript, parse_line
 
 # json.dumps never escapes these quotes in a real key/value, while inside message text they
 # appear as \"compact_boundary\" — the byte before the match tells the two apart.
@@ -39,7 +39,7 @@ def messages_after_last_boundary(entries: list[dict[str, Any]]) -> list[Message]
         if is_compact_boundary(entries[i]):
             start = i + 1
             break
-    return messages_from_entries(e for e in entries[start:] if isinstance(e, dict))[0]
+    return messages_from_entries((e for e in entries[start:] if isinstance(e, dict)), entry_to_message)[0]
 
 
 def _tail_after_boundary(buf: Any) -> tuple[int, dict[str, Any] | None]:
@@ -90,7 +90,7 @@ def load_from_last_boundary(path: Path | str) -> LoadedTranscript:
                 corrupt += 1
             else:
                 entries.append(entry)
-        messages, bad = messages_from_entries(entries)
+        messages, bad = messages_from_entries(entries, entry_to_message)
     finally:
         if gc_was_enabled:
             gc.enable()

@@ -4,6 +4,9 @@ This module owns the queued-command record, the priority-ordered queue itself, t
 filter the loop applies before draining it mid-turn (`commands_for_turn`), and the user message
 a drained command becomes (`queued_command_message`). It does not decide *when* to enqueue
 (that is input dispatch) nor run slash commands (those wait for the turn to end).
+
+It lives in the loop layer because the loop drains it between turns; the session owns one per
+conversation and the input layer above fills it.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Callable, Iterable
 
-from codeloop.messages import Message, new_uuid, user_message
+from codeloop.messages import QUEUED_PROMPT_TEMPLATE, Message, new_uuid, user_message
 
 
 class Priority(str, Enum):
@@ -91,14 +94,6 @@ class CommandQueue:
         if len(self._items) != before:
             self._notify()
 
-    def dequeue(self) -> QueuedCommand | None:
-        if not self._items:
-            return None
-        cmd = self._ordered(self._items)[0]
-        self._items.remove(cmd)
-        self._notify()
-        return cmd
-
     def subscribe(self, callback: Callable[[], None]) -> Callable[[], None]:
         self._subscribers.append(callback)
 
@@ -117,15 +112,15 @@ class CommandQueue:
             callback()
 
 
-def commands_for_turn(queue: CommandQueue, *, agent_id: str | None,
-                      sleep_ran: bool = False) -> list[QueuedCommand]:
+def commands_for_turn(queue: CommandQueue, *, agent_id: str | None) -> list[QueuedCommand]:
     """The §13.2 snapshot of queued commands the loop may fold into the next API call.
 
-    `later` commands only ride along after a Sleep tool ran (the model chose to wait for them).
-    Slash commands never run mid-turn. The main thread takes its own commands; a subagent takes
-    only task notifications addressed to it, so user prompts always reach the main thread.
+    `next` and `now` commands only: `later` ones wait for the query to end (Claude Code lets
+    them ride along after its Sleep tool; codeloop has none). Slash commands never run mid-turn.
+    The main thread takes its own commands; a subagent takes only task notifications addressed
+    to it, so user prompts always reach the main thread.
     """
-    snapshot = queue.get_commands_by_max_priority(Priority.LATER if sleep_ran else Priority.NEXT)
+    snapshot = queue.get_commands_by_max_priority(Priority.NEXT)
     out = []
     for cmd in snapshot:
         if cmd.is_slash_command:
@@ -136,11 +131,6 @@ def commands_for_turn(queue: CommandQueue, *, agent_id: str | None,
         elif cmd.mode is QueueMode.TASK_NOTIFICATION and cmd.agent_id == agent_id:
             out.append(cmd)
     return out
-
-
-QUEUED_PROMPT_TEMPLATE = (
-    "<system-reminder>\nThe user sent the following message while you were working:\n{value}\n\n"
-    "Please address this message and continue with your tasks.\n</system-reminder>")
 
 
 def queued_command_message(cmd: QueuedCommand) -> Message:

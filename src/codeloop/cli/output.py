@@ -1,0 +1,240 @@
+"""What the print front ends write: result lines, exit codes and the event printer.
+
+Shared by print mode (`-p`, one prompt) and the stream-json session (`--input-format
+stream-json`, many turns), so every line both write has Claude Code's shape and neither front
+end imports the other. Owns: exit statuses, `error_result` / `build_result` (the closing result
+object), `apply_structured` (folding `--json-schema` outcomes into it), `message_line` (an
+assistant/user line) and `Printer`, which writes events in text | json | stream-json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any, TextIO
+
+from codeloop.events import (ApiCallEvent, AssistantEvent, CompactBoundary, Event, StreamEvent, SystemEvent, Terminal,
+                             TerminalReason, Tombstone, UserEvent)
+from codeloop.messages import new_uuid
+
+EXIT_OK, EXIT_ERROR, EXIT_SIGINT, EXIT_SIGTERM = 0, 1, 130, 143
+STRUCTURED_RETRY_LIMIT = 2
+
+
+def emit(out: TextIO, obj: dict[str, Any]) -> None:
+    """One JSON line, flushed at once (a reader may be waiting on it)."""
+    from codeloop.messages import dumps_marked
+
+    out.write(dumps_marked(obj) + "\n")   # bytes that are not UTF-8 show as \\xNN, never break a line
+    out.flush()
+
+
+def error_result(session_id: str, errors: list[str], *, subtype: str = "error_during_execution",
+                 duration_ms: float = 0) -> dict[str, Any]:
+    return {"type": "result", "subtype": subtype, "is_error": True, "duration_ms": int(duration_ms),
+            "duration_api_ms": 0, "num_turns": 0, "stop_reason": None, "session_id": session_id,
+            "total_cost_usd": 0, "usage": {}, "modelUsage": {}, "permission_denials": [],
+            "errors": errors, "uuid": new_uuid()}
+
+
+def build_result(conv, terminal: Terminal | None, *, started: float, final_text: str,
+                 stop_reason: str | None) -> dict[str, Any]:
+    from codeloop.providers.models import model_info
+    from codeloop.providers.pricing import cost_usd
+
+    reason = terminal.reason if terminal else TerminalReason.ABORTED_STREAMING
+    subtype = {TerminalReason.COMPLETED: "success", TerminalReason.MAX_TURNS: "error_max_turns",
+               TerminalReason.BUDGET_EXCEEDED: "error_max_budget_usd"}.get(reason, "error_during_execution")
+    usage = conv.usage.to_dict()
+    usage["server_tool_use"] = {"web_search_requests": 0, "web_fetch_requests": 0}
+    usage["service_tier"] = "standard"
+    result: dict[str, Any] = {
+        "type": "result", "subtype": subtype, "is_error": subtype != "success",
+        "duration_ms": int((time.monotonic() - started) * 1000), "duration_api_ms": int(conv.api_duration_ms),
+        "num_turns": terminal.turn_count if terminal else 0, "stop_reason": stop_reason,
+        "session_id": conv.session_id, "total_cost_usd": round(conv.cost_usd, 8), "usage": usage,
+        "modelUsage": {m: {"inputTokens": u.input_tokens, "outputTokens": u.output_tokens,
+                           "cacheReadInputTokens": u.cache_read_input_tokens,
+                           "cacheCreationInputTokens": u.cache_creation_input_tokens,
+                           "webSearchRequests": 0, "costUSD": round(cost_usd(u, m), 8),
+                           "contextWindow": model_info(m).context_window,
+                           "maxOutputTokens": model_info(m).max_output_tokens}
+                       for m, u in conv.usage_by_model.items()},
+        "permission_denials": list(conv.permission_denials),
+        "terminal_reason": reason.value, "uuid": new_uuid()}
+    if subtype == "success":
+        result["result"] = final_text
+    elif reason is TerminalReason.MAX_TURNS:
+        result["errors"] = [f"Reached maximum number of turns ({conv.config.max_turns})"]
+    elif reason is TerminalReason.BUDGET_EXCEEDED:
+        result["errors"] = [f"Reached the maximum budget (${conv.config.max_budget_usd}); "
+                            f"spent ${conv.cost_usd:.4f}"]
+    else:
+        result["errors"] = [terminal.error if terminal and terminal.error else _reason_text(reason)]
+    return result
+
+
+ENDED_MESSAGE = ("The model ended this conversation (EndConversation). It cannot be continued; "
+                 "start a new session.")
+
+
+def apply_structured(result: dict[str, Any], structured: dict[str, Any]) -> dict[str, Any]:
+    """Fold the structured-output outcome (`--json-schema`) into a result line."""
+    from codeloop.session.structured import StructuredEvent
+
+    if StructuredEvent.OUTPUT.value in structured:
+        result["structured_output"] = structured[StructuredEvent.OUTPUT.value]["structured_output"]
+    elif StructuredEvent.FAILED.value in structured and not result["is_error"]:
+        result.update(subtype="error_max_structured_output_retries", is_error=True,
+                      errors=structured[StructuredEvent.FAILED.value]["errors"])
+        result.pop("result", None)
+    return result
+
+
+def _reason_text(reason: TerminalReason) -> str:
+    return {TerminalReason.ABORTED_STREAMING: "Interrupted while the model was responding",
+            TerminalReason.ABORTED_TOOLS: "Interrupted while tools were running",
+            TerminalReason.ENDED_BY_MODEL: ENDED_MESSAGE}.get(
+        reason, f"Query ended: {reason.value}")
+
+
+def message_line(msg, session_id: str) -> dict[str, Any]:
+    """An `assistant` or `user` stream-json line, in Claude Code's shape."""
+    obj: dict[str, Any] = {"type": msg.role, "message": msg.api_message(),
+                           "parent_tool_use_id": msg.parent_tool_use_id, "session_id": session_id, "uuid": msg.uuid}
+    if msg.is_api_error:
+        obj["error"] = "unknown"
+    if msg.role == "user" and msg.tool_use_result is not None:
+        obj["tool_use_result"] = msg.tool_use_result
+    return obj
+
+
+class Printer:
+    """Writes events in the chosen format; tracks what the final result needs."""
+
+    def __init__(self, args: argparse.Namespace, conv, out: TextIO) -> None:
+        self.fmt, self.partial, self.conv, self.out = args.output_format, args.include_partial_messages, conv, out
+        self.final_text, self.stop_reason = "", None
+        self._final_parts: list[tuple[str, str]] = []   # (uuid, text) of the final response so far
+        self.prompt_uuid: str | None = None
+        self._last_id: str | None = None
+
+    def init(self) -> None:
+        if self.fmt != "stream-json":
+            return
+        from codeloop.tools.deferred import enabled_tools
+
+        c = self.conv
+        tools = [t.name for t in enabled_tools(c.tool_pool(), c.tool_context)]
+        mcp_servers = c.mcp.statuses() if c.mcp is not None else []
+        agents = sorted(c.config.agent_definitions) or ["general-purpose"]
+        emit(self.out, {"type": "system", "subtype": "init", "cwd": str(c.config.cwd), "session_id": c.session_id,
+                         "tools": tools, "mcp_servers": mcp_servers, "model": c.config.model,
+                         "permissionMode": c.config.policy.mode.value, "slash_commands": [],
+                         "apiKeySource": "ANTHROPIC_API_KEY", "claude_code_version": _version(),
+                         "output_style": "default", "agents": agents, "skills": [], "plugins": [],
+                         "uuid": new_uuid()})
+
+    def event(self, ev: Event) -> None:
+        sid = self.conv.session_id
+        if isinstance(ev, AssistantEvent):
+            msg = ev.message
+            if not msg.is_api_error:
+                if msg.id != self._last_id:  # the result is the final response's text only
+                    self._final_parts = []
+                self._final_parts.append((msg.uuid, msg.text))
+                self.final_text = "".join(text for _, text in self._final_parts)
+                self._last_id = msg.id
+            if self.fmt == "stream-json":
+                emit(self.out, message_line(msg, sid))
+        elif isinstance(ev, Tombstone):
+            self._retract(ev.message)
+        elif isinstance(ev, ApiCallEvent):
+            self.stop_reason = ev.stop_reason
+        elif isinstance(ev, UserEvent):
+            if self.fmt == "stream-json" and ev.message.uuid != self.prompt_uuid:
+                emit(self.out, message_line(ev.message, sid))
+        elif isinstance(ev, SystemEvent):
+            if ev.subtype == "compact_skipped":
+                self.final_text = ev.text
+            if self.fmt == "stream-json":
+                line = {"type": "system", "subtype": ev.subtype, **ev.data, "session_id": sid, "uuid": new_uuid()}
+                if ev.text and "message" not in line:
+                    line["message"] = ev.text   # e.g. "Switched to X due to high demand for Y"
+                emit(self.out, line)
+            elif ev.level != "info":  # text mode: retries too, so a wait is never silent
+                sys.stderr.write(f"codeloop: {ev.text}\n")
+                sys.stderr.flush()
+        elif isinstance(ev, CompactBoundary):
+            if ev.trigger == "manual":
+                self.final_text = f"Conversation compacted (about {ev.pre_tokens:,} tokens summarised)."
+            if self.fmt == "stream-json":
+                emit(self.out, {"type": "system", "subtype": "compact_boundary", "session_id": sid,
+                                 "compact_metadata": {"trigger": ev.trigger, "pre_tokens": ev.pre_tokens},
+                                 "uuid": new_uuid()})
+        elif isinstance(ev, StreamEvent):
+            if self.fmt == "stream-json" and self.partial:
+                emit(self.out, {"type": "stream_event", "event": ev.raw, "parent_tool_use_id": None,
+                                 "session_id": sid, "uuid": new_uuid()})
+
+    def _retract(self, msg: Any) -> None:
+        """A message the loop took back (a retried or cut response, a result of a discarded tool).
+
+        Its text leaves the final result; in stream-json a `tombstone` line in Claude Code's
+        shape (`{"type": "tombstone", "message": <the line retracted>, "uuid", "session_id"}`)
+        tells the reader to drop the earlier line with that message's uuid. The SDKs skip
+        message types they do not model, so older readers are not disturbed.
+        """
+        if any(uuid == msg.uuid for uuid, _ in self._final_parts):
+            self._final_parts = [(uuid, text) for uuid, text in self._final_parts if uuid != msg.uuid]
+            self.final_text = "".join(text for _, text in self._final_parts)
+        if self.fmt == "stream-json":
+            sid = self.conv.session_id
+            emit(self.out, {"type": "tombstone", "message": message_line(msg, sid), "uuid": new_uuid(),
+                            "session_id": sid})
+
+    def side_event(self, ev: Event) -> None:
+        """A subagent's messages (with their parent_tool_use_id), retractions and task events, in stream-json."""
+        if self.fmt != "stream-json":
+            return
+        if isinstance(ev, SystemEvent) and ev.subtype.startswith("task_"):
+            self.event(ev)
+        elif isinstance(ev, (AssistantEvent, UserEvent)):
+            emit(self.out, message_line(ev.message, self.conv.session_id))
+        elif isinstance(ev, Tombstone):
+            self._retract(ev.message)
+
+    def result(self, result: dict[str, Any]) -> None:
+        if self.fmt == "text":
+            if result["is_error"]:
+                sys.stderr.write(f"Error: {'; '.join(result.get('errors') or ['unknown error'])}\n")
+            else:
+                self.out.write(result.get("result", "") + ("\n" if not result.get("result", "").endswith("\n") else ""))
+                self.out.flush()
+        else:
+            emit(self.out, result)
+
+
+def _version() -> str:
+    from codeloop.version import __version__
+
+    return __version__
+
+
+class BudgetGuard:
+    """`--max-budget-usd` across a stream-json session: is the dollar budget spent? Checked
+    between turns (refusing the next one) and after each (marking its result); within a turn
+    the Conversation itself aborts once the budget is spent."""
+
+    def __init__(self, max_usd: float) -> None:
+        if isinstance(max_usd, bool) or not isinstance(max_usd, (int, float)) or not max_usd > 0:
+            raise ValueError("--max-budget-usd must be a positive number of dollars")
+        self.max_usd = float(max_usd)
+
+    def check(self, conv: Any) -> bool:
+        return float(conv.cost_usd) >= self.max_usd
+
+    def error_text(self, conv: Any) -> str:
+        return f"Reached maximum budget (${self.max_usd:g}); spent ${float(conv.cost_usd):.4f}"

@@ -1,0 +1,57 @@
+"""The permission gate of a Conversation: what the loop's `can_use_tool` asks before each tool.
+
+Order: PreToolUse hooks (a block or "deny" ends it; "allow" answers an ask; "ask" turns an allow
+into a question; `updatedInput` replaces the input), then the tool's own opinion, the rules and
+the mode (`PermissionPolicy.decide`), then — for an ask — the user, or a denial when nobody can
+be asked (print mode). A hook's "allow" never lifts a deny rule.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from codeloop.events import SystemEvent
+from codeloop.permissions.policy import denial_message
+from codeloop.tools.base import PermissionBehavior, PermissionDecision, Tool, ToolContext
+
+
+async def decide_tool_use(conv: Any, tool: Tool, inp: Any, block: dict[str, Any],
+                          ctx: ToolContext) -> PermissionDecision:
+    """`conv` is the session.conversation.Conversation asking."""
+    raw = dict(block.get("input") or {})
+    agent = {"agent_id": ctx.agent_id, "agent_type": ctx.extra.get("agent_type", "")} if ctx.agent_id else None
+    hook = await conv.hooks.pre_tool(tool.name, raw, block.get("id", ""), agent)
+    hook_says = hook.permission_decision if hook is not None else None
+    if hook is not None and (hook.blocked or hook_says == "deny" or hook.prevent_continuation):
+        reason = ("; ".join(hook.block_reasons) or hook.permission_reason or hook.stop_reason
+                  or "denied by a PreToolUse hook")
+        return PermissionDecision(PermissionBehavior.DENY, f"PreToolUse hook blocked {tool.name}: {reason}")
+    updated = hook.updated_input if hook is not None and hook.updated_input is not None else None
+    if updated is not None:
+        from codeloop.tools.registry import parse_tool_input
+        inp, raw = parse_tool_input(tool, updated), dict(updated)
+    opinion = await tool.check_permissions(inp, ctx)
+    decision = conv.config.policy.decide(tool, inp, opinion, raw)
+    if not conv.read_filter_ready:  # rules are parsed on first use, not at start-up
+        conv.read_filter_ready = True
+        ctx.read_denied = conv.tool_context.read_denied = conv.config.policy.read_filter()
+    while conv.config.policy.rule_errors:  # rules are parsed on first use; say what was ignored
+        conv.hooks.pending_notices.append(SystemEvent("settings_warning", conv.config.policy.rule_errors.pop(0),
+                                                      "warning"))
+    # A hook's "allow" answers the question a prompt would ask; it never lifts a deny rule.
+    if hook_says == "allow" and decision.behavior is PermissionBehavior.ASK:
+        decision = PermissionDecision(PermissionBehavior.ALLOW)
+    if hook_says == "ask" and decision.behavior is PermissionBehavior.ALLOW:
+        decision = PermissionDecision(PermissionBehavior.ASK, hook.permission_reason or "a PreToolUse hook asks")
+    if decision.behavior is PermissionBehavior.ASK:
+        decision = await conv.hooks.permission_request(tool.name, raw, agent) or decision
+    if decision.behavior is PermissionBehavior.ASK:
+        if conv.ask_user is not None:
+            await conv.hooks.notify(f"Claude needs your permission to use {tool.name}")
+            decision = await conv.ask_user(tool, inp, {**block, "input": raw})  # as a hook rewrote it
+        else:
+            decision = PermissionDecision(PermissionBehavior.DENY,
+                                          denial_message(tool.name, decision, interactive=False))
+    if updated is not None and decision.behavior is PermissionBehavior.ALLOW and decision.updated_input is None:
+        decision = PermissionDecision(PermissionBehavior.ALLOW, decision.message, updated)
+    return decision
