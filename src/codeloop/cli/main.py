@@ -43,7 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="codeloop",
         description="codeloop — an agentic coding harness. Without -p it opens an interactive session; "
                     "with -p it answers one prompt and exits.",
-        epilog="Saved sessions: codeloop sessions list|show ID|export ID [--format json|markdown].")
+        epilog="Saved sessions: codeloop sessions list|show ID|export ID [--format json|markdown]. "
+               "Many sessions at once: codeloop batch TASKS.jsonl --out RESULTS.jsonl.")
     p.add_argument("prompt", nargs="?", help="the prompt (print mode reads stdin when omitted)")
     p.add_argument("-v", "--version", action="version", version=f"{__version__} (codeloop)")
     p.add_argument("-p", "--print", dest="print_mode", action="store_true",
@@ -129,6 +130,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["sessions"]:
         from codeloop.cli.sessions_cmd import sessions_main
         return sessions_main(argv[1:])
+    if argv[:1] == ["batch"]:
+        from codeloop.cli.batch import batch_main
+        return batch_main(argv[1:])
     args = build_parser().parse_args(argv)
     for name in UNSUPPORTED:
         if getattr(args, name, None):
