@@ -13,7 +13,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
 
 from codeloop.cli.batch.results import Outcome
-from codeloop.cli.batch.runner import RunContext, run_task
+from codeloop.cli.batch.runner import RunContext, base_record, run_task
 from codeloop.cli.batch.tasks import TaskSpec
 
 
@@ -42,9 +42,9 @@ class LocalControl:
 
 def lost_record(spec: TaskSpec, error: str) -> dict[str, Any]:
     """The result line of a task whose worker vanished (so run_task could not write one)."""
-    now = time.time()
-    return {"id": spec.id, "kind": spec.kind.value, "outcome": Outcome.CRASHED.value, "model": spec.model,
-            "started_at": None, "finished_at": now, "error": error}
+    rec = base_record(spec)
+    rec.update(outcome=Outcome.CRASHED.value, started_at=None, finished_at=time.time(), error=error)
+    return rec
 
 
 class LocalBackend:

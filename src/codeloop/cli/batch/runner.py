@@ -33,6 +33,8 @@ from codeloop.cli.batch.workspace import WorkspaceError, diff, folder_name, prep
 RATE_LIMIT_ERRORS = ("rate_limit", "overloaded")
 INTERRUPT_GRACE_S = 20.0
 _POLL_S = 0.2
+# Lifted from the loop's json result to the top of a result line, for jq and the report.
+RESULT_KEYS = ("subtype", "stop_reason", "num_turns", "total_cost_usd", "usage", "duration_ms", "duration_api_ms")
 _STDERR_TAIL = 800
 _SUBTYPE_OUTCOME = {"success": Outcome.SUCCESS, "error_max_turns": Outcome.MAX_TURNS,
                     "error_max_budget_usd": Outcome.OVER_BUDGET}
@@ -168,9 +170,13 @@ class _Watch:
                 self._check_stop()
 
 
-def _base_record(spec: TaskSpec) -> dict[str, Any]:
-    return {"id": spec.id, "kind": spec.kind.value, "outcome": None, "model": spec.model,
-            "started_at": time.time(), "host": socket.gethostname()}
+def base_record(spec: TaskSpec) -> dict[str, Any]:
+    """Every result line has every key (None when unknown), whatever the outcome."""
+    rec: dict[str, Any] = {"id": spec.id, "kind": spec.kind.value, "outcome": None, "model": spec.model,
+                           "started_at": time.time(), "host": socket.gethostname()}
+    rec.update(dict.fromkeys(RESULT_KEYS + ("exit_code", "rate_limited", "error", "diff", "workspace",
+                                            "transcript", "session_id", "stderr_log", "result")))
+    return rec
 
 
 def _stderr_tail(path: Path) -> str:
@@ -184,7 +190,7 @@ def _stderr_tail(path: Path) -> str:
 def run_task(spec: TaskSpec, ctx: RunContext, control: Control) -> dict[str, Any]:
     """Run one task to its result line. Never raises: every failure is an outcome."""
     t0 = time.monotonic()
-    rec = _base_record(spec)
+    rec = base_record(spec)
     try:
         _run(spec, ctx, control, rec)
     except WorkspaceError as exc:
@@ -248,8 +254,7 @@ def _fill(rec: dict[str, Any], watch: _Watch, code: int, err_path: Path) -> None
     rec["rate_limited"] = watch.rate_limited
     if res is not None:
         rec["result"] = res
-        for key in ("subtype", "stop_reason", "num_turns", "total_cost_usd", "usage", "duration_ms",
-                    "duration_api_ms"):
+        for key in RESULT_KEYS:
             rec[key] = res.get(key)
         if not rec.get("model") and res.get("modelUsage"):
             rec["model"] = next(iter(res["modelUsage"]))
