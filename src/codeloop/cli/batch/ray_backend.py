@@ -1,7 +1,7 @@
 """The Ray backend: each batch task is a Ray task running the same `runner.run_task`.
 
 `pip install 'codeloop[ray]'`. Without --ray-address a local Ray instance is started (small
-object store: results are a few kB); with it, the driver joins that cluster, and every node must
+object store: results are a few kB; services on loopback only); with it, the driver joins that cluster, and every node must
 have codeloop installed. Each task asks Ray for its CPU and memory share and is retried by Ray
 when its worker process or node is lost (max_retries); results come back as they finish
 (`ray.wait`). The interrupt flag and the rate-limit backoff live in a small actor that workers
@@ -20,6 +20,7 @@ from codeloop.cli.batch.runner import RunContext
 from codeloop.cli.batch.tasks import TaskSpec
 
 LOCAL_OBJECT_STORE_MB = 128
+LOOPBACK_ONLY_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 _STATE_CACHE_S = 1.0
 # What a worker's loop needs from the driver's environment (model endpoint, keys, config dir).
 FORWARD_ENV_PREFIXES = ("ANTHROPIC_", "CODELOOP_", "OPENAI_", "OPENROUTER_", "OLLAMA_", "AWS_", "CLAUDE_")
@@ -89,9 +90,13 @@ class RayBackend:
 
     def __init__(self, ctx: RunContext, workers: int, *, address: str | None, task_cpus: float,
                  task_memory_mb: int, max_retries: int) -> None:
+        address = address or os.environ.get("RAY_ADDRESS") or None
+        if not address:
+            # A local instance serves this machine only: keep it on loopback. On Linux Ray binds its
+            # services to the host's routable address unless told it is not a cluster (read at import).
+            os.environ.setdefault(LOOPBACK_ONLY_ENV, "0")
         ray = _ray()
         self._ray = ray
-        address = address or os.environ.get("RAY_ADDRESS") or None
         common = {"include_dashboard": False, "log_to_driver": False, "ignore_reinit_error": True,
                   "configure_logging": False}
         if address:
