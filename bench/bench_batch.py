@@ -67,10 +67,12 @@ def run(backend: str, n: int, workers: int) -> dict[str, float]:
         last_done = max(r["finished_at"] for r in recs)
         overhead = [(r["wall_ms"] - (r["duration_api_ms"] or 0)) / 1000 for r in recs]
         model = [(r["duration_api_ms"] or 0) / 1000 for r in recs]
+        phases = {k: statistics.median(r["timings_ms"][k] for r in recs) / 1000
+                  for k in ("workspace", "loop_process", "diff")}
         return {"wall_s": wall, "tasks_per_min": n / wall * 60,
                 "tasks_per_min_steady": (n - 1) / max(last_done - first_done, 1e-6) * 60,
                 "overhead_median_s": statistics.median(overhead), "overhead_p90_s": _pct(overhead, 0.9),
-                "model_median_s": statistics.median(model)}
+                "model_median_s": statistics.median(model), **{f"{k}_median_s": v for k, v in phases.items()}}
 
 
 def main() -> None:
@@ -79,13 +81,17 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--backends", default="local,ray")
     a = ap.parse_args()
-    print(f"{a.tasks} trivial tasks, {a.workers} workers, {os.cpu_count()} CPUs")
+    print(f"{a.tasks} trivial tasks, {a.workers} workers, {os.cpu_count()} CPUs, "
+          f"load average before: {os.getloadavg()[0]:.1f}")
     for backend in a.backends.split(","):
         r = run(backend, a.tasks, a.workers)
         print(f"{backend:>5}: {r['tasks_per_min']:6.1f} tasks/min overall ({r['wall_s']:.1f} s), "
               f"{r['tasks_per_min_steady']:6.1f} tasks/min after the first result; "
               f"overhead per task beyond model time: median {r['overhead_median_s']:.3f} s, "
               f"p90 {r['overhead_p90_s']:.3f} s (model time median {r['model_median_s']:.3f} s)")
+        print(f"       medians: workspace {r['workspace_median_s']:.3f} s, codeloop process "
+              f"{r['loop_process_median_s']:.3f} s, diff {r['diff_median_s']:.3f} s")
+    print(f"load average during the run: {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

@@ -175,7 +175,7 @@ def base_record(spec: TaskSpec) -> dict[str, Any]:
     rec: dict[str, Any] = {"id": spec.id, "kind": spec.kind.value, "outcome": None, "model": spec.model,
                            "started_at": time.time(), "host": socket.gethostname()}
     rec.update(dict.fromkeys(RESULT_KEYS + ("exit_code", "rate_limited", "error", "diff", "workspace",
-                                            "transcript", "session_id", "stderr_log", "result")))
+                                            "transcript", "session_id", "stderr_log", "result", "timings_ms")))
     return rec
 
 
@@ -206,8 +206,10 @@ def _run(spec: TaskSpec, ctx: RunContext, control: Control, rec: dict[str, Any])
     from codeloop.session.store import new_session_id
 
     batch_dir = Path(ctx.batch_dir)
+    t0 = time.monotonic()
     ws, baseline = prepare(spec, batch_dir, setup_timeout=ctx.setup_timeout_s)
     ws = ws.resolve()
+    timings = rec["timings_ms"] = {"workspace": _ms_since(t0)}
     rec["workspace"] = str(ws)
     if control.interrupted():
         rec.update(outcome=Outcome.INTERRUPTED.value, error="interrupted before the loop started")
@@ -218,6 +220,7 @@ def _run(spec: TaskSpec, ctx: RunContext, control: Control, rec: dict[str, Any])
     logs.mkdir(parents=True, exist_ok=True)
     err_path = logs / f"{folder_name(spec.id)}.stderr.log"
     rec.update(session_id=sid, stderr_log=str(err_path))
+    t0 = time.monotonic()
     with open(err_path, "wb") as err:
         proc = subprocess.Popen(command(spec, ctx.python, sid), cwd=ws, env=env, stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=err, start_new_session=True,
@@ -235,10 +238,17 @@ def _run(spec: TaskSpec, ctx: RunContext, control: Control, rec: dict[str, Any])
                 proc.kill()
                 proc.wait()
             proc.stdout.close()
+    timings["loop_process"] = _ms_since(t0)
     _fill(rec, watch, proc.returncode, err_path)
     transcript = transcript_path(ws, sid, env)
     rec["transcript"] = str(transcript) if transcript.exists() else None
+    t0 = time.monotonic()
     rec["diff"] = diff(ws, baseline)
+    timings["diff"] = _ms_since(t0)
+
+
+def _ms_since(t0: float) -> int:
+    return int((time.monotonic() - t0) * 1000)
 
 
 def _signame(signum: int) -> str:
