@@ -3,7 +3,8 @@
 import json
 import signal
 import subprocess
-import time
+import sys
+import pytest
 
 from batchhelpers import (RoutedAPI, latest, make_repo, marker, read_results, run_batch, start_batch,
                           write_file_script, write_tasks)
@@ -260,3 +261,22 @@ def test_swebench_instances_write_predictions(tmp_path):
     applied = subprocess.run(["git", "apply", "-"], cwd=check, input=preds[0]["model_patch"], text=True)
     assert applied.returncode == 0 and "return 2" in (check / "widget.py").read_text()
     assert "SWE-bench predictions:" in r.stdout and "(1 instances)" in r.stdout
+
+
+def test_live_progress_on_a_terminal(tmp_path):
+    pexpect = pytest.importorskip("pexpect")
+    from batchhelpers import batch_env
+    write_tasks(tmp_path / "tasks.jsonl", [{"id": f"p{i}", "prompt": f"{marker(f'p{i}')} go"} for i in range(3)])
+    api = RoutedAPI({"p0": [_slow(2)]})
+    with api.serve() as url:
+        child = pexpect.spawn(sys.executable, ["-m", "codeloop", "batch", "tasks.jsonl", "--out", "r.jsonl",
+                                               "--workers", "1"], cwd=str(tmp_path), env=batch_env(tmp_path, url),
+                              encoding="utf-8", timeout=90, dimensions=(30, 160))
+        # the redrawn status line, while p0 is still running
+        child.expect(r"0/3 done · 0 failed · 1 running · \$0\.0000 · ETA –")
+        child.expect(r"p0 success, 1 turns")
+        child.expect(r"3 tasks: success 3")
+        child.expect(pexpect.EOF)
+        child.close()
+    assert child.exitstatus == 0
+    assert [x["id"] for x in read_results(tmp_path / "r.jsonl")] == ["p0", "p1", "p2"]
