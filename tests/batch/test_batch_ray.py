@@ -51,7 +51,9 @@ def test_twenty_tasks_on_local_ray(tmp_path):
     with api.serve() as url:
         proc = start_batch(args, cwd=tmp_path, url=url)
         try:
-            api.wait_for(lambda: SLOW in api.by_task and len(api.by_task) >= 12, timeout=240)
+            # stop once the worker-loss task has its (retried) result and SLOW is mid-flight
+            api.wait_for(lambda: SLOW in api.by_task and len(api.by_task) >= 12 and out.exists()
+                         and f'"id": "{WORKER_LOST}"' in out.read_text(), timeout=240)
         except AssertionError:
             proc.kill()
             _, stderr = proc.communicate(timeout=60)

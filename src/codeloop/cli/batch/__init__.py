@@ -130,6 +130,6 @@ def batch_main(argv: list[str]) -> int:
     except BatchError as exc:
         sys.stderr.write(f"codeloop batch: {exc}\n")
         return EXIT_ERROR
-    except KeyboardInterrupt:  # before the driver's own handler is in place (e.g. while Ray starts)
-        sys.stderr.write("codeloop batch: interrupted before any task started\n")
+    except KeyboardInterrupt:  # outside the driver's own handler (e.g. while Ray starts or stops)
+        sys.stderr.write("codeloop batch: interrupted (the results file is intact)\n")
         return EXIT_SIGINT
