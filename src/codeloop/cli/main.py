@@ -43,8 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="codeloop",
         description="codeloop — an agentic coding harness. Without -p it opens an interactive session; "
                     "with -p it answers one prompt and exits.",
-        epilog="Saved sessions: codeloop sessions list|show ID|export ID [--format json|markdown]. "
-               "Many sessions at once: codeloop batch TASKS.jsonl --out RESULTS.jsonl.")
+        epilog="Saved sessions: codeloop sessions list|show ID|export ID [--format json|markdown].")
     p.add_argument("prompt", nargs="?", help="the prompt (print mode reads stdin when omitted)")
     p.add_argument("-v", "--version", action="version", version=f"{__version__} (codeloop)")
     p.add_argument("-p", "--print", dest="print_mode", action="store_true",
