@@ -98,7 +98,8 @@ def main() -> None:
               f"{r['tasks_per_min_steady']:6.1f} tasks/min after the first result; "
               f"overhead per task beyond model time: median {r['overhead_median_s']:.3f} s, "
               f"p90 {r['overhead_p90_s']:.3f} s (model time median {r['model_median_s']:.3f} s)")
-        print(f"       CPU per task (batch + git + loop process, load-independent): {r['cpu_per_task_s']:.3f} s")
+        if backend == "local":  # Ray's workers are reaped by its raylet, outside this process tree
+            print(f"       CPU per task (batch + git + loop process, load-independent): {r['cpu_per_task_s']:.3f} s")
         print(f"       medians: workspace {r['workspace_median_s']:.3f} s, codeloop process "
               f"{r['loop_process_median_s']:.3f} s, diff {r['diff_median_s']:.3f} s")
     print(f"load average during the run: {os.getloadavg()[0]:.1f}")

@@ -280,3 +280,27 @@ def test_live_progress_on_a_terminal(tmp_path):
         child.close()
     assert child.exitstatus == 0
     assert [x["id"] for x in read_results(tmp_path / "r.jsonl")] == ["p0", "p1", "p2"]
+
+
+def test_task_fields_reach_the_loop_and_timeout(tmp_path):
+    schema = {"type": "object", "properties": {"count": {"type": "integer"}}, "required": ["count"]}
+    write_tasks(tmp_path / "tasks.jsonl", [
+        {"id": "js", "prompt": f"{marker('js')} count", "json_schema": schema},
+        {"id": "mt", "prompt": f"{marker('mt')} loop", "max_turns": 1, "allowed_tools": ["Bash"]},
+        {"id": "md", "prompt": f"{marker('md')} hi", "model": "claude-3-5-haiku-20241022",
+         "disallowed_tools": ["Bash"]},
+        {"id": "slow", "prompt": f"{marker('slow')} wait"}])
+    api = RoutedAPI({"js": (sse(text('{"count": 3}')),),
+                     "mt": (sse(tool_use("Bash", {"command": "echo again"})),),
+                     "slow": (_slow(120),)})
+    out = tmp_path / "r.jsonl"
+    with api.serve() as url:
+        r = run_batch(["tasks.jsonl", "--out", str(out), "--task-timeout", "8"], cwd=tmp_path, url=url)
+    by_id = latest(read_results(out))
+    assert by_id["js"]["outcome"] == "success" and by_id["js"]["result"]["structured_output"] == {"count": 3}
+    assert by_id["mt"]["outcome"] == "max_turns" and by_id["mt"]["subtype"] == "error_max_turns"
+    assert api.by_task["md"][0].body["model"] == "claude-3-5-haiku-20241022"
+    assert by_id["md"]["model"] == "claude-3-5-haiku-20241022" and "Bash" not in api.by_task["md"][0].tool_names
+    assert "Bash" in api.by_task["mt"][0].tool_names
+    assert by_id["slow"]["outcome"] == "timed_out" and by_id["slow"]["error"].startswith("timed out;")
+    assert r.returncode == 1 and "timed_out 1" in r.stdout and "max_turns 1" in r.stdout
