@@ -304,3 +304,20 @@ def test_task_fields_reach_the_loop_and_timeout(tmp_path):
     assert "Bash" in api.by_task["mt"][0].tool_names
     assert by_id["slow"]["outcome"] == "timed_out" and by_id["slow"]["error"].startswith("timed out;")
     assert r.returncode == 1 and "timed_out 1" in r.stdout and "max_turns 1" in r.stdout
+
+
+def test_a_second_batch_on_the_same_results_file_is_refused(tmp_path):
+    import fcntl
+    write_tasks(tmp_path / "tasks.jsonl", [{"id": "a", "prompt": "x"}])
+    out = tmp_path / "r.jsonl"
+    out.write_text(json.dumps({"id": "z", "outcome": "crashed"}) + "\n")
+    with open(out, "a") as held:  # as the first batch holds it
+        fcntl.flock(held, fcntl.LOCK_EX)
+        r = run_batch(["tasks.jsonl", "--out", str(out)], cwd=tmp_path)
+    assert r.returncode == 1
+    assert r.stderr.splitlines()[-1] == (f"codeloop batch: another codeloop batch is writing {out}; "
+                                         "wait for it or choose another --out")
+    assert read_results(out) == [{"id": "z", "outcome": "crashed"}]
+    (tmp_path / "d").mkdir()
+    r = run_batch(["tasks.jsonl", "--out", str(tmp_path / "d")], cwd=tmp_path)
+    assert r.returncode == 1 and r.stderr.splitlines()[-1].startswith("codeloop batch: cannot ")

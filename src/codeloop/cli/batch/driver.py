@@ -19,7 +19,7 @@ from typing import Any
 
 from codeloop.cli.batch.progress import Progress
 from codeloop.cli.batch.report import render, summarize
-from codeloop.cli.batch.results import (ResultsFile, latest_by_id, predictions_path, read_records, should_run,
+from codeloop.cli.batch.results import (ResultsBusy, ResultsFile, latest_by_id, predictions_path, read_records, should_run,
                                         write_predictions)
 from codeloop.cli.batch.runner import RunContext
 from codeloop.cli.batch.tasks import TaskDefaults, TaskKind, load_tasks
@@ -111,7 +111,10 @@ def run_batch(o: BatchOptions, *, err=None, out=None) -> int:
         raise BatchError(f"cannot read tasks file {o.tasks}: {exc.strerror or exc}") from None
     for line in bad:
         say(line)
-    previous = read_records(o.out, warn=say)
+    try:
+        previous = read_records(o.out, warn=say)
+    except OSError as exc:
+        raise BatchError(f"cannot read results file {o.out}: {exc.strerror or exc}") from None
     latest = latest_by_id(previous)
     attempts = Counter(r["id"] for r in previous)
     todo = deque(t for t in tasks if should_run(latest.get(t.id), o.rerun_failed))
@@ -142,8 +145,17 @@ def run_batch(o: BatchOptions, *, err=None, out=None) -> int:
 
 def _schedule(o: BatchOptions, ctx: RunContext, todo: deque, attempts: Counter, stops: _Stops, say) -> str | None:
     """Runs tasks until done or stopped; returns why scheduling stopped early (None: it did not)."""
-    backend = _backend(o, ctx)
-    results = ResultsFile(o.out)
+    try:
+        results = ResultsFile(o.out)
+    except ResultsBusy as exc:
+        raise BatchError(str(exc)) from None
+    except OSError as exc:
+        raise BatchError(f"cannot write results file {o.out}: {exc.strerror or exc}") from None
+    try:
+        backend = _backend(o, ctx)
+    except BaseException:
+        results.close()
+        raise
     progress = Progress(len(todo))
     stops.install()  # after the backend: Ray installs handlers of its own at start-up
     spent, budget_hit, interrupted, waiting_until = 0.0, False, False, 0.0

@@ -8,6 +8,7 @@ never glued to the next line. The latest line of an id is that task's result.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import threading
@@ -82,6 +83,10 @@ def latest_by_id(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]
     return latest
 
 
+class ResultsBusy(Exception):
+    """Another batch holds the results file."""
+
+
 class ResultsFile:
     """Appends result lines durably; safe to call from several threads."""
 
@@ -90,6 +95,12 @@ class ResultsFile:
         self._lock = threading.Lock()
         path.parent.mkdir(parents=True, exist_ok=True)
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:  # two batches appending to one file would interleave retries and skips: refuse the second
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._fd)
+            raise ResultsBusy(f"another codeloop batch is writing {path}; wait for it or choose another --out") \
+                from None
         self._needs_newline = self._ends_torn()
 
     def _ends_torn(self) -> bool:
