@@ -214,9 +214,11 @@ def test_workdir_setup_and_setup_failure(tmp_path):
     write_tasks(tmp_path / "tasks.jsonl", [
         {"id": "w", "prompt": f"{marker('w')} edit", "workdir": "plain", "setup": "echo built > artifact.txt",
          "allowed_tools": ["Bash"]},
-        {"id": "s", "prompt": f"{marker('s')} x", "workdir": "plain", "setup": "echo broken >&2; exit 3"}])
+        {"id": "s", "prompt": f"{marker('s')} x", "workdir": "plain", "setup": "echo broken >&2; exit 3"},
+        {"id": "gone", "prompt": f"{marker('gone')} x", "workdir": "plain", "allowed_tools": ["Bash"]}])
     api = RoutedAPI({"w": [sse(tool_use("Bash", {"command": "cat artifact.txt >/dev/null && echo two >> data.txt"})),
-                           sse(text("edited"))]})
+                           sse(text("edited"))],
+                     "gone": [sse(tool_use("Bash", {"command": "rm -rf .git"})), sse(text("removed"))]})
     out = tmp_path / "r.jsonl"
     with api.serve() as url:
         r = run_batch(["tasks.jsonl", "--out", str(out)], cwd=tmp_path, url=url)
@@ -224,6 +226,8 @@ def test_workdir_setup_and_setup_failure(tmp_path):
     assert by_id["w"]["outcome"] == "success", by_id["w"]
     assert "+two" in by_id["w"]["diff"] and "artifact" not in by_id["w"]["diff"]
     assert (src / "data.txt").read_text() == "one\n" and not (src / "artifact.txt").exists()
+    assert by_id["gone"]["outcome"] == "success" and by_id["gone"]["diff"] is None
+    assert "no longer a git repository" in by_id["gone"]["diff_error"]
     assert by_id["s"]["outcome"] == "setup_failed" and "status 3" in by_id["s"]["error"]
     assert "broken" in by_id["s"]["error"] and "s" not in api.by_task
     assert r.returncode == 1

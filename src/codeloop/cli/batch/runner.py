@@ -175,7 +175,8 @@ def base_record(spec: TaskSpec) -> dict[str, Any]:
     rec: dict[str, Any] = {"id": spec.id, "kind": spec.kind.value, "outcome": None, "model": spec.model,
                            "started_at": time.time(), "host": socket.gethostname()}
     rec.update(dict.fromkeys(RESULT_KEYS + ("exit_code", "rate_limited", "error", "diff", "workspace",
-                                            "transcript", "session_id", "stderr_log", "result", "timings_ms")))
+                                            "diff_error", "transcript", "session_id", "stderr_log", "result",
+                                            "timings_ms")))
     return rec
 
 
@@ -206,6 +207,10 @@ def _run(spec: TaskSpec, ctx: RunContext, control: Control, rec: dict[str, Any])
     from codeloop.session.store import new_session_id
 
     batch_dir = Path(ctx.batch_dir)
+    # A task queued on a busy cluster may start only after the batch was interrupted: do nothing then.
+    if control.interrupted():
+        rec.update(outcome=Outcome.INTERRUPTED.value, error="interrupted before the task started")
+        return
     t0 = time.monotonic()
     ws, baseline = prepare(spec, batch_dir, setup_timeout=ctx.setup_timeout_s)
     ws = ws.resolve()
@@ -243,7 +248,10 @@ def _run(spec: TaskSpec, ctx: RunContext, control: Control, rec: dict[str, Any])
     transcript = transcript_path(ws, sid, env)
     rec["transcript"] = str(transcript) if transcript.exists() else None
     t0 = time.monotonic()
-    rec["diff"] = diff(ws, baseline)
+    try:
+        rec["diff"] = diff(ws, baseline)
+    except WorkspaceError as exc:  # e.g. the agent removed .git: the loop's outcome still stands
+        rec["diff_error"] = str(exc)
     timings["diff"] = _ms_since(t0)
 
 
