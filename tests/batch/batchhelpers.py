@@ -54,9 +54,14 @@ class RoutedAPI(ScriptedAPI):
         return item(req) if callable(item) else item
 
     def wait_for(self, pred: Callable[[], bool], timeout: float = 60) -> None:
+        """Wait until `pred()` holds: re-checked on every request and at least once a second."""
+        deadline = time.monotonic() + timeout
         with self.cond:
-            if not self.cond.wait_for(pred, timeout):
-                raise AssertionError("the fake API did not see the expected requests in time")
+            while not pred():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError("the fake API did not see the expected requests in time")
+                self.cond.wait(min(1.0, left))
 
 
 def write_file_script(name: str, content: str = "hello\n", **usage: Any) -> tuple[Response, ...]:

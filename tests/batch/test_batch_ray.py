@@ -52,10 +52,14 @@ def test_twenty_tasks_on_local_ray(tmp_path):
         proc = start_batch(args, cwd=tmp_path, url=url)
         try:
             # stop once the worker-loss task has its (retried) result and SLOW is mid-flight
-            api.wait_for(lambda: SLOW in api.by_task and len(api.by_task) >= 12 and out.exists()
-                         and f'"id": "{WORKER_LOST}"' in out.read_text(), timeout=240)
+            api.wait_for(lambda: proc.poll() is not None or (
+                SLOW in api.by_task and len(api.by_task) >= 12 and out.exists()
+                and f'"id": "{WORKER_LOST}"' in out.read_text()), timeout=240)
         except AssertionError:
-            proc.kill()
+            proc.send_signal(signal.SIGTERM)  # not SIGKILL: the batch then stops its Ray instance
+            proc.communicate(timeout=120)
+            raise
+        if proc.poll() is not None:  # it should still be running: Ray failed to start, or the batch did
             _, stderr = proc.communicate(timeout=60)
             _skip_if_ray_cannot_start(stderr)
             raise AssertionError(stderr)

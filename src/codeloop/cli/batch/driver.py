@@ -145,6 +145,7 @@ def run_batch(o: BatchOptions, *, err=None, out=None) -> int:
 
 def _schedule(o: BatchOptions, ctx: RunContext, todo: deque, attempts: Counter, stops: _Stops, say) -> str | None:
     """Runs tasks until done or stopped; returns why scheduling stopped early (None: it did not)."""
+    existed = o.out.exists()
     try:
         results = ResultsFile(o.out)
     except ResultsBusy as exc:
@@ -155,6 +156,8 @@ def _schedule(o: BatchOptions, ctx: RunContext, todo: deque, attempts: Counter, 
         backend = _backend(o, ctx)
     except BaseException:
         results.close()
+        if not existed and o.out.stat().st_size == 0:  # leave no empty file behind a batch that never ran
+            o.out.unlink()
         raise
     progress = Progress(len(todo))
     stops.install()  # after the backend: Ray installs handlers of its own at start-up
