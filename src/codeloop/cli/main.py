@@ -175,6 +175,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["mcp"]:
         from codeloop.cli.mcp_cmd import mcp_main
         return mcp_main(argv[1:])
+    if argv[:1] == ["batch"]:
+        from codeloop.cli.batch import batch_main
+        return batch_main(argv[1:])
     args = build_parser().parse_args(argv)
     for name in UNSUPPORTED:
         if getattr(args, name, None):

@@ -1,0 +1,72 @@
+"""Batch summaries: counts by outcome, cost and tokens, the slowest and costliest tasks.
+
+Used for the summary printed at the end of `codeloop batch` and by `codeloop batch report`;
+both read the latest result line of each task id.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from codeloop.cli.batch.results import Outcome, latest_by_id
+
+TOP_N = 5
+TOKEN_KEYS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+
+
+def _cost(rec: dict[str, Any]) -> float:
+    value = rec.get("total_cost_usd")
+    return float(value) if isinstance(value, (int, float)) else 0.0
+
+
+def _wall_s(rec: dict[str, Any]) -> float:
+    value = rec.get("wall_ms")
+    return value / 1000 if isinstance(value, (int, float)) else 0.0
+
+
+def summarize(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """A JSON-ready summary of the latest result of every task."""
+    latest = list(latest_by_id(records).values())
+    counts = {o.value: 0 for o in Outcome}
+    tokens = dict.fromkeys(TOKEN_KEYS, 0)
+    for rec in latest:
+        key = rec.get("outcome") if rec.get("outcome") in counts else "unknown"
+        counts[key] = counts.get(key, 0) + 1
+        usage = rec.get("usage") or {}
+        for key in TOKEN_KEYS:
+            value = usage.get(key)
+            tokens[key] += value if isinstance(value, int) else 0
+    ran = [r for r in latest if r.get("wall_ms") is not None]
+    slowest = sorted(ran, key=_wall_s, reverse=True)[:TOP_N]
+    costliest = sorted((r for r in latest if _cost(r) > 0), key=_cost, reverse=True)[:TOP_N]
+    return {"tasks": len(latest), "outcomes": {k: v for k, v in counts.items() if v},
+            "total_cost_usd": round(sum(_cost(r) for r in latest), 6), "tokens": tokens,
+            "rate_limited": sum(r.get("rate_limited") or 0 for r in latest),
+            "slowest": [{"id": r["id"], "seconds": round(_wall_s(r), 2), "outcome": r.get("outcome")}
+                        for r in slowest],
+            "costliest": [{"id": r["id"], "cost_usd": round(_cost(r), 6), "outcome": r.get("outcome")}
+                          for r in costliest],
+            "failed": [{"id": r["id"], "outcome": r.get("outcome"),
+                        "error": (r.get("error") or "").splitlines()[0][:160] if r.get("error") else ""}
+                       for r in latest if r.get("outcome") != Outcome.SUCCESS.value]}
+
+
+def render(summary: dict[str, Any]) -> str:
+    """The summary as a few plain lines for people."""
+    outcomes = " · ".join(f"{k} {v}" for k, v in summary["outcomes"].items()) or "none"
+    t = summary["tokens"]
+    lines = [f"{summary['tasks']} tasks: {outcomes}",
+             f"cost ${summary['total_cost_usd']:.4f} · tokens {t['input_tokens']:,} in / "
+             f"{t['output_tokens']:,} out (cache read {t['cache_read_input_tokens']:,}, "
+             f"write {t['cache_creation_input_tokens']:,})"]
+    if summary["rate_limited"]:
+        lines.append(f"rate-limited answers (429/529): {summary['rate_limited']}")
+    if summary["slowest"]:
+        lines.append("slowest: " + ", ".join(f"{s['id']} {s['seconds']:.1f}s" for s in summary["slowest"]))
+    if summary["costliest"]:
+        lines.append("costliest: " + ", ".join(f"{s['id']} ${s['cost_usd']:.4f}" for s in summary["costliest"]))
+    for f in summary["failed"][:20]:
+        lines.append(f"  {f['outcome']}: {f['id']}" + (f" — {f['error']}" if f["error"] else ""))
+    if len(summary["failed"]) > 20:
+        lines.append(f"  … and {len(summary['failed']) - 20} more not successful")
+    return "\n".join(lines)
