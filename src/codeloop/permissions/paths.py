@@ -122,6 +122,12 @@ def _anchor(spec: str, origin: str, cwd: str) -> tuple[str, str, bool]:
     return cwd, spec, "/" in spec.rstrip("/")
 
 
+def anchor_spec(spec: str, origin: str, cwd: str) -> tuple[str, str, bool]:
+    """(base directory, glob relative to it, anchored?) of a Read/Edit specifier (the sandbox
+    uses it to find the concrete paths a deny rule covers)."""
+    return _anchor(spec.strip(), origin, os.path.normpath(cwd))
+
+
 @lru_cache(maxsize=512)
 def _compile(spec: str, origin: str, cwd: str, anywhere: bool, ignore_case: bool) -> list[re.Pattern[str]]:
     base, glob, anchored = _anchor(spec.strip(), origin, cwd)
