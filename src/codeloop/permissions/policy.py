@@ -186,6 +186,10 @@ class PermissionPolicy:
             raise ToolError(f"Permission to use {tool_name} on {path} has been denied: it now resolves to a "
                             f"place matching the deny rule {verdict.matched_rule}.")
 
+    def read_deny_specs(self) -> list[tuple[str, str]]:
+        """(specifier, origin) of every Read deny rule: what the sandbox masks."""
+        return [(r.specifier, r.origin) for r in self.rules.deny if r.tool == "Read" and r.specifier]
+
     def read_filter(self) -> "Callable[[Path], bool] | None":
         """A `path → denied?` check for search tools, or None when no deny rule targets reads."""
         if not any(r.tool == "Read" and r.specifier for r in self.rules.deny):

@@ -202,3 +202,15 @@ def _remove_placeholder(path: str) -> None:
             os.unlink(path)
     except OSError:
         pass
+
+
+def session_sandbox(merged_settings: dict, *, force_enable: bool, roots: list[str], protected_dirs: list[str],
+                    read_deny: Callable[[], list[tuple[str, str]]]) -> tuple[Sandbox | None, list[str]]:
+    """The session's Sandbox from the merged settings (None when it is off), and settings warnings."""
+    from codeloop.config.sandbox import sandbox_settings
+
+    settings = sandbox_settings(merged_settings, force_enable=force_enable)
+    warnings = [f"settings: {e}" for e in settings.errors]
+    if not settings.enabled:
+        return None, warnings
+    return Sandbox(settings, list(roots), protected_dirs=list(protected_dirs), read_deny=read_deny), warnings
