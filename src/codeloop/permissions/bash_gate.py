@@ -36,6 +36,7 @@ _NAME_ONLY = frozenset({"echo", "printf", "ls", "stat", "du", "df", "basename", 
                         "rmdir", "find", "tree", "type", "command"})
 _RECURSIVE_ALWAYS = frozenset({"rg", "ag", "ack", "tar", "zip", "rsync", "scp", "git", "du", "find",
                                "tree"})
+_SEARCHERS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack"})   # first positional: the pattern
 _WALK_BUDGET = 20_000
 _GLOB = re.compile(r"[*?\[{]")
 
@@ -96,14 +97,13 @@ def read_concern(policy: PermissionPolicy, split: SplitResult, denied: Callable[
 
     r = Resolver(str(policy.cwd), os.path.expanduser("~"))
     for part in split.parts:
-        words: list[tuple[str, bool]] = [(red.target, True) for red in part.redirects
+        words: list[tuple[str, bool]] = [(red.target, False) for red in part.redirects
                                          if red.op.lstrip("0123456789").startswith("<")
                                          and red.op.lstrip("0123456789") not in ("<<", "<<-", "<<<")]
         u = unwrap(part.argv) if part.argv else None
         name = command_name(u.argv[0]) if u and u.argv else ""
         args = u.argv[1:] if u and u.argv else []
-        dyn = {k - u.offset for k in part.dynamic if u and k >= u.offset}
-        if name and track_cd(name, args, dyn, r):
+        if name and track_cd(name, args, {k - u.offset for k in part.dynamic if u and k >= u.offset}, r):
             continue
         if name and name not in _NAME_ONLY:
             for k, a in enumerate(args):
@@ -111,13 +111,15 @@ def read_concern(policy: PermissionPolicy, split: SplitResult, denied: Callable[
                     a = a.split("=", 1)[1]          # `--file=secret.txt`
                 elif a.startswith("-"):
                     continue
-                words.append((a, k + 1 in dyn))
+                words.append((a, False))
                 if name == "git" and ":" in a:
-                    words.append((a.split(":", 1)[1], k + 1 in dyn))    # `git show HEAD:secret.txt`
-            if _recursive(name, args) and not any(not a.startswith("-") for a in args):
-                words.append((".", False))                              # `grep -r KEY`, `rg KEY`
-        for word, is_dynamic in words:
-            if is_dynamic or "$" in word or "`" in word:
+                    words.append((a.split(":", 1)[1], False))    # `git show HEAD:secret.txt`
+            positionals = [a for a in args if not a.startswith("-")]
+            if _recursive(name, args) and len(positionals) <= (1 if name in _SEARCHERS else 0):
+                words.append((".", False))                       # `grep -r KEY`, `rg KEY`: the cwd
+        for word, _ in words:
+            # glob words are expanded below; a parameter or command expansion cannot be
+            if "$" in word or "`" in word:
                 return f"the command reads {word}, a path known only when it runs, and a Read deny rule is in force"
             for base in (r.cwds if not r.unknown_cwd else []):
                 for path in _expand(word, base):
@@ -157,15 +159,12 @@ def outside_concern(policy: PermissionPolicy, split: SplitResult) -> str | None:
     return None
 
 
-def _write_concern(policy: PermissionPolicy, writes: list[Any], explicit: bool) -> str | None:
-    """`explicit`: allow rules matched every writing command, so what those commands write
-    themselves inside the working directories is what the user allowed; redirects still count."""
+def _write_concern(policy: PermissionPolicy, writes: list[Any]) -> str | None:
+    """Why a write needs a question: the decision an Edit of each target would get."""
     from codeloop.permissions.policy import PermissionMode
     from codeloop.permissions.rules import DecisionBehavior, path_decision
 
     for w in writes:
-        if explicit and w.how != "redirect" and w.path is not None and policy.inside_workdirs(w.path):
-            continue
         if w.path is None:
             return f"{w.how} in {w.part!r} writes somewhere known only when it runs"
         d = path_decision("Edit", w.path, policy.rules, cwd=str(policy.cwd))
@@ -219,7 +218,7 @@ def decide_bash(policy: PermissionPolicy, tool: Any, inp: Any, opinion: Permissi
     if reads:
         return policy.ask_or_deny("Bash", reads + ".")
     if verdict.behavior is DecisionBehavior.ALLOW or opinion.behavior is PermissionBehavior.ALLOW:
-        concern = _write_concern(policy, writes, explicit=verdict.matched_rule is not None)
+        concern = _write_concern(policy, writes)
         if concern is None and verdict.matched_rule is None:
             concern = outside_concern(policy, split)
         if concern:
