@@ -218,7 +218,10 @@ def decide_bash(policy: PermissionPolicy, tool: Any, inp: Any, opinion: Permissi
     if reads:
         return policy.ask_or_deny("Bash", reads + ".")
     if verdict.behavior is DecisionBehavior.ALLOW or opinion.behavior is PermissionBehavior.ALLOW:
-        concern = _write_concern(policy, writes)
+        # A bare `Bash` allow rule consents to every command, whatever it writes (deny rules and
+        # protected paths were enforced above); a narrower rule (`Bash(echo *)`) does not.
+        every = verdict.matched_rule is not None and verdict.matched_rule.specifier is None
+        concern = None if every else _write_concern(policy, writes)
         if concern is None and verdict.matched_rule is None:
             concern = outside_concern(policy, split)
         if concern:
