@@ -4,10 +4,14 @@ print mode, and a sandboxed command auto-allowed without any allow rule."""
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 from fakeapi import ScriptedAPI, sse, text, tool_use
 from sandbox_helpers import needs_bwrap
-from test_print_mode import codeloop
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
+from test_print_mode import codeloop  # noqa: E402  (the CLI-as-subprocess helper)
 
 ISSUE_SETTINGS = {"permissions": {"allow": ["Bash(echo *)", "Bash(git status)", "Bash(ls *)", "Bash(cat *)",
                                             "Bash(grep *)"],
