@@ -16,6 +16,7 @@ import os
 import re
 import sys
 from functools import lru_cache
+from typing import Callable
 
 _SETTINGS_DIRS = (".claude", ".codeloop")
 
@@ -147,6 +148,14 @@ def _compile(spec: str, origin: str, cwd: str, anywhere: bool, ignore_case: bool
     bases = {os.path.normpath(base), os.path.realpath(base)}
     prefix = "" if anchored else "(?:.*/)?"
     return [re.compile(re.escape(b.rstrip("/")) + "/" + prefix + tail, flags) for b in sorted(bases)]
+
+
+def deny_matcher(spec: str, origin: str, cwd: str) -> "Callable[[str], bool]":
+    """`path_matches(spec, ·, restrictive=True)` with the patterns compiled once (the sandbox
+    tests every path of a project walk against it)."""
+    ignore_case = sys.platform in ("darwin", "win32")
+    patterns = _compile(spec, origin, os.path.normpath(cwd), True, ignore_case)
+    return lambda path: any(p.fullmatch(path) for p in patterns)
 
 
 def path_matches(spec: str, path: str, *, origin: str, cwd: str, restrictive: bool) -> bool:

@@ -81,6 +81,8 @@ def _protect(root: str, rel: str, kind: Kind, layout: Layout) -> None:
     cur = root
     for i, name in enumerate(parts):
         cur = os.path.join(cur, name)
+        if any(p.path == cur for p in layout.protected):
+            return                              # already protected as a whole (or a placeholder)
         st = _lexists(cur)
         last = i == len(parts) - 1
         if st is None:
@@ -154,20 +156,19 @@ def _walk(top: str, budget: list[int]) -> Iterable[tuple[str, os.DirEntry[str]]]
                 stack.append(e.path)
 
 
-def find_masks(specs: Iterable[tuple[str, str, Callable[[str], tuple[str, str, bool]]]],
-               roots: list[str], matches: Callable[[str, str, str], bool]) -> list[tuple[str, Kind]]:
+def find_masks(specs: Iterable[tuple[str, str, bool, Callable[[str], bool]]],
+               roots: list[str]) -> list[tuple[str, Kind]]:
     """Concrete paths to mask for Read deny specifiers.
 
-    `specs` holds (specifier, origin, anchor) where `anchor(spec)` gives (base, glob, anchored);
-    `matches(spec, origin, path)` is the permission layer's own matcher, so the sandbox hides
-    exactly what a Read would be refused. Literal anchored specs cost one lstat; patterns walk
-    their base (anchored) or the writable roots (unanchored, `.env` at any depth). Regular files
+    `specs` holds (base, glob, anchored, matches) per specifier: `anchor_spec`'s split and the
+    permission layer's own matcher, so the sandbox hides exactly what a Read would be refused.
+    Literal anchored specs cost one lstat; patterns walk their base (anchored) or the writable
+    roots (unanchored, `.env` at any depth), each folder once for all patterns. Regular files
     hard-linked to a masked file are masked too.
     """
     out: list[tuple[str, Kind]] = []
-    walks: list[tuple[str, str, str]] = []
-    for spec, origin, anchor in specs:
-        base, glob, anchored = anchor(spec)
+    walks: dict[str, list[Callable[[str], bool]]] = {}
+    for base, glob, anchored, matches in specs:
         glob = glob.rstrip("/")
         while glob.endswith("/**"):
             glob = glob[:-3]
@@ -179,16 +180,16 @@ def find_masks(specs: Iterable[tuple[str, str, Callable[[str], tuple[str, str, b
                     out.append((p, Kind.DIR if stat.S_ISDIR(st.st_mode) else Kind.FILE))
             continue
         for top in ([base] if anchored else roots):
-            walks.append((spec, origin, top))
+            walks.setdefault(top, []).append(matches)
     budget = [MAX_WALK_ENTRIES]
-    for spec, origin, top in walks:
+    for top, matchers in walks.items():
         if not os.path.isdir(top):
             continue
-        if matches(spec, origin, top):
+        if any(m(top) for m in matchers):
             out.append((top, Kind.DIR))
             continue
         for _d, e in _walk(top, budget):
-            if matches(spec, origin, e.path):
+            if any(m(e.path) for m in matchers):
                 out.append((e.path, Kind.DIR if e.is_dir(follow_symlinks=False) else Kind.FILE))
     return out + _hard_links(out, roots)
 

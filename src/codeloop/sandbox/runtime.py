@@ -112,16 +112,12 @@ class Sandbox:
 
     # -- one call ---------------------------------------------------------------------------
     def _masks(self, roots: list[str]) -> list[tuple[str, object]]:
-        from codeloop.permissions.paths import anchor_spec, path_matches
+        from codeloop.permissions.paths import anchor_spec, deny_matcher
         from codeloop.sandbox.layout import Kind, find_masks
 
         cwd = self.roots[0] if self.roots else os.getcwd()
-        specs = [(s, o, lambda spec, o=o: anchor_spec(spec, o, cwd)) for s, o in self.read_deny()]
-        specs += [(s, "cli", lambda spec: anchor_spec(spec, "cli", cwd)) for s in self.settings.deny_read]
-
-        def matches(spec: str, origin: str, path: str) -> bool:
-            return path_matches(spec, path, origin=origin, cwd=cwd, restrictive=True)
-        masks = find_masks(specs, roots, matches)
+        pairs = [*self.read_deny(), *((s, "cli") for s in self.settings.deny_read)]
+        masks = find_masks([(*anchor_spec(s, o, cwd), deny_matcher(s, o, cwd)) for s, o in pairs], roots)
         for sock in _DAEMON_SOCKETS:
             try:
                 if stat.S_ISSOCK(os.stat(sock).st_mode):
