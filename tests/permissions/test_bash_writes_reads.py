@@ -178,3 +178,26 @@ def test_git_subcommands_running_repo_programs_are_not_auto_allowed(project, com
 def test_explicit_allow_rules_still_allow_git(project):
     assert decide(project, "git status").behavior is ALLOW          # `Bash(git status)` names it exactly
     assert decide(project, "git branch -a").behavior is ALLOW       # runs no repository program
+
+
+# -- adversarial: writes that reach a protected path without naming it -------------------------
+@pytest.mark.parametrize("command", [
+    "rm -rf .git", "rm -r .codeloop", "mv .git .git-old", "cp -r evil/.codeloop .", "chmod -R 777 .git",
+    "bash -c 'echo x > .git/config'", "sh -xc \"cd .git/hooks && touch pre-commit\"", "eval 'echo x >.git/config'",
+    "bash <<< 'echo x > .git/config'", "CDPATH=.git cd hooks && echo x > pre-commit",
+    "export CDPATH=.git; cd hooks; echo x > pre-commit", "HOME=. git config --global core.fsmonitor x",
+    "GIT_CONFIG_GLOBAL=.git/config git config --global core.pager x", "ln .git/config hl",
+    "echo x > hardlink-to-config", "eval \"$CMD\"", "bash -c \"$SCRIPT\"",
+])
+def test_indirect_writes_to_protected_paths_are_refused_when_bypassing(project, command, monkeypatch):
+    monkeypatch.setenv("CODELOOP_CONFIG_DIR", str(project / ".cfg"))
+    (project / "evil" / ".codeloop").mkdir(parents=True)
+    os.link(project / ".git" / "config", project / "hardlink-to-config")
+    assert decide(project, command, PermissionMode.BYPASS).behavior is DENY
+
+
+def test_ordinary_copies_and_removals_stay_allowed_when_bypassing(project):
+    (project / "build").mkdir()
+    for command in ("cp README.txt .", "cp -r sub .", "rm -rf build", "mv README.txt sub/", "bash -c 'echo x > out'",
+                    "ln -s README.txt link"):
+        assert decide(project, command, PermissionMode.BYPASS).behavior is ALLOW, command

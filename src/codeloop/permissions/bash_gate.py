@@ -37,6 +37,7 @@ _NAME_ONLY = frozenset({"echo", "printf", "ls", "stat", "du", "df", "basename", 
 _RECURSIVE_ALWAYS = frozenset({"rg", "ag", "ack", "tar", "zip", "rsync", "scp", "git", "du", "find",
                                "tree"})
 _SEARCHERS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack"})   # first positional: the pattern
+_COPIERS = frozenset({"cp", "mv", "install", "ln", "rsync", "scp"})
 _WALK_BUDGET = 20_000
 _GLOB = re.compile(r"[*?\[{]")
 
@@ -106,7 +107,12 @@ def read_concern(policy: PermissionPolicy, split: SplitResult, denied: Callable[
         if name and track_cd(name, args, {k - u.offset for k in part.dynamic if u and k >= u.offset}, r):
             continue
         if name and name not in _NAME_ONLY:
+            positional = [k for k, a in enumerate(args) if not a.startswith("-")]
+            dest = positional[-1] if name in _COPIERS and len(positional) > 1 and not any(
+                a.startswith(("-t", "--target-directory")) for a in args) else -1
             for k, a in enumerate(args):
+                if k == dest:
+                    continue                             # `cp -r sub .`: the destination is written, not read
                 if a.startswith("-") and "=" in a:
                     a = a.split("=", 1)[1]          # `--file=secret.txt`
                 elif a.startswith("-"):
@@ -177,6 +183,41 @@ def _write_concern(policy: PermissionPolicy, writes: list[Any]) -> str | None:
     return None
 
 
+_CONTAINER_OK = ("mkdir", "touch")   # creating or touching a folder writes nothing inside it
+
+
+def protected_write(policy: PermissionPolicy, writes: list[Any]) -> str | None:
+    """A write that reaches a protected path without naming it: a folder holding one that is
+    removed, moved or replaced (`rm -rf .git`, `cp -r x/.codeloop .`), or a hard link to one."""
+    from codeloop.permissions.policy import protected_paths
+
+    concrete = [p for p in protected_paths(policy.cwd) if "*" not in p]
+    inodes: dict[tuple[int, int], str] = {}
+    for p in concrete:
+        try:
+            st = os.stat(p)
+        except OSError:
+            continue
+        inodes[(st.st_dev, st.st_ino)] = p
+    for w in writes:
+        if w.path is None or w.how in _CONTAINER_OK:
+            continue
+        if w.how.endswith(" destination") and os.path.isdir(w.path):
+            continue                        # written into: its `dest/name` entry is checked
+        for form in {w.path, os.path.realpath(w.path)}:
+            prefix = form.rstrip("/") + "/"
+            hit = next((p for p in concrete if p.startswith(prefix) or os.path.realpath(p).startswith(prefix)), None)
+            if hit:
+                return f"{w.how} writes {form}, which holds {hit}"
+        try:
+            st = os.stat(w.path)
+        except OSError:
+            continue
+        if st.st_nlink > 1 and (st.st_dev, st.st_ino) in inodes:
+            return f"{w.how} writes {w.path}, a hard link to {inodes[(st.st_dev, st.st_ino)]}"
+    return None
+
+
 def decide_bash(policy: PermissionPolicy, tool: Any, inp: Any, opinion: PermissionDecision,
                 raw: dict[str, Any]) -> PermissionDecision:
     from codeloop.permissions.bash import split_command
@@ -192,14 +233,18 @@ def decide_bash(policy: PermissionPolicy, tool: Any, inp: Any, opinion: Permissi
         return policy.rule_denial("Bash", verdict)
     if opinion.behavior is PermissionBehavior.DENY:
         return opinion
+    split = split_command(command)
+    writes = write_targets(split, str(policy.cwd))
+    if why_protected := protected_write(policy, writes):
+        return PermissionDecision(PermissionBehavior.DENY, (
+            f"Permission to use Bash has been denied: {why_protected}; codeloop's settings, session records "
+            f"and repository hooks/config may never be written by a tool."))
     if use == "refused":
         return PermissionDecision(PermissionBehavior.DENY, why)
     if verdict.behavior is DecisionBehavior.ASK and policy.mode is not PermissionMode.BYPASS:
         return PermissionDecision(PermissionBehavior.ASK, f"Bash matches the ask rule {verdict.matched_rule}.")
-    split = split_command(command)
     denied = None if sandboxed else policy.read_filter()
     reads = read_concern(policy, split, denied) if denied is not None else None
-    writes = write_targets(split, str(policy.cwd))
     if policy.mode is PermissionMode.BYPASS:
         if reads:
             return PermissionDecision(PermissionBehavior.DENY, f"Permission to use Bash has been denied: {reads}.")

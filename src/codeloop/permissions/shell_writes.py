@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from codeloop.permissions.shell_words import Redirect, SimpleCommand, SplitResult
 
@@ -104,6 +105,8 @@ class Resolver:
         self.cwds: list[str] = [os.path.normpath(cwd)]
         self.unknown_cwd = False
         self.home = home
+        # CDPATH (inherited, or set on the line) makes `cd name` search other folders first
+        self.cdpath = bool(os.environ.get("CDPATH"))
 
     def resolve(self, word: str, dynamic: bool, cwds: list[str] | None = None) -> list[str | None]:
         if dynamic or _UNKNOWN_CHARS.search(word) or not word:
@@ -122,7 +125,7 @@ class Resolver:
         if target is None:
             self.cwds.append(self.home)
             return
-        if target == "-" or dynamic:
+        if target == "-" or dynamic or (self.cdpath and not target.startswith(("/", "./", "../", "~"))):
             self.unknown_cwd = True
             return
         for p in self.resolve(target, False):
@@ -227,10 +230,10 @@ def _command_targets(name: str, args: list[str], dyn: set[int], r: Resolver) -> 
             for s in sources:
                 base = os.path.basename(s.rstrip("/"))
                 if base:
-                    add(os.path.join(t, base), -1, f"{name} destination")
-        if name == "mv":
-            for k, a in pos[:len(sources)]:
-                add(a, k, "mv source")
+                    add(os.path.join(t, base), -1, f"{name} destination entry")
+        if name == "mv" or (name == "ln" and not (_short_has(opts, "s") or "--symbolic" in opts)):
+            for k, a in pos[:len(sources)]:       # moved away, or hard-linked: later writes reach it
+                add(a, k, f"{name} source")
     return out
 
 
@@ -238,15 +241,61 @@ def write_targets(split: SplitResult, cwd: str, home: str | None = None) -> list
     """Every write the command line makes (see the module docstring)."""
     from codeloop.permissions.bash import command_name, unwrap
 
-    r = Resolver(cwd, home or os.path.expanduser("~"))
+    return _targets(split, Resolver(cwd, home or os.path.expanduser("~")), 0)
+
+
+_SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "busybox"})
+_SENSITIVE_ENV = ("CDPATH", "HOME", "XDG_CONFIG_HOME", "GIT_")
+
+
+def _targets(split: SplitResult, r: Resolver, depth: int) -> list[WriteTarget]:
+    from codeloop.permissions.bash import command_name, unwrap
+
     out: list[WriteTarget] = []
     for part in split.parts:
         for red in part.redirects:
             if writes_file(red):
                 out += [WriteTarget(p, "redirect", part.raw) for p in r.resolve(red.target, False)]
+        u = unwrap(part.argv) if part.argv else None
+        env = {**part.env, **(u.env if u else {})}
+        if any(k == "CDPATH" for k in env) or any(w.startswith("CDPATH=") for w in part.argv):
+            r.cdpath = True                            # `export CDPATH=.git`, `CDPATH=x cd y`
         if not part.argv:
             continue
+        name = command_name(u.argv[0]) if u and u.argv else ""
+        if name == "git" and any(k.startswith(_SENSITIVE_ENV) for k in env):
+            out.append(WriteTarget(None, "git with its config location overridden", part.raw))
+            continue
         out += _part_targets(part, r, command_name, unwrap)
+        out += _script_targets(part, name, u, r, depth)
+    return out
+
+
+def _script_targets(part: SimpleCommand, name: str, u, r: Resolver, depth: int) -> list[WriteTarget]:
+    """Writes inside `sh -c '…'`, `eval '…'` and scripts fed to a shell on stdin; a script we
+    cannot see (a computed `-c` string, `sh script.sh` is just a program) is not modelled."""
+    from codeloop.permissions.bash import split_command
+
+    if not u or depth > 4:
+        return []
+    args = u.argv[1:]
+    scripts: list[tuple[str, bool]] = []
+    if name == "eval":
+        scripts.append((" ".join(args), any(k >= u.offset + 1 for k in part.dynamic)))
+    elif name in _SHELLS:
+        for k, a in enumerate(args):
+            if a.startswith("-") and not a.startswith("--") and "c" in a[1:] and k + 1 < len(args):
+                scripts.append((args[k + 1], u.offset + k + 2 in part.dynamic))
+                break
+        if not args or all(a.startswith("-") for a in args):      # the script comes on stdin
+            scripts += [(red.target, False) for red in part.redirects if red.op.endswith("<<<")]
+            scripts += [(body, False) for body in part.heredocs]
+    out: list[WriteTarget] = []
+    for script, dynamic in scripts:
+        if dynamic:
+            out.append(WriteTarget(None, f"{name} running a computed script", part.raw))
+        else:
+            out += _targets(split_command(script), r, depth + 1)
     return out
 
 
@@ -263,7 +312,7 @@ def track_cd(name: str, args: list[str], dyn: set[int], r: Resolver) -> bool:
     return False
 
 
-def _part_targets(part: SimpleCommand, r: Resolver, command_name, unwrap) -> list[WriteTarget]:
+def _part_targets(part: SimpleCommand, r: Resolver, command_name: Any, unwrap: Any) -> list[WriteTarget]:
     u = unwrap(part.argv)
     if not u.argv:
         return []
