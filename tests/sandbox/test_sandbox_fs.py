@@ -81,6 +81,14 @@ def subprocess_git_init(path):
     subprocess.run(["git", "init", "-q", str(path)], check=True)
 
 
+def test_a_hard_link_to_a_protected_file_is_read_only_too(tmp_path):
+    subprocess_git_init(tmp_path)
+    os.link(tmp_path / ".git" / "config", tmp_path / "alias")
+    before = (tmp_path / ".git" / "config").read_bytes()
+    [res] = run_bash(make_sandbox(tmp_path), tmp_path, "echo '[core] fsmonitor = touch pwned' >> alias")
+    assert res.is_error and (tmp_path / ".git" / "config").read_bytes() == before
+
+
 def test_missing_protected_paths_cannot_be_created_and_leave_no_trace(tmp_path):
     [res] = run_bash(make_sandbox(tmp_path), tmp_path,
                      "echo '{}' > .mcp.json; mkdir -p .claude/commands; echo x > .claude/commands/a.md; "

@@ -128,6 +128,11 @@ def plan_layout(roots: Iterable[str], *, home: str, global_protected: Iterable[s
         root = _under_roots(path, real_roots)
         if root is not None:
             _protect(root, os.path.relpath(path, root), kind, layout)
+    # a hard link to a protected file elsewhere in a root would be a writable alias of it
+    linked = [(p.path, Kind.FILE) for p in layout.protected if p.exists and p.kind is Kind.FILE]
+    for path, _ in _hard_links(linked, real_roots):
+        if all(p.path != path for p in layout.protected):
+            layout.protected.append(Protected(path, Kind.FILE, True))
     seen: set[str] = set()
     for path, kind in masks:
         if path not in seen and not any(_inside(path, m) for m, _ in layout.masked):
