@@ -139,3 +139,24 @@ def test_timeout_kills_everything_in_the_sandbox(tmp_path):
     import time
     time.sleep(3.5)    # not a timing assertion: waits past the point the orphan would have written
     assert not marker.exists()
+
+
+def test_concurrent_calls_keep_a_shared_placeholder_until_the_last_one_ends(tmp_path):
+    import asyncio
+
+    from codeloop.tools.base import ToolContext
+    from codeloop.tools.builtin.bash import BashTool
+    from codeloop.tools.registry import parse_tool_input
+
+    sandbox = make_sandbox(tmp_path, deny_read=["./nothing"])
+
+    async def one(command):
+        ctx = ToolContext(cwd=tmp_path, project_dir=tmp_path, extra={"sandbox": sandbox})
+        return await BashTool().call(parse_tool_input(BashTool(), {"command": command}), ctx)
+
+    async def both():
+        return await asyncio.gather(one("sleep 1; echo late > .mcp.json; cat .mcp.json"),
+                                    one("echo early > .mcp.json"))
+    slow, fast = asyncio.run(both())
+    assert slow.is_error and fast.is_error
+    assert not (tmp_path / ".mcp.json").exists()

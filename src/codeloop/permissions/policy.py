@@ -52,7 +52,8 @@ def protected_paths(cwd: Path) -> list[str]:
     # git runs programs named in its config (core.fsmonitor, hooks) on `git status`: never writable,
     # in nested repositories too (`git -C sub status`), nor the pointer a worktree's `.git` file is
     paths += [cwd / ".git" / "config", cwd / ".git" / "hooks", cwd / "**" / ".git" / "config",
-              cwd / "**" / ".git" / "hooks"]
+              cwd / "**" / ".git" / "hooks", cwd / ".git" / "modules" / "**" / "config",
+              cwd / ".git" / "modules" / "**" / "hooks"]
     if (cwd / ".git").is_file():
         paths.append(cwd / ".git")
     return [str(p) for p in paths]

@@ -159,11 +159,15 @@ class Sandbox:
             import sys
 
             from codeloop.sandbox.proxy import BRIDGE_CODE, BRIDGE_PORT, proxy_env
-            argv += ["--", sys.executable, "-I", "-c", BRIDGE_CODE, net.path, str(BRIDGE_PORT)]
+            # the sandbox's /tmp is private: an interpreter living there is not visible inside
+            python = sys.executable if not sys.executable.startswith("/tmp/") else "python3"
+            argv += ["--", python, "-I", "-c", BRIDGE_CODE, net.path, str(BRIDGE_PORT)]
             env = proxy_env()
         else:
             argv += ["--"]
-        placeholders = [x.path for x in layout.protected if not x.exists]
+        # also paths another call's placeholder occupies right now: removing it while this
+        # sandbox relies on it would detach this sandbox's mount too
+        placeholders = [x.path for x in layout.protected if not x.exists or x.path in _created]
         for path in placeholders:
             _placeholders[path] = _placeholders.get(path, 0) + 1
             if not os.path.lexists(path):
