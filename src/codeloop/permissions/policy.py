@@ -3,8 +3,9 @@
 Order (deny anywhere beats allow anywhere): protected paths and deny rules → ask rules → the
 mode (bypass allows, plan refuses writes) → allow rules and the built-in read-only set → the
 tool's opinion → acceptEdits for edits inside the working directories → dontAsk denies →
-otherwise ask. Protected paths (settings files, the transcript directory) are deny rules no
-mode can lift, bypassPermissions included.
+otherwise ask. Protected paths (settings files, the transcript directory, `.git/config` and
+hooks) are deny rules no mode can lift, bypassPermissions included. Bash has its own gate
+(`bash_gate.py`: the sandbox, every write as an Edit, Read deny for shell reads).
 """
 
 from __future__ import annotations
