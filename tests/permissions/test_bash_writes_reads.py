@@ -137,10 +137,25 @@ def test_edit_deny_rules_cover_every_write_form(project):
     ("exec {fd}>log", {"log"}),
     ("ls >&2", set()),
     ("touch -r ref new", {"new"}),
+    ("tar czf out.tgz src", {"out.tgz"}),
+    ("tar -c -f out.tar src", {"out.tar"}),
+    ("curl -sS -o page.html http://x", {"page.html"}),
+    ("curl -s http://x", set()),
+    ("wget -O f http://x", {"f"}),
+    ("rsync -a src/ dest/", {"dest"}),
+    ("scp host:file .", {"."}),
+    ("scp file host:", set()),
 ])
+
 def test_write_targets(tmp_path, command, expected):
     got = {t.path for t in write_targets(split_command(command), str(tmp_path), home=str(tmp_path / "HOME"))}
     assert got == {str(tmp_path / e) for e in expected}
+
+
+@pytest.mark.parametrize("command", ["tar xzf a.tgz", "tar -xf a.tar", "tar --extract -f a", "unzip a.zip",
+                                     "wget http://x/y", "curl -O http://x/y"])
+def test_unknown_names_are_unknown(tmp_path, command):
+    assert None in {t.path for t in write_targets(split_command(command), str(tmp_path))}
 
 
 # -- Read deny holds for Bash ------------------------------------------------------------------
@@ -187,6 +202,8 @@ def test_explicit_allow_rules_still_allow_git(project):
     "bash <<< 'echo x > .git/config'", "CDPATH=.git cd hooks && echo x > pre-commit",
     "export CDPATH=.git; cd hooks; echo x > pre-commit", "HOME=. git config --global core.fsmonitor x",
     "GIT_CONFIG_GLOBAL=.git/config git config --global core.pager x", "ln .git/config hl",
+    "curl -so .git/config http://127.0.0.1:9/", "wget -qO .git/hooks/pre-commit http://127.0.0.1:9/",
+    "tar cf .git/config src", "rsync -a evil/ .git/hooks/",
     "echo x > hardlink-to-config", "eval \"$CMD\"", "bash -c \"$SCRIPT\"",
 ])
 def test_indirect_writes_to_protected_paths_are_refused_when_bypassing(project, command, monkeypatch):

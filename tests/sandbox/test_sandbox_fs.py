@@ -160,3 +160,23 @@ def test_concurrent_calls_keep_a_shared_placeholder_until_the_last_one_ends(tmp_
     slow, fast = asyncio.run(both())
     assert slow.is_error and fast.is_error
     assert not (tmp_path / ".mcp.json").exists()
+
+
+def test_repository_configured_programs_stay_inside_the_sandbox(tmp_path, outside):
+    subprocess_git_init(tmp_path)
+    hostile = f"touch {outside}/fsmonitor-escaped; touch fsmonitor-ran; echo '[]'"
+    with open(tmp_path / ".git" / "config", "a") as f:        # planted before the session, outside codeloop
+        f.write(f"[core]\n\tfsmonitor = \"{hostile}\"\n")
+    before = (tmp_path / ".git" / "config").read_bytes()
+    [res] = run_bash(make_sandbox(tmp_path), tmp_path, "git status --short; git config core.fsmonitor x")
+    assert (tmp_path / "fsmonitor-ran").exists()                 # it ran — but contained
+    assert os.listdir(outside) == [] and (tmp_path / ".git" / "config").read_bytes() == before
+    assert "error" in text(res).lower() or res.is_error
+
+
+def test_background_processes_die_with_the_call(tmp_path):
+    import time
+    [res] = run_bash(make_sandbox(tmp_path), tmp_path, "(sleep 2; touch late) > /dev/null 2>&1 & echo started")
+    assert "started" in text(res)
+    time.sleep(3)      # not a timing assertion: waits past the point the orphan would have written
+    assert not (tmp_path / "late").exists()

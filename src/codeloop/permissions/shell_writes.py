@@ -65,7 +65,7 @@ _VALUED = {
 _ALL_POSITIONALS = frozenset({"tee", "touch", "truncate", "mkdir", "rmdir", "rm", "unlink", "shred",
                               "mkfifo", "gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz", "zstd"})
 _COPIERS = frozenset({"cp", "mv", "install", "ln"})
-_EXTRACTORS = frozenset({"tar", "unzip", "cpio", "7z", "rsync", "scp", "wget", "patch", "git-apply"})
+_EXTRACTORS = frozenset({"unzip", "cpio", "7z", "patch"})   # write names only the input knows
 
 
 def _parse(name: str, args: list[str]) -> tuple[dict[str, list[str]], list[tuple[int, str]]]:
@@ -175,6 +175,44 @@ def _git_targets(args: list[str], r: Resolver, dyn: set[int]) -> list[tuple[str 
     return [(os.path.join(b, ".git", "config"), "git config") for b in bases]
 
 
+def _fetcher_targets(name: str, args: list[str], add: Any, out: list) -> list[tuple[str | None, str]]:
+    """tar (the archive it creates; extraction writes unknown names), curl/wget (`-o`/`-O` file;
+    a name taken from the URL is unknown), rsync/scp (the local destination)."""
+    if name == "tar":
+        clusters = "".join(a.lstrip("-") for k, a in enumerate(args)
+                           if (k == 0 and not a.startswith("--")) or (a.startswith("-") and not a.startswith("--")))
+        if "x" in clusters or any(a in ("--extract", "--get") for a in args):
+            return [(None, "tar extraction")]
+        for k, a in enumerate(args):
+            if a.startswith("--file="):
+                add(a[7:], k, "tar archive")
+            elif k + 1 < len(args) and (a in ("-f", "--file") or (
+                    "f" in a and not a.startswith("--") and (a.startswith("-") or k == 0))):
+                add(args[k + 1], k + 1, "tar archive")
+        return out
+    if name in ("curl", "wget"):
+        valued = ("-o", "--output") if name == "curl" else ("-O", "--output-document")
+        letter = valued[0][1]
+        for k, a in enumerate(args):
+            cluster = a[1:] if a.startswith("-") and not a.startswith("--") else ""
+            if (a in valued or cluster.endswith(letter)) and k + 1 < len(args):
+                add(args[k + 1], k + 1, f"{name} output")          # `-o f`, `-so f`, `-qO f`
+            elif letter in cluster:
+                add(cluster.split(letter, 1)[1], k, f"{name} output")   # `-ofile`
+            elif a.startswith(valued[1] + "="):
+                add(a.split("=", 1)[1], k, f"{name} output")
+            elif (name == "curl" and a in ("-O", "--remote-name", "-J", "--output-dir")) or \
+                    (name == "wget" and a in ("-P", "--directory-prefix")):
+                out.append((None, f"{name} output"))
+        if name == "wget" and not out:
+            out.append((None, "wget output"))          # saved under a name taken from the URL
+        return out
+    positional = [(k, a) for k, a in enumerate(args) if not a.startswith("-")]
+    if len(positional) >= 2 and ":" not in positional[-1][1]:
+        add(positional[-1][1], positional[-1][0], f"{name} destination")
+    return out
+
+
 def _command_targets(name: str, args: list[str], dyn: set[int], r: Resolver) -> list[tuple[str | None, str]]:
     out: list[tuple[str | None, str]] = []
 
@@ -189,7 +227,9 @@ def _command_targets(name: str, args: list[str], dyn: set[int], r: Resolver) -> 
                 add(a[3:], k, "dd of=")
         return out
     if name in _EXTRACTORS:
-        return [(None, name)]               # writes files whose names only the archive knows
+        return [(None, name)]
+    if name in ("tar", "curl", "wget", "rsync", "scp"):
+        return _fetcher_targets(name, args, add, out)
     if name not in _VALUED:
         return out
     opts, pos = _parse(name, args)
