@@ -43,12 +43,13 @@ def _permission_policy(args: argparse.Namespace, settings, cwd: Path):
                               deny=list(args.disallowed_tools), cwd=cwd,
                               settings_rules=[(str(b.value), r, o) for b, r, o in settings.permission_rules()],
                               additional_directories=dirs, bypass_disabled=settings.bypass_disabled())
-    from codeloop.config.settings import claude_user_dir
-    from codeloop.sandbox.runtime import session_sandbox
-    from codeloop.session import store
-    policy.sandbox, policy.rule_errors[:0] = session_sandbox(
-        settings.merged, force_enable=bool(getattr(args, "sandbox", False)), roots=[str(cwd), *dirs],
-        protected_dirs=[str(store.config_dir()), str(claude_user_dir())], read_deny=policy.read_deny_specs)
+    if getattr(args, "sandbox", False) or "sandbox" in settings.merged:   # imported only when asked for
+        from codeloop.config.settings import claude_user_dir
+        from codeloop.sandbox.runtime import session_sandbox
+        from codeloop.session import store
+        policy.sandbox, policy.rule_errors[:0] = session_sandbox(
+            settings.merged, force_enable=bool(getattr(args, "sandbox", False)), roots=[str(cwd), *dirs],
+            protected_dirs=[str(store.config_dir()), str(claude_user_dir())], read_deny=policy.read_deny_specs)
     return policy
 
 
