@@ -4,7 +4,7 @@ Owns `bwrap_argv` and `probe`. The sandbox: `/` read-only; a private `/tmp`; fre
 `/proc`; the writable roots bound read-write; pinned folders and protected paths bound on top
 (protected ones read-only, missing ones over an empty placeholder so nothing can be created
 there); Read-deny paths covered by an empty mode-000 file or folder; no network (a loopback
-bridge to the filtering proxy when domains are allowed); new PID, IPC and UTS namespaces; every
+bridge to the filtering proxy when domains are allowed); new PID and IPC namespaces; every
 capability dropped (a root shell with CAP_SYS_ADMIN could otherwise unmount the protections);
 killed with its parent.
 """
@@ -65,7 +65,7 @@ def probe() -> Probe:
 def bwrap_argv(bwrap: str, layout: Layout, *, cwd: str, blank_file: str, blank_dir: str, empty_dir: str,
                keep_writable: list[str], network_socket: str | None) -> list[str]:
     """Everything before `--` (the caller appends the command)."""
-    a = [bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net",
+    a = [bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-net",
          "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     for root in layout.roots:
         a += ["--bind", root, root]
