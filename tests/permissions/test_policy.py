@@ -109,5 +109,7 @@ def test_git_config_hooks_and_mcp_json_are_guarded_under_accept_edits(tmp_path):
 
 def test_plan_mode_runs_read_only_bash_only(tmp_path):
     plan = PermissionPolicy(cwd=tmp_path, mode=PermissionMode.PLAN)
-    assert decide(plan, "Bash", {"command": "git status && ls -la"}) is PermissionBehavior.ALLOW
+    assert decide(plan, "Bash", {"command": "git branch && ls -la"}) is PermissionBehavior.ALLOW
+    # issue 12: `git status` runs core.fsmonitor from repository config: not read-only unsandboxed
+    assert decide(plan, "Bash", {"command": "git status && ls -la"}) is PermissionBehavior.DENY
     assert decide(plan, "Bash", {"command": "touch x"}) is PermissionBehavior.DENY

@@ -204,9 +204,9 @@ def test_adversarial_bash_is_denied_by_deny_rule(kw, command, tmp_path):
 
 ALLOWED_BASH = [
     (GIT_STATUS, "git status"),
-    (GIT_STATUS, "git status && git diff"),
-    (GIT_STATUS, "git status; git log --oneline | head -5"),
-    ({}, "git log --oneline | head -5"),
+    (GIT_STATUS, "git status && git rev-parse HEAD"),
+    (GIT_STATUS, "git status; git branch -a | head -5"),
+    ({}, "git rev-parse HEAD | head -5"),
     ({}, "ls -la"),
     ({}, "ls -la > /dev/null 2>&1"),
     ({}, "cat a | grep x | wc -l"),
@@ -235,6 +235,14 @@ ALLOWED_BASH = [
 def test_allowed_bash(kw, command, tmp_path):
     decision = bash_decision(command, rules(**kw), cwd=tmp_path)
     assert decision.behavior is ALLOW, decision.reason
+
+
+def test_git_repo_programs_allowed_only_when_sandboxed(tmp_path):
+    # issue 12: `git diff` runs diff.external/textconv from repository config
+    rs = rules(allow=["Bash(git status)"])
+    for command in ("git status && git diff", "git status; git log --oneline | head -5"):
+        assert bash_decision(command, rs, cwd=tmp_path).behavior is not ALLOW
+        assert bash_decision(command, rs, cwd=tmp_path, sandboxed=True).behavior is ALLOW
 
 
 def test_ask_rule_beats_allow(tmp_path):

@@ -88,6 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--settings", metavar="FILE_OR_JSON", help="extra settings: a settings.json path or a JSON object")
     p.add_argument("--trust", action="store_true",
                    help="trust this folder's own configuration (hooks, env, allow rules…) for this run")
+    p.add_argument("--sandbox", action="store_true",
+                   help="run Bash commands inside the OS sandbox (bubblewrap), like sandbox.enabled in settings")
     p.add_argument("--add-dir", dest="add_dir", nargs="+", action="extend", metavar="DIR",
                    help="additional working directories tools may use")
     p.add_argument("-r", "--resume", metavar="SESSION_ID", help="resume a session by id")

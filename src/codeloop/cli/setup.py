@@ -40,10 +40,18 @@ def _permission_policy(args: argparse.Namespace, settings, cwd: Path):
     for d in dirs:
         if not Path(d).is_dir():
             raise SetupError(f"--add-dir: {d} is not a directory")
-    return PermissionPolicy(mode=PermissionMode(requested), allow=list(args.allowed_tools),
-                            deny=list(args.disallowed_tools), cwd=cwd,
-                            settings_rules=[(str(b.value), r, o) for b, r, o in settings.permission_rules()],
-                            additional_directories=dirs, bypass_disabled=settings.bypass_disabled())
+    policy = PermissionPolicy(mode=PermissionMode(requested), allow=list(args.allowed_tools),
+                              deny=list(args.disallowed_tools), cwd=cwd,
+                              settings_rules=[(str(b.value), r, o) for b, r, o in settings.permission_rules()],
+                              additional_directories=dirs, bypass_disabled=settings.bypass_disabled())
+    if getattr(args, "sandbox", False) or "sandbox" in settings.merged:   # imported only when asked for
+        from codeloop.config.settings import claude_user_dir
+        from codeloop.sandbox.runtime import session_sandbox
+        from codeloop.session import store
+        policy.sandbox, policy.rule_errors[:0] = session_sandbox(
+            settings.merged, force_enable=bool(getattr(args, "sandbox", False)), roots=[str(cwd), *dirs],
+            protected_dirs=[str(store.config_dir()), str(claude_user_dir())], read_deny=policy.read_deny_specs)
+    return policy
 
 
 def _load_settings(args: argparse.Namespace, cwd: Path) -> tuple[Any, bool, list[str]]:
@@ -233,6 +241,7 @@ def build_conversation(args: argparse.Namespace, *, interactive: bool) -> tuple[
     conv.settings, conv.trusted = settings, trusted
     if getattr(args, "name", None) and conv.tool_context.append_entry is not None:  # -n/--name, as Claude Code
         conv.tool_context.append_entry({"type": "custom-title", "customTitle": args.name, "sessionId": session_id})
+    conv.tool_context.extra["sandbox"] = config.policy.sandbox   # the Bash tool runs inside it
     if any("(" in r for r in [*args.allowed_tools, *args.disallowed_tools]):
         warnings += config.policy.rule_errors if config.policy.rules is not None else []  # typed on this command line
         config.policy.rule_errors.clear()

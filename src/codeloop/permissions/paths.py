@@ -18,6 +18,7 @@ import re
 import stat
 import sys
 from functools import lru_cache
+from typing import Callable
 
 _SETTINGS_DIRS = (".claude", ".codeloop")
 
@@ -163,6 +164,12 @@ def _anchor(spec: str, origin: str, cwd: str) -> tuple[str, str, bool]:
     return cwd, spec, "/" in spec.rstrip("/")
 
 
+def anchor_spec(spec: str, origin: str, cwd: str) -> tuple[str, str, bool]:
+    """(base directory, glob relative to it, anchored?) of a Read/Edit specifier (the sandbox
+    uses it to find the concrete paths a deny rule covers)."""
+    return _anchor(spec.strip(), origin, os.path.normpath(cwd))
+
+
 @lru_cache(maxsize=512)
 def _compile(spec: str, origin: str, cwd: str, anywhere: bool, ignore_case: bool) -> list[re.Pattern[str]]:
     base, glob, anchored = _anchor(spec.strip(), origin, cwd)
@@ -182,6 +189,14 @@ def _compile(spec: str, origin: str, cwd: str, anywhere: bool, ignore_case: bool
     bases = {os.path.normpath(base), os.path.realpath(base)}
     prefix = "" if anchored else "(?:.*/)?"
     return [re.compile(re.escape(b.rstrip("/")) + "/" + prefix + tail, flags) for b in sorted(bases)]
+
+
+def deny_matcher(spec: str, origin: str, cwd: str) -> "Callable[[str], bool]":
+    """`path_matches(spec, ·, restrictive=True)` with the patterns compiled once (the sandbox
+    tests every path of a project walk against it)."""
+    ignore_case = sys.platform in ("darwin", "win32")
+    patterns = _compile(spec, origin, os.path.normpath(cwd), True, ignore_case)
+    return lambda path: any(p.fullmatch(path) for p in patterns)
 
 
 def path_matches(spec: str, path: str, *, origin: str, cwd: str, restrictive: bool) -> bool:

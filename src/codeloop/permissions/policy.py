@@ -3,8 +3,9 @@
 Order (deny anywhere beats allow anywhere): protected paths and deny rules → ask rules → the
 mode (bypass allows, plan refuses writes) → allow rules and the built-in read-only set → the
 tool's opinion → acceptEdits for edits inside the working directories → dontAsk denies →
-otherwise ask. Protected paths (settings files, the transcript directory) are deny rules no
-mode can lift, bypassPermissions included.
+otherwise ask. Protected paths (settings files, the transcript directory, `.git/config` and
+hooks) are deny rules no mode can lift, bypassPermissions included. Bash has its own gate
+(`bash_gate.py`: the sandbox, every write as an Edit, Read deny for shell reads).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ class PermissionMode(str, Enum):
 EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
 # Read-only commands whose arguments name files they read (checked against Read rules and the
 # working directories before they are auto-allowed).
-_FILE_READERS = frozenset({"cat", "head", "tail", "wc", "grep", "egrep", "fgrep", "rg", "ls", "stat", "du",
+FILE_READERS = frozenset({"cat", "head", "tail", "wc", "grep", "egrep", "fgrep", "rg", "ls", "stat", "du",
                            "diff", "cmp", "find", "tree", "file", "sort", "uniq", "sed", "readlink", "realpath"})
 READ_TOOLS = frozenset({"Read", "Glob", "Grep"})
 _PATH_KEYS = ("file_path", "notebook_path", "path")
@@ -49,19 +50,33 @@ def protected_paths(cwd: Path) -> list[str]:
              Path(os.environ.get("CODELOOP_MANAGED_SETTINGS") or "/etc/codeloop/managed-settings.json")]
     for d in (".codeloop", ".claude"):
         paths += [cwd / d / "settings.json", cwd / d / "settings.local.json"]
-    # git runs programs named in its config (core.fsmonitor, hooks) on `git status`: never writable
-    paths += [cwd / ".git" / "config", cwd / ".git" / "hooks"]
+    # git runs programs named in its config (core.fsmonitor, hooks) on `git status`: never writable,
+    # in nested repositories too (`git -C sub status`), nor the pointer a worktree's `.git` file is
+    paths += [cwd / ".git" / "config", cwd / ".git" / "hooks", cwd / "**" / ".git" / "config",
+              cwd / "**" / ".git" / "hooks", cwd / ".git" / "modules" / "**" / "config",
+              cwd / ".git" / "modules" / "**" / "hooks"]
+    if (cwd / ".git").is_file():
+        paths.append(cwd / ".git")
     return [str(p) for p in paths]
 
 
+# Shell start-up files: writing one runs code in every later shell.
+SHELL_RC_FILES = (".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zshenv",
+                  ".zprofile", ".zlogin", ".inputrc")
+
+
 def ask_paths(cwd: Path) -> list[str]:
-    """Writable only with a question, in every mode but bypass: configuration that starts programs."""
-    return [str(cwd / ".mcp.json")]
+    """Writable only with a question, in every mode but bypass: configuration that starts programs
+    (MCP servers, custom commands and agents, hooks) and shell start-up files."""
+    home = Path(os.path.expanduser("~"))
+    return [str(cwd / ".mcp.json"), str(cwd / ".claude"), str(cwd / ".codeloop"),
+            *(str(home / f) for f in SHELL_RC_FILES)]
 
 
 def _rule_for(path: str) -> str:
     # `//abs` is an absolute pattern; a folder covers everything under it.
-    return f"Edit(/{path})" if not path.endswith(("projects", "hooks")) else f"Edit(/{path}/**)"
+    folders = ("projects", "hooks", ".claude", ".codeloop")
+    return f"Edit(/{path})" if not path.endswith(folders) else f"Edit(/{path}/**)"
 
 
 @dataclass
@@ -76,6 +91,9 @@ class PermissionPolicy:
     additional_directories: list[str] = field(default_factory=list)
     bypass_disabled: bool = False
     rule_errors: list[str] = field(default_factory=list)
+    # The session's Bash sandbox (codeloop.sandbox.runtime.Sandbox) or None: passed down by the
+    # front end, so the decision and the Bash tool consult the same object.
+    sandbox: Any = None
     _rules: "RuleSet | None" = None
 
     @property
@@ -108,23 +126,37 @@ class PermissionPolicy:
 
     def _inside_workdirs(self, raw: dict[str, Any]) -> bool:
         path = next((raw[k] for k in _PATH_KEYS if raw.get(k)), None)
-        if path is None:
-            return True
+        return True if path is None else self.inside_workdirs(str(path))
+
+    def inside_workdirs(self, path: str) -> bool:
         target = os.path.realpath(os.path.join(str(self.cwd), os.path.expanduser(str(path))))
         roots = [os.path.realpath(str(self.cwd))] + [os.path.realpath(d) for d in self.additional_directories]
         return any(target == r or target.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
+
+    def sandbox_use(self, command: str) -> tuple[str, str, bool]:
+        """(use, reason, sandboxed?) for a Bash command: see `Sandbox.use_for`."""
+        if self.sandbox is None or not self.sandbox.enabled:
+            return "unsandboxed", "", False
+        use, why = self.sandbox.use_for(command)
+        return use.value, why, use.value == "sandboxed"
+
+    def rule_denial(self, name: str, verdict: Any) -> PermissionDecision:
+        protected = verdict.matched_rule is not None and verdict.matched_rule.origin == "protected"
+        why = ("it would modify codeloop's own settings or session records, which tools may never write"
+               if protected else f"it matches the deny rule {verdict.matched_rule}")
+        return PermissionDecision(PermissionBehavior.DENY, f"Permission to use {name} has been denied: {why}.")
 
     def decide(self, tool: Tool, inp: Any, tool_opinion: PermissionDecision,
                raw_input: dict[str, Any] | None = None) -> PermissionDecision:
         from codeloop.permissions.rules import DecisionBehavior, evaluate
 
         name, raw = tool.name, dict(raw_input or {})
+        if name == "Bash":
+            from codeloop.permissions.bash_gate import decide_bash
+            return decide_bash(self, tool, inp, tool_opinion, raw)
         verdict = evaluate(name, raw, self.rules, cwd=str(self.cwd))
         if verdict.behavior is DecisionBehavior.DENY:
-            protected = verdict.matched_rule is not None and verdict.matched_rule.origin == "protected"
-            why = ("it would modify codeloop's own settings or session records, which tools may never write"
-                   if protected else f"it matches the deny rule {verdict.matched_rule}")
-            return PermissionDecision(PermissionBehavior.DENY, f"Permission to use {name} has been denied: {why}.")
+            return self.rule_denial(name, verdict)
         if tool_opinion.behavior is PermissionBehavior.DENY:
             return tool_opinion
         if verdict.behavior is DecisionBehavior.ASK and self.mode is not PermissionMode.BYPASS:
@@ -136,17 +168,14 @@ class PermissionPolicy:
             return PermissionDecision(PermissionBehavior.DENY,
                                       f"{name} is not available in plan mode: only read-only tools may run.")
         if verdict.behavior is DecisionBehavior.ALLOW:
-            if name == "Bash" and (concern := self._bash_path_concern(
-                    str(raw.get("command", "")), check_outside=verdict.matched_rule is None)):
-                return self._ask_or_deny(name, concern + ".")
             return PermissionDecision(PermissionBehavior.ALLOW)
         if name in READ_TOOLS and not self._inside_workdirs(raw):
-            return self._ask_or_deny(name, f"{name} of a path outside the working directories needs permission.")
+            return self.ask_or_deny(name, f"{name} of a path outside the working directories needs permission.")
         if tool_opinion.behavior is PermissionBehavior.ALLOW:
             return tool_opinion
         if self.mode is PermissionMode.ACCEPT_EDITS and name in EDIT_TOOLS and self._inside_workdirs(raw):
             return PermissionDecision(PermissionBehavior.ALLOW)
-        return self._ask_or_deny(name, f"{name} requires permission.")
+        return self.ask_or_deny(name, f"{name} requires permission.")
 
     def guard_path(self, tool_name: str, path: Path) -> None:
         """Deny rules once more, at the moment of I/O: closes the window in which a path that
@@ -171,39 +200,9 @@ class PermissionPolicy:
             return frozenset()
         return inodes_named(specs, str(self.cwd), [str(self.cwd), *self.additional_directories])
 
-    def _bash_path_concern(self, command: str, *, check_outside: bool) -> str | None:
-        """Why a Bash command that rules allowed still needs a question: a path argument of a
-        file-reading command that a Read deny rule covers (`cat .env` with `Read(.env)` denied),
-        or — for commands allowed only as built-in read-only ones — a path outside the working
-        directories or one that cannot be known before it runs (`cat $HOME/.ssh/id_rsa`)."""
-        denied = self.read_filter()
-        if denied is None and not check_outside:
-            return None
-        from codeloop.permissions.bash import command_name, split_command, unwrap
-
-        for part in split_command(command).parts:
-            argv = unwrap(part.argv).argv if part.argv else []
-            if not argv:
-                continue
-            name, words = command_name(argv[0]), argv[1:]
-            if name == "git":
-                words = [w for prev, w in zip(words, words[1:]) if prev == "-C"]
-            elif name not in _FILE_READERS:
-                continue
-            for word in words:
-                if word.startswith("-") or not word.strip():
-                    continue
-                if "$" in word or "`" in word:
-                    if check_outside:
-                        return f"the command reads {word}, a path known only when it runs"
-                    continue
-                path = Path(os.path.expanduser(word))
-                path = path if path.is_absolute() else self.cwd / path
-                if denied is not None and denied(path):
-                    return f"the command reads {word}, which a Read deny rule covers"
-                if check_outside and not self._inside_workdirs({"file_path": str(path)}):
-                    return f"the command reads {word}, outside the working directories"
-        return None
+    def read_deny_specs(self) -> list[tuple[str, str]]:
+        """(specifier, origin) of every Read deny rule: what the sandbox masks."""
+        return [(r.specifier, r.origin) for r in self.rules.deny if r.tool == "Read" and r.specifier]
 
     def read_filter(self) -> "Callable[[Path], bool] | None":
         """A `path → denied?` check for search tools, or None when no deny rule targets reads."""
@@ -216,7 +215,7 @@ class PermissionPolicy:
             return verdict.behavior is DecisionBehavior.DENY
         return denied
 
-    def _ask_or_deny(self, name: str, why: str) -> PermissionDecision:
+    def ask_or_deny(self, name: str, why: str) -> PermissionDecision:
         if self.mode is PermissionMode.DONT_ASK:
             return PermissionDecision(PermissionBehavior.DENY, f"Permission to use {name} was not granted (dontAsk mode).")
         return PermissionDecision(PermissionBehavior.ASK, why)

@@ -232,16 +232,22 @@ def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def bash_decision(command: str, rules: RuleSet, *, cwd: str | os.PathLike[str]) -> Decision:
+def bash_decision(command: str, rules: RuleSet, *, cwd: str | os.PathLike[str],
+                  sandboxed: bool = False) -> Decision:
+    """`sandboxed`: the command will run inside the OS sandbox, so git subcommands that run
+    repository-configured programs count as read-only (the sandbox contains them)."""
+    from codeloop.permissions.readonly import has_expansion_trick
+    from codeloop.permissions.shell_writes import write_targets
+
     cwd = os.fspath(cwd)
     split = sh.split_command(command)
     deny_forms = [command.strip()] + [f for p in split.parts for f in _deny_forms(p)]
     if rule := _first_bash_match(rules.deny, deny_forms):
         return Decision(DecisionBehavior.DENY, f"Bash command matches deny rule {rule}", rule)
-    for part in split.parts:       # a redirect is a write: Edit deny rules cover it
-        for target in sh.write_targets(part, cwd):
-            if target and (d := path_decision("Edit", target, rules, cwd=cwd)).behavior is DecisionBehavior.DENY:
-                return Decision(DecisionBehavior.DENY, f"redirect writes {target}: {d.reason}", d.matched_rule)
+    writes = write_targets(split, cwd)
+    for w in writes:       # every write is an Edit: Edit deny rules and protected paths cover it
+        if w.path and (d := path_decision("Edit", w.path, rules, cwd=cwd)).behavior is DecisionBehavior.DENY:
+            return Decision(DecisionBehavior.DENY, f"{w.how} writes {w.path}: {d.reason}", d.matched_rule)
     if rule := _first_bash_match(rules.ask, deny_forms):
         return Decision(DecisionBehavior.ASK, f"Bash command matches ask rule {rule}", rule)
     bare = next((r for r in rules.allow if r.tool == "Bash" and r.specifier is None), None)
@@ -256,22 +262,25 @@ def bash_decision(command: str, rules: RuleSet, *, cwd: str | os.PathLike[str]) 
         why = split.parse_error or ("command substitution" if split.has_command_substitution
                                     else "heredoc" if split.has_heredoc else "empty command")
         return Decision(DecisionBehavior.PASSTHROUGH, f"not auto-allowed: {why}")
+    if has_expansion_trick(command):
+        return Decision(DecisionBehavior.PASSTHROUGH,
+                        "not auto-allowed: an expansion (${x@P}, ${!x}, ${a[i]}, ${x:n}) can run code hidden in a variable")
     real_cwd = os.path.realpath(cwd)
+    for w in writes:
+        if w.path is None or not _inside(os.path.realpath(w.path), real_cwd):
+            return Decision(DecisionBehavior.PASSTHROUGH,
+                            f"{w.how} writes outside the working directory or somewhere known only at run time: {w.part}")
     matched: Rule | None = None
     for part in split.parts:
         if bad := sh.dangerous_env(part.env) + sh.dangerous_env(sh.unwrap(part.argv).env):
             return Decision(DecisionBehavior.PASSTHROUGH, f"sets {', '.join(bad)}")
-        for target in sh.write_targets(part, cwd):
-            if target is None or not _inside(os.path.realpath(target), real_cwd):
-                return Decision(DecisionBehavior.PASSTHROUGH,
-                                f"redirect writes outside the working directory: {part.raw}")
         if not part.argv:
             continue
         launcher = sh.launcher_name(part.argv)
         candidates = rules.allow
         if launcher:
             candidates = [r for r in rules.allow if _names_launcher(r, launcher)]
-        elif sh.is_read_only_command(part):
+        elif sh.is_read_only_command(part, repo_programs_ok=sandboxed):
             continue
         rule = _first_bash_match(candidates, _allow_forms(part))
         if rule is None:
@@ -361,10 +370,10 @@ def _simple_match(rule: Rule, tool_name: str, tool_input: dict[str, Any]) -> boo
 
 
 def evaluate(tool_name: str, tool_input: dict[str, Any], rules: RuleSet, *,
-             cwd: str | os.PathLike[str]) -> Decision:
+             cwd: str | os.PathLike[str], sandboxed: bool = False) -> Decision:
     """Rule decision for one tool call: deny beats ask beats allow; else passthrough."""
     if tool_name == "Bash":
-        return bash_decision(str(tool_input.get("command", "")), rules, cwd=cwd)
+        return bash_decision(str(tool_input.get("command", "")), rules, cwd=cwd, sandboxed=sandboxed)
     if tool_name in EDIT_TOOLS or tool_name in READ_TOOLS:
         path = next((tool_input[k] for k in _PATH_KEYS if tool_input.get(k)), None)
         return path_decision(tool_name, str(path or "."), rules, cwd=cwd)

@@ -4,6 +4,10 @@ Owns the process lifecycle: the command runs in its own session (process group) 
 from /dev/null; timeout, abort and cancellation kill the whole group; a background child that
 keeps the output pipes open cannot hang the call; the shell's final directory (`pwd -P`,
 written by an EXIT trap so `exit N` still reports it) becomes the next call's cwd.
+
+When the session has a sandbox (`ctx.extra["sandbox"]`, a `codeloop.sandbox.runtime.Sandbox`)
+the shell runs inside bubblewrap; a sandbox that is enabled but cannot start refuses the call
+(fail closed) unless the settings allow the unsandboxed fallback.
 """
 
 from __future__ import annotations
@@ -14,8 +18,9 @@ import shlex
 import shutil
 import signal
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar, Iterator
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 from pydantic.json_schema import SkipJsonSchema
@@ -31,6 +36,7 @@ KILL_GRACE_S = 2.0
 # How long pipes may stay open after the shell exits before we assume a background child holds them.
 PIPE_DRAIN_S = 1.0
 POLL_S = 0.02
+SANDBOX_KEY = "sandbox"   # ctx.extra key of the session's Sandbox
 
 DESCRIPTION = f"""\
 Executes a given bash command and returns its output (stdout, then stderr).
@@ -154,6 +160,32 @@ def _script(command: str, cwd_file: str) -> str:
     )
 
 
+@contextmanager
+def _sandboxed(command: str, cwd: Path, cwd_file: str, sandbox: Any) -> Iterator[tuple[list[str], dict[str, str]]]:
+    """The bwrap prefix and extra environment for this call ([] and {} when it runs unsandboxed)."""
+    if sandbox is None or not sandbox.enabled:
+        yield [], {}
+        return
+    from codeloop.sandbox.layout import LayoutError
+    from codeloop.sandbox.runtime import Use
+
+    use, why = sandbox.use_for(command)
+    if use is Use.REFUSED:
+        raise ToolError(why)
+    if use is Use.UNSANDBOXED:
+        yield [], {}
+        return
+    try:
+        prepared = sandbox.prepare(str(cwd), [cwd_file])
+        prefix = prepared.__enter__()
+    except LayoutError as e:
+        raise ToolError(f"Bash refused: the sandbox cannot start safely: {e}") from None
+    try:
+        yield prefix.argv, prefix.env
+    finally:
+        prepared.__exit__(None, None, None)
+
+
 class BashTool(Tool):
     name: ClassVar[str] = "Bash"
     description: ClassVar[str] = DESCRIPTION
@@ -179,7 +211,8 @@ class BashTool(Tool):
         fd, cwd_file = tempfile.mkstemp(prefix="codeloop-cwd-", suffix=".txt", dir=tmp_dir)
         os.close(fd)
         try:
-            rc, out, err, outcome = await self._run(inp.command, cwd, cwd_file, timeout_ms, ctx)
+            with _sandboxed(inp.command, cwd, cwd_file, ctx.extra.get(SANDBOX_KEY)) as (prefix, env):
+                rc, out, err, outcome = await self._run(inp.command, cwd, cwd_file, timeout_ms, ctx, prefix, env)
             new_cwd = Path(cwd_file).read_text(errors="replace").strip()
         finally:
             os.unlink(cwd_file)
@@ -217,11 +250,13 @@ class BashTool(Tool):
         )
 
     async def _run(
-        self, command: str, cwd: Path, cwd_file: str, timeout_ms: int, ctx: ToolContext
+        self, command: str, cwd: Path, cwd_file: str, timeout_ms: int, ctx: ToolContext,
+        prefix: list[str] | None = None, env: dict[str, str] | None = None,
     ) -> tuple[int, tuple[str, int], tuple[str, int], str | None]:
         """Returns (exit code, stdout, stderr, outcome) with outcome None|timeout|abort|orphans."""
         try:
             proc = await asyncio.create_subprocess_exec(
+                *(prefix or []),
                 _shell(),
                 "-c",
                 _script(command, cwd_file),
@@ -230,6 +265,7 @@ class BashTool(Tool):
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,
+                env={**os.environ, **env} if env else None,
             )
         except OSError as e:
             raise ToolError(f"Could not start the shell in {cwd}: {e.strerror or e}") from e

@@ -1,0 +1,103 @@
+"""The `sandbox` block of the merged settings: what the Bash sandbox should do.
+
+Owns `SandboxSettings` (Claude Code's keys) and `sandbox_settings(merged)`, which reads them
+from the merged settings dict. Keys, all optional:
+
+    enabled                    false  run Bash commands inside bubblewrap (`--sandbox` flag too)
+    autoAllowBashIfSandboxed   true   sandboxed commands run without a prompt (deny rules hold)
+    excludedCommands           []     Bash patterns (`docker *`) that run outside the sandbox,
+                                      under the ordinary permission flow
+    allowUnsandboxedCommands   true   accepted for Claude Code compatibility; codeloop has no
+                                      `dangerouslyDisableSandbox` parameter, so it changes nothing
+    failIfUnavailable          true   enabled but bwrap missing or broken: Bash refuses. Only an
+                                      explicit `false` lets commands fall back to running
+                                      unsandboxed (then with ordinary prompts). Claude Code's
+                                      default is false; codeloop fails closed.
+    network.allowedDomains     []     hosts reachable through the sandbox's filtering proxy
+                                      (`*.example.com` covers subdomains); empty: no network
+    filesystem.allowWrite      []     more writable paths (beside the working directories)
+    filesystem.denyWrite       []     paths kept read-only inside writable roots
+    filesystem.denyRead        []     paths masked (beside Read deny rules)
+
+A key with the wrong type is reported and replaced by its *safer* value (fail closed), never
+by the permissive default.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+SANDBOX_KEY = "sandbox"
+
+
+@dataclass(frozen=True)
+class SandboxSettings:
+    enabled: bool = False
+    auto_allow: bool = True
+    excluded_commands: tuple[str, ...] = ()
+    allow_unsandboxed: bool = True
+    fail_if_unavailable: bool = True
+    allowed_domains: tuple[str, ...] = ()
+    allow_write: tuple[str, ...] = ()
+    deny_write: tuple[str, ...] = ()
+    deny_read: tuple[str, ...] = ()
+    errors: tuple[str, ...] = field(default=(), compare=False)
+
+
+# key → (field name, the safer value used when the type is wrong)
+_BOOLS = {"enabled": ("enabled", True), "autoAllowBashIfSandboxed": ("auto_allow", False),
+          "allowUnsandboxedCommands": ("allow_unsandboxed", False),
+          "failIfUnavailable": ("fail_if_unavailable", True)}
+# A malformed list is ignored (reported): for the widening keys that is the safe side; Read deny
+# rules still mask what `filesystem.denyRead` would have.
+_LISTS = {"excludedCommands": "excluded_commands"}
+_NETWORK_LISTS = {"allowedDomains": "allowed_domains"}
+_FS_LISTS = {"allowWrite": "allow_write", "denyWrite": "deny_write", "denyRead": "deny_read"}
+
+
+def _str_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(x, str) and x.strip() for x in value)
+
+
+def sandbox_settings(merged: dict[str, Any], *, force_enable: bool = False) -> SandboxSettings:
+    """The sandbox settings of a merged settings dict; `force_enable` is the `--sandbox` flag."""
+    block = merged.get(SANDBOX_KEY)
+    errors: list[str] = []
+    values: dict[str, Any] = {}
+    if block is not None and not isinstance(block, dict):
+        errors.append(f"'{SANDBOX_KEY}' must be an object; the sandbox is enabled with its safest settings")
+        block = {"enabled": True, "autoAllowBashIfSandboxed": False}
+    block = block or {}
+    for key, (name, safe) in _BOOLS.items():
+        if key in block:
+            if isinstance(block[key], bool):
+                values[name] = block[key]
+            else:
+                errors.append(f"'{SANDBOX_KEY}.{key}' must be true or false; using {str(safe).lower()}")
+                values[name] = safe
+    for key, name in _LISTS.items():
+        if key in block:
+            if _str_list(block[key]):
+                values[name] = tuple(block[key])
+            else:
+                errors.append(f"'{SANDBOX_KEY}.{key}' must be a list of strings; ignored")
+    for sub, keys in (("network", _NETWORK_LISTS), ("filesystem", _FS_LISTS)):
+        part = block.get(sub)
+        if part is None:
+            continue
+        if not isinstance(part, dict):
+            errors.append(f"'{SANDBOX_KEY}.{sub}' must be an object; ignored")
+            if sub == "filesystem":
+                values["enabled"] = True   # a deny list we cannot read: do not run without a sandbox
+            continue
+        for key, name in keys.items():
+            if key not in part:
+                continue
+            if _str_list(part[key]):
+                values[name] = tuple(x.strip() for x in part[key])
+            else:
+                errors.append(f"'{SANDBOX_KEY}.{sub}.{key}' must be a list of strings; ignored")
+    if force_enable:
+        values["enabled"] = True
+    return SandboxSettings(**values, errors=tuple(errors))

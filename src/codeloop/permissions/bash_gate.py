@@ -1,0 +1,275 @@
+"""The permission decision for one Bash call: rules, sandbox, writes and reads combined.
+
+Owns `decide_bash` (called by `PermissionPolicy.decide`) and the two analyses behind it:
+
+* every write is an Edit — each path the command writes (`shell_writes.py`: redirects after
+  `cd`, `tee`, `cp` destinations, `sed -i`, `git config`…) gets the decision an Edit of it
+  would get: deny (Edit deny rules, protected paths — in every mode), ask, or allow (allow
+  rule, or acceptEdits inside the working directories). A target known only at run time asks;
+  in bypassPermissions, where nothing asks, it is refused unless the sandbox contains it.
+* Read deny rules hold for Bash too (`read_concern`): argument words (globs and braces
+  expanded against the filesystem), input redirects (`< secret.txt`), `git show HEAD:path`, and
+  directories searched recursively that hold a denied path. Words known only at run time ask.
+
+With the sandbox on for a command (`Sandbox.use_for`) and `autoAllowBashIfSandboxed`, the
+command runs without a prompt once deny and ask rules have had their say; the sandbox makes
+reads and writes safe. When the sandbox is enabled but cannot start, Bash is refused.
+"""
+
+from __future__ import annotations
+
+import glob as globmod
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from codeloop.tools.base import PermissionBehavior, PermissionDecision
+
+if TYPE_CHECKING:
+    from codeloop.permissions.policy import PermissionPolicy
+    from codeloop.permissions.shell_words import SplitResult
+
+# Commands that look at names, never at contents: their arguments may name denied files.
+_NAME_ONLY = frozenset({"echo", "printf", "ls", "stat", "du", "df", "basename", "dirname", "realpath",
+                        "readlink", "pwd", "which", "test", "[", "true", "false", "mkdir", "touch", "rm",
+                        "rmdir", "find", "tree", "type", "command"})
+_RECURSIVE_ALWAYS = frozenset({"rg", "ag", "ack", "tar", "zip", "rsync", "scp", "git", "du", "find",
+                               "tree"})
+_SEARCHERS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack"})   # first positional: the pattern
+_COPIERS = frozenset({"cp", "mv", "install", "ln", "rsync", "scp"})
+_WALK_BUDGET = 20_000
+_GLOB = re.compile(r"[*?\[{]")
+
+
+def _brace_expand(word: str, depth: int = 0) -> list[str]:
+    m = re.search(r"\{([^{}]*,[^{}]*)\}", word)
+    if not m or depth > 8:
+        return [word]
+    out: list[str] = []
+    for alt in m.group(1).split(","):
+        out += _brace_expand(word[:m.start()] + alt + word[m.end():], depth + 1)
+    return out[:256]
+
+
+def _expand(word: str, base: str) -> list[str]:
+    """Absolute paths a literal or globbed word can name (the word itself when nothing matches)."""
+    paths: list[str] = []
+    for w in _brace_expand(os.path.expanduser(word) if word.startswith("~") else word):
+        absw = w if os.path.isabs(w) else os.path.join(base, w)
+        hits = globmod.glob(absw, include_hidden=True) if _GLOB.search(w) else []
+        paths += hits or [absw]
+    return [os.path.normpath(p) for p in paths]
+
+
+def _holds_denied(folder: str, denied: Callable[[Path], bool]) -> bool:
+    """Whether a folder searched recursively contains a denied path (bounded walk: too big asks)."""
+    budget, stack = _WALK_BUDGET, [folder]
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        for e in entries:
+            budget -= 1
+            if budget < 0 or denied(Path(e.path)):
+                return True
+            if e.is_dir(follow_symlinks=False):
+                stack.append(e.path)
+    return False
+
+
+def _recursive(name: str, args: list[str]) -> bool:
+    if name in _RECURSIVE_ALWAYS:
+        return True
+    short = [a for a in args if a.startswith("-") and not a.startswith("--")]
+    if name in ("grep", "egrep", "fgrep", "cp", "chmod", "chown", "zip", "ls"):
+        return any(set(a[1:]) & {"r", "R", "a"} for a in short) or any(
+            a in ("--recursive", "--dereference-recursive", "--archive") or a.startswith("--directories=rec")
+            for a in args)
+    return False
+
+
+def read_concern(policy: PermissionPolicy, split: SplitResult, denied: Callable[[Path], bool]) -> str | None:
+    """Why this command may read a path a Read deny rule covers (None: it cannot)."""
+    from codeloop.permissions.bash import command_name, unwrap
+    from codeloop.permissions.shell_writes import Resolver, track_cd
+
+    r = Resolver(str(policy.cwd), os.path.expanduser("~"))
+    for part in split.parts:
+        words: list[tuple[str, bool]] = [(red.target, False) for red in part.redirects
+                                         if red.op.lstrip("0123456789").startswith("<")
+                                         and red.op.lstrip("0123456789") not in ("<<", "<<-", "<<<")]
+        u = unwrap(part.argv) if part.argv else None
+        name = command_name(u.argv[0]) if u and u.argv else ""
+        args = u.argv[1:] if u and u.argv else []
+        if name and track_cd(name, args, {k - u.offset for k in part.dynamic if u and k >= u.offset}, r):
+            continue
+        if name and name not in _NAME_ONLY:
+            positional = [k for k, a in enumerate(args) if not a.startswith("-")]
+            dest = positional[-1] if name in _COPIERS and len(positional) > 1 and not any(
+                a.startswith(("-t", "--target-directory")) for a in args) else -1
+            for k, a in enumerate(args):
+                if k == dest:
+                    continue                             # `cp -r sub .`: the destination is written, not read
+                if a.startswith("-") and "=" in a:
+                    a = a.split("=", 1)[1]          # `--file=secret.txt`
+                elif a.startswith("-"):
+                    continue
+                words.append((a, False))
+                if name == "git" and ":" in a:
+                    words.append((a.split(":", 1)[1], False))    # `git show HEAD:secret.txt`
+            positionals = [a for a in args if not a.startswith("-")]
+            if _recursive(name, args) and len(positionals) <= (1 if name in _SEARCHERS else 0):
+                words.append((".", False))                       # `grep -r KEY`, `rg KEY`: the cwd
+        for word, _ in words:
+            # glob words are expanded below; a parameter or command expansion cannot be
+            if "$" in word or "`" in word:
+                return f"the command reads {word}, a path known only when it runs, and a Read deny rule is in force"
+            for base in (r.cwds if not r.unknown_cwd else []):
+                for path in _expand(word, base):
+                    if denied(Path(path)):
+                        return f"the command reads {path}, which a Read deny rule covers"
+                    if _recursive(name, args) and os.path.isdir(path) and _holds_denied(path, denied):
+                        return f"the command searches {path}, which holds a path a Read deny rule covers"
+            if r.unknown_cwd and not os.path.isabs(word):
+                return f"the command reads {word} after a `cd` whose target is known only when it runs"
+    return None
+
+
+def outside_concern(policy: PermissionPolicy, split: SplitResult) -> str | None:
+    """For commands allowed only as built-in read-only ones: a path argument outside the
+    working directories, or one that cannot be known before it runs (`cat $HOME/.ssh/id_rsa`)."""
+    from codeloop.permissions.bash import command_name, unwrap
+    from codeloop.permissions.policy import FILE_READERS
+
+    for part in split.parts:
+        argv = unwrap(part.argv).argv if part.argv else []
+        if not argv:
+            continue
+        name, words = command_name(argv[0]), argv[1:]
+        if name == "git":
+            words = [w for prev, w in zip(words, words[1:]) if prev == "-C"]
+        elif name not in FILE_READERS:
+            continue
+        for word in words:
+            if word.startswith("-") or not word.strip():
+                continue
+            if "$" in word or "`" in word:
+                return f"the command reads {word}, a path known only when it runs"
+            path = Path(os.path.expanduser(word))
+            path = path if path.is_absolute() else policy.cwd / path
+            if not policy.inside_workdirs(str(path)):
+                return f"the command reads {word}, outside the working directories"
+    return None
+
+
+def _write_concern(policy: PermissionPolicy, writes: list[Any]) -> str | None:
+    """Why a write needs a question: the decision an Edit of each target would get."""
+    from codeloop.permissions.policy import PermissionMode
+    from codeloop.permissions.rules import DecisionBehavior, path_decision
+
+    for w in writes:
+        if w.path is None:
+            return f"{w.how} in {w.part!r} writes somewhere known only when it runs"
+        d = path_decision("Edit", w.path, policy.rules, cwd=str(policy.cwd))
+        if d.behavior is DecisionBehavior.ALLOW:
+            continue
+        if d.behavior is DecisionBehavior.PASSTHROUGH and policy.mode is PermissionMode.ACCEPT_EDITS \
+                and policy.inside_workdirs(w.path):
+            continue
+        return f"{w.how} writes {w.path}, which needs the permission an Edit of it would"
+    return None
+
+
+_CONTAINER_OK = ("mkdir", "touch")   # creating or touching a folder writes nothing inside it
+
+
+def protected_write(policy: PermissionPolicy, writes: list[Any]) -> str | None:
+    """A write that reaches a protected path without naming it: a folder holding one that is
+    removed, moved or replaced (`rm -rf .git`, `cp -r x/.codeloop .`), or a hard link to one."""
+    from codeloop.permissions.policy import protected_paths
+
+    concrete = [p for p in protected_paths(policy.cwd) if "*" not in p]
+    inodes: dict[tuple[int, int], str] = {}
+    for p in concrete:
+        try:
+            st = os.stat(p)
+        except OSError:
+            continue
+        inodes[(st.st_dev, st.st_ino)] = p
+    for w in writes:
+        if w.path is None or w.how in _CONTAINER_OK:
+            continue
+        if w.how.endswith(" destination") and os.path.isdir(w.path):
+            continue                        # written into: its `dest/name` entry is checked
+        for form in {w.path, os.path.realpath(w.path)}:
+            prefix = form.rstrip("/") + "/"
+            hit = next((p for p in concrete if p.startswith(prefix) or os.path.realpath(p).startswith(prefix)), None)
+            if hit:
+                return f"{w.how} writes {form}, which holds {hit}"
+        try:
+            st = os.stat(w.path)
+        except OSError:
+            continue
+        if st.st_nlink > 1 and (st.st_dev, st.st_ino) in inodes:
+            return f"{w.how} writes {w.path}, a hard link to {inodes[(st.st_dev, st.st_ino)]}"
+    return None
+
+
+def decide_bash(policy: PermissionPolicy, tool: Any, inp: Any, opinion: PermissionDecision,
+                raw: dict[str, Any]) -> PermissionDecision:
+    from codeloop.permissions.bash import split_command
+    from codeloop.permissions.policy import PermissionMode
+    from codeloop.permissions.readonly import is_read_only
+    from codeloop.permissions.rules import DecisionBehavior, evaluate
+    from codeloop.permissions.shell_writes import write_targets
+
+    command = str(raw.get("command", ""))
+    use, why, sandboxed = policy.sandbox_use(command)
+    verdict = evaluate("Bash", raw, policy.rules, cwd=str(policy.cwd), sandboxed=sandboxed)
+    if verdict.behavior is DecisionBehavior.DENY:
+        return policy.rule_denial("Bash", verdict)
+    if opinion.behavior is PermissionBehavior.DENY:
+        return opinion
+    split = split_command(command)
+    writes = write_targets(split, str(policy.cwd))
+    if why_protected := protected_write(policy, writes):
+        return PermissionDecision(PermissionBehavior.DENY, (
+            f"Permission to use Bash has been denied: {why_protected}; codeloop's settings, session records "
+            f"and repository hooks/config may never be written by a tool."))
+    if use == "refused":
+        return PermissionDecision(PermissionBehavior.DENY, why)
+    if verdict.behavior is DecisionBehavior.ASK and policy.mode is not PermissionMode.BYPASS:
+        return PermissionDecision(PermissionBehavior.ASK, f"Bash matches the ask rule {verdict.matched_rule}.")
+    denied = None if sandboxed else policy.read_filter()
+    reads = read_concern(policy, split, denied) if denied is not None else None
+    if policy.mode is PermissionMode.BYPASS:
+        if reads:
+            return PermissionDecision(PermissionBehavior.DENY, f"Permission to use Bash has been denied: {reads}.")
+        unknown = next((w for w in writes if w.path is None), None)
+        if unknown is not None and not sandboxed:
+            return PermissionDecision(PermissionBehavior.DENY, (
+                f"Permission to use Bash has been denied: {unknown.how} in {unknown.part!r} writes somewhere known "
+                f"only when it runs, so it cannot be checked against protected paths; write the path literally "
+                f"or enable the sandbox."))
+        return PermissionDecision(PermissionBehavior.ALLOW)
+    if policy.mode is PermissionMode.PLAN and not is_read_only(command, repo_programs_ok=sandboxed):
+        return PermissionDecision(PermissionBehavior.DENY,
+                                  "Bash is not available in plan mode: only read-only tools may run.")
+    if sandboxed and policy.sandbox.settings.auto_allow:
+        return PermissionDecision(PermissionBehavior.ALLOW)
+    if reads:
+        return policy.ask_or_deny("Bash", reads + ".")
+    if verdict.behavior is DecisionBehavior.ALLOW or opinion.behavior is PermissionBehavior.ALLOW:
+        # A bare `Bash` allow rule consents to every command, whatever it writes (deny rules and
+        # protected paths were enforced above); a narrower rule (`Bash(echo *)`) does not.
+        every = verdict.matched_rule is not None and verdict.matched_rule.specifier is None
+        concern = None if every else _write_concern(policy, writes)
+        if concern is None and verdict.matched_rule is None:
+            concern = outside_concern(policy, split)
+        if concern:
+            return policy.ask_or_deny("Bash", concern + ".")
+        return PermissionDecision(PermissionBehavior.ALLOW)
+    return policy.ask_or_deny("Bash", "Bash requires permission.")

@@ -1,0 +1,86 @@
+"""The bubblewrap command line for a `Layout`, and whether bwrap can start here at all.
+
+Owns `bwrap_argv` and `probe`. The sandbox: `/` read-only; a private `/tmp`; fresh `/dev` and
+`/proc`; the writable roots bound read-write; pinned folders and protected paths bound on top
+(protected ones read-only, missing ones over an empty placeholder so nothing can be created
+there); Read-deny paths covered by an empty mode-000 file or folder; no network (a loopback
+bridge to the filtering proxy when domains are allowed); new PID and IPC namespaces; every
+capability dropped (a root shell with CAP_SYS_ADMIN could otherwise unmount the protections);
+killed with its parent.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+
+from codeloop.sandbox.layout import Kind, Layout
+
+BWRAP_ENV = "CODELOOP_BWRAP"        # path to bwrap; tests point it somewhere else
+INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap)"
+
+
+@dataclass(frozen=True)
+class Probe:
+    path: str | None
+    error: str | None                 # None: bwrap starts a sandbox here
+
+
+_probes: dict[str, Probe] = {}
+
+
+def bwrap_path() -> str | None:
+    env = os.environ.get(BWRAP_ENV)
+    if env is not None:
+        return env if os.path.isfile(env) and os.access(env, os.X_OK) else None
+    return shutil.which("bwrap")
+
+
+def probe() -> Probe:
+    """Start one empty sandbox (cached per bwrap path) to learn whether bwrap works here."""
+    path = bwrap_path()
+    key = path or ""
+    if key in _probes:
+        return _probes[key]
+    if path is None:
+        result = Probe(None, f"bubblewrap (bwrap) is not installed; {INSTALL_HINT}")
+    else:
+        try:
+            done = subprocess.run([path, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+                                   "--unshare-pid", "--unshare-net", "--cap-drop", "ALL", "--die-with-parent",
+                                   "--", "/bin/true"], capture_output=True, text=True, timeout=10)
+            err = None if done.returncode == 0 else (done.stderr.strip().splitlines() or ["exit status "
+                                                                                       f"{done.returncode}"])[-1]
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            err = str(exc)
+        result = Probe(path, None if err is None else
+                       f"bubblewrap cannot start a sandbox here ({err}); enable unprivileged user namespaces "
+                       f"(sysctl kernel.unprivileged_userns_clone=1) or run where bwrap works")
+    _probes[key] = result
+    return result
+
+
+def bwrap_argv(bwrap: str, layout: Layout, *, cwd: str, blank_file: str, blank_dir: str, empty_dir: str,
+               keep_writable: list[str], network_socket: str | None) -> list[str]:
+    """Everything before `--` (the caller appends the command)."""
+    a = [bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-net",
+         "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    for root in layout.roots:
+        a += ["--bind", root, root]
+    for pin in layout.pins:
+        a += ["--bind", pin, pin]
+    for p in layout.protected:
+        if p.exists:
+            a += ["--ro-bind", p.path, p.path]
+        else:
+            a += ["--ro-bind", empty_dir if p.kind is Kind.DIR else "/dev/null", p.path]
+    for path, kind in layout.masked:
+        a += ["--ro-bind", blank_dir if kind is Kind.DIR else blank_file, path]
+    for path in keep_writable:
+        a += ["--bind", path, path]
+    if network_socket:
+        a += ["--bind", network_socket, network_socket]
+    a += ["--setenv", "TMPDIR", "/tmp", "--chdir", cwd]
+    return a

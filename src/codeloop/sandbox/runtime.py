@@ -1,0 +1,216 @@
+"""`Sandbox`: the one object the permission policy and the Bash tool share.
+
+Owns the per-command choice (`use_for`: sandboxed, unsandboxed, or refused because the sandbox
+is enabled but cannot start) and `prepare`, which builds the bwrap command line for one call and
+undoes its side effects afterwards (placeholder mount points for protected paths that did not
+exist). The policy and the tool ask the same object, so a command auto-allowed *because* it is
+sandboxed is the command that then runs sandboxed.
+
+Fast path: a command the scanner proves read-only (`ls`, `cat README.md`) runs without bwrap
+when no Read deny rule needs masking: the sandbox would buy nothing there.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Callable, Iterator
+
+from codeloop.config.sandbox import SandboxSettings
+
+# Host sockets that hand out more power than the sandbox has (a path-based Unix socket is
+# reachable without a network device): hidden when present.
+_DAEMON_SOCKETS = ("/var/run/docker.sock", "/run/docker.sock", "/run/containerd/containerd.sock",
+                   "/run/podman/podman.sock", "/run/user/0/podman/podman.sock")
+
+
+class Use(str, Enum):
+    SANDBOXED = "sandboxed"
+    UNSANDBOXED = "unsandboxed"
+    REFUSED = "refused"
+
+
+@dataclass
+class Prepared:
+    argv: list[str]                      # prefix: the caller appends its command
+    env: dict[str, str] = field(default_factory=dict)
+
+
+# Placeholder mount points in use, by path (several calls may run at once): the last user
+# removes what a call created, never while another sandbox still relies on it.
+_placeholders: dict[str, int] = {}
+_created: set[str] = set()
+_blanks: dict[str, str] = {}
+
+
+def _blank_paths() -> dict[str, str]:
+    """An empty mode-000 file and folder (masks) and an empty 0555 folder (placeholders)."""
+    if not _blanks:
+        base = tempfile.mkdtemp(prefix="codeloop-sandbox-")
+        f = os.path.join(base, "masked")
+        with open(f, "w"):
+            pass
+        os.chmod(f, 0)
+        d, e = os.path.join(base, "masked-dir"), os.path.join(base, "empty")
+        os.mkdir(d, 0)
+        os.chmod(d, 0)
+        os.mkdir(e, 0o555)
+        _blanks.update(file=f, dir=d, empty=e)
+    return _blanks
+
+
+@dataclass
+class Sandbox:
+    settings: SandboxSettings
+    roots: list[str]                                   # project dir + additional directories
+    home: str = field(default_factory=lambda: os.path.expanduser("~"))
+    protected_dirs: list[str] = field(default_factory=list)   # config dirs, trust store
+    # (specifier, origin) of every Read deny rule, read when a call is prepared
+    read_deny: Callable[[], list[tuple[str, str]]] = lambda: []
+    _proxy: object | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return self.settings.enabled
+
+    def _excluded(self, command: str) -> bool:
+        from codeloop.permissions.bash import split_command, unwrap
+        from codeloop.permissions.rules import bash_pattern_matches
+
+        pats = self.settings.excluded_commands
+        if not pats:
+            return False
+        for part in split_command(command).parts:
+            text = " ".join(unwrap(part.argv).argv)
+            if text and any(bash_pattern_matches(p, text) for p in pats):
+                return True
+        return False
+
+    def use_for(self, command: str) -> tuple[Use, str]:
+        """How this command runs, and a one-line reason when it is not sandboxed."""
+        if not self.settings.enabled:
+            return Use.UNSANDBOXED, "the sandbox is off"
+        if self._excluded(command):
+            return Use.UNSANDBOXED, "excluded from the sandbox by sandbox.excludedCommands"
+        from codeloop.permissions.bash import is_read_only
+
+        if not self.read_deny() and not self.settings.deny_read and is_read_only(command):
+            return Use.UNSANDBOXED, "read-only command"
+        from codeloop.sandbox.bwrap import probe
+
+        p = probe()
+        if p.error is None:
+            return Use.SANDBOXED, ""
+        if self.settings.fail_if_unavailable:
+            return Use.REFUSED, (f"Bash refused: the sandbox is enabled but {p.error}; or set "
+                                 f"sandbox.failIfUnavailable to false to run commands unsandboxed with prompts")
+        return Use.UNSANDBOXED, f"the sandbox is unavailable ({p.error}); running unsandboxed"
+
+    # -- one call ---------------------------------------------------------------------------
+    def _masks(self, roots: list[str]) -> list[tuple[str, object]]:
+        from codeloop.permissions.paths import anchor_spec, deny_matcher
+        from codeloop.sandbox.layout import Kind, find_masks
+
+        cwd = self.roots[0] if self.roots else os.getcwd()
+        pairs = [*self.read_deny(), *((s, "cli") for s in self.settings.deny_read)]
+        masks = find_masks([(*anchor_spec(s, o, cwd), deny_matcher(s, o, cwd)) for s, o in pairs], roots)
+        for sock in _DAEMON_SOCKETS:
+            try:
+                if stat.S_ISSOCK(os.stat(sock).st_mode):
+                    masks.append((sock, Kind.FILE))
+            except OSError:
+                pass
+        return masks
+
+    def _extra_paths(self, items: tuple[str, ...]) -> list[str]:
+        cwd = self.roots[0] if self.roots else os.getcwd()
+        out = []
+        for p in items:
+            p = p[1:] if p.startswith("//") else p
+            out.append(os.path.normpath(os.path.join(cwd, os.path.expanduser(p))))
+        return out
+
+    @contextmanager
+    def prepare(self, cwd: str, keep_writable: list[str]) -> Iterator[Prepared]:
+        """The bwrap prefix for one call; raises LayoutError (a clear message) when unsafe."""
+        from codeloop.sandbox.bwrap import bwrap_argv, probe
+        from codeloop.sandbox.layout import plan_layout
+
+        p = probe()
+        if p.error is not None or p.path is None:
+            from codeloop.sandbox.layout import LayoutError
+            raise LayoutError(f"the sandbox is enabled but {p.error}")
+        roots = [*self.roots, *self._extra_paths(self.settings.allow_write)]
+        layout = plan_layout(roots, home=self.home, global_protected=self.protected_dirs,
+                             deny_write=self._extra_paths(self.settings.deny_write),
+                             masks=self._masks([os.path.realpath(r) for r in roots]))  # type: ignore[arg-type]
+        blanks = _blank_paths()
+        net = self._network()
+        argv = bwrap_argv(p.path, layout, cwd=os.path.realpath(cwd), blank_file=blanks["file"],
+                          blank_dir=blanks["dir"], empty_dir=blanks["empty"],
+                          keep_writable=[os.path.realpath(k) for k in keep_writable],
+                          network_socket=net.path if net else None)
+        env: dict[str, str] = {}
+        if net is not None:
+            import sys
+
+            from codeloop.sandbox.proxy import BRIDGE_CODE, BRIDGE_PORT, proxy_env
+            # the sandbox's /tmp is private: an interpreter living there is not visible inside
+            python = sys.executable if not sys.executable.startswith("/tmp/") else "python3"
+            argv += ["--", python, "-I", "-c", BRIDGE_CODE, net.path, str(BRIDGE_PORT)]
+            env = proxy_env()
+        else:
+            argv += ["--"]
+        # also paths another call's placeholder occupies right now: removing it while this
+        # sandbox relies on it would detach this sandbox's mount too
+        placeholders = [x.path for x in layout.protected if not x.exists or x.path in _created]
+        for path in placeholders:
+            _placeholders[path] = _placeholders.get(path, 0) + 1
+            if not os.path.lexists(path):
+                _created.add(path)
+        try:
+            yield Prepared(argv, env)
+        finally:
+            for path in placeholders:
+                _placeholders[path] -= 1
+                if _placeholders[path] == 0:
+                    del _placeholders[path]
+                    if path in _created:
+                        _created.discard(path)
+                        _remove_placeholder(path)
+
+    def _network(self):
+        if not self.settings.allowed_domains:
+            return None
+        if self._proxy is None:
+            from codeloop.sandbox.proxy import DomainProxy
+            self._proxy = DomainProxy(self.settings.allowed_domains)
+        return self._proxy
+
+
+def _remove_placeholder(path: str) -> None:
+    """Remove the empty file or folder bwrap made as a mount point (only if still empty)."""
+    try:
+        st = os.lstat(path)
+        if stat.S_ISDIR(st.st_mode):
+            os.rmdir(path)
+        elif stat.S_ISREG(st.st_mode) and st.st_size == 0:
+            os.unlink(path)
+    except OSError:
+        pass
+
+
+def session_sandbox(merged_settings: dict, *, force_enable: bool, roots: list[str], protected_dirs: list[str],
+                    read_deny: Callable[[], list[tuple[str, str]]]) -> tuple[Sandbox | None, list[str]]:
+    """The session's Sandbox from the merged settings (None when it is off), and settings warnings."""
+    from codeloop.config.sandbox import sandbox_settings
+
+    settings = sandbox_settings(merged_settings, force_enable=force_enable)
+    warnings = [f"settings: {e}" for e in settings.errors]
+    if not settings.enabled:
+        return None, warnings
+    return Sandbox(settings, list(roots), protected_dirs=list(protected_dirs), read_deny=read_deny), warnings
