@@ -53,7 +53,7 @@ def build_result(conv, terminal: Terminal | None, *, started: float, final_text:
     subtype = {TerminalReason.COMPLETED: "success", TerminalReason.MAX_TURNS: "error_max_turns",
                TerminalReason.BUDGET_EXCEEDED: "error_max_budget_usd"}.get(reason, "error_during_execution")
     usage = conv.usage.to_dict()
-    usage["server_tool_use"] = {"web_search_requests": 0, "web_fetch_requests": 0}
+    usage["server_tool_use"] = {"web_search_requests": conv.usage.web_search_requests, "web_fetch_requests": 0}
     usage["service_tier"] = "standard"
     result: dict[str, Any] = {
         "type": "result", "subtype": subtype, "is_error": subtype != "success",

@@ -7,11 +7,6 @@ fsynced at turn ends), usage and cost per model, permission denials.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    pass
-
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable
@@ -119,7 +114,7 @@ class Conversation:
         ctx.emit = self._on_side_event
         ctx.post_tool_use = self.hooks.post_tool if self.hooks.runner is not None else None
         ctx.path_guard = self.config.policy.guard_path
-        ctx.extra["feature_flags"] = dict(cfg.feature_flags)
+        ctx.extra.update(feature_flags=dict(cfg.feature_flags), policy=cfg.policy)  # policy: ExitPlanMode, Skill
         ctx.extra["tool_pool"] = self.tool_pool()
         if any(t.name == "Task" for t in cfg.tools):
             ctx.extra["subagent_runtime"] = self._subagent_runtime  # built on first Task call
@@ -148,7 +143,7 @@ class Conversation:
 
         self.collapse = ContextCollapse()
         # summaries and labels are paid for too: their usage joins the session's totals
-        self.side_provider = MeteredProvider(
+        self.side_provider = self.tool_context.extra["side_provider"] = MeteredProvider(
             self.provider, lambda model, usage, ms: self._record_api_call(ApiCallEvent(model, usage, ms, None)))
         self.compactor = Compactor(self.side_provider, self.config.model, context=self.compact_context,
                                    before_compact=self.hooks.pre_compact if self.hooks.runner else None)
@@ -313,10 +308,11 @@ class Conversation:
         self.abort = abort or AbortController()
         self.tool_context.abort = self.abort
         from codeloop.tools.deferred import hint_for, request_tools
+        from codeloop.tools.session_notes import session_notes
 
         ctx = self.tool_context
         ctx.extra["tool_pool"] = pool = self.tool_pool()
-        hint = hint_for(pool, ctx)
+        hint = "\n\n".join(filter(None, [hint_for(pool, ctx), *session_notes(ctx)]))  # + skills, plan mode
 
         def refresh() -> list[Tool]:
             # a server that connected (or died) since the last turn changes what the model is offered

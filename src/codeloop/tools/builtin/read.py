@@ -44,6 +44,9 @@ recommended to read the whole file by not providing these parameters
 - Any lines longer than 2000 characters will be truncated
 - Results are returned using cat -n format, with line numbers starting at 1
 - This tool can read images (PNG, JPG, GIF, WEBP); the contents are presented visually
+- This tool can read PDF files (.pdf). For large PDFs (more than 10 pages), you MUST provide the pages \
+parameter to read specific page ranges (e.g., pages: "1-5"). Maximum 20 pages per request.
+- This tool can read Jupyter notebooks (.ipynb files) and returns all cells with their outputs
 - This tool can only read files, not directories. To list a directory, use ls via the Bash tool \
 or the Glob tool
 - You can call multiple tools in a single response. It is always better to speculatively read \
@@ -64,6 +67,9 @@ class ReadInput(BaseModel):
         None,
         description="The number of lines to read. Only provide if the file is too large to read at once.",
     )
+    pages: str | SkipJsonSchema[None] = Field(
+        None, description="Page range for PDF files (e.g., \"1-5\", \"3\", \"10-20\"). Only applicable to PDF "
+        "files. Maximum 20 pages per request.")
 
 
 def resolve_file_path(ctx: ToolContext, file_path: str, tool: str = "Read") -> Path:
@@ -126,6 +132,9 @@ class ReadTool(Tool):
 
     async def call(self, inp: ReadInput, ctx: ToolContext) -> ToolResult:
         path = resolve_file_path(ctx, inp.file_path)
+        if path.suffix.lower() in (".pdf", ".ipynb") and path.is_file():  # PDFs, notebooks: read_formats.py
+            from codeloop.tools.builtin.read_formats import read_document
+            return await asyncio.to_thread(read_document, path, inp.pages, ctx)
         return await asyncio.to_thread(self._read, path, inp, ctx)
 
     def _read(self, path: Path, inp: ReadInput, ctx: ToolContext) -> ToolResult:

@@ -230,7 +230,8 @@ async def run_subagent(runtime: SubagentRuntime, definition: Any, prompt: str, p
         entrypoint=parent.entrypoint, messages=lambda: list(history),
         # the parent's permission guards and hooks hold inside the subagent too
         path_guard=parent.path_guard, read_denied=parent.read_denied, post_tool_use=parent.post_tool_use,
-        extra={POOL_KEY: pool, LOADED_KEY: set(), "feature_flags": parent.extra.get("feature_flags") or {}})
+        extra={POOL_KEY: pool, LOADED_KEY: set(), "feature_flags": parent.extra.get("feature_flags") or {},
+               "side_provider": parent.extra.get("side_provider")})  # WebFetch/WebSearch side calls
     system_prompt = [definition.system_prompt or DEFAULT_SUBAGENT_PROMPT, environment_block(runtime.cwd)]
     hint = hint_for(pool, ctx)
     if hint:

@@ -1,0 +1,31 @@
+"""Read's documents that are not text files: PDFs (read_pdf.py) and Jupyter notebooks (read_notebook.py).
+
+Kept apart from read.py so plain reads never import them; the read record is taken here too, so
+NotebookEdit (like Edit) can insist the notebook was read and is unchanged since.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from codeloop.tools.base import ToolContext, ToolError, ToolResult
+
+
+def read_document(path: Path, pages: str | None, ctx: ToolContext) -> ToolResult:
+    from codeloop.tools.builtin.read import snapshot
+
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise ToolError(f"Cannot read {path}: {e.strerror or e}") from e
+    if path.suffix.lower() == ".pdf":
+        from codeloop.tools.builtin.read_pdf import read_pdf
+
+        # Page images only for models that take images (providers may say otherwise).
+        result = read_pdf(path, pages, images=bool(ctx.extra.get("images_supported", True)))
+    else:
+        from codeloop.tools.builtin.read_notebook import read_notebook
+
+        result = read_notebook(path)
+    ctx.read_files[str(path)] = snapshot(path, data, partial=pages is not None)
+    return result
