@@ -138,7 +138,7 @@ class _Printer:
                          "tools": tools, "mcp_servers": mcp_servers, "model": c.config.model,
                          "permissionMode": c.config.policy.mode.value, "slash_commands": [],
                          "apiKeySource": "ANTHROPIC_API_KEY", "claude_code_version": _version(),
-                         "output_style": "default", "agents": agents, "skills": [], "plugins": [],
+                         "output_style": "default", "agents": agents, "skills": _skills(c, tools), "plugins": [],
                          "uuid": new_uuid()})
 
     def event(self, ev: Event) -> None:
@@ -288,3 +288,12 @@ def run_print_mode(args: argparse.Namespace) -> int:
         return asyncio.run(_run(args, prompt, sys.stdout))
     except KeyboardInterrupt:
         return EXIT_SIGINT
+
+
+def _skills(conv, tools: list[str]) -> list[str]:
+    """The skills the Skill tool can load (issue 16), for system/init."""
+    if "Skill" not in tools:
+        return []
+    from codeloop.tools.skills import session_skills
+
+    return [s.name for s in session_skills(conv.tool_context)]

@@ -110,7 +110,8 @@ class AskUserQuestionTool(Tool):
         return ctx.agent_id is None
 
     async def check_permissions(self, inp: AskUserQuestionInput, ctx: ToolContext) -> PermissionDecision:
-        return PermissionDecision(PermissionBehavior.ASK, "Answer questions?")
+        return PermissionDecision(PermissionBehavior.ASK, "the questions need someone to answer them: the REPL, an "
+                                                          "SDK's can_use_tool or --permission-prompt-tool")
 
     async def call(self, inp: AskUserQuestionInput, ctx: ToolContext) -> ToolResult:
         texts = [q.question for q in inp.questions]

@@ -94,7 +94,7 @@ class ExitPlanModeTool(Tool):
             return PermissionDecision(PermissionBehavior.DENY, "You are not in plan mode. ExitPlanMode is only for "
                                                                "presenting a plan while plan mode is on; go ahead "
                                                                "with the task.")
-        return PermissionDecision(PermissionBehavior.ASK, "Exit plan mode?")
+        return PermissionDecision(PermissionBehavior.ASK, "the plan needs the user's approval")
 
     async def call(self, inp: ExitPlanModeInput, ctx: ToolContext) -> ToolResult:
         leave_plan_mode(ctx)

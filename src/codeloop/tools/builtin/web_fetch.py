@@ -179,16 +179,17 @@ def html_to_markdown(html: str) -> str:
     return conv.handle(html).strip()
 
 
-async def fetch(url: str, *, timeout: float = FETCH_TIMEOUT_S, max_bytes: int = MAX_BODY_BYTES,
-                transport: Any = None) -> Page | Redirect:
+async def fetch(url: str, *, timeout: float | None = None, max_bytes: int | None = None) -> Page | Redirect:
     """GET `url`, following same-site redirects; a redirect elsewhere is returned, not followed."""
     import httpx
+
+    timeout = FETCH_TIMEOUT_S if timeout is None else timeout
+    max_bytes = MAX_BODY_BYTES if max_bytes is None else max_bytes
 
     from codeloop import __version__
 
     headers = {"user-agent": f"codeloop/{__version__} (WebFetch)", "accept": "text/markdown, text/html, */*"}
-    async with httpx.AsyncClient(follow_redirects=False, timeout=httpx.Timeout(timeout), headers=headers,
-                                 transport=transport) as client:
+    async with httpx.AsyncClient(follow_redirects=False, timeout=httpx.Timeout(timeout), headers=headers) as client:
         current = url
         for _ in range(MAX_REDIRECTS + 1):
             try:
