@@ -64,7 +64,7 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
     text = text.lstrip("\ufeff")
     if not text.startswith("---"):
         return {}, text
-    lines = text.splitlines()
+    lines = text.splitlines(keepends=True)
     end = next((i for i, line in enumerate(lines[1:], 1) if line.strip() == "---"), None)
     if end is None:
         return {}, text
@@ -73,6 +73,7 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
     for line in lines[1:end]:
         if not line.strip() or line.lstrip().startswith("#"):
             continue
+        line = line.rstrip("\r\n")
         item = re.match(r"^\s*-\s+(.*)$", line)
         if item and key is not None:
             prev = meta.get(key)
@@ -86,7 +87,7 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
             meta[key] = [_scalar(v) for v in value[1:-1].split(",") if v.strip()]
         else:
             meta[key] = _scalar(value) if value else ""
-    return meta, "\n".join(lines[end + 1:]).lstrip("\n")
+    return meta, "".join(lines[end + 1:]).lstrip("\r\n")
 
 
 def _tool_list(value: Any) -> tuple[str, ...]:
