@@ -158,3 +158,28 @@ def test_cli_websearch_counts_requests_in_the_result(tmp_path):
     assert "https://peps.python.org/pep-0008/" in json.dumps(result["content"])
     assert res["usage"]["server_tool_use"]["web_search_requests"] == 2
     assert res["result"].startswith("PEP 8 says 79.")
+
+
+def _conversation(tmp_path, provider):
+    from codeloop.session.conversation import Conversation, ConversationConfig
+
+    cfg = ConversationConfig(cwd=tmp_path, model="qwen3:8b", tools=builtin_tools(lazy=True), system_prompt=["t"],
+                             user_context={}, persist=False)
+    return Conversation(cfg, provider, session_id="11111111-2222-4333-8444-555555555555")
+
+
+async def test_status_says_in_one_line_why_web_search_is_off(tmp_path):
+    from codeloop.input.commands import _status
+    from codeloop.providers.select import make_provider
+    from codeloop.tools.deferred import enabled_tools
+
+    host = type("Host", (), {})()
+    host.conv = _conversation(tmp_path, make_provider("ollama", env={}))
+    assert "WebSearch" not in [t.name for t in enabled_tools(host.conv.tool_pool(), host.conv.tool_context)]
+    out = (await _status(host, "")).text
+    lines = [line for line in out.splitlines() if line.startswith("Web search:")]
+    assert lines == ["Web search:       WebSearch is off: it uses the Anthropic API's server-side web search, "
+                     "which the ollama provider lacks"]
+    host.conv = _conversation(tmp_path, AnthropicProvider("k", base_url="http://fake"))
+    assert "WebSearch" in [t.name for t in enabled_tools(host.conv.tool_pool(), host.conv.tool_context)]
+    assert "Web search:" not in (await _status(host, "")).text
