@@ -195,7 +195,8 @@ async def fetch(url: str, *, timeout: float | None = None, max_bytes: int | None
             try:
                 async with client.stream("GET", current) as resp:
                     if resp.is_redirect:
-                        target = str(resp.url.join(resp.headers.get("location", "")))
+                        # a redirect never downgrades to plain http (loopback aside)
+                        target = normalize_url(str(resp.url.join(resp.headers.get("location", ""))))
                         if not _same_site(current, target):
                             return Redirect(current, target, resp.status_code)
                         current = target
