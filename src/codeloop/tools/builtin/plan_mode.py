@@ -99,8 +99,9 @@ class ExitPlanModeTool(Tool):
     async def call(self, inp: ExitPlanModeInput, ctx: ToolContext) -> ToolResult:
         leave_plan_mode(ctx)
         plan = (inp.plan or "").strip()
-        text = ("User has approved your plan. You can now start coding. Start with updating your todo list if "
-                "applicable")
+        # The system prompt of this turn still carries the plan-mode note; say it no longer holds.
+        text = ("User has approved your plan. Plan mode is now off: the plan-mode instructions no longer apply. "
+                "You can now start coding. Start with updating your todo list if applicable")
         if plan:
             text += f"\n\n## Approved Plan:\n{plan}"
         return ToolResult(text, data={"plan": plan, "isAgent": ctx.agent_id is not None,
