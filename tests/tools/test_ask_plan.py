@@ -193,3 +193,19 @@ async def test_sdk_answers_questions_and_approves_the_plan_through_can_use_tool(
     assert "User has approved your plan" in str(approved["content"])
     assert (tmp_path / "db.txt").read_text() == "sqlite"          # plan mode was left: the write ran
     assert messages[-1].result == "Done with SQLite." and messages[-1].permission_denials == []
+
+
+def test_cli_permission_prompt_tool_answers_questions(tmp_path):
+    pytest.importorskip("mcp")
+    server = Path(__file__).resolve().parent.parent / "fixtures" / "mcp" / "question_answerer.py"
+    cfg = tmp_path / "mcp.json"
+    cfg.write_text(json.dumps({"mcpServers": {"answerer": {"command": sys.executable, "args": [str(server)]}}}))
+    api = ScriptedAPI(sse(tool_use("AskUserQuestion", {"questions": QUESTIONS[:1]}, id="q")),
+                      sse(text("Going with PostgreSQL.")))
+    with api.serve() as url:
+        r = codeloop(["-p", "pick a db", "--output-format", "json", "--mcp-config", str(cfg),
+                      "--permission-prompt-tool", "mcp__answerer__answer"], cwd=tmp_path, base_url=url)
+    assert r.returncode == 0, r.stderr
+    answered = next(b for b in api.requests[1].messages[-1]["content"] if b.get("type") == "tool_result")
+    assert '"Which database should we use?"="PostgreSQL (Recommended)"' in str(answered["content"])
+    assert json.loads(r.stdout)["permission_denials"] == []
