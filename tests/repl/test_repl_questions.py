@@ -67,3 +67,30 @@ def test_questions_then_plan_approval_switches_to_accept_edits(tmp_path, term):
     approved = next(b for b in api.requests[2].messages[-1]["content"] if b.get("type") == "tool_result")
     assert "Plan mode is now off" in json.dumps(approved["content"])
     assert report.read_text() == "# Report\n"                          # acceptEdits: no prompt for Write
+
+
+def test_webfetch_always_allow_remembers_the_domain(tmp_path, term):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+    from webpages import PageServer
+
+    with PageServer() as pages:
+        page = pages.url + "/libffi.html"
+        api = ScriptedAPI(sse(tool_use("WebFetch", {"url": page, "prompt": "what is a cif?"}, id="f1")),
+                          sse(text("A call interface."), model="claude-haiku-4-5"),
+                          sse(tool_use("WebFetch", {"url": pages.url + "/debian.html", "prompt": "uids?"}, id="f2")),
+                          sse(text("System uids are below 1000."), model="claude-haiku-4-5"),
+                          sse(text("Both pages read.")))
+        with api.serve() as url:
+            t = term(url)
+            t.line("read two pages")
+            t.expect(r"don't ask again for WebFetch\(domain:127\.0\.0\.1\)")
+            pick(t, "2")
+            t.expect("Both pages read")                # the second page did not ask
+            t.line("/exit")
+            assert t.wait_exit() == 0
+    assert pages.hits["/libffi.html"] == 1 and pages.hits["/debian.html"] == 1
+    second = next(b for b in api.requests[4].messages[-1]["content"] if b.get("type") == "tool_result")
+    assert "System uids are below 1000." in json.dumps(second["content"])
