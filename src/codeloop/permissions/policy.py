@@ -1,6 +1,7 @@
 """The permission decision for one tool call: rules, mode and the tool's own opinion combined.
 
-Order (deny anywhere beats allow anywhere): protected paths and deny rules → ask rules → the
+Order (deny anywhere beats allow anywhere): protected paths and deny rules → tools whose prompt
+is the feature (AskUserQuestion, ExitPlanMode: `requires_user_interaction`) ask in every mode → ask rules → the
 mode (bypass allows, plan refuses writes) → allow rules and the built-in read-only set → the
 tool's opinion → acceptEdits for edits inside the working directories → dontAsk denies →
 otherwise ask. Protected paths (settings files, the transcript directory) are deny rules no
