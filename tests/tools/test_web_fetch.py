@@ -191,3 +191,13 @@ def test_cli_webfetch_allowed_by_domain_rule_and_denied_without(tmp_path, pages)
     res = json.loads(r.stdout)
     assert [d["tool_name"] for d in res["permission_denials"]] == ["WebFetch"]
     assert pages.hits["/rustdoc.html"] == 1
+
+
+def test_side_model_is_small_on_anthropic_and_the_session_model_elsewhere(tmp_path, monkeypatch):
+    ctx = ToolContext(cwd=tmp_path, project_dir=tmp_path, model="qwen3:8b")
+    named = lambda n: type("P", (), {"name": n})()  # noqa: E731
+    monkeypatch.delenv("ANTHROPIC_SMALL_FAST_MODEL", raising=False)
+    assert web_fetch.side_model(ctx, named("anthropic")) == "claude-haiku-4-5"
+    assert web_fetch.side_model(ctx, named("ollama")) == "qwen3:8b"
+    monkeypatch.setenv("ANTHROPIC_SMALL_FAST_MODEL", "claude-3-5-haiku")
+    assert web_fetch.side_model(ctx, named("anthropic")) == "claude-3-5-haiku"
