@@ -71,6 +71,13 @@ class Annotation(BaseModel):
     notes: str | SkipJsonSchema[None] = Field(None, description="Free-text notes the user added to their selection.")
 
 
+class QuestionMetadata(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    source: str | SkipJsonSchema[None] = Field(None, description="Optional identifier for the source of this "
+                                                                 "question. Used for analytics tracking.")
+
+
 class AskUserQuestionInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -81,6 +88,8 @@ class AskUserQuestionInput(BaseModel):
     annotations: dict[str, Annotation] | SkipJsonSchema[None] = Field(
         None, description="Optional per-question annotations from the user (e.g., notes on preview selections). "
                           "Keyed by question text.")
+    metadata: QuestionMetadata | SkipJsonSchema[None] = Field(
+        None, description="Optional metadata for tracking and analytics purposes. Not displayed to user.")
 
 
 def answer_text(answers: dict[str, str], annotations: dict[str, Annotation] | None = None) -> str:
