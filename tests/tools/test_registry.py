@@ -5,7 +5,9 @@ import pytest
 from codeloop.tools.base import ToolError
 from codeloop.tools.registry import builtin_tools, find_tool, parse_tool_input, select_tools
 
-NAMES = ["Bash", "Glob", "Grep", "Read", "Edit", "Write", "TodoWrite", "ToolSearch", "EndConversation"]
+# issue 16 added ExitPlanMode, NotebookEdit, WebFetch, WebSearch, AskUserQuestion and Skill
+NAMES = ["Bash", "Glob", "Grep", "ExitPlanMode", "Read", "Edit", "Write", "NotebookEdit", "WebFetch", "TodoWrite",
+         "WebSearch", "AskUserQuestion", "Skill", "ToolSearch", "EndConversation"]
 
 
 def names(tools):
@@ -26,7 +28,7 @@ def test_select_all_none_and_subset():
 def test_disallowed_bare_names_remove_but_rules_do_not():
     tools = builtin_tools()
     kept = select_tools(tools, disallowed=["Bash(git:*)", "Edit", "Read(./secret)"])
-    assert names(kept) == ["Bash", "Glob", "Grep", "Read", "Write", "TodoWrite", "ToolSearch", "EndConversation"]
+    assert names(kept) == [n for n in NAMES if n != "Edit"]
     assert names(select_tools(tools, allowed=["Bash", "Grep"], disallowed=["Grep"])) == ["Bash"]
 
 

@@ -48,7 +48,7 @@ def build_result(conv, terminal: Terminal | None, *, started: float, final_text:
     subtype = {TerminalReason.COMPLETED: "success", TerminalReason.MAX_TURNS: "error_max_turns",
                TerminalReason.BUDGET_EXCEEDED: "error_max_budget_usd"}.get(reason, "error_during_execution")
     usage = conv.usage.to_dict()
-    usage["server_tool_use"] = {"web_search_requests": 0, "web_fetch_requests": 0}
+    usage["server_tool_use"] = {"web_search_requests": conv.usage.web_search_requests, "web_fetch_requests": 0}
     usage["service_tier"] = "standard"
     result: dict[str, Any] = {
         "type": "result", "subtype": subtype, "is_error": subtype != "success",
@@ -58,7 +58,7 @@ def build_result(conv, terminal: Terminal | None, *, started: float, final_text:
         "modelUsage": {m: {"inputTokens": u.input_tokens, "outputTokens": u.output_tokens,
                            "cacheReadInputTokens": u.cache_read_input_tokens,
                            "cacheCreationInputTokens": u.cache_creation_input_tokens,
-                           "webSearchRequests": 0, "costUSD": round(cost_usd(u, m), 8),
+                           "webSearchRequests": u.web_search_requests, "costUSD": round(cost_usd(u, m), 8),
                            "contextWindow": model_info(m).context_window,
                            "maxOutputTokens": model_info(m).max_output_tokens}
                        for m, u in conv.usage_by_model.items()},
@@ -134,7 +134,7 @@ class Printer:
                          "tools": tools, "mcp_servers": mcp_servers, "model": c.config.model,
                          "permissionMode": c.config.policy.mode.value, "slash_commands": [],
                          "apiKeySource": "ANTHROPIC_API_KEY", "claude_code_version": _version(),
-                         "output_style": "default", "agents": agents, "skills": [], "plugins": [],
+                         "output_style": "default", "agents": agents, "skills": _skills(c, tools), "plugins": [],
                          "uuid": new_uuid()})
 
     def event(self, ev: Event) -> None:
@@ -238,3 +238,12 @@ class BudgetGuard:
 
     def error_text(self, conv: Any) -> str:
         return f"Reached maximum budget (${self.max_usd:g}); spent ${float(conv.cost_usd):.4f}"
+
+
+def _skills(conv, tools: list[str]) -> list[str]:
+    """The skills the Skill tool can load (issue 16), for system/init."""
+    if "Skill" not in tools:
+        return []
+    from codeloop.tools.skills import session_skills
+
+    return [s.name for s in session_skills(conv.tool_context)]

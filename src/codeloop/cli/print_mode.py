@@ -169,3 +169,4 @@ def run_print_mode(args: argparse.Namespace) -> int:
         return asyncio.run(_run(args, prompt, sys.stdout))
     except KeyboardInterrupt:
         return EXIT_SIGINT
+

@@ -151,7 +151,13 @@ class Repl:
         from codeloop.tools.base import PermissionBehavior, PermissionDecision
 
         raw = dict(block.get("input") or {})
+        if tool.name in ("AskUserQuestion", "ExitPlanMode"):  # forms, not yes/no prompts (repl_ask.py)
+            from codeloop.cli.repl_ask import approve_plan, ask_questions
+            return await (ask_questions if tool.name == "AskUserQuestion" else approve_plan)(self, raw)
         rule = f"Bash({raw['command']})" if tool.name == "Bash" and isinstance(raw.get("command"), str) else tool.name
+        if tool.name == "WebFetch" and isinstance(raw.get("url"), str):  # remember the domain, not every URL
+            from urllib.parse import urlsplit
+            rule = f"WebFetch(domain:{urlsplit(raw['url']).hostname or ''})"
         answer = await self.choose(f"Allow {tool_label(tool.name, raw)}?",
                                    [("yes", "Yes"), ("always", f"Yes, and don't ask again for {rule} this session"),
                                     ("no", "No, and tell Claude what to do differently (esc)")])

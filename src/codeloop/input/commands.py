@@ -261,6 +261,9 @@ async def _status(host: CommandHost, args: str) -> CommandOutcome:
              f"Cost so far:      ${c.cost_usd:.4f}"]
     if c.ended_by_model:
         lines.append("State:            ended by the model — /clear to start a new session")
+    from codeloop.tools.registry import web_search_unavailable
+    if (why := web_search_unavailable(c.tool_context)) and any(t.name == "WebSearch" for t in c.tool_pool()):
+        lines.append(f"Web search:       {why}")
     return CommandOutcome("\n".join(lines))
 
 

@@ -1,6 +1,7 @@
 """The permission decision for one tool call: rules, mode and the tool's own opinion combined.
 
-Order (deny anywhere beats allow anywhere): protected paths and deny rules → ask rules → the
+Order (deny anywhere beats allow anywhere): protected paths and deny rules → tools whose prompt
+is the feature (AskUserQuestion, ExitPlanMode: `requires_user_interaction`) ask in every mode → ask rules → the
 mode (bypass allows, plan refuses writes) → allow rules and the built-in read-only set → the
 tool's opinion → acceptEdits for edits inside the working directories → dontAsk denies →
 otherwise ask. Protected paths (settings files, the transcript directory, `.git/config` and
@@ -159,6 +160,8 @@ class PermissionPolicy:
             return self.rule_denial(name, verdict)
         if tool_opinion.behavior is PermissionBehavior.DENY:
             return tool_opinion
+        if getattr(tool, "requires_user_interaction", False):  # AskUserQuestion, ExitPlanMode: the prompt is the point
+            return self._ask_or_deny(name, tool_opinion.message or f"{name} needs the user.")
         if verdict.behavior is DecisionBehavior.ASK and self.mode is not PermissionMode.BYPASS:
             return PermissionDecision(PermissionBehavior.ASK, f"{name} matches the ask rule {verdict.matched_rule}.")
         if self.mode is PermissionMode.BYPASS:

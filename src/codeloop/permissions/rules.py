@@ -366,6 +366,8 @@ def _simple_match(rule: Rule, tool_name: str, tool_input: dict[str, Any]) -> boo
         return True
     if tool_name == "WebFetch":
         return webfetch_matches(rule.specifier, str(tool_input.get("url", "")))
+    if tool_name == "Skill":  # `Skill(name)`: that one skill (the SDK's `skills` option writes these)
+        return rule.specifier == str(tool_input.get("skill", "")).strip().lstrip("/")
     return False   # specifiers of other tools are not understood: they never match
 
 

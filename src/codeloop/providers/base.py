@@ -21,6 +21,7 @@ class ModelRequest:
     thinking: dict[str, Any] | None = None
     temperature: float | None = None
     metadata: dict[str, Any] | None = None
+    tool_choice: dict[str, Any] | None = None   # e.g. {"type": "tool", "name": "web_search"} (WebSearch)
 
     def body(self) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens,
@@ -35,6 +36,8 @@ class ModelRequest:
             body["temperature"] = self.temperature
         if self.metadata:
             body["metadata"] = self.metadata
+        if self.tool_choice:
+            body["tool_choice"] = self.tool_choice
         return body
 
 

@@ -120,7 +120,7 @@ class Conversation:
         ctx.post_tool_use = self.hooks.post_tool  # a no-op without hooks; SDK hooks may arrive later
         ctx.path_guard = self.config.policy.guard_path
         ctx.denied_inodes = self.config.policy.denied_inodes
-        ctx.extra["feature_flags"] = dict(cfg.feature_flags)
+        ctx.extra.update(feature_flags=dict(cfg.feature_flags), policy=cfg.policy)  # policy: ExitPlanMode, Skill
         ctx.extra["tool_pool"] = self.tool_pool()
         if any(t.name == "Task" for t in cfg.tools):
             ctx.spawn_subagent = self._spawn_subagent
@@ -154,8 +154,8 @@ class Conversation:
         from codeloop.providers.metered import MeteredProvider
 
         self.collapse = ContextCollapse()
-        # compaction summaries are paid for too: their usage joins the session's totals
-        self.side_provider = MeteredProvider(
+        # summaries and labels are paid for too: their usage joins the session's totals
+        self.side_provider = self.tool_context.extra["side_provider"] = MeteredProvider(
             self.provider, lambda model, usage, ms: self._record_api_call(ApiCallEvent(model, usage, ms, None)))
         self.compactor = Compactor(self.side_provider, self.config.model, context=self.compact_context,
                                    before_compact=self.hooks.pre_compact, after_compact=self.hooks.post_compact)
@@ -294,10 +294,11 @@ class Conversation:
         # each query starts on the configured model; a fallback moves ctx.model for its rest only
         self.tool_context.model = self.tool_context.main_model = self.config.model
         from codeloop.tools.deferred import hint_for, request_tools
+        from codeloop.tools.session_notes import session_notes
 
         ctx = self.tool_context
         ctx.extra["tool_pool"] = pool = self.tool_pool()
-        hint = hint_for(pool, ctx)
+        hint = "\n\n".join(filter(None, [hint_for(pool, ctx), *session_notes(ctx)]))  # + skills, plan mode
 
         def refresh() -> list[Tool]:
             # a server that connected (or died) since the last turn changes what the model is offered

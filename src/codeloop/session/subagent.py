@@ -126,7 +126,8 @@ async def run_subagent(runtime: SubagentRuntime, definition: Any, prompt: str, p
         path_guard=parent.path_guard, read_denied=parent.read_denied, post_tool_use=parent.post_tool_use,
         denied_inodes=parent.denied_inodes,
         extra={POOL_KEY: pool, LOADED_KEY: set(), "feature_flags": parent.extra.get("feature_flags") or {},
-               "agent_type": definition.name, "sandbox": parent.extra.get("sandbox")})
+               "agent_type": definition.name, "sandbox": parent.extra.get("sandbox"),
+               "side_provider": parent.extra.get("side_provider")})  # WebFetch/WebSearch side calls
     system_prompt = [definition.system_prompt or DEFAULT_SUBAGENT_PROMPT, environment_block(runtime.cwd)]
     hint = hint_for(pool, ctx)
     if hint:

@@ -18,10 +18,16 @@ BUILTINS: tuple[tuple[str, str, str], ...] = (
     ("Bash", "codeloop.tools.builtin.bash", "BashTool"),
     ("Glob", "codeloop.tools.builtin.glob", "GlobTool"),
     ("Grep", "codeloop.tools.builtin.grep", "GrepTool"),
+    ("ExitPlanMode", "codeloop.tools.builtin.plan_mode", "ExitPlanModeTool"),
     ("Read", "codeloop.tools.builtin.read", "ReadTool"),
     ("Edit", "codeloop.tools.builtin.edit", "EditTool"),
     ("Write", "codeloop.tools.builtin.write", "WriteTool"),
+    ("NotebookEdit", "codeloop.tools.builtin.notebook_edit", "NotebookEditTool"),
+    ("WebFetch", "codeloop.tools.builtin.web_fetch", "WebFetchTool"),
     ("TodoWrite", "codeloop.tools.builtin.todo", "TodoWriteTool"),
+    ("WebSearch", "codeloop.tools.builtin.web_search", "WebSearchTool"),
+    ("AskUserQuestion", "codeloop.tools.builtin.ask_user", "AskUserQuestionTool"),
+    ("Skill", "codeloop.tools.builtin.skill", "SkillTool"),
     ("ToolSearch", "codeloop.tools.builtin.tool_search", "ToolSearchTool"),
     ("EndConversation", "codeloop.tools.builtin.end_conversation", "EndConversationTool"),
 )
@@ -41,7 +47,34 @@ def _task_gate(ctx: Any) -> bool:
     return ctx.agent_id is None and ctx.spawn_subagent is not None
 
 
-_GATES = {"EndConversation": _end_conversation_gate, "Task": _task_gate}
+def web_search_unavailable(ctx: Any) -> str | None:
+    """Why WebSearch is not offered in this session (one line for /status), or None when it is."""
+    provider = ctx.extra.get("side_provider")
+    if provider is None:
+        return "WebSearch is off: this session has no model provider for side calls"
+    name = getattr(provider, "name", "provider")
+    if name != "anthropic":
+        return f"WebSearch is off: it uses the Anthropic API's server-side web search, which the {name} provider lacks"
+    return None
+
+
+def _web_search_gate(ctx: Any) -> bool:
+    return web_search_unavailable(ctx) is None
+
+
+def _main_agent_gate(ctx: Any) -> bool:
+    # Questions and plan approval go to the user; a subagent has no user to ask.
+    return ctx.agent_id is None
+
+
+def _skill_gate(ctx: Any) -> bool:
+    from codeloop.tools.skills import session_skills
+
+    return ctx.agent_id is None and bool(session_skills(ctx))
+
+
+_GATES = {"EndConversation": _end_conversation_gate, "Task": _task_gate, "WebSearch": _web_search_gate,
+          "AskUserQuestion": _main_agent_gate, "ExitPlanMode": _main_agent_gate, "Skill": _skill_gate}
 
 _JSON_TYPES = {
     "int": "integer",

@@ -55,6 +55,9 @@ recommended to read the whole file by not providing these parameters
 - Any lines longer than 2000 characters will be truncated
 - Results are returned using cat -n format, with line numbers starting at 1
 - This tool can read images (PNG, JPG, GIF, WEBP); the contents are presented visually
+- This tool can read PDF files (.pdf). For large PDFs (more than 10 pages), you MUST provide the pages \
+parameter to read specific page ranges (e.g., pages: "1-5"). Maximum 20 pages per request.
+- This tool can read Jupyter notebooks (.ipynb files) and returns all cells with their outputs
 - This tool can only read files, not directories. To list a directory, use ls via the Bash tool \
 or the Glob tool
 - You can call multiple tools in a single response. It is always better to speculatively read \
@@ -75,6 +78,9 @@ class ReadInput(BaseModel):
         None,
         description="The number of lines to read. Only provide if the file is too large to read at once.",
     )
+    pages: str | SkipJsonSchema[None] = Field(
+        None, description="Page range for PDF files (e.g., \"1-5\", \"3\", \"10-20\"). Only applicable to PDF "
+        "files. Maximum 20 pages per request.")
 
 
 def resolve_file_path(ctx: ToolContext, file_path: str, tool: str = "Read") -> Path:
@@ -142,7 +148,27 @@ class ReadTool(Tool):
 
     async def call(self, inp: ReadInput, ctx: ToolContext) -> ToolResult:
         path, real = checked_paths(ctx, inp.file_path, "Read")
+        if path.suffix.lower() in (".pdf", ".ipynb"):  # PDFs, notebooks: read_formats.py
+            from codeloop.tools.builtin.read_formats import read_document
+            return await run_cancellable(ctx, lambda stop: read_document(path, self._document_bytes(path, real, ctx),
+                                                                         inp.pages, ctx), "Read")
         return await run_cancellable(ctx, lambda stop: self._read(path, real, inp, ctx, stop), "Read")
+
+    @staticmethod
+    def _document_bytes(path: Path, real: str, ctx: ToolContext) -> bytes:
+        """A PDF's or notebook's bytes from the checked, no-follow descriptor (bounded by the PDF cap)."""
+        from codeloop.tools.builtin.read_pdf import MAX_PDF_BYTES
+
+        opened = open_checked(ctx, "Read", path, real)
+        try:
+            if opened.st.st_size > MAX_PDF_BYTES:
+                raise ToolError(f"{path} is too large to read ({opened.st.st_size // (1024 * 1024)} MB; the limit "
+                                f"is {MAX_PDF_BYTES // (1024 * 1024)} MB).")
+            return os.pread(opened.fd, opened.st.st_size, 0)
+        except OSError as e:
+            raise ToolError(f"Cannot read {path}: {e.strerror or e}") from e
+        finally:
+            os.close(opened.fd)
 
     def _read(self, path: Path, real: str, inp: ReadInput, ctx: ToolContext, stop: threading.Event) -> ToolResult:
         opened = open_checked(ctx, "Read", path, real)

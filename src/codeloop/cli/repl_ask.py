@@ -1,0 +1,70 @@
+"""The REPL's forms for the two tools whose permission prompt is the feature (issue 16).
+
+AskUserQuestion: each question is a numbered selector (the REPL's `choose`); a multiSelect
+question is answered one pick at a time until "Done". The answers go back as the tool's
+`updatedInput.answers` ({question: label, comma-joined for several}), as Claude Code's form does.
+ExitPlanMode: the plan is shown, then "yes, auto-accept edits" / "yes, approve edits manually" /
+"no, keep planning"; a yes switches the permission mode before the tool runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+DONE = "__done__"
+KEEP_PLANNING = ("The user chose to keep planning. Stay in plan mode, refine the plan (use AskUserQuestion if "
+                 "something is unclear) and present it again with ExitPlanMode.")
+
+
+def _deny(message: str) -> Any:
+    from codeloop.tools.base import PermissionBehavior, PermissionDecision
+
+    return PermissionDecision(PermissionBehavior.DENY, message)
+
+
+async def ask_questions(repl: Any, raw: dict[str, Any]) -> Any:
+    from codeloop.tools.base import PermissionBehavior, PermissionDecision
+
+    answers: dict[str, str] = {}
+    for q in raw.get("questions") or []:
+        labels = [str(o.get("label", "")) for o in q.get("options") or []]
+        options = [(lab, f"{lab} — {o.get('description', '')}" if o.get("description") else lab)
+                   for lab, o in zip(labels, q.get("options") or [])]
+        title = f"[{q.get('header', '')}] {q.get('question', '')}".strip()
+        if not q.get("multiSelect"):
+            pick = await repl.choose(title, options)
+            if pick is None:
+                return _deny("The user declined to answer the questions.")
+            answers[q["question"]] = pick
+            continue
+        picked: list[str] = []
+        while True:
+            left = [o for o in options if o[0] not in picked]
+            pick = await repl.choose(f"{title} (pick one at a time; Done to finish)",
+                                     [*left, (DONE, "Done")] if picked else left)
+            if pick is None:
+                return _deny("The user declined to answer the questions.")
+            if pick == DONE:
+                break
+            picked.append(pick)
+            if len(picked) == len(options):
+                break
+        answers[q["question"]] = ", ".join(picked)
+    return PermissionDecision(PermissionBehavior.ALLOW, updated_input={**raw, "answers": answers})
+
+
+async def approve_plan(repl: Any, raw: dict[str, Any]) -> Any:
+    from codeloop.permissions.policy import PermissionMode
+    from codeloop.tools.base import PermissionBehavior, PermissionDecision
+
+    plan = str(raw.get("plan") or "").strip()
+    repl.show("Here is Claude's plan:\n\n" + (plan or "(the plan is in the message above)"))
+    pick = await repl.choose("Would you like to proceed?",
+                             [("acceptEdits", "Yes, and auto-accept edits"),
+                              ("default", "Yes, and manually approve edits"),
+                              ("no", "No, keep planning")])
+    if pick in ("acceptEdits", "default"):
+        repl.conv.config.policy.set_mode(PermissionMode(pick))
+        repl._invalidate()
+        return PermissionDecision(PermissionBehavior.ALLOW)
+    return _deny(KEEP_PLANNING)

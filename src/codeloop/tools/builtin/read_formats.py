@@ -1,0 +1,28 @@
+"""Read's documents that are not text files: PDFs (read_pdf.py) and Jupyter notebooks (read_notebook.py).
+
+Kept apart from read.py so plain reads never import them; the read record is taken here too, so
+NotebookEdit (like Edit) can insist the notebook was read and is unchanged since.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from codeloop.tools.base import ToolContext, ToolError, ToolResult
+
+
+def read_document(path: Path, data: bytes, pages: str | None, ctx: ToolContext) -> ToolResult:
+    """`data`: the file's bytes, read by Read from the descriptor it checked (no-follow, inode)."""
+    from codeloop.tools.builtin.read import snapshot
+
+    if path.suffix.lower() == ".pdf":
+        from codeloop.tools.builtin.read_pdf import read_pdf
+
+        # Page images only for models that take images (providers may say otherwise).
+        result = read_pdf(path, data, pages, images=bool(ctx.extra.get("images_supported", True)))
+    else:
+        from codeloop.tools.builtin.read_notebook import read_notebook
+
+        result = read_notebook(path, data)
+    ctx.read_files[str(path)] = snapshot(path, data, partial=pages is not None)
+    return result
