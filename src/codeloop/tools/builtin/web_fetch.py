@@ -186,7 +186,7 @@ async def fetch(url: str, *, timeout: float | None = None, max_bytes: int | None
     timeout = FETCH_TIMEOUT_S if timeout is None else timeout
     max_bytes = MAX_BODY_BYTES if max_bytes is None else max_bytes
 
-    from codeloop import __version__
+    from codeloop.version import __version__
 
     headers = {"user-agent": f"codeloop/{__version__} (WebFetch)", "accept": "text/markdown, text/html, */*"}
     async with httpx.AsyncClient(follow_redirects=False, timeout=httpx.Timeout(timeout), headers=headers) as client:
