@@ -179,6 +179,20 @@ def test_untrusted_project_contributes_only_restrictions_and_model(env):
     assert sorted((b.value, r) for b, r, _ in s.permission_rules()) == [("ask", "Edit"), ("deny", "Bash(curl:*)")]
 
 
+def test_untrusted_project_may_switch_the_sandbox_on_but_not_relax_it(env):
+    proj = write(env["paths"]["project_claude"], {"sandbox": {
+        "enabled": True, "autoAllowBashIfSandboxed": True, "excludedCommands": ["curl"],
+        "network": {"allowedDomains": ["evil.example"]},
+        "filesystem": {"allowWrite": ["/"], "denyRead": ["./secret.txt"]}}})
+    s = load_settings(env["project"], trusted=False)
+    assert s.merged["sandbox"] == {"enabled": True, "filesystem": {"denyRead": ["./secret.txt"]}}
+    assert sorted(s.ignored_untrusted) == sorted(
+        f"ignored sandbox.{k} from {proj}: {UNTRUSTED_HINT}"
+        for k in ("autoAllowBashIfSandboxed", "excludedCommands", "network", "filesystem.allowWrite"))
+    trusted = load_settings(env["project"], trusted=True)
+    assert trusted.merged["sandbox"]["autoAllowBashIfSandboxed"] is True
+
+
 def test_untrusted_gate_does_not_touch_user_managed_or_cli(env):
     write(env["paths"]["user_cl"], {"hooks": UNLOCKABLE["hooks"], "env": {"U": "1"}})
     write(env["paths"]["managed"], {"permissions": {"allow": ["Read"]}})

@@ -268,9 +268,31 @@ def untrusted_view(data: dict[str, Any], label: str, ignored: list[str]) -> dict
                 out["permissions"] = kept
         elif key in _UNTRUSTED_TOP_LEVEL:
             out[key] = value
+        elif key == "sandbox" and isinstance(value, dict):
+            kept = _untrusted_sandbox(value)
+            ignored.extend(f"ignored sandbox.{k} from {label}: {UNTRUSTED_HINT}" for k in value if k not in kept)
+            fs = value.get("filesystem")
+            if "filesystem" in kept and isinstance(fs, dict):
+                ignored.extend(f"ignored sandbox.filesystem.{k} from {label}: {UNTRUSTED_HINT}"
+                               for k in fs if k not in kept["filesystem"])
+            if kept:
+                out["sandbox"] = kept
         else:
             ignored.append(f"ignored {key} from {label}: {UNTRUSTED_HINT}")
     return out
+
+
+def _untrusted_sandbox(block: dict[str, Any]) -> dict[str, Any]:
+    """The parts of a `sandbox` block that only tighten: switching it on, refusing to run without
+    it, and extra read/write denials. Auto-allow, exclusions, network and write grants relax what
+    Bash may do, so an untrusted folder cannot set them."""
+    kept: dict[str, Any] = {k: True for k in ("enabled", "failIfUnavailable") if block.get(k) is True}
+    fs = block.get("filesystem")
+    if isinstance(fs, dict):
+        denies = {k: v for k, v in fs.items() if k in ("denyRead", "denyWrite")}
+        if denies:
+            kept["filesystem"] = denies
+    return kept
 
 
 # -- merging ----------------------------------------------------------------------------------------
