@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -112,6 +113,9 @@ def test_workspace_clone_ref_setup_and_diff(tmp_path):
     # the agent's own `git status` is not disturbed by the snapshot index
     status = subprocess.run(["git", "status", "--porcelain"], cwd=ws, capture_output=True, text=True).stdout
     assert "A " not in status
+    shutil.rmtree(ws / ".git")   # what an agent could do if nothing protected .git
+    with pytest.raises(WorkspaceError, match="no longer a git repository"):
+        diff(ws, baseline)
     with pytest.raises(WorkspaceError, match="not found"):
         prepare(TaskSpec(id="bad", prompt="p", repo=str(tmp_path / "src"), ref="no-such-ref"), batch)
     with pytest.raises(WorkspaceError, match="failed"):
