@@ -14,6 +14,7 @@ import pytest
 from codeloop.permissions.policy import PermissionPolicy
 from codeloop.providers.anthropic import AnthropicProvider
 from codeloop.providers.metered import MeteredProvider
+from codeloop.providers.pricing import cost_usd
 from codeloop.tools.base import PermissionBehavior, ToolContext, ToolError
 from codeloop.tools.builtin.web_search import SERVER_TOOL_TYPE, WebSearchTool
 from codeloop.tools.registry import builtin_tools, parse_tool_input, web_search_unavailable
@@ -105,7 +106,7 @@ def test_usage_counts_searches_and_their_cost():
     u = Usage.from_api({"input_tokens": 10, "output_tokens": 5, "server_tool_use": {"web_search_requests": 3}})
     assert u.web_search_requests == 3 and "web_search_requests" not in u.to_dict()
     base = Usage(input_tokens=10, output_tokens=5)
-    assert u.cost_usd("claude-sonnet-4-5") == pytest.approx(base.cost_usd("claude-sonnet-4-5") + 0.03)
+    assert cost_usd(u, "claude-sonnet-4-5") == pytest.approx(cost_usd(base, "claude-sonnet-4-5") + 0.03)
 
 
 class _Named:

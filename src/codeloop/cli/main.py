@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from codeloop.cli.tool_lists import tool_list as _tool_list
 from codeloop.version import __version__
 
 OUTPUT_FORMATS = ("text", "json", "stream-json")
@@ -25,29 +26,6 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str):  # type: ignore[override]
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\nRun '{self.prog} --help' for usage.\n")
-
-
-def _tool_list(values: list[str] | None) -> list[str] | None:
-    """`--allowedTools "Read,Edit" Bash` → ["Read", "Edit", "Bash"]; commas inside (…) are kept."""
-    if values is None:
-        return None
-    out: list[str] = []
-    for value in values:
-        depth, cur = 0, ""
-        for ch in value:
-            if ch == "(":
-                depth += 1
-            elif ch == ")":
-                depth = max(0, depth - 1)
-            if depth == 0 and (ch == "," or ch.isspace()):
-                if cur.strip():
-                    out.append(cur.strip())
-                cur = ""
-            else:
-                cur += ch
-        if cur.strip():
-            out.append(cur.strip())
-    return out
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any, Callable
 from codeloop.tools.base import PermissionBehavior, PermissionDecision
 
 if TYPE_CHECKING:
-    from codeloop.permissions.policy import PermissionPolicy
     from codeloop.permissions.shell_words import SplitResult
 
 # Commands that look at names, never at contents: their arguments may name denied files.
@@ -91,7 +90,7 @@ def _recursive(name: str, args: list[str]) -> bool:
     return False
 
 
-def read_concern(policy: PermissionPolicy, split: SplitResult, denied: Callable[[Path], bool]) -> str | None:
+def read_concern(policy: Any, split: SplitResult, denied: Callable[[Path], bool]) -> str | None:
     """Why this command may read a path a Read deny rule covers (None: it cannot)."""
     from codeloop.permissions.bash import command_name, unwrap
     from codeloop.permissions.shell_writes import Resolver, track_cd
@@ -138,11 +137,11 @@ def read_concern(policy: PermissionPolicy, split: SplitResult, denied: Callable[
     return None
 
 
-def outside_concern(policy: PermissionPolicy, split: SplitResult) -> str | None:
+def outside_concern(policy: Any, split: SplitResult) -> str | None:
     """For commands allowed only as built-in read-only ones: a path argument outside the
     working directories, or one that cannot be known before it runs (`cat $HOME/.ssh/id_rsa`)."""
     from codeloop.permissions.bash import command_name, unwrap
-    from codeloop.permissions.policy import FILE_READERS
+    from codeloop.permissions.modes import FILE_READERS
 
     for part in split.parts:
         argv = unwrap(part.argv).argv if part.argv else []
@@ -165,9 +164,9 @@ def outside_concern(policy: PermissionPolicy, split: SplitResult) -> str | None:
     return None
 
 
-def _write_concern(policy: PermissionPolicy, writes: list[Any]) -> str | None:
+def _write_concern(policy: Any, writes: list[Any]) -> str | None:
     """Why a write needs a question: the decision an Edit of each target would get."""
-    from codeloop.permissions.policy import PermissionMode
+    from codeloop.permissions.modes import PermissionMode
     from codeloop.permissions.rules import DecisionBehavior, path_decision
 
     for w in writes:
@@ -186,10 +185,10 @@ def _write_concern(policy: PermissionPolicy, writes: list[Any]) -> str | None:
 _CONTAINER_OK = ("mkdir", "touch")   # creating or touching a folder writes nothing inside it
 
 
-def protected_write(policy: PermissionPolicy, writes: list[Any]) -> str | None:
+def protected_write(policy: Any, writes: list[Any]) -> str | None:
     """A write that reaches a protected path without naming it: a folder holding one that is
     removed, moved or replaced (`rm -rf .git`, `cp -r x/.codeloop .`), or a hard link to one."""
-    from codeloop.permissions.policy import protected_paths
+    from codeloop.permissions.modes import protected_paths
 
     concrete = [p for p in protected_paths(policy.cwd) if "*" not in p]
     inodes: dict[tuple[int, int], str] = {}
@@ -218,10 +217,10 @@ def protected_write(policy: PermissionPolicy, writes: list[Any]) -> str | None:
     return None
 
 
-def decide_bash(policy: PermissionPolicy, tool: Any, inp: Any, opinion: PermissionDecision,
+def decide_bash(policy: Any, tool: Any, inp: Any, opinion: PermissionDecision,
                 raw: dict[str, Any]) -> PermissionDecision:
     from codeloop.permissions.bash import split_command
-    from codeloop.permissions.policy import PermissionMode
+    from codeloop.permissions.modes import PermissionMode
     from codeloop.permissions.readonly import is_read_only
     from codeloop.permissions.rules import DecisionBehavior, evaluate
     from codeloop.permissions.shell_writes import write_targets

@@ -13,71 +13,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from codeloop.permissions.modes import (PermissionMode, EDIT_TOOLS, FILE_READERS, READ_TOOLS, _PATH_KEYS, protected_paths, SHELL_RC_FILES, ask_paths, _rule_for)  # noqa: F401 (re-exported)
 from codeloop.tools.base import PermissionBehavior, PermissionDecision, Tool
 
 if TYPE_CHECKING:
     from codeloop.permissions.rules import RuleSet
-
-
-class PermissionMode(str, Enum):
-    DEFAULT = "default"
-    ACCEPT_EDITS = "acceptEdits"
-    PLAN = "plan"
-    DONT_ASK = "dontAsk"
-    BYPASS = "bypassPermissions"
-
-
-EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
-# Read-only commands whose arguments name files they read (checked against Read rules and the
-# working directories before they are auto-allowed).
-FILE_READERS = frozenset({"cat", "head", "tail", "wc", "grep", "egrep", "fgrep", "rg", "ls", "stat", "du",
-                           "diff", "cmp", "find", "tree", "file", "sort", "uniq", "sed", "readlink", "realpath"})
-READ_TOOLS = frozenset({"Read", "Glob", "Grep"})
-_PATH_KEYS = ("file_path", "notebook_path", "path")
-
-
-def protected_paths(cwd: Path) -> list[str]:
-    """Files and folders no tool may write, in any mode: configuration and session records."""
-    from codeloop.config.paths import config_dir
-
-    home = Path(os.path.expanduser("~"))
-    claude_home = Path(os.environ.get("CLAUDE_CONFIG_DIR") or home / ".claude")
-    cfg = config_dir()
-    paths = [cfg / "settings.json", cfg / "projects", cfg / "trusted-folders.json", claude_home / "settings.json",
-             Path(os.environ.get("CODELOOP_MANAGED_SETTINGS") or "/etc/codeloop/managed-settings.json")]
-    for d in (".codeloop", ".claude"):
-        paths += [cwd / d / "settings.json", cwd / d / "settings.local.json"]
-    # git runs programs named in its config (core.fsmonitor, hooks) on `git status`: never writable,
-    # in nested repositories too (`git -C sub status`), nor the pointer a worktree's `.git` file is
-    paths += [cwd / ".git" / "config", cwd / ".git" / "hooks", cwd / "**" / ".git" / "config",
-              cwd / "**" / ".git" / "hooks", cwd / ".git" / "modules" / "**" / "config",
-              cwd / ".git" / "modules" / "**" / "hooks"]
-    if (cwd / ".git").is_file():
-        paths.append(cwd / ".git")
-    return [str(p) for p in paths]
-
-
-# Shell start-up files: writing one runs code in every later shell.
-SHELL_RC_FILES = (".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zshenv",
-                  ".zprofile", ".zlogin", ".inputrc")
-
-
-def ask_paths(cwd: Path) -> list[str]:
-    """Writable only with a question, in every mode but bypass: configuration that starts programs
-    (MCP servers, custom commands and agents, hooks) and shell start-up files."""
-    home = Path(os.path.expanduser("~"))
-    return [str(cwd / ".mcp.json"), str(cwd / ".claude"), str(cwd / ".codeloop"),
-            *(str(home / f) for f in SHELL_RC_FILES)]
-
-
-def _rule_for(path: str) -> str:
-    # `//abs` is an absolute pattern; a folder covers everything under it.
-    folders = ("projects", "hooks", ".claude", ".codeloop")
-    return f"Edit(/{path})" if not path.endswith(folders) else f"Edit(/{path}/**)"
 
 
 @dataclass
@@ -161,7 +104,7 @@ class PermissionPolicy:
         if tool_opinion.behavior is PermissionBehavior.DENY:
             return tool_opinion
         if getattr(tool, "requires_user_interaction", False):  # AskUserQuestion, ExitPlanMode: the prompt is the point
-            return self._ask_or_deny(name, tool_opinion.message or f"{name} needs the user.")
+            return self.ask_or_deny(name, tool_opinion.message or f"{name} needs the user.")
         if verdict.behavior is DecisionBehavior.ASK and self.mode is not PermissionMode.BYPASS:
             return PermissionDecision(PermissionBehavior.ASK, f"{name} matches the ask rule {verdict.matched_rule}.")
         if self.mode is PermissionMode.BYPASS:

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import re
 
-from codeloop.permissions.bash import (_FIND_ACTIONS, dangerous_env, unwrap, writes_file)
+from codeloop.permissions.shell_cmd import _FIND_ACTIONS, dangerous_env, git_config_reads, unwrap  # noqa: F401
+from codeloop.permissions.shell_writes import writes_file
 from codeloop.permissions.shell_scan import split_command
 from codeloop.permissions.shell_words import SimpleCommand
 
@@ -45,18 +46,6 @@ def _clusters_contain(args: list[str], letters: str) -> bool:
 # drivers, and `log`/`show` run gpg.program when log.showSignature is set. Read-only only when
 # those programs are contained (Bash sandboxed).
 _GIT_REPO_PROGRAMS = frozenset({"status", "diff", "log", "show", "ls-files", "blame"})
-
-
-def git_config_reads(rest: list[str]) -> bool:
-    """Whether `git config <rest>` only reads."""
-    if rest[:1] in (["get"], ["list"]):
-        return all(not a.startswith("-") or a in ("--show-origin", "--all", "--global",
-                                                 "--local", "--system") for a in rest[1:])
-    reading = {"--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list", "-l"}
-    allowed = reading | {"--show-origin", "--show-scope", "--global", "--local", "--system",
-                         "--null", "-z", "--name-only", "--includes", "--no-includes"}
-    flags = [a for a in rest if a.startswith("-")]
-    return bool(reading & set(flags)) and all(f in allowed for f in flags)
 
 
 def _git_read_only(args: list[str], repo_programs_ok: bool) -> bool:

@@ -136,7 +136,7 @@ class Resolver:
 
 
 def _git_targets(args: list[str], r: Resolver, dyn: set[int]) -> list[tuple[str | None, str]]:
-    from codeloop.permissions.readonly import git_config_reads
+    from codeloop.permissions.shell_cmd import git_config_reads
 
     cwds: list[str | None] | None = None
     i, git_dir = 0, None
@@ -279,7 +279,7 @@ def _command_targets(name: str, args: list[str], dyn: set[int], r: Resolver) -> 
 
 def write_targets(split: SplitResult, cwd: str, home: str | None = None) -> list[WriteTarget]:
     """Every write the command line makes (see the module docstring)."""
-    from codeloop.permissions.bash import command_name, unwrap
+    from codeloop.permissions.shell_cmd import command_name, unwrap
 
     return _targets(split, Resolver(cwd, home or os.path.expanduser("~")), 0)
 
@@ -289,7 +289,7 @@ _SENSITIVE_ENV = ("CDPATH", "HOME", "XDG_CONFIG_HOME", "GIT_")
 
 
 def _targets(split: SplitResult, r: Resolver, depth: int) -> list[WriteTarget]:
-    from codeloop.permissions.bash import command_name, unwrap
+    from codeloop.permissions.shell_cmd import command_name, unwrap
 
     out: list[WriteTarget] = []
     for part in split.parts:
@@ -314,7 +314,7 @@ def _targets(split: SplitResult, r: Resolver, depth: int) -> list[WriteTarget]:
 def _script_targets(part: SimpleCommand, name: str, u, r: Resolver, depth: int) -> list[WriteTarget]:
     """Writes inside `sh -c '…'`, `eval '…'` and scripts fed to a shell on stdin; a script we
     cannot see (a computed `-c` string, `sh script.sh` is just a program) is not modelled."""
-    from codeloop.permissions.bash import split_command
+    from codeloop.permissions.shell_scan import split_command
 
     if not u or depth > 4:
         return []

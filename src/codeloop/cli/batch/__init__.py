@@ -112,7 +112,7 @@ def batch_main(argv: list[str]) -> int:
     from codeloop.cli.batch.tasks import TaskDefaults
 
     args = _run_parser().parse_args(argv)
-    from codeloop.cli.main import _tool_list
+    from codeloop.cli.tool_lists import tool_list as _tool_list
     if not args.tasks.is_file():
         sys.stderr.write(f"codeloop batch: no tasks file at {args.tasks}\n")
         return EXIT_ERROR

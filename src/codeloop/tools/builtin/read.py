@@ -149,10 +149,16 @@ class ReadTool(Tool):
     async def call(self, inp: ReadInput, ctx: ToolContext) -> ToolResult:
         path, real = checked_paths(ctx, inp.file_path, "Read")
         if path.suffix.lower() in (".pdf", ".ipynb"):  # PDFs, notebooks: read_formats.py
-            from codeloop.tools.builtin.read_formats import read_document
-            return await run_cancellable(ctx, lambda stop: read_document(path, self._document_bytes(path, real, ctx),
-                                                                         inp.pages, ctx), "Read")
+            return await run_cancellable(ctx, lambda stop: self._read_document(path, real, inp, ctx), "Read")
         return await run_cancellable(ctx, lambda stop: self._read(path, real, inp, ctx, stop), "Read")
+
+    def _read_document(self, path: Path, real: str, inp: ReadInput, ctx: ToolContext) -> ToolResult:
+        from codeloop.tools.builtin.read_formats import read_document
+
+        data = self._document_bytes(path, real, ctx)
+        result = read_document(path, data, inp.pages, ctx)
+        ctx.read_files[str(path)] = snapshot(path, data, partial=inp.pages is not None)
+        return result
 
     @staticmethod
     def _document_bytes(path: Path, real: str, ctx: ToolContext) -> bytes:
@@ -162,7 +168,8 @@ class ReadTool(Tool):
         opened = open_checked(ctx, "Read", path, real)
         try:
             if opened.st.st_size > MAX_PDF_BYTES:
-                raise ToolError(f"{path} is too large to read ({opened.st.st_size // (1024 * 1024)} MB; the limit "
+                kind = "PDF" if path.suffix.lower() == ".pdf" else "Notebook"
+                raise ToolError(f"{kind} too large to read ({opened.st.st_size // (1024 * 1024)} MB; the limit "
                                 f"is {MAX_PDF_BYTES // (1024 * 1024)} MB).")
             return os.pread(opened.fd, opened.st.st_size, 0)
         except OSError as e:
