@@ -453,3 +453,65 @@ def test_write_tool_refuses_a_hard_link_to_git_config_at_io_time(project):
     except ToolError:
         pass
     assert (project / ".git" / "config").read_bytes() == before
+
+
+# -- 5. sandbox on with autoAllowBashIfSandboxed: deny rules and protected paths still hold -------
+def decide_sandboxed(cwd, command, rules, **block):
+    from codeloop.config.sandbox import sandbox_settings
+    from codeloop.sandbox.runtime import Sandbox
+
+    settings = sandbox_settings({"sandbox": {"enabled": True, "autoAllowBashIfSandboxed": True, **block}})
+    sandbox = Sandbox(settings, [str(cwd)], home=str(cwd / "home"), protected_dirs=[str(cwd / ".cfg")])
+    policy = PermissionPolicy(mode=DEFAULT, cwd=cwd, settings_rules=list(rules), sandbox=sandbox)
+    tool = find_tool(builtin_tools(), "Bash")
+    inp = parse_tool_input(tool, {"command": command})
+    opinion = asyncio.run(tool.check_permissions(inp, ToolContext(cwd=cwd, project_dir=cwd)))
+    return policy.decide(tool, inp, opinion, {"command": command})
+
+
+DENY_RM = [("deny", "Bash(rm *)", "cli"), ("deny", "Bash(curl *)", "cli")]
+DENY_EVASIONS = [
+    "rm -rf sub", "command rm -rf sub", "\\rm -rf sub", "/bin/rm -rf sub", "env rm -rf sub", "env -i rm -rf sub",
+    "timeout 5 rm -rf sub", "nice -n 5 rm -rf sub", "nohup rm -rf sub", "exec rm -rf sub", "r''m -rf sub",
+    "'rm' -rf sub", "\"rm\" -rf sub", "bash -c 'rm -rf sub'", "sh <<< 'rm -rf sub'", "eval rm -rf sub",
+    "echo sub | xargs rm -rf", "find . -name sub -exec rm -rf {} +", "busybox rm -rf sub", "env -S 'rm -rf sub'",
+    "x=rm; $x -rf sub", "$(echo rm) -rf sub", "`echo rm` -rf sub", "r\\m -rf sub", "rm${IFS}-rf${IFS}sub",
+    "sudo rm -rf sub", "watch -n1 rm -rf sub", "bash -c \"$(printf 'rm -rf sub')\"",
+    "echo 'rm -rf sub' | sh", "sh -c 'r''m -rf sub'", "stdbuf -o0 rm -rf sub", "setsid rm -rf sub",
+    "builtin command rm -rf sub", "time rm -rf sub", "curl -s http://127.0.0.1:9/",
+    "c\\url http://127.0.0.1:9/", "python3 -c 'import os; os.system(\"rm -rf sub\")'",
+]
+DENY_EVASION_GAPS = {
+    "x=rm; $x -rf sub": "a computed command name (`$x`) is auto-allowed in the sandbox despite `Bash(rm *)` deny",
+    "$(echo rm) -rf sub": "a computed command name (`$(…)`) is auto-allowed despite `Bash(rm *)` deny",
+    "`echo rm` -rf sub": "a computed command name (backticks) is auto-allowed despite `Bash(rm *)` deny",
+    "echo 'rm -rf sub' | sh": "a script piped into sh is not checked against deny rules",
+    "bash -c \"$(printf 'rm -rf sub')\"": "a computed `bash -c` script is auto-allowed despite the deny rule",
+    "rm${IFS}-rf${IFS}sub": "`${IFS}` glues the command name to its arguments: a computed word, auto-allowed",
+    "python3 -c 'import os; os.system(\"rm -rf sub\")'": "interpreters run denied programs (unmodelled)",
+}
+
+
+@pytest.mark.parametrize("command", cases(DENY_EVASIONS, DENY_EVASION_GAPS))
+def test_deny_rules_hold_under_auto_allow_in_the_sandbox(project, command):
+    d = decide_sandboxed(project, command, DENY_RM)
+    assert d.behavior is not ALLOW, d
+
+
+@pytest.mark.parametrize("command", ["echo x > .git/config", "cd .git && echo x > hooks/pre-commit",
+                                     "git config core.fsmonitor x", "tee .codeloop/settings.json",
+                                     "cp x .cfg/settings.json"])
+def test_protected_writes_are_denied_even_when_sandboxed_and_auto_allowed(project, command):
+    assert decide_sandboxed(project, command, []).behavior is DENY
+
+
+@pytest.mark.parametrize("command", ["git status; python3 -c 'print(1)'", "git status && echo x > f",
+                                     "python3 -c 'print(1)' | git status"])
+def test_one_excluded_part_does_not_auto_allow_the_whole_line(project, command):
+    # excludedCommands takes the whole line out of the sandbox: it must then need permission
+    d = decide_sandboxed(project, command, [], excludedCommands=["git status"])
+    assert d.behavior is not ALLOW, d
+
+
+def test_auto_allow_still_runs_ordinary_commands(project):
+    assert decide_sandboxed(project, "python3 -c 'print(1)' && make -j2", DENY_RM).behavior is ALLOW
