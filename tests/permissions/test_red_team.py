@@ -513,5 +513,44 @@ def test_one_excluded_part_does_not_auto_allow_the_whole_line(project, command):
     assert d.behavior is not ALLOW, d
 
 
+# -- 6. aliases that exist before the command: symlinks, worktrees ----------------------------------
+@pytest.mark.parametrize("command", ["echo x > gitlink/config", "cd gitlink/hooks && echo x > pre-commit",
+                                     "tee gitlink/config", "cp x gitlink/hooks/pre-push", "cd gitlink && git config x y",
+                                     "echo x > hooklink/post-merge", "sed -i s/a/b/ cfglink", "rm -rf gitlink/"])
+def test_writes_through_existing_symlinks_to_protected_paths_are_refused(project, command):
+    os.symlink(project / ".git", project / "gitlink")
+    os.symlink(project / ".git" / "hooks", project / "hooklink")
+    os.symlink(project / ".git" / "config", project / "cfglink")
+    d = decide(project, command, BYPASS)      # (`rm -rf link/` with the slash empties the target folder)
+    assert d.behavior is DENY, d
+
+
+@pytest.fixture
+def worktree(tmp_path, monkeypatch):
+    import subprocess
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("CODELOOP_CONFIG_DIR", str(tmp_path / ".cfg"))
+    main = tmp_path / "main"
+    run = lambda *a, cwd=main: subprocess.run(["git", *a], cwd=cwd, check=True, capture_output=True)  # noqa: E731
+    main.mkdir()
+    run("init", "-q", ".")
+    run("-c", "user.email=r@t", "-c", "user.name=r", "commit", "-q", "--allow-empty", "-m", "x")
+    run("worktree", "add", "-q", str(tmp_path / "wt"))
+    return tmp_path / "wt"
+
+
+@pytest.mark.parametrize("command", [
+    "git config core.fsmonitor x", "echo x > .git",
+    pytest.param("echo x >> ../main/.git/config",
+                 marks=gap("a worktree's real repository config (the common dir) is not a protected path")),
+    pytest.param("cp x ../main/.git/hooks/pre-commit",
+                 marks=gap("a worktree's shared hooks folder (the common dir) is not a protected path")),
+    "echo x >> $(git rev-parse --git-common-dir)/config",
+])
+def test_a_worktree_s_shared_repository_config_is_protected(worktree, command):
+    d = decide(worktree, command, BYPASS)
+    assert d.behavior is DENY, d
+
+
 def test_auto_allow_still_runs_ordinary_commands(project):
     assert decide_sandboxed(project, "python3 -c 'print(1)' && make -j2", DENY_RM).behavior is ALLOW
