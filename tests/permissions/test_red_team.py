@@ -525,6 +525,28 @@ def test_writes_through_existing_symlinks_to_protected_paths_are_refused(project
     assert d.behavior is DENY, d
 
 
+DOTDOT = "`link/..` is resolved lexically (normpath), but the kernel resolves `..` after following the link"
+
+
+@pytest.mark.parametrize("command", [
+    pytest.param("echo x > hk/../config", marks=gap(DOTDOT)),
+    pytest.param("cp x hk/../hooks/pre-commit", marks=gap(DOTDOT)),
+    pytest.param("set -P; cd hk/.. && echo x > config", marks=gap(DOTDOT + " (`set -P`: physical cd)")),
+    pytest.param("cd -P hk && echo x > ../config", marks=gap(DOTDOT + " (`cd -P`)")),
+    "cd hk/.. && echo x > .git/config",
+])
+def test_dotdot_after_a_symlink_is_resolved_like_the_kernel_does_for_writes(project, command):
+    os.symlink(project / ".git" / "hooks", project / "hk")
+    assert decide(project, command, BYPASS).behavior is DENY
+
+
+@pytest.mark.parametrize("command", [pytest.param("cat kx/../id", marks=gap(DOTDOT)), "grep -r PRIVATE kx/.."])
+def test_dotdot_after_a_symlink_is_resolved_like_the_kernel_does_for_reads(project, command):
+    (project / "keys" / "x").mkdir()
+    os.symlink(project / "keys" / "x", project / "kx")
+    assert decide(project, command).behavior is not ALLOW
+
+
 @pytest.fixture
 def worktree(tmp_path, monkeypatch):
     import subprocess
