@@ -346,6 +346,14 @@ READS = [
     "mapfile a < secret.txt; echo $a",
     "echo $(<secret.txt)",
     "read -r x < secret.txt; echo $x",
+    "cat <<< \"$(<secret.txt)\"",
+    "cat <<< $(cat secret.txt)",
+    "cat <(cat secret.txt)",
+    "diff <(cat secret.txt) README.txt",
+    "cat /dev/fd/3 3<secret.txt",
+    "cat /dev/stdin < secret.txt",
+    "grep -h '' README.txt - < secret.txt",
+    "cat <<EOF\n$(cat secret.txt)\nEOF",
 ]
 
 

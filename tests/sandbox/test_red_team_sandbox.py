@@ -166,6 +166,20 @@ def test_masked_file_cannot_be_read_through_proc_or_moved(tmp_path):
     assert (tmp_path / "keys" / "id").read_text() == "TOPSECRET-9"
 
 
+def test_denied_files_outside_the_roots_are_masked_too(tmp_path, outside, monkeypatch):
+    monkeypatch.setenv("HOME", str(outside))
+    (outside / ".aws").mkdir()
+    (outside / ".aws" / "credentials").write_text("TOPSECRET-AWS")
+    (outside / "id_rsa").write_text("TOPSECRET-SSH")
+    os.symlink(outside / "id_rsa", tmp_path / "key-link")
+    sandbox = make_sandbox(tmp_path, deny_read=["~/.aws/**", f"/{outside}/id_rsa"])
+    results = run_bash(sandbox, tmp_path, "cat $HOME/.aws/credentials", f"cat {outside}/.aws/*",
+                       "cat key-link", f"cp {outside}/id_rsa x; cat x", f"tar cf - -C {outside} . | strings",
+                       f"cat /proc/self/root{outside}/id_rsa")
+    for r in results:
+        assert "TOPSECRET" not in text(r)
+
+
 @gap("renaming the folder of an anchored Read-deny path (./keys/id) unmasks it in the next call")
 def test_renaming_the_folder_of_a_masked_file_does_not_unmask_it(tmp_path):
     (tmp_path / "keys").mkdir()
