@@ -9,7 +9,6 @@ themselves live in `bash_background.BackgroundTasks`.
 
 from __future__ import annotations
 
-import re
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -29,14 +28,13 @@ class TaskOutputInput(BaseModel):
     task_id: str = Field(description="The task ID to get output from")
     block: bool = Field(True, description="Whether to wait for completion")
     timeout: int = Field(DEFAULT_WAIT_MS, ge=0, le=MAX_WAIT_MS, description="Max wait time in ms")
-    # BashOutput's `filter`: only lines matching this regular expression
-    filter: str | SkipJsonSchema[None] = None
 
     @model_validator(mode="before")
     @classmethod
     def _old_names(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "bash_id" in data and "task_id" not in data:  # BashOutput's name
-            data = {("task_id" if k == "bash_id" else k): v for k, v in data.items()}
+        if isinstance(data, dict) and "bash_id" in data and "task_id" not in data:  # BashOutput's call
+            # BashOutput's `filter` has no TaskOutput counterpart: the whole output is returned
+            data = {("task_id" if k == "bash_id" else k): v for k, v in data.items() if k != "filter"}
         return data
 
 
@@ -81,17 +79,10 @@ class TaskOutputTool(Tool):
         reg, task = _find(ctx, inp.task_id)
         if inp.block and task.status is TaskStatus.RUNNING:
             await reg.wait(task, inp.timeout / 1000)
-        text = task.output()
-        if inp.filter:
-            try:
-                pattern = re.compile(inp.filter)
-            except re.error as e:
-                raise ToolError(f"Invalid filter regular expression: {e}") from None
-            text = "\n".join(line for line in text.splitlines() if pattern.search(line))
         state = task.status.value
         code = f"\n<exit_code>{task.exit_code}</exit_code>" if task.exit_code is not None else ""
-        body = truncate(text.rstrip("\n")) or "(no output yet)" if task.status is TaskStatus.RUNNING \
-            else truncate(text.rstrip("\n")) or "(no output)"
+        empty = "(no output yet)" if task.status is TaskStatus.RUNNING else "(no output)"
+        body = truncate(task.output().rstrip("\n")) or empty
         return ToolResult(f"<task_id>{task.id}</task_id>\n<task_type>{task.kind.value}</task_type>\n"
                           f"<status>{state}</status>{code}\n<output>\n{body}\n</output>",
                           data={"task_id": task.id, "status": state, "exit_code": task.exit_code,
