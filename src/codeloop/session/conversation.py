@@ -124,11 +124,8 @@ class Conversation:
         ctx.extra["tool_pool"] = self.tool_pool()
         if any(t.name == "Agent" for t in cfg.tools):
             ctx.spawn_subagent = self._spawn_subagent
-        from codeloop.loop.continuation import task_notification
-        from codeloop.tools.builtin.bash_background import registry
-
-        # background shells and agents: each one that ends is announced to the model
-        registry(ctx).listeners.append(lambda task: self.queue.enqueue(task_notification(task)))
+        from codeloop.session.subagent import wire_background
+        wire_background(ctx, self.queue)  # each background shell or agent that ends is announced
 
     async def _spawn_subagent(self, subagent_type: str, prompt: str, parent: ToolContext, *,
                               parent_tool_use_id: str | None, **kw: Any) -> Any:
@@ -253,11 +250,8 @@ class Conversation:
         self._persist(lambda w: w.sync())
 
     def close(self) -> None:
-        from codeloop.tools.builtin.bash_background import REGISTRY_KEY
-
-        background = self.tool_context.extra.get(REGISTRY_KEY)
-        if background is not None:
-            background.kill_all()  # no background task outlives its session
+        from codeloop.session.subagent import stop_background
+        stop_background(self.tool_context)  # no background task outlives its session
         self.sync()
         if self.writer is not None:
             self.writer.close()
@@ -295,7 +289,6 @@ class Conversation:
                 return
             context += verdict.context
         from codeloop.loop.continuation import take_task_notifications
-
         context += take_task_notifications(self.queue)  # tasks that ended while no query ran
         for m in [msg, *context]:
             self.messages.append(m)
