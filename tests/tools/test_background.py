@@ -152,3 +152,13 @@ async def test_background_command_refused_like_a_foreground_one(bg_ctx, tmp_path
     task = reg.get(res.data["backgroundTaskId"])
     await reg.wait(task, 60)
     assert task.output().strip() == str(tmp_path)
+
+
+async def test_huge_output_is_read_as_head_and_tail(bg_ctx):
+    # 3 MB of numbered lines: TaskOutput reads a bounded head and tail, and says how much it skipped
+    res = await call(BashTool(), bg_ctx, command="seq 1 400000", run_in_background=True)
+    out = await call(TaskOutputTool(), bg_ctx, task_id=res.data["backgroundTaskId"], timeout=60_000)
+    assert "<status>completed</status>" in out.content
+    assert "\n1\n2\n" in out.content and "\n400000\n</output>" in out.content
+    assert "bytes not read" in out.content or "characters truncated" in out.content
+    assert len(out.content) < 100_000

@@ -27,6 +27,7 @@ from typing import Any, Callable
 
 REGISTRY_KEY = "background_tasks"   # ctx.extra key
 TAIL_CHARS = 2_000                  # output tail carried by a notification
+READ_BYTES = 256 * 1024             # head and tail read from a big output file
 KILL_GRACE_S = 2.0
 _LIVE: set[int] = set()             # process groups still running, for the atexit sweep
 _ATEXIT = False
@@ -69,10 +70,20 @@ class BackgroundTask:
     announced: bool = False
 
     def output(self) -> str:
+        """The output so far; a huge file is read as its head and tail only (it may be gigabytes)."""
         try:
-            return self.output_file.read_text(errors="replace")
+            with open(self.output_file, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                if size <= 2 * READ_BYTES:
+                    return f.read().decode("utf-8", errors="replace")
+                head = f.read(READ_BYTES)
+                f.seek(size - READ_BYTES)
+                tail = f.read(READ_BYTES)
         except OSError:
             return ""
+        cut = size - 2 * READ_BYTES
+        return (head.decode("utf-8", errors="replace") + f"\n\n... [{cut} bytes not read] ...\n\n"
+                + tail.decode("utf-8", errors="replace"))
 
     def tail(self, limit: int = TAIL_CHARS) -> str:
         text = self.output().rstrip("\n")
