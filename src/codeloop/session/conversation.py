@@ -124,7 +124,7 @@ class Conversation:
         ctx.extra["tool_pool"] = self.tool_pool()
         if any(t.name == "Agent" for t in cfg.tools):
             ctx.spawn_subagent = self._spawn_subagent
-        from codeloop.session.subagent import wire_background
+        from codeloop.session.background import wire_background
         wire_background(ctx, self.queue)  # each background shell or agent that ends is announced
 
     async def _spawn_subagent(self, subagent_type: str, prompt: str, parent: ToolContext, *,
@@ -250,7 +250,7 @@ class Conversation:
         self._persist(lambda w: w.sync())
 
     def close(self) -> None:
-        from codeloop.session.subagent import stop_background
+        from codeloop.session.background import stop_background
         stop_background(self.tool_context)  # no background task outlives its session
         self.sync()
         if self.writer is not None:

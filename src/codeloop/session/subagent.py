@@ -10,9 +10,6 @@ the Agent tool's `run_in_background`, brings its own id and abort). Its
 messages are passed to `ctx.emit` with `parent_tool_use_id` set and written to
 `<session_dir>/subagents/agent-<agent_id>.jsonl`; they never enter the parent's history.
 
-It also wires the session's background tasks (`wire_background`, `stop_background`): background
-shells and agents share one registry whose finished tasks become task notifications.
-
 The Conversation builds a `SubagentRuntime` on each Agent call and hands the tool
 `runtime.spawn` as `ToolContext.spawn_subagent`: the tool (tools layer) never imports the
 loop, the prompt builder or the transcript — this module does.
@@ -65,24 +62,6 @@ class SubagentRuntime:
             definition = dataclasses.replace(definition, model=model)
         return await run_subagent(self, definition, prompt, parent, parent_tool_use_id=parent_tool_use_id,
                                   description=description, agent_id=agent_id, abort=abort)
-
-
-def wire_background(ctx: ToolContext, queue: Any) -> None:
-    """Give the session its background-task registry; each task that ends becomes a
-    task-notification entry in `queue` (loop.queue.CommandQueue) for the model."""
-    from codeloop.loop.continuation import task_notification
-    from codeloop.tools.builtin.bash_background import registry
-
-    registry(ctx).listeners.append(lambda task: queue.enqueue(task_notification(task)))
-
-
-def stop_background(ctx: ToolContext) -> None:
-    """Kill every background shell and agent of the session (it is ending)."""
-    from codeloop.tools.builtin.bash_background import REGISTRY_KEY
-
-    background = ctx.extra.get(REGISTRY_KEY)
-    if background is not None:
-        background.kill_all()
 
 
 def subagent_tools(pool: list[Tool], allowed: tuple[str, ...] | None) -> list[Tool]:
