@@ -168,7 +168,8 @@ def _script(command: str, cwd_file: str) -> str:
 
 
 @contextmanager
-def _sandboxed(command: str, cwd: Path, cwd_file: str | None, sandbox: Any) -> Iterator[tuple[list[str], dict[str, str]]]:
+def _sandboxed(command: str, cwd: Path, cwd_file: str | None,
+               sandbox: Any) -> Iterator[tuple[list[str], dict[str, str]]]:
     """The bwrap prefix and extra environment for this call ([] and {} when it runs unsandboxed)."""
     if sandbox is None or not sandbox.enabled:
         yield [], {}

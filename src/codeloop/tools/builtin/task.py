@@ -39,8 +39,8 @@ as this tool's result; the user does not see that message, so relay what matters
 When to use it: open-ended searches that may take several rounds, investigations whose details \
 would flood your context, or independent pieces of work that can run in parallel (send several \
 Agent calls in one response, or set `run_in_background` and keep working: you are told when a \
-background agent finishes, and TaskOutput reads its answer). Do not use it to read a known file or look up one symbol — use \
-Read, Grep or Glob directly.
+background agent finishes, and TaskOutput reads its answer). Do not use it to read a known file \
+or look up one symbol — use Read, Grep or Glob directly.
 
 How to use it:
 - Write a complete, self-contained prompt: the goal, what you already know, and exactly what to \
