@@ -87,8 +87,9 @@ async def test_programmatic_subagent_with_task_events_and_hooks(tmp_path):
             cli, url, tmp_path, agents=agents, hooks=hooks, permission_mode="bypassPermissions"))]
     init = next(m for m in messages if isinstance(m, SystemMessage) and m.subtype == "init")
     assert "reviewer" in init.data["agents"]
-    # the Task tool lists the programmatic agent; the subagent ran with its prompt, model and tools
-    task_spec = next(t for t in api.requests[0].body["tools"] if t["name"] == "Task")
+    # the Agent tool (called by its old name Task here) lists the programmatic agent; the subagent ran
+    # with its prompt, model and tools
+    task_spec = next(t for t in api.requests[0].body["tools"] if t["name"] == "Agent")
     assert "reviewer: Reviews code for bugs" in task_spec["description"]
     sub = api.requests[1]
     assert "You are REVIEWER-PROMPT." in sub.system_text and sub.body["model"] == "claude-haiku-4-5"

@@ -128,3 +128,30 @@ async def test_exit_command(tmp_path):
     d, front = make_dispatcher(ScriptedAPI(), tmp_path)
     await d.on_submit("/exit")
     assert front.exited
+
+
+async def test_tasks_lists_and_stops_background_shells(tmp_path):
+    import sys
+    from pathlib import Path
+
+    from fakeapi import tool_use
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    from test_background import alive, gone, marker_sleep
+
+    command, marker = marker_sleep()
+    api = ScriptedAPI(sse(tool_use("Bash", {"command": command, "run_in_background": True}, id="bg")),
+                      sse(text("started it")), sse(text("noted the stop")), sse(text("spare")))
+    d, front = make_dispatcher(api, tmp_path)
+    await d.on_submit("start a server")
+    await d.on_submit("/bashes")  # Claude Code's older name for /tasks
+    listing = front.text()
+    assert "Background tasks:" in listing and command in listing and "running" in listing
+    [task_id] = [line.split()[0] for line in listing.splitlines() if command in line and "running" in line]
+    await d.on_submit(f"/tasks stop {task_id}")
+    assert f"Stopped {task_id}" in front.text() and await gone(marker)
+    await d.on_submit("/tasks")
+    assert f"{task_id}  killed" in front.text()
+    # the model hears about the stopped task at the next turn
+    await d.on_submit("what happened?")
+    assert any(f"<task-id>{task_id}</task-id>" in json.dumps(r.messages) for r in api.requests[1:])
+    assert not alive(marker)

@@ -5,9 +5,9 @@ import pytest
 from codeloop.tools.base import ToolError
 from codeloop.tools.registry import builtin_tools, find_tool, parse_tool_input, select_tools
 
-# issue 16 added ExitPlanMode, NotebookEdit, WebFetch, WebSearch, AskUserQuestion and Skill
+# issue 16 added ExitPlanMode, NotebookEdit, WebFetch, WebSearch, AskUserQuestion, Skill, TaskOutput and TaskStop
 NAMES = ["Bash", "Glob", "Grep", "ExitPlanMode", "Read", "Edit", "Write", "NotebookEdit", "WebFetch", "TodoWrite",
-         "WebSearch", "AskUserQuestion", "Skill", "ToolSearch", "EndConversation"]
+         "WebSearch", "AskUserQuestion", "Skill", "TaskOutput", "TaskStop", "ToolSearch", "EndConversation"]
 
 
 def names(tools):

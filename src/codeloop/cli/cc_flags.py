@@ -209,8 +209,10 @@ def apply_main_agent(args: argparse.Namespace, definitions: dict) -> None:
     if agent.tools is not None and args.tools is None:
         from codeloop.tools.registry import BUILTINS
 
-        known = {n for n, _, _ in BUILTINS} | {"Task"}
-        args.tools = [t for t in agent.tools if t in known]  # MCP tool names are not built-ins
+        from codeloop.tools.registry import canonical_name
+
+        known = {n for n, _, _ in BUILTINS} | {"Agent"}
+        args.tools = [canonical_name(t) for t in agent.tools if canonical_name(t) in known]  # MCP tool names are not built-ins
     args.disallowed_tools = [*args.disallowed_tools, *getattr(agent, "disallowed_tools", ())]
     if not args.model and agent.model and agent.model != "inherit":
         args.model = agent.model

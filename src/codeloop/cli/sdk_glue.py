@@ -101,12 +101,12 @@ class SdkGlue:
             raise control.ControlError(str(exc).replace("--agents", "agents")) from None
         conv = self.conv
         conv.config.agent_definitions.update(added)
-        # Task's description lists the agent types: offer a Task that knows the new ones
-        if any(t.name == "Task" for t in conv.config.tools):
+        # Agent's description lists the agent types: offer an Agent that knows the new ones
+        if any(t.name == "Agent" for t in conv.config.tools):
             from codeloop.tools.builtin.task import TaskTool
 
             task = TaskTool(dict(conv.config.agent_definitions))
-            conv.config.tools = [task if t.name == "Task" else t for t in conv.config.tools]
+            conv.config.tools = [task if t.name == "Agent" else t for t in conv.config.tools]
 
     async def mcp_send(self, server: str, message: dict[str, Any]) -> dict[str, Any] | None:
         answer = await self.session.ask(ControlSubtype.MCP_MESSAGE, server_name=server, message=message)

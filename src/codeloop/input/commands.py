@@ -287,6 +287,22 @@ async def _config(host: CommandHost, args: str) -> CommandOutcome:
     return CommandOutcome(f"Settings sources: {sources}\n" + json.dumps(loaded.merged, indent=2, sort_keys=True))
 
 
+async def _tasks(host: CommandHost, args: str) -> CommandOutcome:
+    """/tasks (/bashes): the session's background shells and agents; `/tasks stop <id>` stops one."""
+    from codeloop.tools.builtin.bash_background import REGISTRY_KEY
+
+    background = host.conv.tool_context.extra.get(REGISTRY_KEY)
+    verb, _, task_id = args.strip().partition(" ")
+    if verb in ("stop", "kill"):
+        task = background.get(task_id.strip()) if background is not None else None
+        if task is None:
+            return CommandOutcome(f"No background task with id {task_id.strip()!r}.")
+        await background.stop(task)
+        return CommandOutcome(f"Stopped {task.id}: {task.command or task.description}")
+    lines = background.listing() if background is not None else []
+    return CommandOutcome("\n".join(["Background tasks:", *lines]) if lines else "No background tasks.")
+
+
 async def _exit(host: CommandHost, args: str) -> CommandOutcome:
     host.request_exit()
     return CommandOutcome()
@@ -322,6 +338,8 @@ BUILTINS: tuple[Command, ...] = (
     Command("permissions", "Show permission rules and mode", CommandType.LOCAL, _permissions,
             aliases=("allowed-tools",)),
     Command("config", "Show the merged settings", CommandType.LOCAL, _config),
+    Command("tasks", "List background shells and agents (stop <id> stops one)", CommandType.LOCAL, _tasks,
+            immediate=True, aliases=("bashes",), argument_hint="[stop <id>]"),
     Command("init", "Write a CLAUDE.md describing this codebase", CommandType.PROMPT, prompt=INIT_PROMPT),
     Command("exit", "Exit codeloop", CommandType.LOCAL, _exit, immediate=True, aliases=("quit",)),
 )

@@ -1,7 +1,11 @@
 """The continuation pipeline between turns (spec 004 §13.2) and the loop-level resources.
 
 Owns what lives for the whole query: queued commands drained into the conversation, the
-zero-wait nested-memory attachments, the tool-list refresh and the token-budget tracker.
+zero-wait nested-memory attachments, the tool-list refresh and the token-budget tracker; and the
+producer of the queue's task-notification entries (`task_notification`): the session registers
+it as a listener on its background tasks, so a task that ends is announced to the model at the
+next turn boundary (or, when no query is running, at the start of the next one:
+`take_task_notifications`).
 Nested memory comes in as a capability (`QueryParams.memory`, a `NestedMemory` factory the
 session provides), so the loop never reaches up into the context layer.
 """
@@ -22,6 +26,23 @@ class NestedMemory(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+def task_notification(task: Any) -> Any:
+    """The queue entry announcing a finished background task (a `bash_background.BackgroundTask`)."""
+    from codeloop.loop.queue import Priority, QueuedCommand, QueueMode
+    from codeloop.tools.builtin.bash_background import notification_text
+
+    return QueuedCommand(notification_text(task), mode=QueueMode.TASK_NOTIFICATION, priority=Priority.NEXT)
+
+
+def take_task_notifications(queue: Any) -> list[Message]:
+    """Remove the main thread's pending task notifications from `queue`, as the messages they become."""
+    from codeloop.loop.queue import QueueMode, queued_command_message
+
+    pending = [c for c in queue.peek_all() if c.mode is QueueMode.TASK_NOTIFICATION and c.agent_id is None]
+    queue.remove(pending)
+    return [queued_command_message(c) for c in pending]
 
 
 class Continuation:

@@ -83,7 +83,9 @@ def parse_rule(text: str, origin: str = "cli") -> Rule:
         s = m.group(1)            # `mcp__server__*` is the whole server, like `mcp__server`
     if not s or not _TOOL_NAME.fullmatch(s):
         raise RuleError(f"invalid tool name in permission rule {text!r}")
-    return Rule(s, spec, origin)
+    from codeloop.tools.registry import canonical_name
+
+    return Rule(canonical_name(s), spec, origin)  # `Task(...)` is a rule about Agent
 
 
 @dataclass

@@ -122,8 +122,10 @@ class Conversation:
         ctx.denied_inodes = self.config.policy.denied_inodes
         ctx.extra.update(feature_flags=dict(cfg.feature_flags), policy=cfg.policy)  # policy: ExitPlanMode, Skill
         ctx.extra["tool_pool"] = self.tool_pool()
-        if any(t.name == "Task" for t in cfg.tools):
+        if any(t.name == "Agent" for t in cfg.tools):
             ctx.spawn_subagent = self._spawn_subagent
+        from codeloop.session.background import wire_background
+        wire_background(ctx, self.queue)  # each background shell or agent that ends is announced
 
     async def _spawn_subagent(self, subagent_type: str, prompt: str, parent: ToolContext, *,
                               parent_tool_use_id: str | None, **kw: Any) -> Any:
@@ -248,6 +250,8 @@ class Conversation:
         self._persist(lambda w: w.sync())
 
     def close(self) -> None:
+        from codeloop.session.background import stop_background
+        stop_background(self.tool_context)  # no background task outlives its session
         self.sync()
         if self.writer is not None:
             self.writer.close()
@@ -284,6 +288,8 @@ class Conversation:
                 yield done
                 return
             context += verdict.context
+        from codeloop.loop.continuation import take_task_notifications
+        context += take_task_notifications(self.queue)  # tasks that ended while no query ran
         for m in [msg, *context]:
             self.messages.append(m)
             self._write(m)

@@ -1,15 +1,16 @@
-"""Subagents at the session level: the runtime the Task tool's `spawn_subagent` capability runs.
+"""Subagents at the session level: the runtime the Agent tool's `spawn_subagent` capability runs.
 
 A subagent is a nested query with its own id, tools, model, prompt and transcript. What it gets:
-the definition's tools (default: every parent tool) minus Task itself, so there is no
+the definition's tools (default: every parent tool) minus Agent itself, so there is no
 recursion; the definition's model (`inherit` → the parent's); its max turns (default 50); the
 definition body as system prompt; a fresh history holding only the prompt; and a ToolContext
 with `agent_id` set, which turns EndConversation into a no-op — a subagent can never end the
-main session or itself. It shares the parent's abort, so interrupting the parent stops it. Its
+main session or itself. It shares the parent's abort, so interrupting the parent stops it (a background one, started by
+the Agent tool's `run_in_background`, brings its own id and abort). Its
 messages are passed to `ctx.emit` with `parent_tool_use_id` set and written to
 `<session_dir>/subagents/agent-<agent_id>.jsonl`; they never enter the parent's history.
 
-The Conversation builds a `SubagentRuntime` on the first Task call and hands the tool
+The Conversation builds a `SubagentRuntime` on each Agent call and hands the tool
 `runtime.spawn` as `ToolContext.spawn_subagent`: the tool (tools layer) never imports the
 loop, the prompt builder or the transcript — this module does.
 """
@@ -26,7 +27,7 @@ from typing import Any, Callable
 
 from codeloop.session.transcript import TranscriptError, TranscriptWriter, message_to_entry
 from codeloop.tools.base import Tool, ToolContext, ToolError
-from codeloop.tools.builtin.task import NAME, SubagentOutcome
+from codeloop.tools.builtin.task import LEGACY_NAME, NAME, SubagentOutcome
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +47,10 @@ class SubagentRuntime:
 
     async def spawn(self, subagent_type: str, prompt: str, parent: ToolContext, *,
                     parent_tool_use_id: str | None, model: str | None = None,
-                    description: str = "") -> SubagentOutcome:
-        """`ToolContext.spawn_subagent`: run the named agent type; ToolError for an unknown one."""
+                    description: str = "", agent_id: str | None = None, abort: Any = None) -> SubagentOutcome:
+        """`ToolContext.spawn_subagent`: run the named agent type; ToolError for an unknown one.
+
+        A background run (the Agent tool's `run_in_background`) brings its own id and abort."""
         from codeloop.tools.agents import BUILTIN_AGENTS
 
         definitions = dict(self.definitions) or {d.name: d for d in BUILTIN_AGENTS}
@@ -58,12 +61,12 @@ class SubagentRuntime:
         if model and model != "inherit":  # the call's own model overrides the agent's
             definition = dataclasses.replace(definition, model=model)
         return await run_subagent(self, definition, prompt, parent, parent_tool_use_id=parent_tool_use_id,
-                                  description=description)
+                                  description=description, agent_id=agent_id, abort=abort)
 
 
 def subagent_tools(pool: list[Tool], allowed: tuple[str, ...] | None) -> list[Tool]:
-    """The subagent's pool: the definition's tools (None = all), never Task itself."""
-    keep = None if allowed is None else set(allowed)
+    """The subagent's pool: the definition's tools (None = all), never Agent itself."""
+    keep = None if allowed is None else {NAME if a == LEGACY_NAME else a for a in allowed}
     return [t for t in pool if t.name != NAME and (keep is None or t.name in keep)]
 
 
@@ -104,7 +107,8 @@ class _SidechainLog:
 
 
 async def run_subagent(runtime: SubagentRuntime, definition: Any, prompt: str, parent: ToolContext, *,
-                       parent_tool_use_id: str | None, description: str = "") -> SubagentOutcome:
+                       parent_tool_use_id: str | None, description: str = "", agent_id: str | None = None,
+                       abort: Any = None) -> SubagentOutcome:
     from codeloop.context.prompt import environment_block
     from codeloop.events import ApiCallEvent, AssistantEvent, Terminal, Tombstone, UserEvent
     from codeloop.loop.query import QueryParams, query
@@ -112,13 +116,14 @@ async def run_subagent(runtime: SubagentRuntime, definition: Any, prompt: str, p
     from codeloop.tools.agents import DEFAULT_MAX_TURNS, DEFAULT_SUBAGENT_PROMPT, resolve_agent_model
     from codeloop.tools.deferred import LOADED_KEY, POOL_KEY, hint_for, request_tools
 
-    agent_id = str(uuid.uuid4())
+    agent_id = agent_id or str(uuid.uuid4())
     model = resolve_agent_model(definition, runtime.model)
     denied = set(getattr(definition, "disallowed_tools", ()))
     pool = [t for t in subagent_tools(list(runtime.tools), definition.tools) if t.name not in denied]
     history: list[Any] = []
     ctx = ToolContext(
-        cwd=parent.cwd, project_dir=parent.project_dir, abort=parent.abort,  # a parent abort stops it
+        # a parent abort stops a foreground subagent; a background one has its own
+        cwd=parent.cwd, project_dir=parent.project_dir, abort=abort or parent.abort,
         session_dir=(runtime.session_dir / "subagents" / f"agent-{agent_id}") if runtime.session_dir else None,
         agent_id=agent_id, non_interactive=parent.non_interactive, session_id=parent.session_id, model=model,
         entrypoint=parent.entrypoint, messages=lambda: list(history),
@@ -127,7 +132,8 @@ async def run_subagent(runtime: SubagentRuntime, definition: Any, prompt: str, p
         denied_inodes=parent.denied_inodes,
         extra={POOL_KEY: pool, LOADED_KEY: set(), "feature_flags": parent.extra.get("feature_flags") or {},
                "agent_type": definition.name, "sandbox": parent.extra.get("sandbox"),
-               "side_provider": parent.extra.get("side_provider")})  # WebFetch/WebSearch side calls
+               "side_provider": parent.extra.get("side_provider"),  # WebFetch/WebSearch side calls
+               "background_tasks": parent.extra.get("background_tasks")})  # killed with the session
     system_prompt = [definition.system_prompt or DEFAULT_SUBAGENT_PROMPT, environment_block(runtime.cwd)]
     hint = hint_for(pool, ctx)
     if hint:

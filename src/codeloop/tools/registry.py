@@ -28,10 +28,21 @@ BUILTINS: tuple[tuple[str, str, str], ...] = (
     ("WebSearch", "codeloop.tools.builtin.web_search", "WebSearchTool"),
     ("AskUserQuestion", "codeloop.tools.builtin.ask_user", "AskUserQuestionTool"),
     ("Skill", "codeloop.tools.builtin.skill", "SkillTool"),
+    ("TaskOutput", "codeloop.tools.builtin.task_output", "TaskOutputTool"),
+    ("TaskStop", "codeloop.tools.builtin.task_output", "TaskStopTool"),
     ("ToolSearch", "codeloop.tools.builtin.tool_search", "ToolSearchTool"),
     ("EndConversation", "codeloop.tools.builtin.end_conversation", "EndConversationTool"),
 )
 DEFERRED = frozenset({"EndConversation"})
+# Claude Code's older tool names, still accepted from models, old transcripts, rules and flags.
+LEGACY_NAMES = {"Task": "Agent", "BashOutput": "TaskOutput", "BashOutputTool": "TaskOutput",
+                "AgentOutputTool": "TaskOutput", "AgentOutput": "TaskOutput", "KillShell": "TaskStop",
+                "KillBash": "TaskStop"}
+
+
+def canonical_name(name: str) -> str:
+    """The current name of a tool called `name` (itself unless it is a legacy name)."""
+    return LEGACY_NAMES.get(name, name)
 UNBOUNDED_RESULTS = frozenset({"Read"})  # kept in step with the tools' max_result_chars (tested)
 INTERRUPTIBLE = frozenset({"Glob", "Grep", "Read", "ToolSearch"})  # … and with their `interruptible` (tested)
 
@@ -73,7 +84,7 @@ def _skill_gate(ctx: Any) -> bool:
     return ctx.agent_id is None and bool(session_skills(ctx))
 
 
-_GATES = {"EndConversation": _end_conversation_gate, "Task": _task_gate, "WebSearch": _web_search_gate,
+_GATES = {"EndConversation": _end_conversation_gate, "Agent": _task_gate, "WebSearch": _web_search_gate,
           "AskUserQuestion": _main_agent_gate, "ExitPlanMode": _main_agent_gate, "Skill": _skill_gate}
 
 _JSON_TYPES = {
@@ -109,14 +120,14 @@ def builtin_tools(*, lazy: bool = False, agent_definitions: dict[str, Any] | Non
                           interruptible=name in INTERRUPTIBLE)
                  for name, module, cls in BUILTINS]
         if agent_definitions is not None:
-            # Task's description lists the agent types, so its cached schema is keyed by them too.
+            # Agent's description lists the agent types, so its cached schema is keyed by them too.
             import hashlib
 
             from codeloop.tools.agents import agent_listing
             listing = hashlib.sha1(agent_listing(agent_definitions).encode()).hexdigest()[:16]
             task_cache = SchemaCache(cache.path.with_name("task-schema.json"),
                                      cache_key(files + [here / "task.py"]) + "|" + listing)
-            tools.append(LazyTool("Task", "codeloop.tools.builtin.task", "TaskTool", task_cache,
+            tools.append(LazyTool("Agent", "codeloop.tools.builtin.task", "TaskTool", task_cache,
                                   gate=_task_gate, kwargs={"definitions": agent_definitions}))
         return tools  # type: ignore[return-value]
     tools = [getattr(importlib.import_module(module), cls)() for _, module, cls in BUILTINS]
@@ -137,8 +148,8 @@ def select_tools(
     `allowed` is the `--tools` list (None = every tool, [] = none). In `disallowed` only bare
     names remove a tool; entries such as `Bash(git:*)` are permission rules, applied elsewhere.
     """
-    allowed_set = None if allowed is None else set(allowed)
-    removed = {d for d in disallowed if "(" not in d}
+    allowed_set = None if allowed is None else {canonical_name(a) for a in allowed}
+    removed = {canonical_name(d) for d in disallowed if "(" not in d}
     return [
         t
         for t in tools
@@ -153,7 +164,12 @@ def is_interruptible(tools: Iterable[Tool], name: str) -> bool:
 
 
 def find_tool(tools: Iterable[Tool], name: str) -> Tool | None:
-    return next((t for t in tools if t.name == name), None)
+    """By name; a legacy name (`Task`, `BashOutput`, `KillShell`…) finds the tool's current one."""
+    tools = list(tools)
+    found = next((t for t in tools if t.name == name), None)
+    if found is None and name in LEGACY_NAMES:
+        found = next((t for t in tools if t.name == LEGACY_NAMES[name]), None)
+    return found
 
 
 def parse_tool_input(tool: Tool, raw: Any) -> BaseModel:

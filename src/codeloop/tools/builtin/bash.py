@@ -58,6 +58,9 @@ edit and Write (not echo/cat heredocs) to create files.
 - To run several independent commands, make several Bash calls in one response; for dependent \
 commands chain them with `&&` (or `;` when later ones should run even if earlier ones fail).
 - Write a clear, concise description (5-10 words) of what the command does.
+- Set `run_in_background` to run a long command (a server, a watcher, a long build) in the \
+background: the call returns a task id at once, the output goes to a file, and you are told \
+when it ends. Read its output with TaskOutput and stop it with TaskStop. No `&` is needed.
 - Never use git commands with -i (interactive) flags, and never push, reset --hard or otherwise \
 make destructive changes unless the user explicitly asked for it."""
 
@@ -74,6 +77,10 @@ class BashInput(BaseModel):
         None,
         description="Clear, concise description of what this command does in 5-10 words, in "
         "active voice. Examples: 'Lists files in current directory', 'Shows working tree status'",
+    )
+    run_in_background: bool | SkipJsonSchema[None] = Field(
+        None,
+        description="Set to true to run this command in the background. Use TaskOutput to read the output later.",
     )
 
 
@@ -161,7 +168,8 @@ def _script(command: str, cwd_file: str) -> str:
 
 
 @contextmanager
-def _sandboxed(command: str, cwd: Path, cwd_file: str, sandbox: Any) -> Iterator[tuple[list[str], dict[str, str]]]:
+def _sandboxed(command: str, cwd: Path, cwd_file: str | None,
+               sandbox: Any) -> Iterator[tuple[list[str], dict[str, str]]]:
     """The bwrap prefix and extra environment for this call ([] and {} when it runs unsandboxed)."""
     if sandbox is None or not sandbox.enabled:
         yield [], {}
@@ -176,7 +184,7 @@ def _sandboxed(command: str, cwd: Path, cwd_file: str, sandbox: Any) -> Iterator
         yield [], {}
         return
     try:
-        prepared = sandbox.prepare(str(cwd), [cwd_file])
+        prepared = sandbox.prepare(str(cwd), [cwd_file] if cwd_file else [])
         prefix = prepared.__enter__()
     except LayoutError as e:
         raise ToolError(f"Bash refused: the sandbox cannot start safely: {e}") from None
@@ -200,6 +208,8 @@ class BashTool(Tool):
         return bool(command) and is_read_only(command)
 
     async def call(self, inp: BashInput, ctx: ToolContext) -> ToolResult:
+        if inp.run_in_background:
+            return await self._background(inp, ctx)
         timeout_ms = min(inp.timeout or DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS)
         notes: list[str] = []
         cwd = ctx.cwd
@@ -248,6 +258,31 @@ class BashTool(Tool):
                 "cwd": str(ctx.cwd),
             },
         )
+
+    async def _background(self, inp: BashInput, ctx: ToolContext) -> ToolResult:
+        """Start the command as a background task; under the sandbox, bwrap is that task."""
+        from codeloop.tools.base import CURRENT_TOOL_USE_ID
+        from codeloop.tools.builtin.bash_background import registry
+
+        cwd = ctx.cwd if ctx.cwd.is_dir() else ctx.project_dir
+        guard = _sandboxed(inp.command, cwd, None, ctx.extra.get(SANDBOX_KEY))
+        prefix, env = guard.__enter__()  # the sandbox's layout stays up until the task ends
+
+        def cleanup() -> None:
+            guard.__exit__(None, None, None)
+        try:
+            task = await registry(ctx).start_shell(
+                inp.command, [*prefix, _shell(), "-c", inp.command], cwd=cwd, env=env,
+                description=inp.description or "", tool_use_id=CURRENT_TOOL_USE_ID.get(), cleanup=cleanup)
+        except OSError as e:
+            cleanup()
+            raise ToolError(f"Could not start the shell in {cwd}: {e.strerror or e}") from e
+        except BaseException:
+            cleanup()
+            raise
+        return ToolResult(f"Command running in background with ID: {task.id}. Output is being written to: "
+                          f"{task.output_file}", data={"backgroundTaskId": task.id, "stdout": "", "stderr": "",
+                                                       "interrupted": False, "cwd": str(ctx.cwd)})
 
     async def _run(
         self, command: str, cwd: Path, cwd_file: str, timeout_ms: int, ctx: ToolContext,

@@ -1,4 +1,9 @@
-"""The Task tool: launches a subagent and returns its final answer.
+"""The Agent tool (formerly Task): launches a subagent and returns its final answer.
+
+`Agent` is Claude Code's current name; `Task` (old sessions, `Task(...)` rules, `--allowedTools
+Task`) resolves to it through the registry's aliases (`LEGACY_NAME`). With `run_in_background`
+the subagent runs as a background task (`bash_background.BackgroundTasks.track_agent`): the call
+returns its id at once, its end is announced like a background shell's, and TaskOutput reads it.
 
 The tool owns the model-facing side: its description (listing the agent types), input schema,
 gates (never inside a subagent, never in an ended session, only where the session wired a
@@ -20,9 +25,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from codeloop.tools.base import (CURRENT_TOOL_USE_ID, PermissionBehavior, PermissionDecision, Tool, ToolContext,
                                  ToolError, ToolResult)
 
-NAME = "Task"
+NAME = "Agent"
+LEGACY_NAME = "Task"
 ENDED_REFUSAL = "The session was ended by the model; start a new session (or /clear) to continue."
-__all__ = ["CURRENT_TOOL_USE_ID", "ENDED_REFUSAL", "NAME", "SubagentOutcome", "TaskInput", "TaskTool"]
+__all__ = ["CURRENT_TOOL_USE_ID", "ENDED_REFUSAL", "LEGACY_NAME", "NAME", "SubagentOutcome", "TaskInput", "TaskTool"]
 
 
 DESCRIPTION = """\
@@ -32,8 +38,9 @@ as this tool's result; the user does not see that message, so relay what matters
 
 When to use it: open-ended searches that may take several rounds, investigations whose details \
 would flood your context, or independent pieces of work that can run in parallel (send several \
-Task calls in one response). Do not use it to read a known file or look up one symbol — use \
-Read, Grep or Glob directly.
+Agent calls in one response, or set `run_in_background` and keep working: you are told when a \
+background agent finishes, and TaskOutput reads its answer). Do not use it to read a known file \
+or look up one symbol — use Read, Grep or Glob directly.
 
 How to use it:
 - Write a complete, self-contained prompt: the goal, what you already know, and exactly what to \
@@ -50,8 +57,8 @@ class TaskInput(BaseModel):
     subagent_type: str = Field("general-purpose", description="The type of specialized agent to use for this task")
     # Claude Code's Agent tool also takes these; a model given here overrides the agent's own.
     model: str | None = Field(None, description="Optional model for this agent (sonnet, opus, haiku or an id)")
-    run_in_background: bool | None = Field(None, description="Accepted for compatibility; the agent runs in the "
-                                                             "foreground and this call returns its answer")
+    run_in_background: bool | None = Field(None, description="Set to true to run this agent in the background. "
+                                                             "You will be notified when it completes.")
 
 
 class TaskTool(Tool):
@@ -91,6 +98,8 @@ class TaskTool(Tool):
             raise ToolError("Subagents cannot launch subagents.")
         if ctx.spawn_subagent is None:
             raise ToolError("Subagents are not available in this session.")
+        if inp.run_in_background:
+            return self._background(inp, ctx)
         outcome = await ctx.spawn_subagent(inp.subagent_type, inp.prompt, ctx,
                                            parent_tool_use_id=CURRENT_TOOL_USE_ID.get(),
                                            model=inp.model, description=inp.description)
@@ -101,6 +110,26 @@ class TaskTool(Tool):
             return ToolResult(f"The subagent ended without a final answer (terminal reason: "
                               f"{outcome.terminal_reason}{detail}).", is_error=True, data=data)
         return ToolResult(outcome.text, data=data)
+
+    def _background(self, inp: TaskInput, ctx: ToolContext) -> ToolResult:
+        import uuid
+
+        from codeloop.abort import AbortController
+        from codeloop.tools.builtin.bash_background import registry
+
+        agent_id, abort = str(uuid.uuid4()), AbortController()  # its own abort: Esc on this turn spares it
+        spawn, tool_use_id = ctx.spawn_subagent, CURRENT_TOOL_USE_ID.get()
+        assert spawn is not None
+
+        async def run() -> Any:
+            return await spawn(inp.subagent_type, inp.prompt, ctx, parent_tool_use_id=tool_use_id,
+                               model=inp.model, description=inp.description, agent_id=agent_id, abort=abort)
+        task = registry(ctx).track_agent(agent_id, inp.description, run, stop=abort.abort, tool_use_id=tool_use_id)
+        return ToolResult(f"Async agent launched successfully.\nagentId: {agent_id}\nThe agent is working in the "
+                          f"background; you will be notified when it completes. Its answer will be in "
+                          f"{task.output_file} (or call TaskOutput with this id).",
+                          data={"status": "async_launched", "agentId": agent_id, "description": inp.description,
+                                "prompt": inp.prompt, "outputFile": str(task.output_file)})
 
 
 @dataclass
