@@ -83,8 +83,8 @@ class HookRegistry:
 def initialize_response(conv: Any) -> dict[str, Any]:
     """What `initialize` answers: the fields the SDK reads (`get_server_info()`), minimal but valid."""
     return {"commands": _COMMANDS, "output_style": "default", "available_output_styles": ["default"],
-            "models": _MODELS, "account": {"apiKeySource": "ANTHROPIC_API_KEY" if os.environ.get(
-                "ANTHROPIC_API_KEY") else "none"}, "pid": os.getpid(),
+            "models": _MODELS, "account": {"apiKeySource": getattr(conv, "api_key_source", None) or (
+                "ANTHROPIC_API_KEY" if os.environ.get("ANTHROPIC_API_KEY") else "none")}, "pid": os.getpid(),
             # SDK hooks run as PreToolUse callbacks only, and a failing one never blocks.
             "hook_on_failure_supported": False}
 
