@@ -106,10 +106,14 @@ def start_local(spec: str | None, config_dir: Path) -> tuple[Any, str]:
     """(provider, model name) for `--model local[:spec]`: the model assembled and verified if
     needed (with a progress bar), the runtime started. Raises LocalModelError."""
     import importlib.util
+    import os
 
     from codeloop.providers.local import RUNTIME_HINT, start_local_provider
     from codeloop.providers.local_model import LocalModelError
 
+    base_url = os.environ.get("CODELOOP_LOCAL_BASE_URL", "").strip() or None
+    if base_url:  # a llama.cpp server the user runs (or a test's fake one): nothing to load
+        return start_local_provider(spec, config_dir / "models", descriptions=SHORT_DESCRIPTIONS, base_url=base_url)
     if importlib.util.find_spec("xllamacpp") is None:
         raise LocalModelError(f"the local model runtime is not installed: {RUNTIME_HINT}")
     update, finish = progress_bar()

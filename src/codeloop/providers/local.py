@@ -114,11 +114,27 @@ class LocalProvider(OpenAICompatProvider):
 
 
 def start_local_provider(spec: str | None, models_dir: Path, *, progress: Any = None,
-                         descriptions: Mapping[str, str] | None = None) -> tuple[LocalProvider, str]:
-    """Resolve `--model local[:spec]`, start the runtime and return (provider, model name)."""
+                         descriptions: Mapping[str, str] | None = None,
+                         base_url: str | None = None) -> tuple[LocalProvider, str]:
+    """Resolve `--model local[:spec]`, start the runtime and return (provider, model name).
+
+    With `base_url` (CODELOOP_LOCAL_BASE_URL: a llama.cpp server the user runs, or a test's
+    fake one) nothing is loaded or started; the profile and constrained calls still apply."""
     from codeloop.providers.local_model import resolve_model_file
 
+    if base_url:
+        name = model_name(spec)
+        return LocalProvider(LocalRuntime(Path(name), alias=name), descriptions=descriptions,
+                             base_url=base_url.rstrip("/")), name
     path, name = resolve_model_file(spec, models_dir, progress)
+    name = model_name(name)
     runtime = LocalRuntime(path, alias=name, n_ctx=context_size())
     runtime.start()
     return LocalProvider(runtime, descriptions=descriptions), name
+
+
+def model_name(name: str | None) -> str:
+    """`local` or `local/<model>`: the prefix keeps every local model on the free, 16k-window
+    row of the model table, whatever its file is called."""
+    name = (name or "").strip()
+    return f"local/{name}" if name and name != "local" else "local"
