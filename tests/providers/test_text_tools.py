@@ -40,7 +40,8 @@ def test_variants_parse_to_the_same_call(text):
 
 
 def test_several_tagged_calls_parse_in_order():
-    text = f"<tool_call>{CALL}</tool_call>\n<tool_call>{json.dumps({'name': 'Glob', 'arguments': {'pattern': '*'}})}</tool_call>"
+    glob = json.dumps({"name": "Glob", "arguments": {"pattern": "*"}})
+    text = f"<tool_call>{CALL}</tool_call>\n<tool_call>{glob}</tool_call>"
     reply = parse_text_calls(text)
     assert reply is not None and [c.name for c in reply.calls] == ["Read", "Glob"]
 

@@ -21,13 +21,14 @@ from pathlib import Path
 from typing import Any
 
 LOCAL_TOOLS = ("Read", "Edit", "Write", "Bash", "Glob", "Grep")
+# in the order the model sees them: the first tools are the ones most tasks need
 SHORT_DESCRIPTIONS = {
-    "Read": "show a file's lines, numbered",
-    "Edit": "replace old_string (copied exactly from the file) with new_string in a file",
-    "Write": "create or overwrite a file with content",
-    "Bash": "run a shell command and see its output",
-    "Glob": "list files matching a pattern such as **/*.py",
-    "Grep": "list files whose contents match a regular expression",
+    "Read": "show a file's contents with line numbers (use it to answer questions about a file)",
+    "Edit": "replace old_string, copied exactly from the file, with new_string",
+    "Write": "create a new file, or overwrite one, with content",
+    "Bash": "run a shell command (python3, wc, ls…) and see its output",
+    "Glob": "list the files whose paths match a pattern such as **/*.py",
+    "Grep": "list the files whose contents match a regular expression (names only, no lines)",
 }
 LOCAL_SYSTEM_PROMPT = """\
 You are codeloop, a coding assistant working on the user's files through tools.

@@ -129,13 +129,16 @@ def constrained_body(request: Any, *, max_tokens_field: str = "max_tokens",
     reply to a prompt must be a tool call: small models otherwise answer questions about files
     they have not read from imagination (measured: most wrong answers were of this kind)."""
     tools = [t for t in request.tools if "input_schema" in t]
-    allow_answer = not (tool_first and awaiting_first_call(request.messages))
+    if descriptions:  # the order of `descriptions` is the order the model sees the tools in
+        rank = {name: i for i, name in enumerate(descriptions)}
+        tools.sort(key=lambda t: rank.get(t["name"], len(rank)))
+    schema = reply_schema(tools, allow_answer=not (tool_first and awaiting_first_call(request.messages)))
     body: dict[str, Any] = {
         "model": request.model, "stream": True, "stream_options": {"include_usage": True},
         "messages": render_messages(request.system, request.messages, tools_prompt(tools, descriptions)),
         max_tokens_field: request.max_tokens,
         "response_format": {"type": "json_schema",
-                            "json_schema": {"name": "reply", "strict": True, "schema": reply_schema(tools, allow_answer=allow_answer)}}}
+                            "json_schema": {"name": "reply", "strict": True, "schema": schema}}}
     if request.temperature is not None:
         body["temperature"] = request.temperature
     return body
