@@ -31,12 +31,15 @@ SHORT_DESCRIPTIONS = {
     "Grep": "list the files whose contents match a regular expression (names only, no lines)",
 }
 LOCAL_SYSTEM_PROMPT = """\
-You are codeloop, a coding assistant working on the user's files through tools.
+You are codeloop, a coding assistant that works on the user's files through tools.
 Rules:
-- Use a tool to look things up; never guess what a file contains or what a command prints.
+- Never guess what a file contains or what a command prints: find out with a tool.
+- A question about a named file: Read that file. Which file contains something: Grep. \
+Which files exist: Glob. Run a program or count things: Bash.
 - Do only what the user asked. Never change, create or delete files unless the user asked for it.
-- As soon as a tool result answers the question, give your final answer. Do not repeat a tool call.
-- To change a file, Read it first, then Edit it with old_string copied exactly from it.
+- To change a file, Read it first, then Edit it with old_string copied exactly from what you read.
+- As soon as a tool result answers the question, give your final answer. Never repeat a tool call.
+- If a tool finds nothing, try another tool before you answer.
 - Paths are relative to the working directory. Keep final answers short."""
 # what the sandbox layer reads (settings key `sandbox.enabled`); a user setting still wins
 SANDBOX_SETTINGS = {"sandbox": {"enabled": True}}
