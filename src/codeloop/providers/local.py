@@ -19,7 +19,7 @@ from typing import Any, Mapping
 from codeloop.providers.base import ModelRequest
 from codeloop.providers.local_model import LocalModelError
 from codeloop.providers.openai_compat import OpenAICompatProvider
-from codeloop.providers.openai_translate import StreamTranslator
+from codeloop.providers.openai_translate import StreamTranslator, chat_body
 from codeloop.providers.text_tools import ANSWER_KEY
 
 DEFAULT_CONTEXT = 16_384
@@ -97,6 +97,10 @@ class LocalProvider(OpenAICompatProvider):
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
         from codeloop.providers.constrained import constrained_body
 
+        if not request.tools:  # side requests (compaction summaries, labels) are plain text
+            body = chat_body(request, max_tokens_field=self.max_tokens_field, send_tools=False)
+            body.setdefault("temperature", DEFAULT_TEMPERATURE)
+            return body
         body = constrained_body(request, max_tokens_field=self.max_tokens_field, descriptions=self.descriptions,
                                 tool_first=self.tool_first)
         body.setdefault("temperature", DEFAULT_TEMPERATURE)
