@@ -205,3 +205,11 @@ def test_constrained_body_requires_a_tool_first_then_allows_the_answer():
     opts2 = b2["response_format"]["json_schema"]["schema"]["anyOf"]
     assert len(opts1) == 2 and len(opts2) == 3
     assert "- Read {\"file_path\": string}: Reads a file." in b1["messages"][0]["content"]
+
+
+def test_input_defaults_fill_what_a_text_call_leaves_out():
+    blob = json.dumps({"name": "Grep", "arguments": {"pattern": "PORT", "output_mode": "count"}})
+    events, _ = translate([blob], tool_names=["Grep"],
+                          input_defaults={"Grep": {"output_mode": "content", "-n": True}})
+    got = blocks(events)
+    assert json.loads(got[0]["_json"]) == {"pattern": "PORT", "output_mode": "count", "-n": True}

@@ -28,14 +28,17 @@ SHORT_DESCRIPTIONS = {
     "Write": "create a new file, or overwrite one, with content",
     "Bash": "run a shell command (python3, wc, ls…) and see its output",
     "Glob": "list the files whose paths match a pattern such as **/*.py",
-    "Grep": "list the files whose contents match a regular expression (names only, no lines)",
+    "Grep": "search all files for a regular expression; shows each matching line with its file name",
 }
+# Arguments the constrained calls cannot carry (only required ones are offered): Grep shows the
+# matching lines themselves, which answers most "where is…/what is…" questions in one call.
+INPUT_DEFAULTS = {"Grep": {"output_mode": "content", "-n": True, "head_limit": 50}}
 LOCAL_SYSTEM_PROMPT = """\
 You are codeloop, a coding assistant that works on the user's files through tools.
 Rules:
 - Never guess what a file contains or what a command prints: find out with a tool.
-- A question about a named file: Read that file. Which file contains something: Grep. \
-Which files exist: Glob. Run a program or count things: Bash.
+- A question about a named file: Read that file. To find where something is: Grep. \
+To list files: Glob. To run a program or count lines: Bash.
 - Do only what the user asked. Never change, create or delete files unless the user asked for it.
 - To change a file, Read it first, then Edit it with old_string copied exactly from what you read.
 - As soon as a tool result answers the question, give your final answer. Never repeat a tool call.
@@ -117,7 +120,8 @@ def start_local(spec: str | None, config_dir: Path) -> tuple[Any, str]:
 
     base_url = os.environ.get("CODELOOP_LOCAL_BASE_URL", "").strip() or None
     if base_url:  # a llama.cpp server the user runs (or a test's fake one): nothing to load
-        return start_local_provider(spec, config_dir / "models", descriptions=SHORT_DESCRIPTIONS, base_url=base_url)
+        return start_local_provider(spec, config_dir / "models", descriptions=SHORT_DESCRIPTIONS,
+                                    input_defaults=INPUT_DEFAULTS, base_url=base_url)
     if importlib.util.find_spec("xllamacpp") is None:
         raise LocalModelError(f"the local model runtime is not installed: {RUNTIME_HINT}")
     update, finish = progress_bar()
@@ -125,7 +129,8 @@ def start_local(spec: str | None, config_dir: Path) -> tuple[Any, str]:
         if sys.stderr.isatty():
             sys.stderr.write("codeloop: loading the local model (a small model on this machine: expect slower, "
                              "weaker answers than a hosted one)…\n")
-        return start_local_provider(spec, config_dir / "models", progress=update, descriptions=SHORT_DESCRIPTIONS)
+        return start_local_provider(spec, config_dir / "models", progress=update, descriptions=SHORT_DESCRIPTIONS,
+                                    input_defaults=INPUT_DEFAULTS)
     finally:
         finish()
 

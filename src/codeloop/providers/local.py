@@ -87,12 +87,14 @@ class LocalProvider(OpenAICompatProvider):
     """The OpenAI-compatible provider on the embedded server, with constrained tool calls."""
 
     def __init__(self, runtime: LocalRuntime, *, descriptions: Mapping[str, str] | None = None,
-                 tool_first: bool = True, transport: Any = None, base_url: str | None = None, **kwargs: Any) -> None:
+                 input_defaults: Mapping[str, dict[str, Any]] | None = None, tool_first: bool = True,
+                 transport: Any = None, base_url: str | None = None, **kwargs: Any) -> None:
         super().__init__(api_key="", base_url=base_url or runtime.base_url, transport=transport,
                          require_key=False, name="local", **kwargs)
         self.runtime = runtime
         self.descriptions = dict(descriptions or {})
         self.tool_first = tool_first
+        self.input_defaults = {k: dict(v) for k, v in (input_defaults or {}).items()}
 
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
         from codeloop.providers.constrained import constrained_body
@@ -108,7 +110,7 @@ class LocalProvider(OpenAICompatProvider):
 
     def translator(self, request: ModelRequest) -> StreamTranslator:
         return StreamTranslator(request.model, tool_names=[t["name"] for t in request.tools if "name" in t],
-                                answer_key=ANSWER_KEY)
+                                answer_key=ANSWER_KEY, input_defaults=self.input_defaults)
 
     async def aclose(self) -> None:
         try:
@@ -119,6 +121,7 @@ class LocalProvider(OpenAICompatProvider):
 
 def start_local_provider(spec: str | None, models_dir: Path, *, progress: Any = None,
                          descriptions: Mapping[str, str] | None = None,
+                         input_defaults: Mapping[str, dict[str, Any]] | None = None,
                          base_url: str | None = None) -> tuple[LocalProvider, str]:
     """Resolve `--model local[:spec]`, start the runtime and return (provider, model name).
 
@@ -129,12 +132,12 @@ def start_local_provider(spec: str | None, models_dir: Path, *, progress: Any = 
     if base_url:
         name = model_name(spec)
         return LocalProvider(LocalRuntime(Path(name), alias=name), descriptions=descriptions,
-                             base_url=base_url.rstrip("/")), name
+                             input_defaults=input_defaults, base_url=base_url.rstrip("/")), name
     path, name = resolve_model_file(spec, models_dir, progress)
     name = model_name(name)
     runtime = LocalRuntime(path, alias=name, n_ctx=context_size())
     runtime.start()
-    return LocalProvider(runtime, descriptions=descriptions), name
+    return LocalProvider(runtime, descriptions=descriptions, input_defaults=input_defaults), name
 
 
 def model_name(name: str | None) -> str:

@@ -193,12 +193,16 @@ class StreamTranslator:
     answers it with a "No such tool available" error result the model sees and can correct,
     rather than the blob being reported as a successful answer. With `answer_key`, a whole-text
     `{"<answer_key>": "…"}` object (the constrained mode's final answer) becomes plain text.
+    `input_defaults` fills in arguments a text call leaves out (the constrained mode offers only
+    a tool's required ones).
     """
 
-    def __init__(self, model: str, *, tool_names: Iterable[str] = (), answer_key: str | None = None) -> None:
+    def __init__(self, model: str, *, tool_names: Iterable[str] = (), answer_key: str | None = None,
+                 input_defaults: dict[str, dict[str, Any]] | None = None) -> None:
         self.model = model
         self.tool_names = frozenset(tool_names)
         self.answer_key = answer_key
+        self.input_defaults = input_defaults or {}  # per tool: arguments a text call leaves out
         # text held back while it may still be a text tool call; None once the reply is decided
         self._held: list[str] | None = [] if (self.tool_names or answer_key) else None
         self.started = False
@@ -279,7 +283,8 @@ class StreamTranslator:
                 yield {"type": "content_block_start", "index": self._index, "content_block": {
                     "type": "tool_use", "id": f"call_{uuid.uuid4().hex[:24]}", "name": call.name, "input": {}}}
                 yield {"type": "content_block_delta", "index": self._index,
-                       "delta": {"type": "input_json_delta", "partial_json": json.dumps(call.input)}}
+                       "delta": {"type": "input_json_delta",
+                                 "partial_json": json.dumps({**self.input_defaults.get(call.name, {}), **call.input})}}
                 yield {"type": "content_block_stop", "index": self._index}
         elif text:
             yield from self._stream(BlockKind.TEXT, text)
