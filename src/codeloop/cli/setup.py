@@ -268,10 +268,9 @@ def _provider_and_model(args: argparse.Namespace, settings: Any) -> tuple[Any, s
         raise SetupError(str(exc)) from None
     if name == "local":
         from codeloop.cli.local_profile import start_local
+        from codeloop.providers.local import context_size
         from codeloop.providers.local_model import LocalModelError
         from codeloop.session.store import config_dir
-
-        from codeloop.providers.local import context_size
 
         # the window the runtime was started with is what compaction must plan for
         os.environ.setdefault("CODELOOP_CONTEXT_WINDOW", str(context_size()))
