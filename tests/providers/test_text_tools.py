@@ -213,3 +213,26 @@ def test_input_defaults_fill_what_a_text_call_leaves_out():
                           input_defaults={"Grep": {"output_mode": "content", "-n": True}})
     got = blocks(events)
     assert json.loads(got[0]["_json"]) == {"pattern": "PORT", "output_mode": "count", "-n": True}
+
+
+def test_a_repeated_call_takes_that_tool_off_the_next_reply():
+    grep = {"type": "tool_use", "id": "g1", "name": "Grep", "input": {"pattern": "PORT = "}}
+    msgs = [{"role": "user", "content": [{"type": "text", "text": "what is PORT?"}]},
+            {"role": "assistant", "content": [grep]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "g1", "content": "No files found"}]}]
+    tools = [{"name": n, "input_schema": {"type": "object", "properties": {}}} for n in ("Read", "Grep")]
+    once = constrained_body(ModelRequest(model="m", messages=msgs, tools=tools), tool_first=True)
+    again = msgs + [{"role": "assistant", "content": [{**grep, "id": "g2"}]},
+                    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "g2", "content": "No files"}]}]
+    twice = constrained_body(ModelRequest(model="m", messages=again, tools=tools), tool_first=True)
+
+    def offered(body):
+        return [o["properties"].get("name", {}).get("const", "answer")
+                for o in body["response_format"]["json_schema"]["schema"]["anyOf"]]
+    assert offered(once) == ["Read", "Grep", "answer"]
+    assert offered(twice) == ["Read", "answer"]
+    # a new prompt starts afresh
+    fresh = again + [{"role": "assistant", "content": [{"type": "text", "text": "none"}]},
+                     {"role": "user", "content": [{"type": "text", "text": "try again"}]}]
+    assert offered(constrained_body(ModelRequest(model="m", messages=fresh, tools=tools), tool_first=True)) == \
+        ["Read", "Grep"]

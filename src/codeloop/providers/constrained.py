@@ -65,6 +65,26 @@ def awaiting_first_call(messages: list[dict[str, Any]]) -> bool:
     return isinstance(content, str) or not any(b.get("type") == "tool_result" for b in content or [])
 
 
+def repeated_tools(messages: list[dict[str, Any]]) -> set[str]:
+    """Tools whose newest call repeats an earlier call of this request exactly (same name and
+    arguments). Small models loop on a call that found nothing; the next reply may not offer
+    that tool again, so the grammar enforces the prompt's "never repeat a tool call"."""
+    start = max((i for i, m in enumerate(messages) if m.get("role") == "user" and not _has_results(m)), default=0)
+    seen: list[str] = []
+    for m in messages[start:]:
+        if m.get("role") == "assistant" and isinstance(m.get("content"), list):
+            seen += [json.dumps([b.get("name"), b.get("input")], sort_keys=True)
+                     for b in m["content"] if b.get("type") == "tool_use"]
+    if not seen or seen[-1] not in seen[:-1]:
+        return set()
+    return {json.loads(seen[-1])[0]}
+
+
+def _has_results(message: dict[str, Any]) -> bool:
+    content = message.get("content")
+    return isinstance(content, list) and any(b.get("type") == "tool_result" for b in content)
+
+
 def _describe(tool: dict[str, Any], descriptions: Mapping[str, str] | None) -> str:
     desc = (descriptions or {}).get(tool["name"]) or tool.get("description", "").strip().split("\n")[0][:160]
     args = argument_schema(tool["input_schema"])["properties"]
@@ -125,14 +145,17 @@ def render_messages(system: list[dict[str, Any]], messages: list[dict[str, Any]]
 
 def constrained_body(request: Any, *, max_tokens_field: str = "max_tokens",
                      descriptions: Mapping[str, str] | None = None, tool_first: bool = False) -> dict[str, Any]:
-    """The POST /chat/completions body for one constrained turn. With `tool_first`, the first
-    reply to a prompt must be a tool call: small models otherwise answer questions about files
-    they have not read from imagination (measured: most wrong answers were of this kind)."""
+    """The POST /chat/completions body for one constrained turn. With `tool_first` (the local
+    profile's steering), the first reply to a prompt must be a tool call — small models otherwise
+    answer questions about files they have not read from imagination — and a tool whose newest
+    call repeated an earlier one is not offered for the next reply."""
     tools = [t for t in request.tools if "input_schema" in t]
     if descriptions:  # the order of `descriptions` is the order the model sees the tools in
         rank = {name: i for i, name in enumerate(descriptions)}
         tools.sort(key=lambda t: rank.get(t["name"], len(rank)))
-    schema = reply_schema(tools, allow_answer=not (tool_first and awaiting_first_call(request.messages)))
+    repeated = repeated_tools(request.messages) if tool_first else set()
+    schema = reply_schema([t for t in tools if t["name"] not in repeated],
+                          allow_answer=not (tool_first and awaiting_first_call(request.messages)))
     body: dict[str, Any] = {
         "model": request.model, "stream": True, "stream_options": {"include_usage": True},
         "messages": render_messages(request.system, request.messages, tools_prompt(tools, descriptions)),
