@@ -223,16 +223,39 @@ def test_a_repeated_call_takes_that_tool_off_the_next_reply():
     tools = [{"name": n, "input_schema": {"type": "object", "properties": {}}} for n in ("Read", "Grep")]
     once = constrained_body(ModelRequest(model="m", messages=msgs, tools=tools), tool_first=True)
     again = msgs + [{"role": "assistant", "content": [{**grep, "id": "g2"}]},
-                    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "g2", "content": "No files"}]}]
+                    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "g2", "content": "No files found"}]}]
     twice = constrained_body(ModelRequest(model="m", messages=again, tools=tools), tool_first=True)
 
     def offered(body):
         return [o["properties"].get("name", {}).get("const", "answer")
                 for o in body["response_format"]["json_schema"]["schema"]["anyOf"]]
-    assert offered(once) == ["Read", "Grep", "answer"]
-    assert offered(twice) == ["Read", "answer"]
+    # nothing found yet, so no answer either
+    assert offered(once) == ["Read", "Grep"]
+    assert offered(twice) == ["Read"]
     # a new prompt starts afresh
     fresh = again + [{"role": "assistant", "content": [{"type": "text", "text": "none"}]},
                      {"role": "user", "content": [{"type": "text", "text": "try again"}]}]
     assert offered(constrained_body(ModelRequest(model="m", messages=fresh, tools=tools), tool_first=True)) == \
         ["Read", "Grep"]
+
+
+def test_answer_waits_for_a_result_that_found_something():
+    from codeloop.providers.constrained import answer_allowed
+
+    prompt = {"role": "user", "content": [{"type": "text", "text": "where is PORT?"}]}
+
+    def call(i):
+        return {"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": "Grep",
+                                                  "input": {"pattern": f"p{i}"}}]}
+
+    def result(i, text, err=False):
+        return {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": text,
+                                             "is_error": err}]}
+    assert not answer_allowed([prompt])
+    assert not answer_allowed([prompt, call(1), result(1, "No matches found")])
+    assert not answer_allowed([prompt, call(1), result(1, "boom", err=True)])
+    assert answer_allowed([prompt, call(1), result(1, "config.ini:3:PORT=8431")])
+    fruitless = [prompt]
+    for i in range(3):
+        fruitless += [call(i), result(i, "No files found")]
+    assert answer_allowed(fruitless)  # "it is not there" must stay possible

@@ -43,7 +43,8 @@ To list files: Glob. To run a program or count lines: Bash.
 - To change a file, Read it first, then Edit it with old_string copied exactly from what you read.
 - As soon as a tool result answers the question, give your final answer. Never repeat a tool call.
 - If a tool finds nothing, try another tool before you answer.
-- Paths are relative to the working directory. Keep final answers short."""
+- Paths are relative to the working directory. Keep final answers short, and put in them \
+the actual names, numbers or text you found."""
 # what the sandbox layer reads (settings key `sandbox.enabled`); a user setting still wins
 SANDBOX_SETTINGS = {"sandbox": {"enabled": True}}
 KEY_URL = "https://console.anthropic.com/settings/keys"

@@ -19,6 +19,9 @@ from codeloop.providers.openai_translate import _text_of
 from codeloop.providers.text_tools import ANSWER_KEY
 
 _KEEP = ("type", "enum", "items")
+# how Grep and Glob say they found nothing
+NOTHING_FOUND = ("no files found", "no matches found")
+MAX_FRUITLESS_CALLS = 3
 FORMAT_RULES = (
     "Reply with exactly one JSON object and nothing else: either a tool call\n"
     '{"name": "<tool>", "arguments": {...}}\n'
@@ -56,6 +59,26 @@ def reply_schema(tools: list[dict[str, Any]], *, allow_answer: bool = True) -> d
     return {"anyOf": options}
 
 
+def _since_prompt(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    start = max((i for i, m in enumerate(messages) if m.get("role") == "user" and not _has_results(m)), default=0)
+    return messages[start:]
+
+
+def _found_nothing(block: dict[str, Any]) -> bool:
+    text = _text_of(block.get("content")).strip().lower()
+    return bool(block.get("is_error")) or text.startswith(NOTHING_FOUND)
+
+
+def answer_allowed(messages: list[dict[str, Any]]) -> bool:
+    """The local profile's rule for when a final answer may be given: once a tool result since
+    the prompt found something (not an error, not a search that found nothing), or after
+    MAX_FRUITLESS_CALLS calls so "it is not there" stays possible. Small models otherwise answer
+    from imagination, or give up after the first empty search."""
+    results = [b for m in _since_prompt(messages) if m.get("role") == "user" and isinstance(m.get("content"), list)
+               for b in m["content"] if b.get("type") == "tool_result"]
+    return len(results) >= MAX_FRUITLESS_CALLS or any(not _found_nothing(b) for b in results)
+
+
 def awaiting_first_call(messages: list[dict[str, Any]]) -> bool:
     """True when the newest message is the user's prompt rather than tool results: the reply
     that starts working on a request."""
@@ -69,9 +92,8 @@ def repeated_tools(messages: list[dict[str, Any]]) -> set[str]:
     """Tools whose newest call repeats an earlier call of this request exactly (same name and
     arguments). Small models loop on a call that found nothing; the next reply may not offer
     that tool again, so the grammar enforces the prompt's "never repeat a tool call"."""
-    start = max((i for i, m in enumerate(messages) if m.get("role") == "user" and not _has_results(m)), default=0)
     seen: list[str] = []
-    for m in messages[start:]:
+    for m in _since_prompt(messages):
         if m.get("role") == "assistant" and isinstance(m.get("content"), list):
             seen += [json.dumps([b.get("name"), b.get("input")], sort_keys=True)
                      for b in m["content"] if b.get("type") == "tool_use"]
@@ -146,16 +168,16 @@ def render_messages(system: list[dict[str, Any]], messages: list[dict[str, Any]]
 def constrained_body(request: Any, *, max_tokens_field: str = "max_tokens",
                      descriptions: Mapping[str, str] | None = None, tool_first: bool = False) -> dict[str, Any]:
     """The POST /chat/completions body for one constrained turn. With `tool_first` (the local
-    profile's steering), the first reply to a prompt must be a tool call — small models otherwise
-    answer questions about files they have not read from imagination — and a tool whose newest
-    call repeated an earlier one is not offered for the next reply."""
+    profile's steering), the final answer is offered only once a tool found something
+    (`answer_allowed`), and a tool whose newest call repeated an earlier one is not offered for
+    the next reply."""
     tools = [t for t in request.tools if "input_schema" in t]
     if descriptions:  # the order of `descriptions` is the order the model sees the tools in
         rank = {name: i for i, name in enumerate(descriptions)}
         tools.sort(key=lambda t: rank.get(t["name"], len(rank)))
     repeated = repeated_tools(request.messages) if tool_first else set()
     schema = reply_schema([t for t in tools if t["name"] not in repeated],
-                          allow_answer=not (tool_first and awaiting_first_call(request.messages)))
+                          allow_answer=not tool_first or answer_allowed(request.messages))
     body: dict[str, Any] = {
         "model": request.model, "stream": True, "stream_options": {"include_usage": True},
         "messages": render_messages(request.system, request.messages, tools_prompt(tools, descriptions)),
