@@ -223,7 +223,8 @@ def test_a_repeated_call_takes_that_tool_off_the_next_reply():
     tools = [{"name": n, "input_schema": {"type": "object", "properties": {}}} for n in ("Read", "Grep")]
     once = constrained_body(ModelRequest(model="m", messages=msgs, tools=tools), tool_first=True)
     again = msgs + [{"role": "assistant", "content": [{**grep, "id": "g2"}]},
-                    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "g2", "content": "No files found"}]}]
+                    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "g2",
+                                                  "content": "No files found"}]}]
     twice = constrained_body(ModelRequest(model="m", messages=again, tools=tools), tool_first=True)
 
     def offered(body):
