@@ -146,13 +146,11 @@ def local_model_status(config_dir: Path) -> str:
 
 
 def no_key_message(first_line: str, config_dir: Path) -> str:
-    """The no-key error, with where to get a key and the keyless alternatives (offered, not chosen)."""
-    return (f"{first_line}\n"
-            f"  Get a key at {KEY_URL}, or use another model:\n"
-            "  --model local              a small model that runs on this machine, no key needed "
-            f"({local_model_status(config_dir)})\n"
-            "  --model ollama:<model>     a model served by Ollama (e.g. ollama:qwen2.5-coder:7b)\n"
-            "  --model openai:<model>     OPENAI_API_KEY; openrouter:<model> with OPENROUTER_API_KEY")
+    """The no-key error, still one line, with where to get a key and the keyless alternatives
+    (offered, never chosen for the user)."""
+    return (f"{first_line} Get a key at {KEY_URL}, or use another model: --model local (a small model on "
+            f"this machine, no key needed; {local_model_status(config_dir)}), --model ollama:<model> (a model "
+            "served by Ollama), --model openai:<model> (OPENAI_API_KEY).")
 
 
 def offer_local_first_run(config_dir: Path, ask: Any = input) -> bool:
