@@ -79,8 +79,8 @@ class HookRegistry:
 def initialize_response(conv: Any) -> dict[str, Any]:
     """What `initialize` answers: the fields the SDK reads (`get_server_info()`), minimal but valid."""
     return {"commands": _COMMANDS, "output_style": "default", "available_output_styles": ["default"],
-            "models": _MODELS, "account": {"apiKeySource": "ANTHROPIC_API_KEY" if os.environ.get(
-                "ANTHROPIC_API_KEY") else "none"}, "pid": os.getpid(),
+            "models": _MODELS, "account": {"apiKeySource": getattr(conv, "api_key_source", None) or (
+                "ANTHROPIC_API_KEY" if os.environ.get("ANTHROPIC_API_KEY") else "none")}, "pid": os.getpid(),
             # every registered event runs; a matcher with onFailure "block" fails closed
             "hook_on_failure_supported": True}
 

@@ -46,7 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--include-partial-messages", action="store_true",
                    help="stream-json: also emit raw stream_event deltas")
     p.add_argument("--model", help="model id, alias (sonnet, opus, haiku) or provider:model (openai:gpt-4o, "
-                                   "ollama:qwen3:8b, openrouter:…); default $ANTHROPIC_MODEL")
+                                   "ollama:qwen3:8b, openrouter:…), or local[:file.gguf] for the embedded "
+                                   "local model; default $ANTHROPIC_MODEL")
     p.add_argument("--fallback-model", help="comma-separated models to fall back to when overloaded")
     p.add_argument("--max-turns", type=int, help="stop after this many model turns")
     p.add_argument("--token-budget", type=int, metavar="TOKENS",

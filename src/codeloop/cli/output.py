@@ -133,7 +133,7 @@ class Printer:
         emit(self.out, {"type": "system", "subtype": "init", "cwd": str(c.config.cwd), "session_id": c.session_id,
                          "tools": tools, "mcp_servers": mcp_servers, "model": c.config.model,
                          "permissionMode": c.config.policy.mode.value, "slash_commands": [],
-                         "apiKeySource": "ANTHROPIC_API_KEY", "claude_code_version": _version(),
+                         "apiKeySource": getattr(c, "api_key_source", "none"), "claude_code_version": _version(),
                          "output_style": "default", "agents": agents, "skills": _skills(c, tools), "plugins": [],
                          "uuid": new_uuid()})
 

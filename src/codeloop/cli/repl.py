@@ -359,7 +359,7 @@ def _ask_trust(cwd: Path) -> bool:
 
 
 def run_repl(args: argparse.Namespace) -> int:
-    from codeloop.cli.setup import SetupError, build_conversation
+    from codeloop.cli.setup import NoKeyError, SetupError, build_conversation
     from codeloop.config.trust import needs_trust, trust
     from codeloop.input.commands import CommandRegistry
     from codeloop.input.dispatch import IdleReturnMode
@@ -372,7 +372,16 @@ def run_repl(args: argparse.Namespace) -> int:
     if not args.trust and needs_trust(cwd) and _ask_trust(cwd):
         trust(cwd)
     try:
-        conv, warnings = _build_with_settings_check(args, build_conversation)
+        try:
+            conv, warnings = _build_with_settings_check(args, build_conversation)
+        except NoKeyError as exc:  # first run without a key: offer the local model, never pick it silently
+            from codeloop.cli.local_profile import offer_local_first_run
+
+            sys.stderr.write(f"{exc}\n")
+            if not offer_local_first_run(config_dir()):
+                return 1
+            args.model = "local"
+            conv, warnings = _build_with_settings_check(args, build_conversation)
     except SetupError as exc:
         sys.stderr.write(f"Error: {exc}\n")
         return 1

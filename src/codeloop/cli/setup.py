@@ -19,6 +19,10 @@ class SetupError(Exception):
     """A problem with the user's flags, environment or session files."""
 
 
+class NoKeyError(SetupError):
+    """No API key for the chosen hosted provider (the REPL offers the local model instead)."""
+
+
 class BrokenSettingsError(SetupError):
     """Settings files that cannot be used: the run stops rather than drop the rules they hold."""
 
@@ -194,6 +198,16 @@ def build_conversation(args: argparse.Namespace, *, interactive: bool) -> tuple[
     if args.max_turns is not None and args.max_turns < 1:
         raise SetupError("--max-turns must be a positive integer")
     settings, trusted, warnings = _load_settings(args, cwd)
+    local = _wants_local(args, settings)
+    if local:  # the local-model profile narrows tools/prompt and switches the sandbox on
+        from codeloop.cli.local_profile import ProfileError, apply_profile
+
+        try:
+            warnings = apply_profile(args)
+        except ProfileError as exc:
+            raise SetupError(str(exc)) from None
+        settings, trusted, more = _load_settings(args, cwd)
+        warnings += more
     # settings "env" applies to this process (a trusted folder's own env only — see _load_settings)
     os.environ.update({k: str(v) for k, v in settings.env().items()})
     session_id, messages, denials, history_warnings, entries = _load_history(args, cwd)
@@ -236,16 +250,42 @@ def build_conversation(args: argparse.Namespace, *, interactive: bool) -> tuple[
         system_prompt=system_prompt, max_budget_usd=args.max_budget_usd, thinking=_thinking(args),
         user_context=user_ctx, policy=_permission_policy(args, settings, cwd),
         max_turns=args.max_turns, persist=not args.no_session_persistence, interactive=interactive)
+    if local and config.policy.mode.value == "bypassPermissions":
+        runtime = getattr(provider, "runtime", None)
+        if runtime is not None:
+            runtime.stop()
+        raise SetupError("the local model never runs with bypassPermissions (settings defaultMode)")
     conv = Conversation(config, provider, session_id=session_id, messages=messages, denials=denials,
                         entries=entries)
     conv.settings, conv.trusted = settings, trusted
     if getattr(args, "name", None) and conv.tool_context.append_entry is not None:  # -n/--name, as Claude Code
         conv.tool_context.append_entry({"type": "custom-title", "customTitle": args.name, "sessionId": session_id})
     conv.tool_context.extra["sandbox"] = config.policy.sandbox   # the Bash tool runs inside it
+    conv.api_key_source = _key_source(provider, settings)
     if any("(" in r for r in [*args.allowed_tools, *args.disallowed_tools]):
         warnings += config.policy.rule_errors if config.policy.rules is not None else []  # typed on this command line
         config.policy.rule_errors.clear()
     return conv, warnings
+
+
+def _wants_local(args: argparse.Namespace, settings: Any) -> bool:
+    from codeloop.providers.select import resolve_provider
+
+    try:
+        return resolve_provider(args.model or settings.model(), env=os.environ,
+                                settings=settings.merged)[0] == "local"
+    except ValueError:
+        return False
+
+
+def _key_source(provider: Any, settings: Any) -> str:
+    from codeloop.providers.select import api_key_source
+
+    name = getattr(provider, "name", "anthropic")
+    try:
+        return api_key_source(name, helper=name == "anthropic" and bool(settings.api_key_helper()))
+    except ValueError:
+        return "none"
 
 
 def _provider_and_model(args: argparse.Namespace, settings: Any) -> tuple[Any, str]:
@@ -257,6 +297,18 @@ def _provider_and_model(args: argparse.Namespace, settings: Any) -> tuple[Any, s
         name, model = resolve_provider(args.model or settings.model(), env=os.environ, settings=settings.merged)
     except ValueError as exc:
         raise SetupError(str(exc)) from None
+    if name == "local":
+        from codeloop.cli.local_profile import start_local
+        from codeloop.providers.local import context_size
+        from codeloop.providers.local_model import LocalModelError
+        from codeloop.session.store import config_dir
+
+        # the window the runtime was started with is what compaction must plan for
+        os.environ.setdefault("CODELOOP_CONTEXT_WINDOW", str(context_size()))
+        try:
+            return start_local(model, config_dir())
+        except LocalModelError as exc:
+            raise SetupError(str(exc)) from None
     try:
         if name == "anthropic":
             from codeloop.providers.anthropic import AnthropicProvider
@@ -268,7 +320,14 @@ def _provider_and_model(args: argparse.Namespace, settings: Any) -> tuple[Any, s
         if not model:
             raise SetupError(f"--model is required with the {name} provider (e.g. --model {name}:<model>)")
         return make_provider(name), model
-    except (AuthenticationError, ValueError) as exc:
+    except AuthenticationError as exc:
+        if name != "anthropic":
+            raise SetupError(str(exc)) from None
+        from codeloop.cli.local_profile import no_key_message
+        from codeloop.session.store import config_dir
+
+        raise NoKeyError(no_key_message(str(exc), config_dir())) from None
+    except ValueError as exc:
         raise SetupError(str(exc)) from None
 
 

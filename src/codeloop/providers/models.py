@@ -101,6 +101,8 @@ MODELS: tuple[ModelInfo, ...] = (
     ModelInfo("deepseek-r1", 131_072, 32_768, _FREE, supports_tools=False),
     ModelInfo("gemma3", 131_072, 8_192, _FREE, supports_tools=False),
     ModelInfo("phi4", 16_384, 4_096, _FREE, supports_tools=False),
+    # `--model local…` (named local or local/<model>): the embedded runtime's default window
+    ModelInfo("local", 16_384, 4_096, _FREE),
 )
 UNKNOWN = ModelInfo("", 200_000, 32_000, _p(3, 15))
 

@@ -133,6 +133,10 @@ class OpenAICompatProvider:
         send_tools = capabilities(request.model, self.capability_overrides).supports_tools
         return chat_body(request, max_tokens_field=self.max_tokens_field, send_tools=send_tools)
 
+    def translator(self, request: ModelRequest) -> StreamTranslator:
+        # Offered tool names let a tool call written out as text become a real call.
+        return StreamTranslator(request.model, tool_names=[t["name"] for t in request.tools if "name" in t])
+
     async def stream(self, request: ModelRequest) -> AsyncIterator[dict[str, Any]]:
         events = self._stream(request)
         try:
@@ -145,7 +149,7 @@ class OpenAICompatProvider:
             await events.aclose()
 
     async def _stream(self, request: ModelRequest) -> AsyncIterator[dict[str, Any]]:
-        translator = StreamTranslator(request.model)
+        translator = self.translator(request)
         done = False
         with transport_errors(self.base_url):
             async with open_stream(self._client, "/chat/completions", wire_json(self.request_body(request)),

@@ -4,6 +4,10 @@ Owns both directions, with no I/O: `chat_body(request, ...)` builds the JSON bod
 `POST /chat/completions`, and `StreamTranslator` turns parsed `chat.completion.chunk` objects
 into the Anthropic stream events the loop consumes (message_start, content_block_*,
 message_delta, message_stop). `openai_compat.py` owns the HTTP and error side.
+
+Given the names of the offered tools, the translator also turns a reply whose whole text is a
+tool call written out as text (see `text_tools.py`) into real tool_use blocks: such text is held
+back while it may still be a call, and released as ordinary text as soon as it cannot be.
 """
 
 from __future__ import annotations
@@ -12,7 +16,9 @@ import json
 import logging
 import uuid
 from enum import Enum
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
+
+from codeloop.providers.text_tools import could_be_call, parse_text_calls
 
 log = logging.getLogger(__name__)
 
@@ -181,10 +187,24 @@ class StreamTranslator:
     (a different call index starts, another kind of content starts, or the choice finishes)
     and then emitted as one tool_use block, so a call whose arguments arrive fragmented across
     deltas and one that arrives whole in a single chunk give the same events.
+
+    With `tool_names` (the offered tools), a reply whose whole text is a tool call becomes that
+    call. A call naming a tool that was not offered is still emitted as a tool_use: the loop
+    answers it with a "No such tool available" error result the model sees and can correct,
+    rather than the blob being reported as a successful answer. With `answer_key`, a whole-text
+    `{"<answer_key>": "…"}` object (the constrained mode's final answer) becomes plain text.
+    `input_defaults` fills in arguments a text call leaves out (the constrained mode offers only
+    a tool's required ones).
     """
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, *, tool_names: Iterable[str] = (), answer_key: str | None = None,
+                 input_defaults: dict[str, dict[str, Any]] | None = None) -> None:
         self.model = model
+        self.tool_names = frozenset(tool_names)
+        self.answer_key = answer_key
+        self.input_defaults = input_defaults or {}  # per tool: arguments a text call leaves out
+        # text held back while it may still be a text tool call; None once the reply is decided
+        self._held: list[str] | None = [] if (self.tool_names or answer_key) else None
         self.started = False
         self.finish_reason: str | None = None
         self.usage: dict[str, int] = {}
@@ -216,7 +236,7 @@ class StreamTranslator:
             if isinstance(reasoning, str) and reasoning:
                 yield from self._stream(BlockKind.THINKING, reasoning)
             if isinstance(delta.get("content"), str) and delta["content"]:
-                yield from self._stream(BlockKind.TEXT, delta["content"])
+                yield from self._text(delta["content"])
             for tc in delta.get("tool_calls") or []:
                 yield from self._tool_delta(tc)
             if choice.get("finish_reason"):
@@ -233,6 +253,41 @@ class StreamTranslator:
         yield {"type": "message_delta", "delta": {"stop_reason": stop.value, "stop_sequence": None},
                "usage": dict(self.usage) if self.usage else {"output_tokens": 0}}
         yield {"type": "message_stop"}
+
+    # -- text that may be a tool call ----------------------------------------------------------
+    def _text(self, text: str) -> Iterator[dict[str, Any]]:
+        if self._held is None:
+            yield from self._stream(BlockKind.TEXT, text)
+            return
+        self._held.append(text)
+        if not could_be_call("".join(self._held)):
+            held, self._held = "".join(self._held), None
+            yield from self._stream(BlockKind.TEXT, held)
+
+    def _settle(self) -> Iterator[dict[str, Any]]:
+        """Decide what the held text is (called when the text ends): calls, an answer, or text."""
+        text, self._held = "".join(self._held or []), None
+        reply = parse_text_calls(text, answer_key=self.answer_key)
+        if reply is not None and reply.answer is not None:
+            yield from self._stream(BlockKind.TEXT, reply.answer)
+        elif reply is not None and reply.calls and self.tool_names:
+            unknown = [c.name for c in reply.calls if c.name not in self.tool_names]
+            if unknown:
+                log.info("text tool call names tool(s) not offered: %s", ", ".join(unknown))
+            if self._open is not None:
+                yield {"type": "content_block_stop", "index": self._index}
+                self._open = None
+            for call in reply.calls:
+                self._saw_tool = True
+                self._index += 1
+                yield {"type": "content_block_start", "index": self._index, "content_block": {
+                    "type": "tool_use", "id": f"call_{uuid.uuid4().hex[:24]}", "name": call.name, "input": {}}}
+                yield {"type": "content_block_delta", "index": self._index,
+                       "delta": {"type": "input_json_delta",
+                                 "partial_json": json.dumps({**self.input_defaults.get(call.name, {}), **call.input})}}
+                yield {"type": "content_block_stop", "index": self._index}
+        elif text:
+            yield from self._stream(BlockKind.TEXT, text)
 
     # -- blocks --------------------------------------------------------------------------------
     def _stream(self, kind: BlockKind, text: str) -> Iterator[dict[str, Any]]:
@@ -272,6 +327,8 @@ class StreamTranslator:
             call.fragments.append(args)
 
     def _close_all(self) -> Iterator[dict[str, Any]]:
+        if self._held:
+            yield from self._settle()
         if self._open is not None:
             yield {"type": "content_block_stop", "index": self._index}
             self._open = None

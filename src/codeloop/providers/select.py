@@ -2,7 +2,8 @@
 
 `resolve_provider(--model, env=, settings=)` reads `--model provider:model` (only when the part
 before the first ':' is a known provider, so Ollama tags such as `qwen3:8b` stay whole), else
-`CODELOOP_PROVIDER`, else settings `provider`, else anthropic. `make_provider(name)` builds it
+`CODELOOP_PROVIDER`, else settings `provider`, else anthropic. `--model local[:model]` is the
+embedded local model (`local.py`), which the CLI starts itself. `make_provider(name)` builds it
 with each provider's conventional base URL and key variable; hosted providers without their
 key raise `AuthenticationError` before any request is sent.
 """
@@ -25,6 +26,7 @@ class ProviderKind(str, Enum):
     LMSTUDIO = "lmstudio"
     VLLM = "vllm"
     LLAMACPP = "llamacpp"
+    LOCAL = "local"               # the embedded llama.cpp runtime (codeloop[local])
 
 
 @dataclass(frozen=True)
@@ -61,7 +63,9 @@ def _kind(name: str) -> ProviderKind:
 
 
 def split_model_flag(flag: str) -> tuple[ProviderKind | None, str]:
-    """`openai:gpt-4o` → (OPENAI, 'gpt-4o'); `qwen3:8b` → (None, 'qwen3:8b')."""
+    """`openai:gpt-4o` → (OPENAI, 'gpt-4o'); `qwen3:8b` → (None, 'qwen3:8b'); `local` → (LOCAL, '')."""
+    if flag.strip().lower() == ProviderKind.LOCAL.value:
+        return ProviderKind.LOCAL, ""
     head, sep, rest = flag.partition(":")
     if sep:
         try:
@@ -101,6 +105,8 @@ def make_provider(name: str, *, env: Mapping[str, str] | None = None, base_url: 
         from codeloop.providers.anthropic import AnthropicProvider
 
         return AnthropicProvider(api_key, base_url=base_url, transport=transport, **kwargs)
+    if kind is ProviderKind.LOCAL:
+        raise ProviderSelectionError("the local provider is started with start_local_provider()")
     from codeloop.providers.openai_compat import OpenAICompatProvider, is_openai_host
 
     ep = ENDPOINTS[kind]
@@ -115,3 +121,16 @@ def make_provider(name: str, *, env: Mapping[str, str] | None = None, base_url: 
     kwargs.setdefault("key_env", ep.key_env)
     return OpenAICompatProvider(api_key=key or "", base_url=base, transport=transport, require_key=required,
                                 name=kind.value, extra_headers=headers, **kwargs)
+
+
+def api_key_source(name: str, *, env: Mapping[str, str] | None = None, helper: bool = False) -> str:
+    """What `system/init` reports as `apiKeySource`, in Claude Code's vocabulary: the variable the
+    key came from, "apiKeyHelper", or "none" (no key: local servers, the embedded model)."""
+    env = os.environ if env is None else env
+    kind = _kind(name)
+    if kind is ProviderKind.ANTHROPIC:
+        if helper:
+            return "apiKeyHelper"
+        return next((v for v in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN") if env.get(v)), "none")
+    ep = ENDPOINTS.get(kind)
+    return ep.key_env if ep is not None and ep.key_env and env.get(ep.key_env) else "none"

@@ -1,0 +1,165 @@
+"""The local-model profile: what codeloop changes when a small model runs on this machine.
+
+A 0.5–1.5B model on two CPU cores needs a short request (prompt processing is ~50 tok/s: the
+full ~4.1k-token request would take 75–100 s per turn, this one ~800 tokens) and few tools, and
+it must never run unsupervised (small models issue `rm -f` and edit files nobody asked about).
+So `--model local` gets: a short system prompt with the two rules that mattered most in
+measurements (do nothing unrequested; answer as soon as a result answers the question), only
+Read, Edit, Write, Bash, Glob and Grep with one-line descriptions, schema-constrained calls
+(the provider's job), the sandbox switched on through settings (`sandbox.enabled`, read by
+the sandbox layer where it exists) and never bypassPermissions.
+
+Also owns the offers of the local model: in the no-key error and in the REPL's first run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+LOCAL_TOOLS = ("Read", "Edit", "Write", "Bash", "Glob", "Grep")
+# in the order the model sees them: the first tools are the ones most tasks need
+SHORT_DESCRIPTIONS = {
+    "Read": "show a file's contents with line numbers (use it to answer questions about a file)",
+    "Edit": "replace old_string, copied exactly from the file, with new_string",
+    "Write": "create a new file, or overwrite one, with content",
+    "Bash": "run a shell command (python3, wc, ls…) and see its output",
+    "Glob": "list the files whose paths match a pattern such as **/*.py",
+    "Grep": "search all files for a regular expression; shows each matching line with its file name",
+}
+# Arguments the constrained calls cannot carry (only required ones are offered): Grep shows the
+# matching lines themselves, which answers most "where is…/what is…" questions in one call.
+INPUT_DEFAULTS = {"Grep": {"output_mode": "content", "-n": True, "head_limit": 50}}
+LOCAL_SYSTEM_PROMPT = """\
+You are codeloop, a coding assistant that works on the user's files through tools.
+Rules:
+- Never guess what a file contains or what a command prints: find out with a tool.
+- A question about a named file: Read that file. To find where something is: Grep. \
+To list files: Glob. To run a program or count lines: Bash.
+- Do only what the user asked. Never change, create or delete files unless the user asked for it.
+- To change a file, Read it first, then Edit it with old_string copied exactly from what you read.
+- As soon as a tool result answers the question, give your final answer. Never repeat a tool call.
+- If a tool finds nothing, try another tool before you answer.
+- Paths are relative to the working directory. Keep final answers short, and put in them \
+the actual names, numbers or text you found."""
+# what the sandbox layer reads (settings key `sandbox.enabled`); a user setting still wins
+SANDBOX_SETTINGS = {"sandbox": {"enabled": True}}
+KEY_URL = "https://console.anthropic.com/settings/keys"
+
+
+class ProfileError(ValueError):
+    """A flag combination the local profile refuses (the message is for the user)."""
+
+
+def _with_sandbox(settings_arg: str | None) -> str:
+    """`--settings` with the sandbox switched on underneath whatever the user passed."""
+    if settings_arg is None:
+        return json.dumps(SANDBOX_SETTINGS)
+    text = settings_arg.strip()
+    try:
+        user = json.loads(text) if text.startswith("{") else json.loads(Path(text).expanduser().read_text())
+    except (OSError, ValueError):
+        return settings_arg  # the settings loader reports the bad value itself
+    if not isinstance(user, dict):
+        return settings_arg
+    sandbox = {**SANDBOX_SETTINGS["sandbox"], **(user.get("sandbox") or {})}
+    return json.dumps({**user, "sandbox": sandbox})
+
+
+def apply_profile(args: argparse.Namespace) -> list[str]:
+    """Narrow the session to what a small local model can use; returns warnings for the user."""
+    warnings: list[str] = []
+    if args.dangerously_skip_permissions or args.permission_mode == "bypassPermissions":
+        raise ProfileError("the local model never runs with bypassPermissions: small models issue destructive "
+                           "commands; use --allowedTools or --permission-mode acceptEdits instead")
+    if args.tools is None:
+        args.tools = list(LOCAL_TOOLS)
+    elif [t for t in args.tools if t not in LOCAL_TOOLS]:
+        extra = [t for t in args.tools if t not in LOCAL_TOOLS]
+        warnings.append(f"the local model profile offers only {', '.join(LOCAL_TOOLS)}; "
+                        f"ignoring {', '.join(extra)}")
+        args.tools = [t for t in args.tools if t in LOCAL_TOOLS]
+    if args.system_prompt is None and args.system_prompt_file is None:
+        args.system_prompt = LOCAL_SYSTEM_PROMPT
+    args.settings = _with_sandbox(args.settings)
+    return warnings
+
+
+def progress_bar() -> tuple[Any, Any]:
+    """(callback, finish) drawing a rich progress bar on stderr while the model is assembled."""
+    state: dict[str, Any] = {}
+
+    def update(done: int, total: int) -> None:
+        if "bar" not in state:
+            from rich.console import Console
+            from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+            bar = Progress(TextColumn("preparing the local model"), BarColumn(), DownloadColumn(),
+                           TimeRemainingColumn(), console=Console(stderr=True), transient=True)
+            bar.start()
+            state["bar"], state["task"] = bar, bar.add_task("model", total=total)
+        state["bar"].update(state["task"], completed=done)
+
+    def finish() -> None:
+        if "bar" in state:
+            state.pop("bar").stop()
+
+    return update, finish
+
+
+def start_local(spec: str | None, config_dir: Path) -> tuple[Any, str]:
+    """(provider, model name) for `--model local[:spec]`: the model assembled and verified if
+    needed (with a progress bar), the runtime started. Raises LocalModelError."""
+    import importlib.util
+    import os
+
+    from codeloop.providers.local import RUNTIME_HINT, start_local_provider
+    from codeloop.providers.local_model import LocalModelError
+
+    base_url = os.environ.get("CODELOOP_LOCAL_BASE_URL", "").strip() or None
+    if base_url:  # a llama.cpp server the user runs (or a test's fake one): nothing to load
+        return start_local_provider(spec, config_dir / "models", descriptions=SHORT_DESCRIPTIONS,
+                                    input_defaults=INPUT_DEFAULTS, base_url=base_url)
+    if importlib.util.find_spec("xllamacpp") is None:
+        raise LocalModelError(f"the local model runtime is not installed: {RUNTIME_HINT}")
+    update, finish = progress_bar()
+    try:
+        if sys.stderr.isatty():
+            sys.stderr.write("codeloop: loading the local model (a small model on this machine: expect slower, "
+                             "weaker answers than a hosted one)…\n")
+        return start_local_provider(spec, config_dir / "models", progress=update, descriptions=SHORT_DESCRIPTIONS,
+                                    input_defaults=INPUT_DEFAULTS)
+    finally:
+        finish()
+
+
+def local_model_status(config_dir: Path) -> str:
+    from codeloop.providers.local_model import DEFAULT_KEY, INSTALL_HINT, is_installed, known_model
+
+    model = known_model(DEFAULT_KEY)
+    if model is not None and is_installed(model, config_dir / "models"):
+        return "installed"
+    return f"install it with {INSTALL_HINT}"
+
+
+def no_key_message(first_line: str, config_dir: Path) -> str:
+    """The no-key error, still one line, with where to get a key and the keyless alternatives
+    (offered, never chosen for the user)."""
+    return (f"{first_line} Get a key at {KEY_URL}, or use another model: --model local (a small model on "
+            f"this machine, no key needed; {local_model_status(config_dir)}), --model ollama:<model> (a model "
+            "served by Ollama), --model openai:<model> (OPENAI_API_KEY).")
+
+
+def offer_local_first_run(config_dir: Path, ask: Any = input) -> bool:
+    """The REPL's first run without a key: offer the local model; True when the user takes it."""
+    sys.stdout.write("\nNo API key is set. codeloop can run a small model on this machine instead "
+                     "(slower and much weaker than a hosted model; "
+                     f"{local_model_status(config_dir)}).\n")
+    try:
+        answer = ask("Use the local model for this session? [y/N] ")
+    except (EOFError, KeyboardInterrupt):
+        return False
+    return answer.strip().lower() in ("y", "yes")

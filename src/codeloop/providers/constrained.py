@@ -1,0 +1,189 @@
+"""Schema-constrained tool calling for servers that enforce a JSON Schema on the reply.
+
+Small local models call tools unreliably in the server's native format, but every reply they
+write under a grammar is well formed. In this mode each reply must match one schema: `anyOf`
+one object per offered tool (`{"name": <const>, "arguments": {...}}`) plus a final answer
+(`{"answer": "..."}`). No `tools` field is sent: the tools are listed in the system prompt, and
+the history is rendered in the same JSON form the model writes, tool results as user turns, so
+it never depends on the server's chat template handling tool messages. The translator
+(`StreamTranslator(answer_key=ANSWER_KEY)`) turns the constrained reply back into tool_use
+blocks or text.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping
+
+from codeloop.providers.openai_translate import _text_of
+from codeloop.providers.text_tools import ANSWER_KEY
+
+_KEEP = ("type", "enum", "items")
+# how Grep and Glob say they found nothing
+NOTHING_FOUND = ("no files found", "no matches found")
+MAX_FRUITLESS_CALLS = 3
+FORMAT_RULES = (
+    "Reply with exactly one JSON object and nothing else: either a tool call\n"
+    '{"name": "<tool>", "arguments": {...}}\n'
+    "or, when you are done, your final answer to the user\n"
+    '{"answer": "<text>"}\n'
+    'For example, to read notes.txt: {"name": "Read", "arguments": {"file_path": "notes.txt"}}')
+
+
+def _slim(prop: dict[str, Any]) -> dict[str, Any]:
+    out = {k: prop[k] for k in _KEEP if k in prop}
+    if isinstance(out.get("items"), dict):
+        out["items"] = _slim(out["items"])
+    return out or {"type": "string"}
+
+
+def argument_schema(input_schema: Mapping[str, Any]) -> dict[str, Any]:
+    """A tool's input schema cut to its required properties, without descriptions or bounds:
+    what a grammar can enforce and what a small model fills in reliably."""
+    props = input_schema.get("properties") or {}
+    required = [k for k in input_schema.get("required") or [] if k in props]
+    return {"type": "object", "properties": {k: _slim(props[k]) for k in required},
+            "required": required, "additionalProperties": False}
+
+
+def reply_schema(tools: list[dict[str, Any]], *, allow_answer: bool = True) -> dict[str, Any]:
+    """The JSON Schema every reply must match: one call object per tool, or the final answer
+    (left out when a tool call is required)."""
+    options = [{"type": "object",
+                "properties": {"name": {"const": t["name"]}, "arguments": argument_schema(t["input_schema"])},
+                "required": ["name", "arguments"], "additionalProperties": False}
+               for t in tools if "input_schema" in t]
+    if allow_answer or not options:
+        options.append({"type": "object", "properties": {ANSWER_KEY: {"type": "string"}},
+                        "required": [ANSWER_KEY], "additionalProperties": False})
+    return {"anyOf": options}
+
+
+def _since_prompt(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    start = max((i for i, m in enumerate(messages) if m.get("role") == "user" and not _has_results(m)), default=0)
+    return messages[start:]
+
+
+def _found_nothing(block: dict[str, Any]) -> bool:
+    text = _text_of(block.get("content")).strip().lower()
+    return bool(block.get("is_error")) or text.startswith(NOTHING_FOUND)
+
+
+def answer_allowed(messages: list[dict[str, Any]]) -> bool:
+    """The local profile's rule for when a final answer may be given: once a tool result since
+    the prompt found something (not an error, not a search that found nothing), or after
+    MAX_FRUITLESS_CALLS calls so "it is not there" stays possible. Small models otherwise answer
+    from imagination, or give up after the first empty search."""
+    results = [b for m in _since_prompt(messages) if m.get("role") == "user" and isinstance(m.get("content"), list)
+               for b in m["content"] if b.get("type") == "tool_result"]
+    return len(results) >= MAX_FRUITLESS_CALLS or any(not _found_nothing(b) for b in results)
+
+
+def awaiting_first_call(messages: list[dict[str, Any]]) -> bool:
+    """True when the newest message is the user's prompt rather than tool results: the reply
+    that starts working on a request."""
+    if not messages or messages[-1].get("role") != "user":
+        return False
+    content = messages[-1].get("content")
+    return isinstance(content, str) or not any(b.get("type") == "tool_result" for b in content or [])
+
+
+def repeated_tools(messages: list[dict[str, Any]]) -> set[str]:
+    """Tools whose newest call repeats an earlier call of this request exactly (same name and
+    arguments). Small models loop on a call that found nothing; the next reply may not offer
+    that tool again, so the grammar enforces the prompt's "never repeat a tool call"."""
+    seen: list[str] = []
+    for m in _since_prompt(messages):
+        if m.get("role") == "assistant" and isinstance(m.get("content"), list):
+            seen += [json.dumps([b.get("name"), b.get("input")], sort_keys=True)
+                     for b in m["content"] if b.get("type") == "tool_use"]
+    if not seen or seen[-1] not in seen[:-1]:
+        return set()
+    return {json.loads(seen[-1])[0]}
+
+
+def _has_results(message: dict[str, Any]) -> bool:
+    content = message.get("content")
+    return isinstance(content, list) and any(b.get("type") == "tool_result" for b in content)
+
+
+def _describe(tool: dict[str, Any], descriptions: Mapping[str, str] | None) -> str:
+    desc = (descriptions or {}).get(tool["name"]) or tool.get("description", "").strip().split("\n")[0][:160]
+    args = argument_schema(tool["input_schema"])["properties"]
+    sig = ", ".join(f'"{k}": {v.get("type", "string")}' for k, v in args.items())
+    return f"- {tool['name']} {{{sig}}}: {desc}"
+
+
+def tools_prompt(tools: list[dict[str, Any]], descriptions: Mapping[str, str] | None = None) -> str:
+    lines = [_describe(t, descriptions) for t in tools if "input_schema" in t]
+    return FORMAT_RULES + ("\n\nTools:\n" + "\n".join(lines) if lines else "")
+
+
+def _call_json(block: dict[str, Any]) -> str:
+    return json.dumps({"name": block.get("name", ""), "arguments": block.get("input") or {}})
+
+
+def render_messages(system: list[dict[str, Any]], messages: list[dict[str, Any]],
+                    tools_text: str) -> list[dict[str, Any]]:
+    """Chat messages with tool calls and results as plain text in the constrained JSON form."""
+    system_text = "\n\n".join(b.get("text", "") for b in system if b.get("text"))
+    out: list[dict[str, Any]] = [{"role": "system", "content": "\n\n".join(p for p in (system_text, tools_text) if p)}]
+    names: dict[str, str] = {}
+
+    def add(role: str, text: str) -> None:
+        if not text:
+            return
+        if out[-1]["role"] == role and role != "system":
+            out[-1]["content"] += "\n\n" + text
+        else:
+            out.append({"role": role, "content": text})
+
+    for m in messages:
+        content = m.get("content")
+        if m.get("role") == "assistant":
+            if isinstance(content, str):
+                add("assistant", json.dumps({ANSWER_KEY: content}))
+                continue
+            calls = [b for b in content if b.get("type") == "tool_use"]
+            names.update({b.get("id", ""): b.get("name", "") for b in calls})
+            text = "".join(b.get("text", "") for b in content if b.get("type") == "text")
+            add("assistant", "\n".join(_call_json(b) for b in calls) if calls
+                else json.dumps({ANSWER_KEY: text}) if text else "")
+            continue
+        if isinstance(content, str):
+            add("user", content)
+            continue
+        parts = []
+        for b in content:
+            if b.get("type") == "tool_result":
+                name = names.get(b.get("tool_use_id", ""), "the tool")
+                label = f"Error from {name}" if b.get("is_error") else f"Result of {name}"
+                parts.append(f"{label}:\n{_text_of(b.get('content')) or '(no output)'}")
+            elif b.get("type") == "text" and b.get("text"):
+                parts.append(b["text"])
+        add("user", "\n\n".join(parts))
+    return out
+
+
+def constrained_body(request: Any, *, max_tokens_field: str = "max_tokens",
+                     descriptions: Mapping[str, str] | None = None, tool_first: bool = False) -> dict[str, Any]:
+    """The POST /chat/completions body for one constrained turn. With `tool_first` (the local
+    profile's steering), the final answer is offered only once a tool found something
+    (`answer_allowed`), and a tool whose newest call repeated an earlier one is not offered for
+    the next reply."""
+    tools = [t for t in request.tools if "input_schema" in t]
+    if descriptions:  # the order of `descriptions` is the order the model sees the tools in
+        rank = {name: i for i, name in enumerate(descriptions)}
+        tools.sort(key=lambda t: rank.get(t["name"], len(rank)))
+    repeated = repeated_tools(request.messages) if tool_first else set()
+    schema = reply_schema([t for t in tools if t["name"] not in repeated],
+                          allow_answer=not tool_first or answer_allowed(request.messages))
+    body: dict[str, Any] = {
+        "model": request.model, "stream": True, "stream_options": {"include_usage": True},
+        "messages": render_messages(request.system, request.messages, tools_prompt(tools, descriptions)),
+        max_tokens_field: request.max_tokens,
+        "response_format": {"type": "json_schema",
+                            "json_schema": {"name": "reply", "strict": True, "schema": schema}}}
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
+    return body

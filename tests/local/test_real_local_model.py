@@ -1,0 +1,49 @@
+"""The real embedded model on two of the benchmark's tasks (opt-in: `pytest -m local_model`).
+
+Deselected by default (pyproject addopts): it loads a 1.1 GB model and takes minutes on a busy
+CPU. The full set of ten tasks, with timings and RSS, is `python bench/bench_local.py`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.local_model
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "bench_local.py"
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("bench_local", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_local"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def env():
+    from codeloop.providers.local_model import known_model
+
+    if importlib.util.find_spec("xllamacpp") is None:
+        pytest.skip("needs pip install 'codeloop[local]'")
+    model = known_model("qwen2.5-coder-1.5b")
+    # the user's own config dir holds the assembled model; tests otherwise get an empty one
+    real_cfg = Path(os.environ.get("CODELOOP_REAL_CONFIG_DIR") or Path.home() / ".codeloop")
+    from codeloop.providers.local_model import is_installed
+
+    if not is_installed(model, real_cfg / "models"):
+        pytest.skip("needs pip install 'codeloop[local-model]'")
+    return {**os.environ, "CODELOOP_CONFIG_DIR": str(real_cfg), "PYTHONPATH": str(BENCH.parents[1] / "src")}
+
+
+@pytest.mark.parametrize("number", [1, 4])   # read a value; run a script
+def test_real_model_task(env, number):
+    bench = _bench()
+    task = bench.TASKS[number - 1]
+    result = bench.run_task(task, "local", env, timeout=1200)
+    assert result["passed"], result
