@@ -112,6 +112,8 @@ def _load_history(args: argparse.Namespace, cwd: Path) -> tuple[str, list, list,
         raise SetupError("--session-id starts a new session; it cannot be combined with --resume/--continue")
     if args.fork_session and not (args.resume or args.continue_):
         raise SetupError("--fork-session needs --resume or --continue")
+    if getattr(args, "resume_session_at", None) and not (args.resume or args.continue_):
+        raise SetupError("--resume-session-at needs --resume or --continue")
     if not (args.resume or args.continue_):
         if args.session_id:
             try:
@@ -139,6 +141,9 @@ def _load_history(args: argparse.Namespace, cwd: Path) -> tuple[str, list, list,
         path = store.find_session(sid, cwd)
         if path is None:
             raise SetupError(f"No conversation found with session ID: {sid}")
+    at = getattr(args, "resume_session_at", None)
+    if at:   # truncating resume: history up to that record (the SDK's resume_session_at)
+        return _load_truncated(args, cwd, sid, path, at)
     # After a compaction only what follows the last boundary is history; the rest stays on disk.
     from codeloop.session.resume import load_from_last_boundary
 
@@ -151,6 +156,35 @@ def _load_history(args: argparse.Namespace, cwd: Path) -> tuple[str, list, list,
         new_path.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, new_path)
         sid = new_sid
+    denials = [{k: e.get(k) for k in ("tool_name", "tool_use_id", "tool_input")}
+               for e in loaded.entries if e.get("type") == "permission-denial"]
+    return sid, loaded.messages, denials, list(loaded.warnings), loaded.entries
+
+
+def _load_truncated(args: argparse.Namespace, cwd: Path, sid: str, path: Path, at: str):
+    """--resume-session-at: a fork gets only the kept records; otherwise the same file goes on
+    from `at`, the records after it retracted (session.resume.branch_from)."""
+    from codeloop.session import store
+    from codeloop.session.resume import ResumeError, branch_from, load_until
+    from codeloop.session.transcript import TranscriptError, TranscriptWriter, encode_entry
+
+    try:
+        loaded, dropped = load_until(path, at, getattr(args, "resume_drops_turn", None))
+        if args.fork_session:
+            sid = store.new_session_id()
+            new_path = store.session_path(cwd, sid)
+            new_path.parent.mkdir(parents=True, exist_ok=True)
+            new_path.write_bytes(b"".join(encode_entry({**e, "sessionId": sid} if "sessionId" in e else e)
+                                          for e in loaded.entries))
+        elif dropped:
+            writer = TranscriptWriter(path, sid, cwd)
+            try:
+                branch_from(writer, at, dropped)
+                writer.sync()
+            finally:
+                writer.close()
+    except (ResumeError, TranscriptError, OSError) as exc:
+        raise SetupError(str(exc)) from None
     denials = [{k: e.get(k) for k in ("tool_name", "tool_use_id", "tool_input")}
                for e in loaded.entries if e.get("type") == "permission-denial"]
     return sid, loaded.messages, denials, list(loaded.warnings), loaded.entries
