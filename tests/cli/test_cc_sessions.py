@@ -61,6 +61,7 @@ async def test_sdk_session_readers_read_codeloop_sessions(tmp_path, monkeypatch)
     tool_result = [r for r in records if r["type"] == "user"][1]
     assert tool_result["promptId"] == prompt["uuid"]
     assert {"type": "last-prompt", "lastPrompt": "what is the secret?", "sessionId": sid} in records
+    assert records[0] == {"type": "permission-mode", "permissionMode": "default", "sessionId": sid}
 
 
 async def test_resume_session_at_truncates_history(tmp_path, monkeypatch):

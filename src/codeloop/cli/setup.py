@@ -273,6 +273,10 @@ def build_conversation(args: argparse.Namespace, *, interactive: bool) -> tuple[
     conv = Conversation(config, provider, session_id=session_id, messages=messages, denials=denials,
                         entries=entries)
     conv.settings, conv.trusted = settings, trusted
+    if conv.writer is not None:   # Claude Code's metadata records, for its (and the SDK's) session readers
+        conv.writer.claude_records = True
+        conv.writer.pending_records.append({"type": "permission-mode", "permissionMode": config.policy.mode.value,
+                                            "sessionId": session_id})
     if getattr(args, "name", None) and conv.tool_context.append_entry is not None:  # -n/--name, as Claude Code
         conv.tool_context.append_entry({"type": "custom-title", "customTitle": args.name, "sessionId": session_id})
     conv.tool_context.extra["sandbox"] = config.policy.sandbox   # the Bash tool runs inside it

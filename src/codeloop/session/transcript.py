@@ -150,6 +150,10 @@ class TranscriptWriter:
         self._dirs_to_sync: list[Path] = []
         self._fields: dict[str, Any] | None = None   # writer_fields(), computed on first message
         self.prompt_id: str | None = None            # the prompt the records being written answer
+        # Claude Code's metadata records (front ends opt in): written before the next message,
+        # and a `last-prompt` record after each prompt.
+        self.claude_records = False
+        self.pending_records: list[dict[str, Any]] = []
 
     @property
     def last_uuid(self) -> str | None:
@@ -172,8 +176,10 @@ class TranscriptWriter:
             extra["promptId"] = self.prompt_id
         entry = message_to_entry(msg, session_id=self.session_id, cwd=self.cwd,
                                  parent_uuid=self.last_uuid, extra=extra)
+        while self.pending_records:
+            self._append(self.pending_records.pop(0))
         self._append(entry)
-        if prompt and msg.text.strip():
+        if self.claude_records and prompt and msg.text.strip():
             self._append(last_prompt_record(msg, self.session_id))
         return entry
 
