@@ -159,7 +159,7 @@ class Printer:
                          "tools": tools, "mcp_servers": mcp_servers, "model": c.config.model,
                          "permissionMode": c.config.policy.mode.value, "slash_commands": [],
                          "apiKeySource": "ANTHROPIC_API_KEY", "claude_code_version": _version(),
-                         "output_style": "default", "agents": agents, "skills": _skills(c, tools), "plugins": [],
+                         "output_style": getattr(c, "output_style", "default"), "agents": agents, "skills": _skills(c, tools), "plugins": [],
                          "uuid": new_uuid()})
 
     def event(self, ev: Event) -> None:

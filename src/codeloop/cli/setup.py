@@ -62,13 +62,7 @@ def _load_settings(args: argparse.Namespace, cwd: Path) -> tuple[Any, bool, list
     status = check_trust(cwd)
     warnings = [status.warning] if status.warning else []
     trusted = bool(args.trust) or status.trusted
-    sources = None
-    if args.setting_sources is not None:
-        sources = {x.strip() for x in args.setting_sources.split(",") if x.strip()}
-        unknown = sources - {"user", "project", "local"}
-        if unknown:
-            raise SetupError(f"--setting-sources: unknown source(s) {', '.join(sorted(unknown))} "
-                             "(use user, project, local)")
+    sources = _setting_sources(args)
     settings = load_settings(cwd, cli_settings=args.settings, trusted=trusted, sources=sources,
                              skip=frozenset(getattr(args, "skip_settings_files", None) or ()))
     if settings.broken:
@@ -76,6 +70,31 @@ def _load_settings(args: argparse.Namespace, cwd: Path) -> tuple[Any, bool, list
     warnings += [f"settings: {e}" for e in settings.errors]
     warnings += settings.ignored_untrusted
     return settings, trusted, warnings
+
+
+def _setting_sources(args: argparse.Namespace) -> set[str] | None:
+    """--setting-sources as a set (None: all sources)."""
+    if args.setting_sources is None:
+        return None
+    sources = {x.strip() for x in args.setting_sources.split(",") if x.strip()}
+    unknown = sources - {"user", "project", "local"}
+    if unknown:
+        raise SetupError(f"--setting-sources: unknown source(s) {', '.join(sorted(unknown))} "
+                         "(use user, project, local)")
+    return sources
+
+
+def _output_style(settings: Any, cwd: Path, sources: set[str] | None) -> tuple[Any, list[str]]:
+    """The `outputStyle` setting's style: built-in, or a custom one from the output-styles folders
+    of the sources in use. A project's styles, like its CLAUDE.md, are prompt text and need no
+    trust; the setting that selects one comes from settings, which do."""
+    from codeloop.config.settings import claude_user_dir
+    from codeloop.context.output_styles import resolve_output_style, style_dirs
+    from codeloop.session import store
+
+    dirs = style_dirs(cwd, [store.config_dir(), claude_user_dir()], user=sources is None or "user" in sources,
+                      project=sources is None or "project" in sources or "local" in sources)
+    return resolve_output_style(settings.merged.get("outputStyle"), dirs)
 
 
 def _api_key_from_helper(command: str) -> str:
@@ -256,8 +275,12 @@ def build_conversation(args: argparse.Namespace, *, interactive: bool) -> tuple[
             raise SetupError(f"--json-schema: {exc}") from None
     if args.token_budget is not None and args.token_budget < 1:
         raise SetupError("--token-budget must be a positive number of tokens")
+    sources = _setting_sources(args)
+    style, style_warnings = _output_style(settings, cwd, sources)
+    warnings += style_warnings
     load_context = context_loader(cwd, store.config_dir(), custom=_custom_system_prompt(args),
-                                  append=args.append_system_prompt,
+                                  append=args.append_system_prompt, output_style=style,
+                                  sources=frozenset(sources) if sources is not None else None,
                                   claude_md=not getattr(args, "bare", False))  # --bare: no CLAUDE.md discovery
     system_prompt, user_ctx = load_context()
     config = ConversationConfig(
@@ -273,6 +296,10 @@ def build_conversation(args: argparse.Namespace, *, interactive: bool) -> tuple[
     conv = Conversation(config, provider, session_id=session_id, messages=messages, denials=denials,
                         entries=entries)
     conv.settings, conv.trusted = settings, trusted
+    conv.output_style = style.name if style is not None else "default"   # system/init's output_style
+    if sources is not None:
+        from codeloop.context.memory import memory_file_names
+        conv.nested_memory.file_names = memory_file_names(sources)
     if conv.writer is not None:   # Claude Code's metadata records, for its (and the SDK's) session readers
         conv.writer.claude_records = True
         conv.writer.pending_records.append({"type": "permission-mode", "permissionMode": config.policy.mode.value,
