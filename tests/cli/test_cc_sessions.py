@@ -199,3 +199,24 @@ def test_connection_error_result_text(tmp_path):
     res = json.loads(r.stdout)
     assert r.returncode == 1 and res["is_error"] is True and res["result"].startswith("API Error")
     assert "api_error_status" not in res
+
+
+async def test_resume_from_a_session_store_alone(tmp_path):
+    """The SDK resumes a `session_store=` session by writing it into a temporary CLAUDE_CONFIG_DIR
+    and passing --resume: codeloop finds it there, with no local transcript left."""
+    import shutil
+
+    from claude_agent_sdk import InMemorySessionStore
+
+    cli = _real_cli(tmp_path)
+    store = InMemorySessionStore()
+    claude_dir = tmp_path / "claude-home"
+    api = ScriptedAPI(sse(text("stored answer")), sse(text("resumed from the store")))
+    with api.serve() as url:
+        first = await _run(cli, url, tmp_path, claude_dir, "remember PLUM", session_store=store)
+        sid = first[-1].session_id
+        shutil.rmtree(claude_dir / "projects")                  # only the store has the session now
+        second = await _run(cli, url, tmp_path, claude_dir, "what fruit?", session_store=store, resume=sid)
+    assert isinstance(second[-1], ResultMessage) and second[-1].result == "resumed from the store", second[-1]
+    texts = [b.get("text") for m in api.requests[1].messages for b in m["content"] if b.get("type") == "text"]
+    assert "remember PLUM" in texts and "stored answer" in texts and texts[-1] == "what fruit?"
