@@ -116,7 +116,7 @@ def _add_integration_flags(p: argparse.ArgumentParser) -> None:
                    help="stream-json: also emit transcript_mirror frames (the Agent SDK's session_store)")
 
 
-UNSUPPORTED = ("effort", "resume_session_at", "resume_drops_turn", "task_budget",
+UNSUPPORTED = ("effort", "task_budget",
                "plugin_dir", "thinking_display")
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from typing import Any, TextIO
@@ -64,7 +65,17 @@ def build_result(conv, terminal: Terminal | None, *, started: float, final_text:
                        for m, u in conv.usage_by_model.items()},
         "permission_denials": list(conv.permission_denials),
         "terminal_reason": reason.value, "uuid": new_uuid()}
-    if subtype == "success":
+    if reason in API_ERROR_REASONS:
+        # Claude Code's shape for a run that ended on a failed API call: the loop itself
+        # completed, so `subtype` is "success", `is_error` is true and `result` holds the
+        # "API Error: 400 …" prose (what `jq .result` scripts print), with the HTTP status
+        # beside it. `errors` keeps codeloop's own wording (with its hint) for earlier readers.
+        error = terminal.error if terminal and terminal.error else _reason_text(reason)
+        text, status = api_error_text(error)
+        result.update(subtype="success", is_error=True, result=text, errors=[error])
+        if status is not None:
+            result["api_error_status"] = status
+    elif subtype == "success":
         result["result"] = final_text
     elif reason is TerminalReason.MAX_TURNS:
         result["errors"] = [f"Reached maximum number of turns ({conv.config.max_turns})"]
@@ -74,6 +85,20 @@ def build_result(conv, terminal: Terminal | None, *, started: float, final_text:
     else:
         result["errors"] = [terminal.error if terminal and terminal.error else _reason_text(reason)]
     return result
+
+
+API_ERROR_REASONS = frozenset({TerminalReason.MODEL_ERROR, TerminalReason.PROMPT_TOO_LONG,
+                               TerminalReason.IMAGE_ERROR})
+_API_ERROR_STATUS = re.compile(r"API Error \((\d{3})\): ")
+
+
+def api_error_text(error: str) -> tuple[str, int | None]:
+    """("API Error: 400 <message>", 400) from the provider's "API Error (400): <message>" text;
+    an error without a status (a dropped connection) keeps its words and gets None."""
+    m = _API_ERROR_STATUS.match(error)
+    if m is not None:
+        return f"API Error: {m.group(1)} {error[m.end():]}", int(m.group(1))
+    return (error if error.startswith("API Error") else f"API Error: {error}"), None
 
 
 ENDED_MESSAGE = ("The model ended this conversation (EndConversation). It cannot be continued; "
@@ -134,7 +159,8 @@ class Printer:
                          "tools": tools, "mcp_servers": mcp_servers, "model": c.config.model,
                          "permissionMode": c.config.policy.mode.value, "slash_commands": [],
                          "apiKeySource": getattr(c, "api_key_source", "none"), "claude_code_version": _version(),
-                         "output_style": "default", "agents": agents, "skills": _skills(c, tools), "plugins": [],
+                         "output_style": getattr(c, "output_style", "default"), "agents": agents,
+                         "skills": _skills(c, tools), "plugins": [],
                          "uuid": new_uuid()})
 
     def event(self, ev: Event) -> None:

@@ -66,13 +66,7 @@ def _load_settings(args: argparse.Namespace, cwd: Path) -> tuple[Any, bool, list
     status = check_trust(cwd)
     warnings = [status.warning] if status.warning else []
     trusted = bool(args.trust) or status.trusted
-    sources = None
-    if args.setting_sources is not None:
-        sources = {x.strip() for x in args.setting_sources.split(",") if x.strip()}
-        unknown = sources - {"user", "project", "local"}
-        if unknown:
-            raise SetupError(f"--setting-sources: unknown source(s) {', '.join(sorted(unknown))} "
-                             "(use user, project, local)")
+    sources = _setting_sources(args)
     settings = load_settings(cwd, cli_settings=args.settings, trusted=trusted, sources=sources,
                              skip=frozenset(getattr(args, "skip_settings_files", None) or ()))
     if settings.broken:
@@ -80,6 +74,31 @@ def _load_settings(args: argparse.Namespace, cwd: Path) -> tuple[Any, bool, list
     warnings += [f"settings: {e}" for e in settings.errors]
     warnings += settings.ignored_untrusted
     return settings, trusted, warnings
+
+
+def _setting_sources(args: argparse.Namespace) -> set[str] | None:
+    """--setting-sources as a set (None: all sources)."""
+    if args.setting_sources is None:
+        return None
+    sources = {x.strip() for x in args.setting_sources.split(",") if x.strip()}
+    unknown = sources - {"user", "project", "local"}
+    if unknown:
+        raise SetupError(f"--setting-sources: unknown source(s) {', '.join(sorted(unknown))} "
+                         "(use user, project, local)")
+    return sources
+
+
+def _output_style(settings: Any, cwd: Path, sources: set[str] | None) -> tuple[Any, list[str]]:
+    """The `outputStyle` setting's style: built-in, or a custom one from the output-styles folders
+    of the sources in use. A project's styles, like its CLAUDE.md, are prompt text and need no
+    trust; the setting that selects one comes from settings, which do."""
+    from codeloop.config.settings import claude_user_dir
+    from codeloop.context.output_styles import resolve_output_style, style_dirs
+    from codeloop.session import store
+
+    dirs = style_dirs(cwd, [store.config_dir(), claude_user_dir()], user=sources is None or "user" in sources,
+                      project=sources is None or "project" in sources or "local" in sources)
+    return resolve_output_style(settings.merged.get("outputStyle"), dirs)
 
 
 def _api_key_from_helper(command: str) -> str:
@@ -116,6 +135,8 @@ def _load_history(args: argparse.Namespace, cwd: Path) -> tuple[str, list, list,
         raise SetupError("--session-id starts a new session; it cannot be combined with --resume/--continue")
     if args.fork_session and not (args.resume or args.continue_):
         raise SetupError("--fork-session needs --resume or --continue")
+    if getattr(args, "resume_session_at", None) and not (args.resume or args.continue_):
+        raise SetupError("--resume-session-at needs --resume or --continue")
     if not (args.resume or args.continue_):
         if args.session_id:
             try:
@@ -143,6 +164,9 @@ def _load_history(args: argparse.Namespace, cwd: Path) -> tuple[str, list, list,
         path = store.find_session(sid, cwd)
         if path is None:
             raise SetupError(f"No conversation found with session ID: {sid}")
+    at = getattr(args, "resume_session_at", None)
+    if at:   # truncating resume: history up to that record (the SDK's resume_session_at)
+        return _load_truncated(args, cwd, sid, path, at)
     # After a compaction only what follows the last boundary is history; the rest stays on disk.
     from codeloop.session.resume import load_from_last_boundary
 
@@ -155,6 +179,35 @@ def _load_history(args: argparse.Namespace, cwd: Path) -> tuple[str, list, list,
         new_path.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, new_path)
         sid = new_sid
+    denials = [{k: e.get(k) for k in ("tool_name", "tool_use_id", "tool_input")}
+               for e in loaded.entries if e.get("type") == "permission-denial"]
+    return sid, loaded.messages, denials, list(loaded.warnings), loaded.entries
+
+
+def _load_truncated(args: argparse.Namespace, cwd: Path, sid: str, path: Path, at: str):
+    """--resume-session-at: a fork gets only the kept records; otherwise the same file goes on
+    from `at`, the records after it retracted (session.resume.branch_from)."""
+    from codeloop.session import store
+    from codeloop.session.resume import ResumeError, branch_from, load_until
+    from codeloop.session.transcript import TranscriptError, TranscriptWriter, encode_entry
+
+    try:
+        loaded, dropped = load_until(path, at, getattr(args, "resume_drops_turn", None))
+        if args.fork_session:
+            sid = store.new_session_id()
+            new_path = store.session_path(cwd, sid)
+            new_path.parent.mkdir(parents=True, exist_ok=True)
+            new_path.write_bytes(b"".join(encode_entry({**e, "sessionId": sid} if "sessionId" in e else e)
+                                          for e in loaded.entries))
+        elif dropped:
+            writer = TranscriptWriter(path, sid, cwd)
+            try:
+                branch_from(writer, at, dropped)
+                writer.sync()
+            finally:
+                writer.close()
+    except (ResumeError, TranscriptError, OSError) as exc:
+        raise SetupError(str(exc)) from None
     denials = [{k: e.get(k) for k in ("tool_name", "tool_use_id", "tool_input")}
                for e in loaded.entries if e.get("type") == "permission-denial"]
     return sid, loaded.messages, denials, list(loaded.warnings), loaded.entries
@@ -236,8 +289,12 @@ def build_conversation(args: argparse.Namespace, *, interactive: bool) -> tuple[
             raise SetupError(f"--json-schema: {exc}") from None
     if args.token_budget is not None and args.token_budget < 1:
         raise SetupError("--token-budget must be a positive number of tokens")
+    sources = _setting_sources(args)
+    style, style_warnings = _output_style(settings, cwd, sources)
+    warnings += style_warnings
     load_context = context_loader(cwd, store.config_dir(), custom=_custom_system_prompt(args),
-                                  append=args.append_system_prompt,
+                                  append=args.append_system_prompt, output_style=style,
+                                  sources=frozenset(sources) if sources is not None else None,
                                   claude_md=not getattr(args, "bare", False))  # --bare: no CLAUDE.md discovery
     system_prompt, user_ctx = load_context()
     config = ConversationConfig(
@@ -258,6 +315,14 @@ def build_conversation(args: argparse.Namespace, *, interactive: bool) -> tuple[
     conv = Conversation(config, provider, session_id=session_id, messages=messages, denials=denials,
                         entries=entries)
     conv.settings, conv.trusted = settings, trusted
+    conv.output_style = style.name if style is not None else "default"   # system/init's output_style
+    if sources is not None:
+        from codeloop.context.memory import memory_file_names
+        conv.nested_memory.file_names = memory_file_names(sources)
+    if conv.writer is not None:   # Claude Code's metadata records, for its (and the SDK's) session readers
+        conv.writer.claude_records = True
+        conv.writer.pending_records.append({"type": "permission-mode", "permissionMode": config.policy.mode.value,
+                                            "sessionId": session_id})
     if getattr(args, "name", None) and conv.tool_context.append_entry is not None:  # -n/--name, as Claude Code
         conv.tool_context.append_entry({"type": "custom-title", "customTitle": args.name, "sessionId": session_id})
     conv.tool_context.extra["sandbox"] = config.policy.sandbox   # the Bash tool runs inside it

@@ -24,6 +24,15 @@ from codeloop.messages import Message, user_message
 
 # Same per-directory order as the user context: shared, then .claude/, then private.
 MEMORY_FILE_NAMES = ("CLAUDE.md", os.path.join(".claude", "CLAUDE.md"), "CLAUDE.local.md")
+_LOCAL_NAMES = frozenset({"CLAUDE.local.md"})
+
+
+def memory_file_names(sources: frozenset[str] | set[str] | None) -> tuple[str, ...]:
+    """The nested instruction files --setting-sources allows: `project` the shared ones, `local`
+    CLAUDE.local.md (None: all)."""
+    if sources is None:
+        return MEMORY_FILE_NAMES
+    return tuple(n for n in MEMORY_FILE_NAMES if ("local" if n in _LOCAL_NAMES else "project") in sources)
 # Dot-dirs are skipped wholesale; these are the big non-dot ones worth never descending into.
 SKIP_DIRS = frozenset({"node_modules", "__pycache__", "venv", "site-packages"})
 MAX_MEMORY_CHARS = 40_000
@@ -36,7 +45,8 @@ class MemoryFile:
 
 
 def find_nested_memory_files(cwd: Path, *, max_files: int = 2000, max_depth: int = 6,
-                             stop: threading.Event | None = None) -> list[MemoryFile]:
+                             stop: threading.Event | None = None,
+                             names: tuple[str, ...] = MEMORY_FILE_NAMES) -> list[MemoryFile]:
     """Memory files in subdirectories of `cwd`, shallowest first.
 
     Breadth-first so that when the `max_files` bound cuts a huge tree short, what was found is
@@ -51,7 +61,7 @@ def find_nested_memory_files(cwd: Path, *, max_files: int = 2000, max_depth: int
         if stop is not None and stop.is_set():
             break
         if depth > 0:
-            for name in MEMORY_FILE_NAMES:
+            for name in names:
                 candidate = os.path.join(directory, name)
                 if os.path.isfile(candidate):
                     found.append(MemoryFile(candidate, directory))
@@ -84,8 +94,10 @@ def _walkable(entry: os.DirEntry[str]) -> bool:
 class MemoryPrefetch:
     """A background walk for nested memory files, consumed zero-wait by the loop."""
 
-    def __init__(self, cwd: Path, *, max_files: int = 2000, max_depth: int = 6) -> None:
+    def __init__(self, cwd: Path, *, max_files: int = 2000, max_depth: int = 6,
+                 names: tuple[str, ...] = MEMORY_FILE_NAMES) -> None:
         self.cwd = Path(os.path.abspath(cwd))
+        self.names = names
         self.settled_at: float | None = None
         self.error: BaseException | None = None
         self._files: list[MemoryFile] = []
@@ -100,7 +112,7 @@ class MemoryPrefetch:
         try:
             self._files = await asyncio.to_thread(
                 find_nested_memory_files, self.cwd, max_files=max_files, max_depth=max_depth,
-                stop=self._stop)
+                stop=self._stop, names=self.names)
         except Exception as exc:  # a failed prefetch only means no nested memory this query
             self.error = exc
 
@@ -138,9 +150,10 @@ class MemoryPrefetch:
             self.task.cancel()
 
 
-def start_memory_prefetch(cwd: Path, *, max_files: int = 2000, max_depth: int = 6) -> MemoryPrefetch:
+def start_memory_prefetch(cwd: Path, *, max_files: int = 2000, max_depth: int = 6,
+                          names: tuple[str, ...] = MEMORY_FILE_NAMES) -> MemoryPrefetch:
     """Start the walk on the running loop; the caller must `close()` the result."""
-    return MemoryPrefetch(cwd, max_files=max_files, max_depth=max_depth)
+    return MemoryPrefetch(cwd, max_files=max_files, max_depth=max_depth, names=names)
 
 
 def _is_within(path: str, directory: str) -> bool:
@@ -168,10 +181,11 @@ class NestedMemory:
     def __init__(self, cwd: Path) -> None:
         self.cwd = cwd
         self.attached: set[str] = set()
+        self.file_names = MEMORY_FILE_NAMES   # narrowed by --setting-sources (memory_file_names)
 
     def start(self) -> "QueryMemory":
         """One query's view: a fresh walk (files may have appeared), the session's attached set."""
-        return QueryMemory(start_memory_prefetch(self.cwd), self.attached)
+        return QueryMemory(start_memory_prefetch(self.cwd, names=self.file_names), self.attached)
 
 
 class QueryMemory:

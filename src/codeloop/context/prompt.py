@@ -11,7 +11,7 @@ import datetime as _dt
 import os
 import platform
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from codeloop.messages import user_context_message  # noqa: F401 (re-exported)
 
@@ -74,18 +74,29 @@ def environment_block(cwd: Path, today: _dt.date | None = None) -> str:
     return "<env>\n" + "\n".join(lines) + "\n</env>"
 
 
-def instruction_files(cwd: Path, config_dir: Path) -> list[tuple[Path, str]]:
-    """CLAUDE.md files in load order: the user's global ones, then root → cwd, local after shared."""
-    found: list[tuple[Path, str]] = []
+# Which --setting-sources source each kind of instruction file belongs to (as in Claude Code:
+# `user` ~/.claude/CLAUDE.md, `project` CLAUDE.md and .claude/CLAUDE.md, `local` CLAUDE.local.md).
+USER_SOURCE, PROJECT_SOURCE, LOCAL_SOURCE = "user", "project", "local"
+
+
+def instruction_files(cwd: Path, config_dir: Path,
+                      sources: frozenset[str] | None = None) -> list[tuple[Path, str]]:
+    """CLAUDE.md files in load order: the user's global ones, then root → cwd, local after shared.
+
+    `sources` (--setting-sources / the SDK's setting_sources) limits them to those sources;
+    None: all."""
+    found: list[tuple[Path, str, str]] = []
     home_claude = Path(os.path.expanduser("~")) / ".claude" / "CLAUDE.md"
     for path in dict.fromkeys([config_dir / "CLAUDE.md", home_claude]):
-        found.append((path, "user's private global instructions for all projects"))
+        found.append((path, "user's private global instructions for all projects", USER_SOURCE))
     for d in reversed((cwd, *cwd.parents)):
-        found.append((d / "CLAUDE.md", "project instructions, checked into the codebase"))
-        found.append((d / ".claude" / "CLAUDE.md", "project instructions, checked into the codebase"))
-        found.append((d / "CLAUDE.local.md", "user's private project instructions, not checked in"))
+        found.append((d / "CLAUDE.md", "project instructions, checked into the codebase", PROJECT_SOURCE))
+        found.append((d / ".claude" / "CLAUDE.md", "project instructions, checked into the codebase", PROJECT_SOURCE))
+        found.append((d / "CLAUDE.local.md", "user's private project instructions, not checked in", LOCAL_SOURCE))
     out = []
-    for path, kind in found:
+    for path, kind, source in found:
+        if sources is not None and source not in sources:
+            continue
         try:
             if path.is_file():
                 out.append((path, f"Contents of {path} ({kind}):\n\n{path.read_text(errors='replace').strip()}"))
@@ -94,32 +105,54 @@ def instruction_files(cwd: Path, config_dir: Path) -> list[tuple[Path, str]]:
     return out
 
 
-def user_context(cwd: Path, config_dir: Path, today: _dt.date | None = None) -> dict[str, str]:
+def user_context(cwd: Path, config_dir: Path, today: _dt.date | None = None,
+                 sources: frozenset[str] | None = None) -> dict[str, str]:
     ctx: dict[str, str] = {}
-    files = instruction_files(cwd, config_dir)
+    files = instruction_files(cwd, config_dir, sources)
     if files:
         ctx["claudeMd"] = CLAUDE_MD_HEADER + "\n\n" + "\n\n".join(text for _, text in files)
     ctx["currentDate"] = f"Today's date is {(today or _dt.date.today()).isoformat()}."
     return ctx
 
 
+_EFFICIENCY_LINE = "- Be concise and direct."
+
+
+def styled_prompt(style: Any) -> str:
+    """The default prompt under an output style (context.output_styles): every style drops the
+    efficient-output line; a style without `keep_coding_instructions` drops the "How to work"
+    coding instructions too (its own instructions go at the end of the system prompt)."""
+    intro, _, how = DEFAULT_SYSTEM_PROMPT.partition("\n# How to work\n")
+    if not style.keep_coding_instructions:
+        return intro
+    kept = [ln for ln in how.splitlines() if not ln.startswith(_EFFICIENCY_LINE)]
+    return intro + "\n# How to work\n" + "\n".join(kept) + "\n"
+
+
 def build_system_prompt(cwd: Path, *, custom: str | None = None, append: str | None = None,
-                        today: _dt.date | None = None) -> list[str]:
-    parts = [custom if custom is not None else DEFAULT_SYSTEM_PROMPT]
+                        today: _dt.date | None = None, output_style: Any = None) -> list[str]:
+    """`output_style` (an OutputStyle, None for the default) shapes the default prompt only: a
+    custom system prompt (--system-prompt) replaces everything, style included."""
+    styled = output_style is not None and custom is None
+    parts = [custom if custom is not None else styled_prompt(output_style) if styled else DEFAULT_SYSTEM_PROMPT]
     parts.append(environment_block(cwd, today))
     if append:
         parts.append(append)
+    if styled and output_style.instructions:
+        parts.append(output_style.instructions)
     return parts
 
 
 def context_loader(cwd: Path, config_dir: Path, *, custom: str | None = None, append: str | None = None,
-                   claude_md: bool = True) -> Callable[[], tuple[list[str], dict[str, str]]]:
+                   claude_md: bool = True, sources: frozenset[str] | None = None,
+                   output_style: Any = None) -> Callable[[], tuple[list[str], dict[str, str]]]:
     """(system prompt, user context) as of now: the session calls it before each query.
 
-    `claude_md=False` (--bare) leaves CLAUDE.md discovery out of the user context."""
+    `claude_md=False` (--bare) leaves CLAUDE.md discovery out of the user context; `sources`
+    (--setting-sources) keeps only the CLAUDE.md files of those sources."""
     def load() -> tuple[list[str], dict[str, str]]:
-        ctx = user_context(cwd, config_dir)
+        ctx = user_context(cwd, config_dir, sources=sources)
         if not claude_md:
             ctx.pop("claudeMd", None)
-        return build_system_prompt(cwd, custom=custom, append=append), ctx
+        return build_system_prompt(cwd, custom=custom, append=append, output_style=output_style), ctx
     return load

@@ -5,6 +5,10 @@ A boundary entry is `{"type": "system", "subtype": "compact_boundary", "compactM
 `load_from_last_boundary` finds the last boundary by searching the file's bytes backwards
 (memory-mapped, so a long transcript is neither read whole into Python nor parsed) and parses
 only the lines after it. Without a boundary it parses everything, like `load_transcript`.
+
+`load_until` is the truncating resume (`--resume-session-at <uuid>`, the SDK's
+`resume_session_at`): history up to and including that record, the rest handed back so the
+caller can retract it (tombstones) or leave it out of a fork.
 """
 
 from __future__ import annotations
@@ -16,7 +20,9 @@ from typing import Any
 
 from codeloop.messages import Message
 from codeloop.session.repair import messages_from_entries
-from codeloop.session.transcript import LoadedTranscript, entry_to_message, load_transcript, parse_line
+from codeloop.session.records import is_prompt
+from codeloop.session.transcript import (BRANCH_POINT, LoadedTranscript, entry_to_message, load_transcript,
+                                         parse_line)
 
 # json.dumps never escapes these quotes in a real key/value, while inside message text they
 # appear as \"compact_boundary\" — the byte before the match tells the two apart.
@@ -27,8 +33,6 @@ def is_compact_boundary(entry: Any) -> bool:
     return isinstance(entry, dict) and (
         entry.get("type") == "compact_boundary"
         or (entry.get("type") == "system" and entry.get("subtype") == "compact_boundary"))
-
-
 
 
 
@@ -98,3 +102,40 @@ def load_from_last_boundary(path: Path | str) -> LoadedTranscript:
     last_uuid = next((e["uuid"] for e in reversed(entries) if isinstance(e.get("uuid"), str) and e["uuid"]), None)
     warnings = [f"skipped {corrupt} corrupt line(s) in {path}"] if corrupt else []
     return LoadedTranscript(messages=messages, entries=entries, warnings=warnings, last_uuid=last_uuid)
+
+
+class ResumeError(ValueError):
+    """A truncating resume that cannot be done as asked (one line for the user)."""
+
+
+def load_until(path: Path | str, at: str, drops_turn: str | None = None
+               ) -> tuple[LoadedTranscript, list[dict[str, Any]]]:
+    """(history up to and including the record `at`, the records after it).
+
+    `drops_turn` (`--resume-drops-turn`): the prompt uuid of the one turn the caller means to
+    discard; refused unless everything after `at` belongs to that turn — a prompt the caller never
+    saw must not vanish silently.
+    """
+    loaded = load_transcript(path)
+    idx = next((i for i, e in enumerate(loaded.entries) if e.get("uuid") == at), None)
+    if idx is None:
+        raise ResumeError(f"--resume-session-at: no message {at} in {Path(path).name}")
+    kept, dropped = loaded.entries[:idx + 1], loaded.entries[idx + 1:]
+    if drops_turn is not None:
+        prompts = [m.uuid for m in map(entry_to_message, dropped) if m is not None and is_prompt(m)]
+        if prompts and prompts != [drops_turn]:
+            raise ResumeError(f"Resume rejected by --resume-drops-turn: the records after {at} hold "
+                              f"prompt(s) {', '.join(prompts)}, not only {drops_turn}")
+    messages = messages_after_last_boundary(kept)
+    return LoadedTranscript(messages=messages, entries=kept, warnings=loaded.warnings, last_uuid=at), dropped
+
+
+def branch_from(writer: Any, at: str, dropped: list[dict[str, Any]]) -> None:
+    """Continue the same file from `at`: the dropped messages are retracted (tombstones, so a later
+    plain resume does not bring them back) and a `branch-point` record tells the writer where the
+    chain continues. Claude Code's readers follow parentUuid from the newest leaf, so they see the
+    new branch either way."""
+    for e in dropped:
+        if e.get("type") in ("user", "assistant") and isinstance(e.get("uuid"), str):
+            writer.append_entry({"type": "tombstone", "targetUuid": e["uuid"]})
+    writer.append_entry({"type": BRANCH_POINT, "leafUuid": at})

@@ -40,7 +40,19 @@ class SessionInfo:
 
 
 def projects_dir() -> Path:
+    """`$CLAUDE_CONFIG_DIR/projects` when that is set — where Claude Code and the Agent SDK's
+    session readers look (the SDK sets it to resume from a `session_store`) — else codeloop's own
+    `<config>/projects`, so an unset variable never mixes codeloop's sessions into ~/.claude."""
+    claude = os.environ.get("CLAUDE_CONFIG_DIR")
+    if claude:
+        return Path(claude).expanduser() / "projects"
     return config_dir() / "projects"
+
+
+def _search_dirs() -> list[Path]:
+    """Where an existing session may be: the current store, then codeloop's own (sessions written
+    before CLAUDE_CONFIG_DIR was set stay resumable)."""
+    return list(dict.fromkeys([projects_dir(), config_dir() / "projects"]))
 
 
 def project_key(cwd: Path | str) -> str:
@@ -89,14 +101,18 @@ def latest_session(cwd: Path | str) -> str | None:
 def find_session(session_id: str, cwd: Path | str) -> Path | None:
     """This project's transcript for `session_id`, else one from any project (newest wins)."""
     session_id = validate_session_id(session_id)
-    own = session_path(cwd, session_id)
-    if own.is_file():
-        return own
+    key = project_key(cwd)
+    for root in _search_dirs():
+        own = root / key / f"{session_id}.jsonl"
+        if own.is_file():
+            return own
     best: tuple[float, Path] | None = None
-    try:
-        folders = list(os.scandir(projects_dir()))
-    except OSError:
-        return None
+    folders = []
+    for root in _search_dirs():
+        try:
+            folders += list(os.scandir(root))
+        except OSError:
+            continue
     for folder in folders:
         candidate = Path(folder.path) / f"{session_id}.jsonl"
         try:

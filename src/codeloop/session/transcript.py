@@ -19,10 +19,13 @@ from typing import Any, BinaryIO, Iterator
 
 from codeloop.version import __version__
 from codeloop.messages import Message, new_uuid, now_iso
+from codeloop.session.records import is_prompt, last_prompt_record, writer_fields
 from codeloop.session.repair import INTERRUPTED_TOOL_RESULT, MESSAGE_TYPES, messages_from_entries  # noqa: F401
 
 # Entries that form the parentUuid chain; metadata (tombstones, denials, markers) hangs off it.
 CHAIN_TYPES = ("user", "assistant", "system", "compact_boundary")
+# A truncating resume's marker: the chain continues from `leafUuid`, not from the last record.
+BRANCH_POINT = "branch-point"
 _TAIL_BLOCK = 64 * 1024
 
 
@@ -43,7 +46,9 @@ class LoadedTranscript:
 
 
 def message_to_entry(msg: Message, *, session_id: str, cwd: Path | str,
-                     parent_uuid: str | None) -> dict[str, Any]:
+                     parent_uuid: str | None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One message's record. `extra`: the fields Claude Code writes on every message record
+    (`userType`, `entrypoint`, `gitBranch`, `promptId`…), placed before `message` as it does."""
     message = msg.api_message()
     if msg.role == "user":
         # api_message() leaves these out for users; keep them when set so round-trips are total.
@@ -54,7 +59,7 @@ def message_to_entry(msg: Message, *, session_id: str, cwd: Path | str,
     entry: dict[str, Any] = {
         "type": msg.role, "uuid": msg.uuid, "parentUuid": parent_uuid, "sessionId": session_id,
         "timestamp": msg.timestamp or now_iso(), "cwd": os.fspath(cwd), "version": __version__,
-        "message": message}
+        "isSidechain": False, **(extra or {}), "message": message}
     if msg.is_meta:
         entry["isMeta"] = True
     if msg.is_api_error:
@@ -64,6 +69,7 @@ def message_to_entry(msg: Message, *, session_id: str, cwd: Path | str,
     if msg.parent_tool_use_id is not None:
         entry["parent_tool_use_id"] = msg.parent_tool_use_id
     return entry
+
 
 
 def entry_to_message(entry: dict[str, Any]) -> Message | None:
@@ -142,6 +148,12 @@ class TranscriptWriter:
         self._dirty = False
         # Directories whose new entries (our file, our folders) must be fsync'd to survive a crash.
         self._dirs_to_sync: list[Path] = []
+        self._fields: dict[str, Any] | None = None   # writer_fields(), computed on first message
+        self.prompt_id: str | None = None            # the prompt the records being written answer
+        # Claude Code's metadata records (front ends opt in): written before the next message,
+        # and a `last-prompt` record after each prompt.
+        self.claude_records = False
+        self.pending_records: list[dict[str, Any]] = []
 
     @property
     def last_uuid(self) -> str | None:
@@ -154,9 +166,21 @@ class TranscriptWriter:
         return self._last_uuid
 
     def append_message(self, msg: Message) -> dict[str, Any]:
+        if self._fields is None:
+            self._fields = writer_fields(self.cwd)
+        prompt = is_prompt(msg)
+        if prompt:
+            self.prompt_id = msg.uuid
+        extra = dict(self._fields)
+        if msg.role == "user" and self.prompt_id is not None:
+            extra["promptId"] = self.prompt_id
         entry = message_to_entry(msg, session_id=self.session_id, cwd=self.cwd,
-                                 parent_uuid=self.last_uuid)
+                                 parent_uuid=self.last_uuid, extra=extra)
+        while self.pending_records:
+            self._append(self.pending_records.pop(0))
         self._append(entry)
+        if self.claude_records and prompt and msg.text.strip():
+            self._append(last_prompt_record(msg, self.session_id))
         return entry
 
     def append_entry(self, entry: dict[str, Any]) -> dict[str, Any]:
@@ -327,10 +351,16 @@ def _scan_last_uuid(path: Path) -> str | None:
     with f:
         for _, line in _lines_backwards(f):
             entry = parse_line(line) if line.strip() else None
-            if (entry is not None and isinstance(entry.get("uuid"), str) and entry["uuid"]
-                    and entry.get("type") in CHAIN_TYPES):
-                return entry["uuid"]
+            if entry is not None and (uid := _chain_tip(entry)):
+                return uid
     return None
+
+
+def _chain_tip(entry: dict[str, Any]) -> str | None:
+    """The uuid the next record should hang off, if this record sets it."""
+    uid = entry.get("leafUuid") if entry.get("type") == BRANCH_POINT else (
+        entry.get("uuid") if entry.get("type") in CHAIN_TYPES else None)
+    return uid if isinstance(uid, str) and uid else None
 
 
 def load_transcript(path: Path | str) -> LoadedTranscript:
@@ -360,9 +390,7 @@ def _load(path: Path, data: bytes) -> LoadedTranscript:
             corrupt += 1
             continue
         entries.append(entry)
-        uid = entry.get("uuid")
-        if isinstance(uid, str) and uid and entry.get("type") in CHAIN_TYPES:
-            last_uuid = uid
+        last_uuid = _chain_tip(entry) or last_uuid
     messages, unreadable = messages_from_entries(entries, entry_to_message)
     corrupt += unreadable
     warnings = [f"skipped {corrupt} corrupt line(s) in {path}"] if corrupt else []
