@@ -16,4 +16,6 @@ def _isolated_home(tmp_path_factory, monkeypatch):
     monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
     monkeypatch.delenv("ANTHROPIC_MODEL", raising=False)
     monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    # sessions follow CLAUDE_CONFIG_DIR when it is set: a machine's own must not receive test sessions
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
     return cfg
