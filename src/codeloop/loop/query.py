@@ -27,7 +27,7 @@ from codeloop.messages import (ENDED_BY_MODEL_TOOL_RESULT, INTERRUPT_MESSAGE, IN
                                missing_tool_results, user_message)
 from codeloop.providers.base import Provider
 from codeloop.providers.retry import RetryPolicy
-from codeloop.tools.base import Tool, ToolContext
+from codeloop.tools.base import ENDS_TURN_KEY, Tool, ToolContext
 
 MAX_TOKENS_NOT_RUN = ("Tool call not executed: the response was cut off at the output token limit, "
                       "so its input may be incomplete.")
@@ -257,6 +257,10 @@ async def query(p: QueryParams) -> AsyncIterator[Event]:
             # -- a hook asked to stop after the tools ran (§13.1 hook_stopped_continuation) -------------
             if hook_stop is not None:
                 yield Terminal(TerminalReason.HOOK_STOPPED, turn_count, hook_stop)
+                return
+            # -- a tool's result was the turn's answer (StructuredOutput: Claude Code's endsTurn) ---------
+            if ctx.extra.pop(ENDS_TURN_KEY, False):
+                yield Terminal(TerminalReason.COMPLETED, turn_count)
                 return
 
             # -- continuation pipeline (§13.2): queued commands, attachments, memory, tool refresh ---------
