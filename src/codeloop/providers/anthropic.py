@@ -20,6 +20,7 @@ import httpx
 
 from codeloop.messages import wire_json
 from codeloop.providers.base import ModelRequest
+from codeloop.providers.betas import request_betas
 from codeloop.providers.errors import transport_errors, APIConnectionError, APIStatusError, AuthenticationError
 from codeloop.providers.transport import Deadlines, add_hint, open_stream, read_body, sse_events
 
@@ -119,8 +120,6 @@ class AnthropicProvider:
 
     def _wire(self, request: ModelRequest) -> tuple[bytes, dict[str, str]]:
         """The request body (with metadata.user_id) and its per-request headers (anthropic-beta)."""
-        from codeloop.providers.betas import request_betas
-
         body = request.body()
         if self.user_id and not request.metadata:
             body["metadata"] = {"user_id": self.user_id}

@@ -44,9 +44,11 @@ class StructuredOutputTool(Tool):
     def __init__(self, schema: dict[str, Any], validate: Validator) -> None:
         self.schema = schema
         self.validate = validate
-        self.wrapped = schema.get("type") != "object"
+        # an object schema that leaves out "type" (only properties/required) is still an object schema
+        as_object = schema.get("type") == "object" or ("type" not in schema and "properties" in schema)
+        self.wrapped = not as_object
         self._input_schema = ({"type": "object", "properties": {_WRAP: schema}, "required": [_WRAP],
-                               "additionalProperties": False} if self.wrapped else schema)
+                               "additionalProperties": False} if self.wrapped else {"type": "object", **schema})
 
     def input_schema(self) -> dict[str, Any]:
         return self._input_schema
