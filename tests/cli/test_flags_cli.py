@@ -75,7 +75,9 @@ def test_system_prompt_file_thinking_and_betas(tmp_path):
     req = api.requests[0]
     assert r.returncode == 0 and req.system_text.startswith("You are a file-born prompt.")
     assert req.body["thinking"] == {"type": "enabled", "budget_tokens": 2048} and req.body["max_tokens"] > 2048
-    assert req.headers["anthropic-beta"] == "interleaved-thinking-2025-05-14"
+    # issue 15: the header also carries the betas chosen per request (tools → fine-grained streaming)
+    betas = req.headers["anthropic-beta"].split(",")
+    assert betas.count("interleaved-thinking-2025-05-14") == 1 and "fine-grained-tool-streaming-2025-05-14" in betas
     missing = codeloop(["-p", "x", "--system-prompt-file", "nope.md"], cwd=tmp_path, base_url=url)
     assert missing.returncode == 1 and "nope.md" in missing.stderr and "Traceback" not in missing.stderr
 

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from fakeapi import ScriptedAPI, error, sse, text
+from fakeapi import ScriptedAPI, error, sse, text, tool_use
 from codeloop.events import SystemEvent, Terminal, UserEvent
 from codeloop.session.structured import (SchemaError, StructuredEvent, builtin_validate, extract_json, parse_schema,
                                       retry_message, run_structured, validate)
@@ -115,3 +115,80 @@ async def test_run_structured_stops_on_a_failed_turn(tmp_path):
     events = await collect(run_structured(conv, "json!", SCHEMA, 2))
     assert isinstance(events[-1], Terminal) and len(api.requests) == 1
     assert not any(isinstance(e, SystemEvent) and e.subtype.startswith("structured") for e in events)
+
+
+# -- the StructuredOutput tool (Claude Code's approach: the schema is offered up front) -------------
+def _offered(req):
+    return next(t for t in req.body["tools"] if t["name"] == "StructuredOutput")
+
+
+async def test_tool_answer_is_the_structured_output_in_one_request(tmp_path):
+    api = ScriptedAPI(sse(tool_use("StructuredOutput", {"name": "Ada", "age": 36}, id="so1")))
+    conv = conv_for(api, tmp_path)
+    events = await collect(run_structured(conv, "who?", SCHEMA, 2))
+    assert len(api.requests) == 1                       # a valid call ends the turn: no follow-up request
+    assert _offered(api.requests[0])["input_schema"] == SCHEMA
+    last = events[-1]
+    assert last.subtype == StructuredEvent.OUTPUT.value and last.data["structured_output"] == {"name": "Ada", "age": 36}
+    assert last.data["attempts"] == 1 and last.data["via"] == "StructuredOutput"
+    terminal = next(e for e in events if isinstance(e, Terminal))
+    assert terminal.reason.value == "completed"
+    result = conv.messages[-1].content[0]
+    assert result["type"] == "tool_result" and result["tool_use_id"] == "so1" and not result.get("is_error")
+
+
+async def test_invalid_tool_input_is_corrected_in_the_same_turn(tmp_path):
+    api = ScriptedAPI(sse(tool_use("StructuredOutput", {"name": "Ada", "age": -3}, id="bad")),
+                      sse(tool_use("StructuredOutput", {"name": "Ada", "age": 3}, id="good")))
+    conv = conv_for(api, tmp_path)
+    events = await collect(run_structured(conv, "who?", SCHEMA, 2))
+    assert events[-1].data["structured_output"] == {"name": "Ada", "age": 3} and events[-1].data["attempts"] == 1
+    err = api.requests[1].messages[-1]["content"][0]
+    assert err["is_error"] is True and "$.age" in err["content"] and "does not match the required schema" in err["content"]
+    assert sum(isinstance(e, Terminal) for e in events) == 1 and len(api.requests) == 2
+
+
+async def test_non_object_schema_is_wrapped_and_unwrapped(tmp_path):
+    schema = {"type": "array", "items": {"type": "integer"}}
+    api = ScriptedAPI(sse(tool_use("StructuredOutput", {"value": [1, 2, 3]}, id="so")))
+    conv = conv_for(api, tmp_path)
+    events = await collect(run_structured(conv, "numbers", schema, 1))
+    offered = _offered(api.requests[0])["input_schema"]
+    assert offered["type"] == "object" and offered["properties"]["value"] == schema
+    assert events[-1].data["structured_output"] == [1, 2, 3]
+
+
+async def test_text_answer_still_falls_back_and_the_retry_names_the_tool(tmp_path):
+    api = ScriptedAPI(sse(text("not json")), sse(text('{"name": "Bo"}')))
+    conv = conv_for(api, tmp_path)
+    events = await collect(run_structured(conv, "who?", SCHEMA, 2))
+    assert events[-1].data["structured_output"] == {"name": "Bo"} and events[-1].data["attempts"] == 2
+    assert "StructuredOutput" in api.requests[1].messages[-1]["content"][-1]["text"]
+
+
+async def test_tool_not_offered_to_a_model_without_tool_use(tmp_path, monkeypatch):
+    monkeypatch.setenv("CODELOOP_MODEL_CAPABILITIES", json.dumps({"claude-sonnet-4-5": {"supports_tools": False}}))
+    api = ScriptedAPI(sse(text('{"name": "Cy"}')))
+    conv = conv_for(api, tmp_path)
+    events = await collect(run_structured(conv, "who?", SCHEMA, 2))
+    assert "StructuredOutput" not in api.requests[0].tool_names
+    assert events[-1].data["structured_output"] == {"name": "Cy"}
+
+
+async def test_tool_schema_shapes_and_validation_errors(tmp_path):
+    from codeloop.tools.base import ENDS_TURN_KEY, ToolContext, ToolError
+    from codeloop.tools.builtin.structured_output import StructuredOutputTool
+
+    untyped = {"properties": {"a": {"type": "integer"}}, "required": ["a"]}
+    tool = StructuredOutputTool(untyped, validate)
+    assert tool.input_schema() == {"type": "object", **untyped} and not tool.wrapped
+    ctx = ToolContext(cwd=tmp_path, project_dir=tmp_path)
+    with pytest.raises(ToolError, match=r"\$\.a"):
+        await tool.call(tool.input_model.model_validate({"a": "x"}), ctx)
+    assert "structured_output" not in ctx.extra and ENDS_TURN_KEY not in ctx.extra
+    result = await tool.call(tool.input_model.model_validate({"a": 2}), ctx)
+    assert ctx.extra["structured_output"] == {"a": 2} and ctx.extra[ENDS_TURN_KEY] is True
+    assert result.data == {"structured_output": {"a": 2}} and not result.is_error
+    wrapped = StructuredOutputTool({"type": "string"}, validate)
+    with pytest.raises(ToolError, match="'value' is a required property"):
+        await wrapped.call(wrapped.input_model.model_validate({}), ctx)

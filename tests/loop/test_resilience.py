@@ -21,6 +21,13 @@ from codeloop.tools.base import Tool, ToolResult
 from codeloop.tools.registry import builtin_tools
 
 
+@pytest.fixture(autouse=True)
+def _capped_output(monkeypatch):
+    # these tests exercise spec 004 §11.3's capped default (8192, escalating to 64000); without
+    # the switch a Claude model already asks Claude Code's 64000 and never escalates
+    monkeypatch.setenv("CODELOOP_CAPPED_OUTPUT", "1")
+
+
 class SlowInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str

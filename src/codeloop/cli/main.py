@@ -106,8 +106,9 @@ def _add_integration_flags(p: argparse.ArgumentParser) -> None:
     # Accepted so SDK-generated command lines parse; codeloop has no equivalent yet (warned about).
     p.add_argument("--include-hook-events", action="store_true",
                    help="stream-json: also emit hook_started / hook_response system messages")
-    for flag, kw in (("--effort", {}),
-                     ("--resume-session-at", {}), ("--resume-drops-turn", {}), ("--task-budget", {}),
+    p.add_argument("--effort", choices=("low", "medium", "high", "xhigh", "max"),
+                   help="reasoning effort: turns on extended thinking (output_config.effort where the model takes it)")
+    for flag, kw in (("--resume-session-at", {}), ("--resume-drops-turn", {}), ("--task-budget", {}),
                      ("--plugin-dir", {"action": "append"}), ("--thinking-display", {})):
         p.add_argument(flag, help=argparse.SUPPRESS, **kw)
     p.add_argument("--agents", metavar="JSON", help='subagents as JSON: {"name": {"description", "prompt", '
@@ -116,7 +117,7 @@ def _add_integration_flags(p: argparse.ArgumentParser) -> None:
                    help="stream-json: also emit transcript_mirror frames (the Agent SDK's session_store)")
 
 
-UNSUPPORTED = ("effort", "task_budget",
+UNSUPPORTED = ("task_budget",
                "plugin_dir", "thinking_display")
 
 

@@ -228,19 +228,36 @@ def _custom_system_prompt(args: argparse.Namespace) -> str | None:
 
 
 DEFAULT_THINKING_BUDGET = 10_000
+# --effort without a budget: codeloop's thinking budget per level ("max" is Claude Code's ultrathink).
+EFFORT_BUDGETS = {"low": 4_096, "medium": DEFAULT_THINKING_BUDGET, "high": 16_000, "xhigh": 24_000, "max": 31_999}
 
 
 def _thinking(args: argparse.Namespace) -> dict | None:
-    """Extended thinking for the API: on with --max-thinking-tokens or --thinking enabled|adaptive."""
+    """Extended thinking for the API: on with --max-thinking-tokens / MAX_THINKING_TOKENS,
+    --thinking enabled|adaptive, or --effort (which also rides along as `effort`)."""
     if args.thinking == "disabled":
         return None
-    if args.max_thinking_tokens is not None:
-        if args.max_thinking_tokens < 1024:
-            raise SetupError("--max-thinking-tokens must be at least 1024 (the API's minimum thinking budget)")
-        return {"type": "enabled", "budget_tokens": args.max_thinking_tokens}
-    if args.thinking in ("enabled", "adaptive"):
-        return {"type": "enabled", "budget_tokens": DEFAULT_THINKING_BUDGET}
-    return None
+    budget, source = args.max_thinking_tokens, "--max-thinking-tokens"
+    env = os.environ.get("MAX_THINKING_TOKENS", "").strip()
+    if budget is None and env:
+        if not env.isdigit():
+            raise SetupError(f"MAX_THINKING_TOKENS must be a whole number of tokens, not {env!r}")
+        budget, source = int(env), "MAX_THINKING_TOKENS"
+        if budget == 0:   # Claude Code: 0 turns thinking off
+            return None
+    effort = getattr(args, "effort", None)
+    config: dict | None = None
+    if budget is not None:
+        if budget < 1024:
+            raise SetupError(f"{source} must be at least 1024 (the API's minimum thinking budget)")
+        config = {"type": "enabled", "budget_tokens": budget}
+    elif effort:
+        config = {"type": "enabled", "budget_tokens": EFFORT_BUDGETS[effort]}
+    elif args.thinking in ("enabled", "adaptive"):
+        config = {"type": "enabled", "budget_tokens": DEFAULT_THINKING_BUDGET}
+    if config is not None and effort:
+        config["effort"] = effort
+    return config
 
 
 def build_conversation(args: argparse.Namespace, *, interactive: bool) -> tuple[Conversation, list[str]]:
@@ -277,7 +294,7 @@ def build_conversation(args: argparse.Namespace, *, interactive: bool) -> tuple[
         apply_main_agent(args, definitions)  # --agent NAME: its prompt, tools and model for the main thread
     except (ValueError, FlagError) as exc:
         raise SetupError(str(exc)) from None
-    provider, model = _provider_and_model(args, settings)
+    provider, model = _provider_and_model(args, settings, session_id)
     fallback = [resolve_model(m) for m in (args.fallback_model or "").split(",") if m.strip()]
     if args.max_budget_usd is not None and not (math.isfinite(args.max_budget_usd) and args.max_budget_usd > 0):
         raise SetupError("--max-budget-usd must be a positive amount of dollars")
@@ -353,7 +370,7 @@ def _key_source(provider: Any, settings: Any) -> str:
         return "none"
 
 
-def _provider_and_model(args: argparse.Namespace, settings: Any) -> tuple[Any, str]:
+def _provider_and_model(args: argparse.Namespace, settings: Any, session_id: str) -> tuple[Any, str]:
     """`--model provider:model` / CODELOOP_PROVIDER / settings pick the provider; anthropic by default."""
     from codeloop.providers.errors import AuthenticationError
     from codeloop.providers.select import make_provider, resolve_provider
@@ -378,9 +395,12 @@ def _provider_and_model(args: argparse.Namespace, settings: Any) -> tuple[Any, s
         if name == "anthropic":
             from codeloop.providers.anthropic import AnthropicProvider
 
+            from codeloop.config.install_id import metadata_user_id
+            from codeloop.providers.betas import split_betas
+
             helper = settings.api_key_helper()
-            betas = {"anthropic-beta": ",".join(args.betas)} if args.betas else None
-            return (AnthropicProvider(api_key=_api_key_from_helper(helper) if helper else None, extra_headers=betas),
+            return (AnthropicProvider(api_key=_api_key_from_helper(helper) if helper else None,
+                                      betas=split_betas(args.betas or []), user_id=metadata_user_id(session_id)),
                     resolve_model(model))
         if not model:
             raise SetupError(f"--model is required with the {name} provider (e.g. --model {name}:<model>)")

@@ -19,14 +19,15 @@ from codeloop.loop.continuation import Continuation, NestedMemory
 from codeloop.loop.model_call import ModelTurn, call_model
 from codeloop.loop.recovery import (DEFAULT_STOP_HOOK_BLOCK_CAP, MAX_OUTPUT_TOKENS_RECOVERY_LIMIT, ContextCollapse,
                                     ReactiveCompact, StopHooks, max_output_tokens_error, recovery_message)
-from codeloop.loop.request import ESCALATED_MAX_OUTPUT_TOKENS, env_max_output_tokens, max_output_tokens
+from codeloop.loop.request import (ESCALATED_MAX_OUTPUT_TOKENS, can_escalate, env_max_output_tokens,
+                                   max_output_tokens)
 from codeloop.loop.state import State, TerminalReason, Transition
 from codeloop.loop.tool_runner import CanUseTool
 from codeloop.messages import (ENDED_BY_MODEL_TOOL_RESULT, INTERRUPT_MESSAGE, INTERRUPT_MESSAGE_FOR_TOOL_USE, Message, api_error_message,
                                missing_tool_results, user_message)
 from codeloop.providers.base import Provider
 from codeloop.providers.retry import RetryPolicy
-from codeloop.tools.base import Tool, ToolContext
+from codeloop.tools.base import ENDS_TURN_KEY, Tool, ToolContext
 
 MAX_TOKENS_NOT_RUN = ("Tool call not executed: the response was cut off at the output token limit, "
                       "so its input may be incomplete.")
@@ -175,7 +176,8 @@ async def query(p: QueryParams) -> AsyncIterator[Event]:
                     return
                 if max_tokens_hit:
                     # -- 3. max_output_tokens_escalate (§11.3): same request, bigger cap, once -----------
-                    if state.max_output_tokens_override is None and env_max_output_tokens() is None:
+                    if state.max_output_tokens_override is None and env_max_output_tokens() is None \
+                            and can_escalate(model):   # a model already asked its most goes to recovery
                         for m in [*turn.assistant_messages, *answered]:
                             yield Tombstone(m)
                         state = replace(state, max_output_tokens_override=ESCALATED_MAX_OUTPUT_TOKENS,
@@ -255,6 +257,10 @@ async def query(p: QueryParams) -> AsyncIterator[Event]:
             # -- a hook asked to stop after the tools ran (§13.1 hook_stopped_continuation) -------------
             if hook_stop is not None:
                 yield Terminal(TerminalReason.HOOK_STOPPED, turn_count, hook_stop)
+                return
+            # -- a tool's result was the turn's answer (StructuredOutput: Claude Code's endsTurn) ---------
+            if ctx.extra.pop(ENDS_TURN_KEY, False):
+                yield Terminal(TerminalReason.COMPLETED, turn_count)
                 return
 
             # -- continuation pipeline (§13.2): queued commands, attachments, memory, tool refresh ---------

@@ -5,6 +5,9 @@ event as a dict; `ping` is swallowed; an SSE `error` event or an error status ra
 `APIStatusError` (with a hint naming the setting to check when retrying cannot help); a
 connection that drops before `message_stop`, or misses a deadline (`transport.Deadlines`),
 raises `APIConnectionError`.
+
+Each request also carries the `anthropic-beta` values it needs (`providers.betas`) and, when the
+session gave one, `metadata.user_id` (an anonymous per-install id, as Claude Code sends).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import httpx
 
 from codeloop.messages import wire_json
 from codeloop.providers.base import ModelRequest
+from codeloop.providers.betas import request_betas
 from codeloop.providers.errors import transport_errors, APIConnectionError, APIStatusError, AuthenticationError
 from codeloop.providers.transport import Deadlines, add_hint, open_stream, read_body, sse_events
 
@@ -61,7 +65,8 @@ class AnthropicProvider:
 
     def __init__(self, api_key: str | None = None, *, base_url: str | None = None,
                  auth_token: str | None = None, transport: httpx.AsyncBaseTransport | None = None,
-                 deadlines: Deadlines | None = None, extra_headers: dict[str, str] | None = None) -> None:
+                 deadlines: Deadlines | None = None, extra_headers: dict[str, str] | None = None,
+                 betas: list[str] | None = None, user_id: str | None = None) -> None:
         self.api_key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
         self.auth_token = auth_token if auth_token is not None else os.environ.get("ANTHROPIC_AUTH_TOKEN")
         if not self.api_key and not self.auth_token:
@@ -77,7 +82,11 @@ class AnthropicProvider:
             headers["x-api-key"] = self.api_key
         else:
             headers["authorization"] = f"Bearer {self.auth_token}"
-        headers.update(extra_headers or {})
+        extra = dict(extra_headers or {})
+        # an anthropic-beta given as a header joins the per-request list instead of replacing it
+        self.betas = [*(betas or []), *([extra.pop("anthropic-beta")] if "anthropic-beta" in extra else [])]
+        self.user_id = user_id
+        headers.update(extra)
         # Plain-http endpoints (local proxies, test servers) never use TLS: skip loading the CA bundle.
         verify = not self.base_url.startswith("http://")
         self._client = httpx.AsyncClient(
@@ -109,11 +118,20 @@ class AnthropicProvider:
         finally:
             await events.aclose()
 
+    def _wire(self, request: ModelRequest) -> tuple[bytes, dict[str, str]]:
+        """The request body (with metadata.user_id) and its per-request headers (anthropic-beta)."""
+        body = request.body()
+        if self.user_id and not request.metadata:
+            body["metadata"] = {"user_id": self.user_id}
+        betas = request_betas(request, self.betas)
+        return wire_json(body), ({"anthropic-beta": ",".join(betas)} if betas else {})
+
     async def _stream(self, request: ModelRequest) -> AsyncIterator[dict[str, Any]]:
         saw_stop = False
+        payload, headers = self._wire(request)
         with transport_errors(self.base_url):
-            async with open_stream(self._client, "/v1/messages", wire_json(request.body()), self.deadlines,
-                                   self.base_url) as resp:
+            async with open_stream(self._client, "/v1/messages", payload, self.deadlines,
+                                   self.base_url, headers=headers) as resp:
                 if resp.status_code != 200:
                     err = _status_error(resp.status_code, await read_body(resp, self.deadlines, self.base_url),
                                         resp.headers)

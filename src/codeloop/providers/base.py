@@ -22,6 +22,7 @@ class ModelRequest:
     temperature: float | None = None
     metadata: dict[str, Any] | None = None
     tool_choice: dict[str, Any] | None = None   # e.g. {"type": "tool", "name": "web_search"} (WebSearch)
+    output_config: dict[str, Any] | None = None  # e.g. {"effort": "high"} (--effort, models that take it)
 
     def body(self) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens,
@@ -38,6 +39,8 @@ class ModelRequest:
             body["metadata"] = self.metadata
         if self.tool_choice:
             body["tool_choice"] = self.tool_choice
+        if self.output_config:
+            body["output_config"] = self.output_config
         return body
 
 

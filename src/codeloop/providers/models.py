@@ -42,6 +42,10 @@ class ModelInfo:
     max_output_tokens: int
     prices: Prices
     supports_tools: bool = True
+    # What Claude Code asks as max_tokens for this model (None: the whole max_output_tokens for
+    # Claude models, the capped default for the rest); `effort`: takes output_config.effort.
+    default_output: int | None = None
+    effort: bool = False
 
 
 @dataclass(frozen=True)
@@ -64,12 +68,14 @@ _FREE = Prices(0, 0, 0, 0)  # local models
 
 
 MODELS: tuple[ModelInfo, ...] = (
-    ModelInfo("claude-opus-4-5", 200_000, 64_000, _p(5, 25)),
+    ModelInfo("claude-opus-4-6", 200_000, 128_000, _p(5, 25), default_output=32_000, effort=True),
+    ModelInfo("claude-opus-4-5", 200_000, 64_000, _p(5, 25), effort=True),
     ModelInfo("claude-opus-4-1", 200_000, 32_000, _p(15, 75)),
     ModelInfo("claude-opus-4", 200_000, 32_000, _p(15, 75)),
+    ModelInfo("claude-sonnet-4-6", 200_000, 64_000, _p(3, 15), effort=True),
     ModelInfo("claude-sonnet-4-5", 200_000, 64_000, _p(3, 15)),
     ModelInfo("claude-sonnet-4", 200_000, 64_000, _p(3, 15)),
-    ModelInfo("claude-3-7-sonnet", 200_000, 64_000, _p(3, 15)),
+    ModelInfo("claude-3-7-sonnet", 200_000, 64_000, _p(3, 15), default_output=32_000),
     ModelInfo("claude-haiku-4-5", 200_000, 64_000, _p(1, 5)),
     ModelInfo("claude-3-5-haiku", 200_000, 8_192, _p(0.8, 4)),
     ModelInfo("claude-3-haiku", 200_000, 4_096, _p(0.25, 1.25)),
@@ -179,3 +185,18 @@ def context_window(model: str) -> int:
 def output_reserve(model: str) -> int:
     """Tokens kept free below the window for the response: min(max output, 20k)."""
     return min(model_info(model).max_output_tokens, COMPACT_OUTPUT_RESERVE)
+
+
+def default_output_tokens(model: str) -> int | None:
+    """The max_tokens Claude Code asks for `model` by default; None for non-Claude models (they
+    start at the loop's capped default and escalate on a cut)."""
+    info = model_info(model)
+    if info.default_output is not None:
+        return min(info.default_output, info.max_output_tokens)
+    name = model.lower().rsplit("/", 1)[-1]
+    return info.max_output_tokens if name.startswith("claude") else None
+
+
+def supports_effort(model: str) -> bool:
+    """Whether the model takes `output_config.effort` (the effort beta)."""
+    return model_info(model).effort

@@ -64,9 +64,10 @@ class Deadlines:
 
 @contextlib.asynccontextmanager
 async def open_stream(client: Any, path: str, body: bytes, deadlines: Deadlines,
-                      base_url: str) -> AsyncIterator[Any]:
-    """POST `body` and yield the response once its headers arrived (within `headers_s`)."""
-    request = client.build_request("POST", path, content=body)
+                      base_url: str, headers: dict[str, str] | None = None) -> AsyncIterator[Any]:
+    """POST `body` (with per-request `headers`) and yield the response once its headers arrived
+    (within `headers_s`)."""
+    request = client.build_request("POST", path, content=body, headers=headers or None)
     try:
         response = await asyncio.wait_for(client.send(request, stream=True), deadlines.headers_s)
     except asyncio.TimeoutError:

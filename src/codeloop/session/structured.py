@@ -3,7 +3,10 @@
 Owns schema loading (`parse_schema`), pulling JSON out of a model's answer (`extract_json`),
 validation (`validate`: the `jsonschema` package when importable, else a built-in validator for
 the common subset), the meta message that asks the model to try again (`retry_message`), and
-`run_structured`, which drives a Conversation through the answer → validate → retry cycle.
+`run_structured`, which drives a Conversation through it: as Claude Code does, the model is first
+offered the `StructuredOutput` tool whose input schema is the user's schema (one request, the
+tool input is the answer); a model that answers in text instead goes through the fallback
+answer → validate → retry cycle (providers or models without tool use, models that ignore it).
 Front ends map the two closing `SystemEvent`s: `structured_output` carries the value,
 `structured_output_failed` the errors of the last attempt (print mode: result subtype
 `error_max_structured_output_retries`). It drives a whole Conversation, so it lives in the
@@ -200,20 +203,43 @@ def check_answer(text: str, schema: dict[str, Any]) -> tuple[Any, list[str]]:
     return value, validate(value, schema)
 
 
+def offer_tool(conv: Conversation, schema: dict[str, Any]) -> bool:
+    """Put the StructuredOutput tool for `schema` in the conversation's tools (replacing one for
+    another schema); False when the model cannot use tools, leaving the text cycle alone."""
+    from codeloop.providers.models import capabilities
+    from codeloop.tools.builtin.structured_output import NAME, StructuredOutputTool
+
+    current = next((t for t in conv.config.tools if t.name == NAME), None)
+    if isinstance(current, StructuredOutputTool) and current.schema == schema:
+        return True
+    # a new list, not an in-place change: subagents hold the old one and are never offered it
+    tools = [t for t in conv.config.tools if t.name != NAME]
+    offered = capabilities(conv.config.model).supports_tools
+    conv.config.tools = [*tools, StructuredOutputTool(schema, validate)] if offered else tools
+    return offered
+
+
 async def run_structured(conv: Conversation, prompt: Any, schema: dict[str, Any], retry_limit: int, *,
                          abort: AbortController | None = None) -> AsyncIterator[Event]:
-    """Submit `prompt`; validate the final answer; ask again up to `retry_limit` times.
+    """Submit `prompt` with the StructuredOutput tool offered; its valid input is the answer.
+    Otherwise validate the final text answer and ask again up to `retry_limit` times.
 
     Yields every event of every attempt, then one closing SystemEvent. A turn that does not
     complete (error, interrupt, max turns) ends the cycle at once: retrying would not help, and
     the caller reports that Terminal, not a schema failure.
     """
     from codeloop.messages import user_message
+    from codeloop.tools.base import ENDS_TURN_KEY
+    from codeloop.tools.builtin.structured_output import NAME, RESULT_KEY
 
+    offered = offer_tool(conv, schema)
+    extra = conv.tool_context.extra
     next_input: Any = prompt
     errors: list[str] = []
     for attempt in range(retry_limit + 1):
         final_id, final_text, terminal = None, "", None
+        extra.pop(RESULT_KEY, None)
+        extra.pop(ENDS_TURN_KEY, None)   # a stale mark (an interrupted turn) must not end this one
         async for ev in conv.submit(next_input, abort=abort):
             if isinstance(ev, AssistantEvent) and not ev.message.is_api_error:
                 if ev.message.id != final_id:  # only the last response's text is the answer
@@ -224,14 +250,20 @@ async def run_structured(conv: Conversation, prompt: Any, schema: dict[str, Any]
             yield ev
         if terminal is None or terminal.reason is not TerminalReason.COMPLETED:
             return
+        if RESULT_KEY in extra:   # the model answered through the tool (validated there)
+            yield SystemEvent(StructuredEvent.OUTPUT.value, data={"structured_output": extra.pop(RESULT_KEY),
+                                                                  "attempts": attempt + 1, "via": NAME})
+            return
         value, errors = check_answer(final_text, schema)
         if not errors:
             yield SystemEvent(StructuredEvent.OUTPUT.value, data={"structured_output": value,
                                                                   "attempts": attempt + 1})
             return
         if attempt < retry_limit:
-            next_input = user_message(retry_message(errors, schema), is_meta=True)
+            text = retry_message(errors, schema)
+            if offered:
+                text += f"\n\n(Or call the {NAME} tool with that value as its input.)"
+            next_input = user_message(text, is_meta=True)
     yield SystemEvent(StructuredEvent.FAILED.value,
                       f"The answer did not match the JSON schema after {retry_limit + 1} attempt(s).",
                       "error", data={"errors": errors, "attempts": retry_limit + 1})
-

@@ -26,6 +26,9 @@ from codeloop.config.permission_behavior import PermissionBehavior  # noqa: F401
 # The tool_use id of the tool running in this task: the tool runner sets it around each call
 # (a contextvar, because tools run in parallel tasks); the Task tool tags its subagent with it.
 CURRENT_TOOL_USE_ID: ContextVar[str | None] = ContextVar("CURRENT_TOOL_USE_ID", default=None)
+# A tool that sets ctx.extra[ENDS_TURN_KEY] ends the turn once its results are in: no further
+# request (StructuredOutput, like Claude Code's `endsTurn`).
+ENDS_TURN_KEY = "ends_turn"
 
 
 class ToolError(Exception):

@@ -1,0 +1,76 @@
+"""The StructuredOutput tool: `--json-schema`'s answer channel, as Claude Code offers it.
+
+Its input schema *is* the user's schema, so the model sees the shape it must produce in the first
+request and answers by calling the tool — no failed answer and retry. A call whose input does not
+validate is an error result the model can correct in the same turn; a valid one is kept in
+`ctx.extra[RESULT_KEY]` for the structured-output driver (session layer) to report, and ends the
+turn (no request after it, as Claude Code's `endsTurn`). Validation is
+a capability passed in (the session owns the validator), so this layer imports nothing above it.
+A schema whose top level is not an object (the API wants object input schemas) is offered wrapped
+as `{"value": <schema>}` and unwrapped on the way out.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from codeloop.tools.base import ENDS_TURN_KEY, PermissionBehavior, PermissionDecision, Tool, ToolContext, ToolError, ToolResult
+
+NAME = "StructuredOutput"
+RESULT_KEY = "structured_output"
+RESULT_TEXT = "Structured output provided successfully"
+_WRAP = "value"
+
+DESCRIPTION = """\
+Use this tool to return your final response in the requested structured format. You MUST call \
+this tool exactly once, at the end of your work, with input that matches its schema exactly; that \
+input is your answer. If the call reports a validation error, fix the input and call it again."""
+
+Validator = Callable[[Any, dict[str, Any]], list[str]]
+
+
+class StructuredOutputInput(BaseModel):
+    """Any object: the user's schema, not pydantic, decides what is valid."""
+    model_config = ConfigDict(extra="allow")
+
+
+class StructuredOutputTool(Tool):
+    name: ClassVar[str] = NAME
+    description: ClassVar[str] = DESCRIPTION
+    input_model = StructuredOutputInput
+
+    def __init__(self, schema: dict[str, Any], validate: Validator) -> None:
+        self.schema = schema
+        self.validate = validate
+        # an object schema that leaves out "type" (only properties/required) is still an object schema
+        as_object = schema.get("type") == "object" or ("type" not in schema and "properties" in schema)
+        self.wrapped = not as_object
+        self._input_schema = ({"type": "object", "properties": {_WRAP: schema}, "required": [_WRAP],
+                               "additionalProperties": False} if self.wrapped else {"type": "object", **schema})
+
+    def input_schema(self) -> dict[str, Any]:
+        return self._input_schema
+
+    def is_read_only(self, inp: BaseModel) -> bool:
+        return True   # it only records the answer
+
+    async def check_permissions(self, inp: BaseModel, ctx: ToolContext) -> PermissionDecision:
+        return PermissionDecision(PermissionBehavior.ALLOW)
+
+    def value_of(self, inp: Any) -> Any:
+        raw = inp.model_dump() if isinstance(inp, BaseModel) else dict(inp or {})
+        return raw.get(_WRAP) if self.wrapped else raw
+
+    async def call(self, inp: Any, ctx: ToolContext) -> ToolResult:
+        value = self.value_of(inp)
+        if self.wrapped and _WRAP not in (inp.model_dump() if isinstance(inp, BaseModel) else dict(inp or {})):
+            raise ToolError(f"Output does not match the required schema: '{_WRAP}' is a required property")
+        errors = self.validate(value, self.schema)
+        if errors:
+            listed = "\n".join(f"- {e}" for e in errors)
+            raise ToolError(f"Output does not match the required schema:\n{listed}")
+        ctx.extra[RESULT_KEY] = value
+        ctx.extra[ENDS_TURN_KEY] = True   # the answer is given: no further request this turn
+        return ToolResult(RESULT_TEXT, data={"structured_output": value})
