@@ -37,6 +37,8 @@ EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
 FILE_READERS = frozenset({"cat", "head", "tail", "wc", "grep", "egrep", "fgrep", "rg", "ls", "stat", "du",
                            "diff", "cmp", "find", "tree", "file", "sort", "uniq", "sed", "readlink", "realpath"})
 READ_TOOLS = frozenset({"Read", "Glob", "Grep"})
+# Tools that touch only the session's own state: allowed in every mode unless a rule denies them.
+SESSION_TOOLS = frozenset({"TodoWrite"})
 _PATH_KEYS = ("file_path", "notebook_path", "path")
 
 
@@ -164,7 +166,8 @@ class PermissionPolicy:
             return self._ask_or_deny(name, tool_opinion.message or f"{name} needs the user.")
         if verdict.behavior is DecisionBehavior.ASK and self.mode is not PermissionMode.BYPASS:
             return PermissionDecision(PermissionBehavior.ASK, f"{name} matches the ask rule {verdict.matched_rule}.")
-        if self.mode is PermissionMode.BYPASS:
+        session_only = name in SESSION_TOOLS and tool_opinion.behavior is PermissionBehavior.ALLOW
+        if self.mode is PermissionMode.BYPASS or session_only:
             return PermissionDecision(PermissionBehavior.ALLOW)
         read_only = tool.is_read_only(inp)
         if self.mode is PermissionMode.PLAN and not read_only:
