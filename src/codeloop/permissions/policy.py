@@ -163,7 +163,7 @@ class PermissionPolicy:
         if tool_opinion.behavior is PermissionBehavior.DENY:
             return tool_opinion
         if getattr(tool, "requires_user_interaction", False):  # AskUserQuestion, ExitPlanMode: the prompt is the point
-            return self._ask_or_deny(name, tool_opinion.message or f"{name} needs the user.")
+            return self.ask_or_deny(name, tool_opinion.message or f"{name} needs the user.")
         if verdict.behavior is DecisionBehavior.ASK and self.mode is not PermissionMode.BYPASS:
             return PermissionDecision(PermissionBehavior.ASK, f"{name} matches the ask rule {verdict.matched_rule}.")
         session_only = name in SESSION_TOOLS and tool_opinion.behavior is PermissionBehavior.ALLOW
