@@ -41,7 +41,8 @@ class TurnStats:
 
 
 class Progress:
-    def __init__(self) -> None:
+    def __init__(self, label: Callable[[str, dict[str, Any]], str]) -> None:
+        self.label = label      # `Bash(ls)` for a tool call (repl_render.tool_label)
         self.stats = TurnStats()
         self.running: dict[str, Running] = {}
         # tool_use_id → the last output of a running tool (ToolContext.live_output), when wired
@@ -72,10 +73,9 @@ class Progress:
             parent = self.running.get(ev.message.parent_tool_use_id or "")
             if parent is None:
                 return
-            from codeloop.cli.repl_render import tool_label
             for b in ev.message.content:
                 if isinstance(b, dict) and b.get("type") == "tool_use":
-                    parent.sub_tool = tool_label(b.get("name", "?"), b.get("input") or {})
+                    parent.sub_tool = self.label(b.get("name", "?"), b.get("input") or {})
                     parent.sub_tools += 1
             usage = ev.message.usage or {}
             parent.sub_tokens += sum(int(usage.get(k) or 0) for k in (

@@ -103,7 +103,7 @@ class Renderer:
         self._printed = 0           # characters of the current text block already printed
         self._tool_names: dict[str, tuple[str, dict[str, Any]]] = {}
         self._withdrawn: set[str | None] = set()   # response ids already marked as withdrawn
-        self.progress = Progress()
+        self.progress = Progress(tool_label)
         self.busy = False
         self.expanded = False       # Ctrl+O: tool output in full
         self.cells: deque[tuple[str, str, bool]] = deque(maxlen=KEPT_CELLS)   # (label, output, error)
