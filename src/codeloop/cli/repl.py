@@ -150,7 +150,7 @@ class Repl(FlowMixin):
         elif text.isdigit() and 1 <= int(text) <= len(keys):
             answer = keys[int(text) - 1]
         else:
-            self.flash(f"Answer the question first: 1-{len(keys)} (Esc cancels) · your text is kept")
+            self.flash(f"Answer 1-{len(keys)} first (Esc: no) · your text is kept")
             return
         p.future.set_result(answer)
 
