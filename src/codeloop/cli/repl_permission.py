@@ -39,7 +39,9 @@ def bash_rule(command: str) -> str:
     if not words or words[0] in _LAUNCHERS or "/" in words[0] or "=" in words[0]:
         return exact
     prefix = words[0]
-    if prefix in _SUBCOMMANDS and len(words) > 1 and words[1][:1].isalnum() and "/" not in words[1]:
+    if prefix in _SUBCOMMANDS:  # `git:*` would allow every git command: the subcommand or nothing
+        if len(words) < 2 or not words[1][:1].isalnum() or "/" in words[1]:
+            return exact
         prefix = f"{prefix} {words[1]}"
     return f"Bash({prefix}:*)"
 
