@@ -86,7 +86,8 @@ def todo_lines(todos: list[dict[str, Any]]) -> Text:
     out = Text()
     for i, t in enumerate(todos or []):
         status = t.get("status")
-        box, style = ("☒ ", "dim strike") if status == "completed" else ("☐ ", "bold" if status == "in_progress" else "")
+        box, style = (("☒ ", "dim strike") if status == "completed"
+                      else ("☐ ", "bold") if status == "in_progress" else ("☐ ", ""))
         out.append("  ⎿  " if i == 0 else "     ", style="dim")
         out.append(box + str(t.get("content", "")), style=style)
         if i < len(todos) - 1:
