@@ -3,7 +3,10 @@
 Owns the terminal session: the trust question, the prompt_toolkit input (history, multi-line,
 paste), the always-available prompt while a query runs (input typed meanwhile is dispatched —
 queued or run at once — by `input.dispatch`), inline choices (permission prompts, the /resume
-picker), the status toolbar and an orderly exit. Rendering is `repl_render`, keys `repl_keys`.
+picker), the status toolbar and an orderly exit. Rendering is `repl_render`, keys `repl_keys`,
+the permission dialog `repl_permission`, the live status `repl_progress`. The prompt line is
+erased on Enter and echoed here: at once when idle, and — for input typed while the model works —
+when it is actually taken up, so the screen shows things in the order they happened.
 
 prompt_toolkit and rich are imported only here and below, so `codeloop -p` never loads them.
 Esc, Ctrl+C and SIGINT only ever abort the running query: the loop's abort paths answer every
@@ -23,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncIterator
 
 from codeloop.abort import AbortReason
+from codeloop.cli.repl_flow import FlowMixin
 from codeloop.loop.queue import QueueMode
 
 if TYPE_CHECKING:
@@ -41,7 +45,7 @@ class PendingChoice:
     future: "asyncio.Future[str | None]"
 
 
-class Repl:
+class Repl(FlowMixin):
     def __init__(self, conv: "Conversation", registry: Any, *, started_bypass: bool, idle_mode: Any) -> None:
         from codeloop.cli.repl_render import Renderer
         from codeloop.input.dispatch import Dispatcher
@@ -57,10 +61,18 @@ class Repl:
         self.exiting = False
         self.pastes: dict[int, dict[str, Any]] = {}
         self._paste_ids = 0
-        self._last_ctrl_c = 0.0
+        self._last_ctrl_c = self._last_ctrl_d = 0.0
         self._flash, self._flash_until = "", 0.0
         self.session: Any = None
+        self.queued_echo: list[str] = []   # input typed while busy, drawn when taken up
+        self.started_at = time.monotonic()
+        self._attach(conv)
+
+    def _attach(self, conv: "Conversation") -> None:
         conv.ask_user = self.ask_user
+        if self._side_event not in conv.side_listeners:
+            conv.side_listeners.append(self._side_event)
+        self.renderer.progress.live_output = lambda: self.conv.tool_context.live_output
 
     # -- output ---------------------------------------------------------------------------------------
     @staticmethod
@@ -81,17 +93,24 @@ class Repl:
 
     # -- FrontEnd (input.dispatch) ----------------------------------------------------------------------
     def render_event(self, ev: "Event") -> None:
+        from codeloop.events import AttachmentEvent
+
+        if isinstance(ev, AttachmentEvent) and ev.attachment.get("type") == "queued_command":
+            self._echo_queued(str(ev.attachment.get("prompt") or ""))
         self.renderer.event(ev)
 
     def query_started(self) -> None:
-        self.renderer.query_started(self.conv.cost_usd)
+        self.renderer.query_started()
 
     def query_finished(self, duration_s: float, aborted: bool) -> None:
         self.renderer.query_finished(duration_s, aborted)
+        for text in self.queued_echo:  # whatever is still queued runs next: draw it now
+            self._echo(text)
+        self.queued_echo.clear()
         self._invalidate()
 
     async def render_events(self, events: AsyncIterator["Event"]) -> None:
-        self.renderer.query_started(self.conv.cost_usd)
+        self.renderer.query_started()
         try:
             async for ev in events:
                 self.renderer.event(ev)
@@ -114,6 +133,11 @@ class Repl:
             self.show(f"  ⎿  {label}", style="info")
             return answer
 
+    def is_choice_answer(self, text: str) -> bool:
+        keys = [k for k, _ in self.pending.options] if self.pending is not None else []
+        t = text.lower()
+        return t in ("y", "yes", "n", "no") or (t.isdigit() and 1 <= int(t) <= len(keys))
+
     def answer_choice(self, text: str | None) -> None:
         p = self.pending
         if p is None or p.future.done():
@@ -126,15 +150,18 @@ class Repl:
         elif text.isdigit() and 1 <= int(text) <= len(keys):
             answer = keys[int(text) - 1]
         else:
-            self.flash(f"Choose 1-{len(keys)} (Esc cancels)")
+            self.flash(f"Answer 1-{len(keys)} first (Esc: no) · your text is kept")
             return
         p.future.set_result(answer)
 
     async def switch_conversation(self, conv: "Conversation", *, reason: str) -> None:
+        from codeloop.cli.repl_progress import restore_cost
+
         old, self.conv = self.conv, conv
-        conv.ask_user = self.ask_user
+        self._attach(conv)
         await old.aclose(reason)
         if reason == "resume" and conv.messages:
+            restore_cost(conv)
             self.renderer.history(conv.messages)
         if conv.ended_by_model:
             self.show("This session was ended by the model. Start a new session (or /clear).", style="warning")
@@ -146,31 +173,9 @@ class Repl:
 
     # -- permission prompts -------------------------------------------------------------------------------
     async def ask_user(self, tool: "Tool", inp: Any, block: dict[str, Any]) -> "PermissionDecision":
-        from codeloop.cli.repl_render import tool_label
-        from codeloop.permissions.policy import denial_message
-        from codeloop.tools.base import PermissionBehavior, PermissionDecision
+        from codeloop.cli.repl_permission import ask_user
 
-        raw = dict(block.get("input") or {})
-        if tool.name in ("AskUserQuestion", "ExitPlanMode"):  # forms, not yes/no prompts (repl_ask.py)
-            from codeloop.cli.repl_ask import approve_plan, ask_questions
-            return await (ask_questions if tool.name == "AskUserQuestion" else approve_plan)(self, raw)
-        rule = f"Bash({raw['command']})" if tool.name == "Bash" and isinstance(raw.get("command"), str) else tool.name
-        if tool.name == "WebFetch" and isinstance(raw.get("url"), str):  # remember the domain, not every URL
-            from urllib.parse import urlsplit
-            rule = f"WebFetch(domain:{urlsplit(raw['url']).hostname or ''})"
-        answer = await self.choose(f"Allow {tool_label(tool.name, raw)}?",
-                                   [("yes", "Yes"), ("always", f"Yes, and don't ask again for {rule} this session"),
-                                    ("no", "No, and tell Claude what to do differently (esc)")])
-        if answer == "always":
-            policy = self.conv.config.policy
-            policy.allow.append(rule)
-            policy._rules = None  # rebuilt with the new rule on next use
-        if answer in ("yes", "always"):
-            return PermissionDecision(PermissionBehavior.ALLOW)
-        # Like Claude Code, a refusal also stops the turn: the user says what to do instead.
-        self.dispatcher.interrupt(AbortReason.USER)
-        ask = PermissionDecision(PermissionBehavior.ASK)
-        return PermissionDecision(PermissionBehavior.DENY, denial_message(tool.name, ask, interactive=True))
+        return await ask_user(self, tool, inp, block)
 
     # -- key actions ---------------------------------------------------------------------------------------
     def interrupt(self) -> None:
@@ -217,12 +222,12 @@ class Repl:
         from codeloop.permissions.policy import PermissionMode
 
         parts: list[tuple[str, str]] = []
-        status = self.renderer.status_line(self.conv.cost_usd)
+        status = self.renderer.status_lines(self.conv.cost_usd, self.conv.config.model)
         if self.pending is not None:
             opts = "  ".join(f"{i}) {label}" for i, (_, label) in enumerate(self.pending.options, 1))
             parts.append(("class:choice", f"{self.pending.title}  {opts}\n"))
         elif status:
-            parts.append(("class:status", status + "\n"))
+            parts.append(("class:status", "\n".join(status) + "\n"))
         mode = self.conv.config.policy.mode
         label = {PermissionMode.ACCEPT_EDITS: "⏵⏵ accept edits on", PermissionMode.PLAN: "⏸ plan mode on",
                  PermissionMode.BYPASS: "⏵⏵ bypass permissions on",
@@ -245,6 +250,7 @@ class Repl:
     def _submit(self, text: str) -> None:
         pasted = {k: v for k, v in self.pastes.items() if f"[Pasted text #{k}" in text} or None
         self.pastes = {}
+        self._echo_or_queue(text)
         mode = QueueMode.PROMPT
         if text.startswith("!") and len(text.strip()) > 1:
             mode, text = QueueMode.BASH, text[1:].strip()
@@ -278,6 +284,8 @@ class Repl:
         style = Style.from_dict({"bottom-toolbar": "noreverse", "status": "ansiyellow", "mode": "ansibrightblack",
                                  "queued": "ansicyan", "flash": "ansiyellow", "choice": "bold ansicyan",
                                  "prompt": "bold"})
+        from codeloop.cli.repl_flow import _setting
+
         keys = _setting("keybindings", self.conv.config.cwd) or {}
         bindings, problems = build_bindings(self, keys if isinstance(keys, dict) else {})
         if not isinstance(keys, dict):
@@ -286,7 +294,7 @@ class Repl:
             self.show(problem, style="warning")
         session: Any = PromptSession(history=FileHistory(str(cfg / "history")), multiline=True,
                                      key_bindings=bindings, bottom_toolbar=self.toolbar, style=style,
-                                     enable_history_search=False, reserve_space_for_menu=0,
+                                     enable_history_search=False, reserve_space_for_menu=0, erase_when_done=True,
                                      prompt_continuation=lambda width, line, soft: " " * width)
         session.app.ttimeoutlen = 0.05   # a bare Esc is recognised quickly
         session.app.timeoutlen = 0.3     # …while Esc+Enter still reads as Alt+Enter
@@ -305,7 +313,6 @@ class Repl:
         with patch_stdout(raw=True):
             self._banner(warnings)
             if first_prompt and first_prompt.strip():  # `codeloop "question"` submits it at once
-                self.show(f"> {first_prompt}", style="bold")
                 self._submit(first_prompt)
             while not self.exiting:
                 try:
@@ -317,6 +324,8 @@ class Repl:
                 self._submit(text)
             await self._shutdown()
         ticker.cancel()
+        from codeloop.cli.repl_progress import exit_summary
+        self._write(exit_summary(self.conv, time.monotonic() - self.started_at))
         return 0
 
     def _banner(self, warnings: list[str]) -> None:
@@ -328,6 +337,8 @@ class Repl:
         for w in warnings:
             self.show(f"⚠ {w}", style="warning")
         if c.messages:
+            from codeloop.cli.repl_progress import restore_cost
+            restore_cost(c)
             self.show(f"Resumed session {c.session_id} ({len(c.messages)} messages)", style="info")
             self.renderer.history(c.messages)
         if c.ended_by_model:
@@ -343,21 +354,6 @@ class Repl:
             await self.conv.provider.aclose()
 
 
-def _ask_trust(cwd: Path) -> bool:
-    from prompt_toolkit import prompt
-
-    from codeloop.config.trust import project_config_files
-
-    files = "\n".join(f"  {p}" for p in project_config_files(cwd))
-    sys.stdout.write(f"Do you trust the files in this folder?\n\n  {cwd}\n\nIts configuration can run commands "
-                     f"(hooks, MCP servers, environment):\n{files}\n\n")
-    try:
-        answer = prompt("Trust this folder? 1) Yes, proceed  2) No, continue without its configuration  > ")
-    except (EOFError, KeyboardInterrupt):
-        return False
-    return answer.strip().lower() in ("1", "y", "yes")
-
-
 def run_repl(args: argparse.Namespace) -> int:
     from codeloop.cli.setup import NoKeyError, SetupError, build_conversation
     from codeloop.config.trust import needs_trust, trust
@@ -368,6 +364,8 @@ def run_repl(args: argparse.Namespace) -> int:
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         sys.stderr.write("codeloop: the interactive session needs a terminal; use -p \"prompt\" for scripts.\n")
         return 1
+    from codeloop.cli.repl_flow import _ask_trust, _build_with_settings_check, _setting
+
     cwd = Path.cwd().resolve()
     if not args.trust and needs_trust(cwd) and _ask_trust(cwd):
         trust(cwd)
@@ -396,32 +394,3 @@ def run_repl(args: argparse.Namespace) -> int:
         return await repl.run([*warnings, *registry.warnings], first_prompt=args.prompt)
 
     return asyncio.run(main())
-
-
-def _build_with_settings_check(args: argparse.Namespace, build: Any) -> tuple[Any, list[str]]:
-    """Broken settings files stop the session before any query: the user fixes them, or says
-    explicitly to go on without them (their deny rules then do not apply, and they are told so)."""
-    from prompt_toolkit import prompt
-    from codeloop.cli.setup import BrokenSettingsError
-
-    try:
-        return build(args, interactive=True)
-    except BrokenSettingsError as exc:
-        sys.stdout.write(f"{exc}\n\nFix the file(s) and restart, or continue WITHOUT them "
-                         "(none of their settings, including permission deny rules, will apply).\n")
-        try:
-            go_on = prompt("Continue without these settings files? [y/N] > ").strip().lower() in ("y", "yes")
-        except (EOFError, KeyboardInterrupt):
-            go_on = False
-        if not go_on:
-            raise
-        args.skip_settings_files = [p.path for p in exc.problems]
-        conv, warnings = build(args, interactive=True)
-        return conv, [*warnings, *(f"settings file ignored at your request: {p.path}" for p in exc.problems)]
-
-
-def _setting(key: str, cwd: Path) -> Any:
-    from codeloop.config.settings import load_settings
-    from codeloop.config.trust import is_trusted
-
-    return load_settings(cwd, trusted=is_trusted(cwd)).merged.get(key)

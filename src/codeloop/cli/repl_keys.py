@@ -1,10 +1,12 @@
 """REPL key bindings: what each key does, and only that (the actions live behind `KeyActions`).
 
     Enter            submit (a trailing `\\` turns it into a newline); answers a pending choice
+                     (text that is not an answer stays in the prompt, it is never discarded)
     Alt/Meta+Enter   newline (also Ctrl+J)
     Esc              interrupt the running query; cancels a pending choice ("No")
     Ctrl+C           clear the input / interrupt; twice within 2 s exits
-    Ctrl+D           exit on empty input
+    Ctrl+D           exit on empty input (while the model works: press twice)
+    Ctrl+O           toggle the transcript view (tool output in full)
     Shift+Tab        cycle permission modes: default → acceptEdits → plan (→ bypass if started so)
     1-9, y, n        answer a pending choice (permission prompt, /resume picker)
     paste            long pastes collapse into a `[Pasted text #N +K lines]` placeholder
@@ -34,6 +36,9 @@ class KeyActions(Protocol):
     def interrupt(self) -> None: ...
     def ctrl_c(self, buffer: Any) -> None: ...
     def request_exit(self) -> None: ...
+    def ctrl_d(self) -> None: ...
+    def toggle_transcript(self) -> None: ...
+    def is_choice_answer(self, text: str) -> bool: ...
     def cycle_permission_mode(self) -> None: ...
     def add_paste(self, text: str) -> str: ...
     def app_buffer_text(self) -> str: ...
@@ -51,6 +56,9 @@ def build_bindings(repl: KeyActions, commands: dict[str, str] | None = None) -> 
         buf = event.current_buffer
         if repl.pending is not None:
             answer = buf.text.strip()
+            if answer and not repl.is_choice_answer(answer):  # a message being typed: keep it
+                repl.answer_choice(answer)                     # (which says how to answer)
+                return
             buf.reset()
             repl.answer_choice(answer)
             return
@@ -83,7 +91,11 @@ def build_bindings(repl: KeyActions, commands: dict[str, str] | None = None) -> 
         if buf.text:
             buf.delete(1)
         else:
-            repl.request_exit()
+            repl.ctrl_d()
+
+    @kb.add("c-o")
+    def _transcript(event) -> None:
+        repl.toggle_transcript()
 
     @kb.add("s-tab")
     def _cycle_mode(event) -> None:

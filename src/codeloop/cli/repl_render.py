@@ -2,8 +2,10 @@
 
 Owns how things look: streamed assistant markdown (printed block by block as each paragraph or
 code fence completes, so nothing is ever re-drawn and nothing flickers), tool calls as compact
-cells (`● Bash(ls)` then `  ⎿  result`), diffs for Edit/Write from the result's structuredPatch,
-notices, and the status line's text. It never reads input and never touches the prompt: output
+cells (`● Bash(ls)` then `  ⎿  result`, cut to a few lines; Ctrl+O toggles the expanded view,
+which reprints the recent cells in full), diffs for Edit/Write from the result's structuredPatch,
+the TodoWrite checklist, clean messages for refused or failed tools, and notices. The status
+line's text is `repl_progress`. It never reads input and never touches the prompt: output
 goes through `write`, which the REPL points at prompt_toolkit's patched stdout.
 
 rich is imported here, so this module is only imported once the REPL starts.
@@ -14,8 +16,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import time
-from dataclasses import dataclass
+from collections import deque
 from typing import Any, Callable
 
 from rich.console import Console
@@ -24,12 +25,15 @@ from rich.text import Text
 
 from codeloop.events import (ApiCallEvent, AssistantEvent, CompactBoundary, Event, PermissionDenied, StreamEvent,
                              SystemEvent, Terminal, Tombstone, UserEvent)
+from codeloop.cli.repl_progress import Progress, duration
 from codeloop.loop.state import TerminalReason
 from codeloop.messages import Message
 
 _TRAILING_BLANKS = re.compile(r"[ ]+((?:\x1b\[[0-9;]*m)*)$", re.M)
-SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+_TOOL_ERROR = re.compile(r"^\s*<tool_use_error>(.*?)</tool_use_error>\s*$", re.S)
+USER_REJECTED = "The user doesn't want to proceed with this tool use."
 RESULT_LINES = 3
+KEPT_CELLS = 50                # tool results Ctrl+O can show in full
 DIFF_LINES = 40
 TURN_DURATION_LINE_AFTER_S = 30.0
 _MAIN_ARG = ("command", "file_path", "notebook_path", "pattern", "url", "query", "description", "path", "prompt")
@@ -38,6 +42,8 @@ _STYLES = {"": "", "info": "dim", "hint": "cyan", "warning": "yellow", "error": 
 
 def tool_label(name: str, inp: dict[str, Any]) -> str:
     """`Bash(ls -la)`: the tool and its one most telling argument, kept to one line."""
+    if name == "TodoWrite":
+        return "Update Todos"
     arg = next((inp[k] for k in _MAIN_ARG if isinstance(inp.get(k), str) and inp.get(k)), None)
     if arg is None and inp:
         arg = json.dumps(inp, ensure_ascii=False)
@@ -62,13 +68,31 @@ def stable_prefix_end(buf: str) -> int:
     return end
 
 
-@dataclass
-class QueryStats:
-    started: float = 0.0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    streamed_chars: int = 0  # live estimate until the call's usage arrives
-    cost_at_start: float = 0.0
+def lines_word(n: int) -> str:
+    return f"{n} line{'s' * (n != 1)}"
+
+
+def clean_tool_error(text: str) -> str:
+    """What a refused or failed tool says, without the model-facing `<tool_use_error>` wrapper."""
+    m = _TOOL_ERROR.match(text)
+    inner = m.group(1).strip() if m else text
+    if inner.startswith(USER_REJECTED):
+        return "No (you declined this; tell Claude what to do differently)"
+    return inner
+
+
+def todo_lines(todos: list[dict[str, Any]]) -> Text:
+    """The checklist, as Claude Code draws it: ☒ done (struck), ☐ to do, the active item bold."""
+    out = Text()
+    for i, t in enumerate(todos or []):
+        status = t.get("status")
+        box, style = (("☒ ", "dim strike") if status == "completed"
+                      else ("☐ ", "bold") if status == "in_progress" else ("☐ ", ""))
+        out.append("  ⎿  " if i == 0 else "     ", style="dim")
+        out.append(box + str(t.get("content", "")), style=style)
+        if i < len(todos) - 1:
+            out.append("\n")
+    return out if todos else Text.assemble(("  ⎿  ", "dim"), ("(no todos)", "dim"))
 
 
 class Renderer:
@@ -80,8 +104,11 @@ class Renderer:
         self._printed = 0           # characters of the current text block already printed
         self._tool_names: dict[str, tuple[str, dict[str, Any]]] = {}
         self._withdrawn: set[str | None] = set()   # response ids already marked as withdrawn
-        self.stats = QueryStats()
+        self.progress = Progress(tool_label)
         self.busy = False
+        self.expanded = False       # Ctrl+O: tool output in full
+        self.cells: deque[tuple[str, str, bool]] = deque(maxlen=KEPT_CELLS)   # (label, output, error)
+        self._label = ""            # the label of the cell whose result is being drawn
 
     @staticmethod
     def _width() -> int:
@@ -104,15 +131,15 @@ class Renderer:
             self._out(Markdown(text, code_theme="ansi_dark"))
 
     # -- the query ---------------------------------------------------------------------------------
-    def query_started(self, cost_so_far: float) -> None:
+    def query_started(self) -> None:
         self.busy = True
-        self.stats = QueryStats(started=time.monotonic(), cost_at_start=cost_so_far)
+        self.progress.reset()
 
     def query_finished(self, duration_s: float, aborted: bool) -> None:
         self.busy = False
         self._flush_text(final=True)
         if duration_s > TURN_DURATION_LINE_AFTER_S and not aborted:
-            self.show(f"✻ Worked for {_duration(duration_s)}", "info")
+            self.show(f"✻ Worked for {duration(duration_s)}", "info")
 
     def event(self, ev: Event) -> None:
         if isinstance(ev, StreamEvent):
@@ -122,10 +149,7 @@ class Renderer:
         elif isinstance(ev, UserEvent):
             self._user(ev.message)
         elif isinstance(ev, ApiCallEvent):
-            self.stats.input_tokens += ev.usage.input_tokens + ev.usage.cache_read_input_tokens \
-                + ev.usage.cache_creation_input_tokens
-            self.stats.output_tokens += ev.usage.output_tokens
-            self.stats.streamed_chars = 0
+            self.progress.call_finished(ev.usage)
         elif isinstance(ev, SystemEvent):
             if ev.text:
                 self.show(("⚠ " if ev.level != "info" else "") + ev.text, ev.level)
@@ -162,14 +186,13 @@ class Renderer:
             delta = raw.get("delta") or {}
             if delta.get("type") == "text_delta":
                 self._buf += delta.get("text", "")
-                self.stats.streamed_chars += len(delta.get("text", ""))
+                self.progress.stats.streamed_chars += len(delta.get("text", ""))
                 self._flush_text(final=False)
-            elif delta.get("type") == "input_json_delta":
-                self.stats.streamed_chars += len(delta.get("partial_json", ""))
+            elif delta.get("type") in ("input_json_delta", "thinking_delta"):
+                self.progress.stats.streamed_chars += len(delta.get("partial_json", "") or delta.get("thinking", ""))
         elif kind == "message_start":
-            usage = (raw.get("message") or {}).get("usage") or {}
-            self.stats.streamed_chars = 0
-            self._live_input = int(usage.get("input_tokens") or 0)
+            self.progress.stats.streamed_chars = 0
+            self.progress.stats.live_usage = dict((raw.get("message") or {}).get("usage") or {})
 
     def _flush_text(self, *, final: bool) -> None:
         end = len(self._buf) if final else stable_prefix_end(self._buf)
@@ -198,7 +221,10 @@ class Renderer:
                 self._flush_text(final=True)
                 inp = block.get("input") or {}
                 self._tool_names[block.get("id", "")] = (block.get("name", ""), inp)
-                self._out(Text.assemble(("● ", "green"), (tool_label(block.get("name", "?"), inp), "bold")))
+                label = tool_label(block.get("name", "?"), inp)
+                if self.busy:
+                    self.progress.tool_started(block.get("id", ""), block.get("name", ""), label)
+                self._out(Text.assemble(("● ", "green"), (label, "bold")))
             elif kind == "thinking" and block.get("thinking"):
                 self.show("✻ Thinking…", "info")
 
@@ -212,6 +238,7 @@ class Renderer:
             return
         text = msg.text
         if text.startswith("<bash-input>"):
+            self._label = "!" + _between(text, "bash-input")
             self._out(Text.assemble(("! ", "magenta"), (_between(text, "bash-input"), "bold")))
         elif text.startswith("<bash-stdout>"):
             out, err = _between(text, "bash-stdout"), _between(text, "bash-stderr")
@@ -220,23 +247,35 @@ class Renderer:
             return  # the Terminal line says it
 
     def _tool_result(self, block: dict[str, Any], data: Any) -> None:
-        name, _ = self._tool_names.pop(block.get("tool_use_id", ""), ("", {}))
+        tid = block.get("tool_use_id", "")
+        name, inp = self._tool_names.pop(tid, ("", {}))
+        self.progress.tool_finished(tid)
+        self._label = tool_label(name, inp) if name else ""
         content = block.get("content")
         text = content if isinstance(content, str) else "\n".join(
             c.get("text", "") for c in (content or []) if isinstance(c, dict) and c.get("type") == "text")
+        error = bool(block.get("is_error"))
+        if error:
+            text = clean_tool_error(text)
         patch = data.get("structuredPatch") if isinstance(data, dict) else None
-        if patch and not block.get("is_error"):
+        if patch and not error:
             self._diff(patch, created=isinstance(data, dict) and data.get("type") == "create")
             return
-        if name == "Read" and not block.get("is_error"):
-            text = f"Read {max(1, text.count(chr(10)) + 1 if text else 0)} lines"
-        self._result_lines(text or "(no output)", error=bool(block.get("is_error")))
+        if name == "TodoWrite" and not error and isinstance(data, dict) and "newTodos" in data:
+            self._out(todo_lines(data["newTodos"]))
+            return
+        if name == "Read" and not error:
+            text = f"Read {lines_word(max(1, text.count(chr(10)) + 1 if text else 0))}"
+        self._result_lines(text or "(no output)", error=error)
 
-    def _result_lines(self, text: str, *, error: bool) -> None:
+    def _result_lines(self, text: str, *, error: bool, record: bool = True) -> None:
+        if record:
+            self.cells.append((self._label, text, error))
         lines = text.splitlines() or [""]
-        shown = lines[:RESULT_LINES]
-        if len(lines) > RESULT_LINES:
-            shown.append(f"… +{len(lines) - RESULT_LINES} lines")
+        limit = len(lines) if self.expanded else RESULT_LINES
+        shown = lines[:limit]
+        if len(lines) > limit:
+            shown.append(f"… +{lines_word(len(lines) - limit)} (ctrl+o to expand)")
         style = "red" if error else "dim"
         out = Text()
         for i, line in enumerate(shown):
@@ -257,8 +296,40 @@ class Renderer:
             style = "green" if ln.startswith("+") else "red" if ln.startswith("-") else "cyan" if ln.startswith("@@") else "dim"
             out.append("\n     " + ln[:self._width() - 6], style=style)
         if len(body) > DIFF_LINES:
-            out.append(f"\n     … +{len(body) - DIFF_LINES} lines", style="dim")
+            out.append(f"\n     … +{lines_word(len(body) - DIFF_LINES)}", style="dim")
         self._out(out)
+
+    def preview(self, header: str, patch: str, *, created: bool) -> None:
+        """An Edit/Write about to be asked about: the change it would make, inside the dialog."""
+        lines = [ln for ln in patch.splitlines() if not ln.startswith(("---", "+++"))]
+        if created:  # a new file reads as its content, not as a hunk of additions
+            lines = [ln[1:] for ln in lines if ln.startswith("+")]
+        width = self._width() - 6
+        out = Text.assemble(("╭─ ", "dim"), (header, "bold"))
+        for ln in lines[:DIFF_LINES]:
+            style = ("" if created else "green" if ln.startswith("+") else "red" if ln.startswith("-")
+                     else "cyan" if ln.startswith("@@") else "dim")
+            out.append("\n│  ", style="dim")
+            out.append(ln[:width], style=style)
+        if len(lines) > DIFF_LINES:
+            out.append(f"\n│  … +{lines_word(len(lines) - DIFF_LINES)}", style="dim")
+        out.append("\n╰─", style="dim")
+        self._out(out)
+
+    def toggle_expanded(self) -> None:
+        """Ctrl+O: the transcript view. On, the recent tool results are drawn again in full (and
+        new ones are not cut); off, results are cut to a few lines again."""
+        self.expanded = not self.expanded
+        if not self.expanded:
+            self.show("Showing tool output collapsed (ctrl+o to expand)", "info")
+            return
+        self.show(f"── transcript: last {len(self.cells)} tool result{'s' * (len(self.cells) != 1)} in full "
+                  "(ctrl+o to collapse) ──", "info")
+        for label, text, error in list(self.cells):
+            if label:
+                self._out(Text.assemble(("● ", "green"), (label, "bold")))
+            self._result_lines(text, error=error, record=False)
+        self.show("── end of transcript ──", "info")
 
     def history(self, messages: list[Message], limit: int = 6) -> None:
         """A resumed session: the last few exchanges, so the user sees where they left off."""
@@ -270,26 +341,12 @@ class Renderer:
                 self._assistant(m)
 
     # -- the status line ---------------------------------------------------------------------------
-    def status_line(self, total_cost: float) -> str:
+    def status_lines(self, session_cost: float, model: str) -> list[str]:
         if not self.busy:
-            return ""
-        s = self.stats
-        elapsed = time.monotonic() - s.started
-        spin = SPINNER[int(elapsed * 10) % len(SPINNER)]
-        out_tokens = s.output_tokens + s.streamed_chars // 4
-        return (f"{spin} Working… ({_duration(elapsed)} · ↑ {_k(s.input_tokens or getattr(self, '_live_input', 0))}"
-                f" ↓ {_k(out_tokens)} tokens · ${total_cost:.4f}) · esc to interrupt")
+            return []
+        return self.progress.lines(session_cost + self.progress.live_cost(model), self._width())
 
 
 def _between(text: str, tag: str) -> str:
     start, end = text.find(f"<{tag}>"), text.find(f"</{tag}>")
     return text[start + len(tag) + 2:end] if start >= 0 and end >= 0 else ""
-
-
-def _k(n: int) -> str:
-    return f"{n / 1000:.1f}k" if n >= 1000 else str(n)
-
-
-def _duration(s: float) -> str:
-    s = int(s)
-    return f"{s // 60}m {s % 60}s" if s >= 60 else f"{s}s"

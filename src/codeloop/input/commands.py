@@ -179,7 +179,7 @@ async def _help(host: CommandHost, args: str) -> CommandOutcome:
 
 async def _clear(host: CommandHost, args: str) -> CommandOutcome:
     await host.switch_conversation(conversation_like(host.conv), reason="clear")
-    return CommandOutcome("(no content)  Started a new session: " + host.conv.session_id)
+    return CommandOutcome("Started a new session: " + host.conv.session_id)
 
 
 async def _compact(host: CommandHost, args: str) -> CommandOutcome:
@@ -254,16 +254,34 @@ async def _cost(host: CommandHost, args: str) -> CommandOutcome:
 
 
 async def _status(host: CommandHost, args: str) -> CommandOutcome:
-    c = host.conv
-    lines = [f"Session:          {c.session_id}", f"Working directory: {c.config.cwd}",
-             f"Model:            {c.config.model}", f"Permission mode:  {c.config.policy.mode.value}",
-             f"Messages:         {len(c.messages)} (~{context_tokens(c):,} tokens in context)",
-             f"Cost so far:      ${c.cost_usd:.4f}"]
-    if c.ended_by_model:
-        lines.append("State:            ended by the model — /clear to start a new session")
+    """Claude Code's /status: version, session, where things live and what was loaded, in columns."""
+    from codeloop.config.settings import load_settings
+    from codeloop.config.trust import is_trusted
+    from codeloop.context.prompt import instruction_files
+    from codeloop.session.store import config_dir
     from codeloop.tools.registry import web_search_unavailable
+    from codeloop.version import __version__
+
+    c = host.conv
+    cwd = c.config.cwd
+    memory = [str(p) for p, _ in instruction_files(cwd, config_dir())]
+    try:
+        settings = [f"{s.scope.value}: {s.path}" for s in load_settings(cwd, trusted=is_trusted(cwd)).sources]
+    except Exception as exc:  # a broken file is reported, not fatal, here
+        settings = [f"(could not read the settings: {exc})"]
+    rows: list[tuple[str, list[str]]] = [
+        ("Version", [__version__]), ("Session", [c.session_id]), ("Transcript", [str(c.transcript_path)]),
+        ("Working directory", [str(cwd)]), ("Model", [c.config.model]),
+        ("Permission mode", [c.config.policy.mode.value]),
+        ("Messages", [f"{len(c.messages)} (~{context_tokens(c):,} tokens in context)"]),
+        ("Cost so far", [f"${c.cost_usd:.4f}"]),
+        ("CLAUDE.md", memory or ["(none)"]), ("Settings", settings or ["(no settings files)"])]
+    if c.ended_by_model:
+        rows.append(("State", ["ended by the model — /clear to start a new session"]))
     if (why := web_search_unavailable(c.tool_context)) and any(t.name == "WebSearch" for t in c.tool_pool()):
-        lines.append(f"Web search:       {why}")
+        rows.append(("Web search", [why]))
+    width = max(len(label) for label, _ in rows) + 2
+    lines = [f"{(label + ':') if i == 0 else '':<{width}}{v}" for label, values in rows for i, v in enumerate(values)]
     return CommandOutcome("\n".join(lines))
 
 

@@ -28,6 +28,8 @@ EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
 FILE_READERS = frozenset({"cat", "head", "tail", "wc", "grep", "egrep", "fgrep", "rg", "ls", "stat", "du",
                            "diff", "cmp", "find", "tree", "file", "sort", "uniq", "sed", "readlink", "realpath"})
 READ_TOOLS = frozenset({"Read", "Glob", "Grep"})
+# Tools that touch only the session's own state: allowed in every mode unless a rule denies them.
+SESSION_TOOLS = frozenset({"TodoWrite"})
 _PATH_KEYS = ("file_path", "notebook_path", "path")
 
 

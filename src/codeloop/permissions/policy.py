@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from codeloop.permissions.modes import (PermissionMode, EDIT_TOOLS, FILE_READERS, READ_TOOLS, _PATH_KEYS, protected_paths, SHELL_RC_FILES, ask_paths, _rule_for)  # noqa: F401 (re-exported)
+from codeloop.permissions.modes import (EDIT_TOOLS, FILE_READERS, READ_TOOLS, SESSION_TOOLS,  # noqa: F401 (re-exported)
+                                        SHELL_RC_FILES, _PATH_KEYS, PermissionMode, _rule_for, ask_paths,
+                                        protected_paths)
 from codeloop.tools.base import PermissionBehavior, PermissionDecision, Tool
 
 if TYPE_CHECKING:
@@ -107,7 +109,8 @@ class PermissionPolicy:
             return self.ask_or_deny(name, tool_opinion.message or f"{name} needs the user.")
         if verdict.behavior is DecisionBehavior.ASK and self.mode is not PermissionMode.BYPASS:
             return PermissionDecision(PermissionBehavior.ASK, f"{name} matches the ask rule {verdict.matched_rule}.")
-        if self.mode is PermissionMode.BYPASS:
+        session_only = name in SESSION_TOOLS and tool_opinion.behavior is PermissionBehavior.ALLOW
+        if self.mode is PermissionMode.BYPASS or session_only:
             return PermissionDecision(PermissionBehavior.ALLOW)
         read_only = tool.is_read_only(inp)
         if self.mode is PermissionMode.PLAN and not read_only:

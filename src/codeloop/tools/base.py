@@ -88,6 +88,9 @@ class ToolContext:
     # → tools.builtin.task.SubagentOutcome; raises ToolError for an unknown type. Provided by the
     # session (session.subagent), so tools never import the loop. None: no subagents here.
     spawn_subagent: Callable[..., Awaitable[Any]] | None = None
+    # tool_use_id → the recent output of a tool still running (Bash registers it while its
+    # command runs): a front end may poll it to show progress. Never read by the model.
+    live_output: dict[str, Callable[[], str]] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Iterator
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 from pydantic.json_schema import SkipJsonSchema
 
-from codeloop.tools.base import Tool, ToolContext, ToolError, ToolResult
+from codeloop.tools.base import CURRENT_TOOL_USE_ID, Tool, ToolContext, ToolError, ToolResult
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
@@ -103,6 +103,9 @@ class _Capture:
                 self.tail += chunk
                 if len(self.tail) > KEEP_BYTES:
                     del self.tail[: len(self.tail) - KEEP_BYTES]
+
+    def recent(self, n: int = 4096) -> bytes:
+        return bytes((self.head + self.tail)[-n:]) if self.tail else bytes(self.head[-n:])
 
     def text(self) -> tuple[str, int]:
         """Decoded output and how many bytes were dropped from its middle.
@@ -307,6 +310,9 @@ class BashTool(Tool):
         cap_out, cap_err = _Capture(), _Capture()
         assert proc.stdout is not None and proc.stderr is not None
         readers = asyncio.gather(cap_out.drain(proc.stdout), cap_err.drain(proc.stderr))
+        live_id = CURRENT_TOOL_USE_ID.get()   # progress for the front end while the command runs
+        if live_id:
+            ctx.live_output[live_id] = lambda: (cap_out.recent() + cap_err.recent()).decode("utf-8", "replace")
         abort_wait = asyncio.ensure_future(ctx.abort.wait())
         outcome: str | None = None
         try:
@@ -328,6 +334,7 @@ class BashTool(Tool):
             await _reaped(proc)
             raise
         finally:
+            ctx.live_output.pop(live_id or "", None)
             abort_wait.cancel()
             if not readers.done():
                 readers.cancel()

@@ -1,6 +1,6 @@
 """The TodoWrite tool: the session's structured task list.
 
-Owns the todo item schema and where the list lives: `ctx.todos`, mirrored to
+Owns the todo item schema, that it never needs permission, and where the list lives: `ctx.todos`, mirrored to
 `<session_dir>/todos.json` when the session has a folder, so a resumed session finds it.
 """
 
@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from codeloop.tools.base import Tool, ToolContext, ToolError, ToolResult
+from codeloop.tools.base import PermissionBehavior, PermissionDecision, Tool, ToolContext, ToolError, ToolResult
 from codeloop.tools.builtin.write import atomic_write
 
 RESULT_TEXT = (
@@ -79,6 +79,11 @@ class TodoWriteTool(Tool):
 
     def is_concurrency_safe(self, inp: BaseModel) -> bool:
         return False
+
+    async def check_permissions(self, inp: BaseModel, ctx: ToolContext) -> PermissionDecision:
+        # The list lives in the session (and its own folder), never in the user's files: like
+        # Claude Code, it is never asked about, in any mode (deny rules still apply).
+        return PermissionDecision(PermissionBehavior.ALLOW)
 
     def _build_schema(self) -> dict[str, Any]:
         # Hooked below Tool.input_schema's per-model cache, so the inlining happens once.
