@@ -269,7 +269,11 @@ def _provider_and_model(args: argparse.Namespace, settings: Any) -> tuple[Any, s
             raise SetupError(f"--model is required with the {name} provider (e.g. --model {name}:<model>)")
         return make_provider(name), model
     except (AuthenticationError, ValueError) as exc:
-        raise SetupError(str(exc)) from None
+        msg = str(exc)
+        if name == "anthropic" and isinstance(exc, AuthenticationError) and "is not set" in msg:
+            from codeloop.providers.select import no_key_message  # where to get a key, other providers
+            msg = no_key_message(msg)
+        raise SetupError(msg) from None
 
 
 async def attach_mcp(conv: Conversation, args: argparse.Namespace) -> list[str]:

@@ -100,7 +100,10 @@ def make_provider(name: str, *, env: Mapping[str, str] | None = None, base_url: 
     if kind is ProviderKind.ANTHROPIC:
         from codeloop.providers.anthropic import AnthropicProvider
 
-        return AnthropicProvider(api_key, base_url=base_url, transport=transport, **kwargs)
+        try:
+            return AnthropicProvider(api_key, base_url=base_url, transport=transport, **kwargs)
+        except AuthenticationError as exc:
+            raise AuthenticationError(no_key_message(str(exc))) from None
     from codeloop.providers.openai_compat import OpenAICompatProvider, is_openai_host
 
     ep = ENDPOINTS[kind]
@@ -109,9 +112,27 @@ def make_provider(name: str, *, env: Mapping[str, str] | None = None, base_url: 
     # OpenAI pointed at a self-hosted base URL (OPENAI_BASE_URL) needs no key.
     required = ep.key_required and (kind is not ProviderKind.OPENAI or is_openai_host(base or ""))
     if required and not key:
-        raise AuthenticationError(f"{ep.key_env} is not set. Export your {kind.value} API key and try again.")
+        raise AuthenticationError(no_key_message(f"{ep.key_env} is not set.", kind))
     headers = {"x-title": "codeloop"} if kind is ProviderKind.OPENROUTER else None
     kwargs.setdefault("base_env", ep.base_env)
     kwargs.setdefault("key_env", ep.key_env)
     return OpenAICompatProvider(api_key=key or "", base_url=base, transport=transport, require_key=required,
                                 name=kind.value, extra_headers=headers, **kwargs)
+
+
+KEY_PAGES = {ProviderKind.ANTHROPIC: "https://console.anthropic.com/settings/keys",
+             ProviderKind.OPENAI: "https://platform.openai.com/api-keys",
+             ProviderKind.OPENROUTER: "https://openrouter.ai/keys"}
+
+
+def no_key_message(first: str, kind: ProviderKind = ProviderKind.ANTHROPIC) -> str:
+    """The missing-key error a new user sees: where to get a key, and every other way to start."""
+    env = "ANTHROPIC_API_KEY" if kind is ProviderKind.ANTHROPIC else ENDPOINTS[kind].key_env
+    first = first.split(". ")[0].rstrip(".") + "."
+    return (f"{first}\n"
+            f"  Get a key at {KEY_PAGES.get(kind, 'your provider')} and run: export {env}=<your key>\n"
+            "  Or use another provider:\n"
+            "    codeloop --model openai:gpt-4o          (OPENAI_API_KEY)\n"
+            "    codeloop --model openrouter:<vendor/model>  (OPENROUTER_API_KEY)\n"
+            "    codeloop --model ollama:qwen3:8b        (a local Ollama server, no key)\n"
+            "    codeloop --model local                  (a model on this machine: pip install 'codeloop[local]')")
