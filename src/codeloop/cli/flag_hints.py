@@ -68,25 +68,3 @@ def tool_warnings(flag: str, rules: list[str]) -> list[str]:
         hint = f" (did you mean {best}?)" if best else f" (known: {', '.join(names[:8])}, …)"
         out.append(f"{flag}: unknown tool {name!r}{hint}")
     return out
-
-
-def model_problem(model: str) -> str | None:
-    """Why `model` is probably not a model the chosen provider serves, or None. Only names for the
-    Anthropic API are judged (other providers serve models codeloop cannot list)."""
-    from codeloop.providers.aliases import MODEL_ALIASES
-    from codeloop.providers.models import MODELS
-    from codeloop.providers.select import split_model_flag
-
-    kind, name = split_model_flag(model)
-    if kind is not None or ":" in name or "/" in name:
-        return None
-    if name in MODEL_ALIASES or name.lower().startswith("claude-"):
-        return None
-    candidates = [*MODEL_ALIASES, *(m.prefix for m in MODELS if m.prefix.startswith("claude-"))]
-    best = closest(name, candidates)
-    if best:
-        return f"unknown model {name!r} (did you mean {best}?)"
-    if any(name.lower().startswith(m.prefix) for m in MODELS):  # gpt-4o, qwen3 … without a provider
-        return f"{name!r} is not an Anthropic model; name the provider, e.g. --model openai:{name}"
-    return (f"unknown model {name!r}; use an alias ({', '.join(MODEL_ALIASES)}), a claude-… id, "
-            "or provider:model (openai:gpt-4o, ollama:qwen3:8b)")

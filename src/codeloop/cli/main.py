@@ -243,7 +243,7 @@ def _check_model(args: argparse.Namespace) -> None:
 
     if not args.model or os.environ.get("CODELOOP_PROVIDER", "anthropic").lower() != "anthropic":
         return
-    from codeloop.cli.flag_hints import model_problem
+    from codeloop.providers.select import model_problem
 
     if (problem := model_problem(args.model)) is not None:
         sys.stderr.write(f"codeloop: warning: --model: {problem}\n")

@@ -224,7 +224,10 @@ async def _model(host: CommandHost, args: str) -> CommandOutcome:
         return CommandOutcome(f"Model: {host.conv.config.model}  (change with /model <name>; "
                               "aliases: sonnet, opus, haiku)")
     from codeloop.providers.aliases import resolve_model
+    from codeloop.providers.select import model_problem
 
+    if getattr(host.conv.provider, "name", "anthropic") == "anthropic" and (why := model_problem(args.strip())):
+        return CommandOutcome(f"Model not changed: {why}")
     host.conv.config.model = host.conv.tool_context.model = resolve_model(args)
     return CommandOutcome(f"Model set to {host.conv.config.model}")
 

@@ -136,3 +136,27 @@ def no_key_message(first: str, kind: ProviderKind = ProviderKind.ANTHROPIC) -> s
             "    codeloop --model openrouter:<vendor/model>  (OPENROUTER_API_KEY)\n"
             "    codeloop --model ollama:qwen3:8b        (a local Ollama server, no key)\n"
             "    codeloop --model local                  (a model on this machine: pip install 'codeloop[local]')")
+
+
+def model_problem(model: str) -> str | None:
+    """Why `model` is probably not a model the chosen provider serves, or None. Only names for the
+    Anthropic API are judged (other providers serve models codeloop cannot list)."""
+    import difflib
+
+    from codeloop.providers.aliases import MODEL_ALIASES
+    from codeloop.providers.models import MODELS
+
+    kind, name = split_model_flag(model)
+    if kind is not None or ":" in name or "/" in name:
+        return None
+    if name in MODEL_ALIASES or name.lower().startswith("claude-"):
+        return None
+    candidates = [*MODEL_ALIASES, *(m.prefix for m in MODELS if m.prefix.startswith("claude-"))]
+    found = difflib.get_close_matches(name.lower(), candidates, n=1, cutoff=0.6)
+    best = found[0] if found else None
+    if best:
+        return f"unknown model {name!r} (did you mean {best}?)"
+    if any(name.lower().startswith(m.prefix) for m in MODELS):  # gpt-4o, qwen3 … without a provider
+        return f"{name!r} is not an Anthropic model; name the provider, e.g. --model openai:{name}"
+    return (f"unknown model {name!r}; use an alias ({', '.join(MODEL_ALIASES)}), a claude-… id, "
+            "or provider:model (openai:gpt-4o, ollama:qwen3:8b)")
