@@ -71,8 +71,8 @@ class Repl:
     def show(self, text: str, *, style: str = "") -> None:
         self.renderer.show(text, style)
 
-    def flash(self, text: str) -> None:
-        self._flash, self._flash_until = text, time.monotonic() + FLASH_S
+    def flash(self, text: str, seconds: float = FLASH_S) -> None:
+        self._flash, self._flash_until = text, time.monotonic() + seconds
         self._invalidate()
 
     def _invalidate(self) -> None:
@@ -189,7 +189,7 @@ class Repl:
             buffer.reset()
         else:
             self.dispatcher.interrupt(AbortReason.USER)
-        self.flash("Press Ctrl-C again to exit")
+        self.flash("Press Ctrl-C again to exit", CTRL_C_EXIT_WINDOW_S)  # gone when it no longer holds
 
     def cycle_permission_mode(self) -> None:
         from codeloop.permissions.policy import PermissionMode
@@ -208,6 +208,10 @@ class Repl:
         self._paste_ids += 1
         self.pastes[self._paste_ids] = {"type": "text", "content": text}
         return paste_placeholder(self._paste_ids, text)
+
+    def show_shortcuts(self) -> None:
+        from codeloop.cli.repl_complete import SHORTCUTS
+        self.show(SHORTCUTS, style="info")
 
     def app_buffer_text(self) -> str:
         return self.session.default_buffer.text if self.session is not None else ""
@@ -270,6 +274,7 @@ class Repl:
         from prompt_toolkit.history import FileHistory
         from prompt_toolkit.styles import Style
 
+        from codeloop.cli.repl_complete import FileIndex, ReplCompleter
         from codeloop.cli.repl_keys import build_bindings
         from codeloop.session.store import config_dir
 
@@ -287,6 +292,8 @@ class Repl:
         session: Any = PromptSession(history=FileHistory(str(cfg / "history")), multiline=True,
                                      key_bindings=bindings, bottom_toolbar=self.toolbar, style=style,
                                      enable_history_search=False, reserve_space_for_menu=0,
+                                     completer=ReplCompleter(self.registry, FileIndex(self.conv.config.cwd)),
+                                     complete_while_typing=True, complete_in_thread=True,
                                      prompt_continuation=lambda width, line, soft: " " * width)
         session.app.ttimeoutlen = 0.05   # a bare Esc is recognised quickly
         session.app.timeoutlen = 0.3     # …while Esc+Enter still reads as Alt+Enter

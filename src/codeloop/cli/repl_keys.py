@@ -6,7 +6,9 @@
     Ctrl+C           clear the input / interrupt; twice within 2 s exits
     Ctrl+D           exit on empty input
     Shift+Tab        cycle permission modes: default → acceptEdits → plan (→ bypass if started so)
-    1-9, y, n        answer a pending choice (permission prompt, /resume picker)
+    1-9, y, n        answer a pending choice (permission prompt)
+    Tab              accept the highlighted completion (`/command`, `@path`); else open the menu
+    ?                on empty input: show the shortcuts (not inserted)
     paste            long pastes collapse into a `[Pasted text #N +K lines]` placeholder
 
 Plus the user's own: the `keybindings` setting maps prompt_toolkit key names to slash commands
@@ -38,6 +40,7 @@ class KeyActions(Protocol):
     def add_paste(self, text: str) -> str: ...
     def app_buffer_text(self) -> str: ...
     def send_command(self, text: str) -> None: ...
+    def show_shortcuts(self) -> None: ...
 
 
 def build_bindings(repl: KeyActions, commands: dict[str, str] | None = None) -> tuple[KeyBindings, list[str]]:
@@ -93,6 +96,29 @@ def build_bindings(repl: KeyActions, commands: dict[str, str] | None = None) -> 
         @kb.add(key, filter=choosing & Condition(lambda: not repl.app_buffer_text()))
         def _choice(event, key=key) -> None:
             repl.answer_choice(key)
+
+    @kb.add("tab")
+    def _complete(event) -> None:
+        # Tab takes the highlighted entry, else the best match at once (even before the
+        # as-you-type menu has been computed).
+        from prompt_toolkit.completion import CompleteEvent
+
+        buf = event.current_buffer
+        state = buf.complete_state
+        if state is not None and state.current_completion is not None:
+            buf.apply_completion(state.current_completion)
+            return
+        if buf.completer is None:
+            return
+        best = next(iter(buf.completer.get_completions(buf.document, CompleteEvent(completion_requested=True))),
+                    None)
+        buf.cancel_completion()
+        if best is not None:
+            buf.apply_completion(best)
+
+    @kb.add("?", filter=~choosing & Condition(lambda: not repl.app_buffer_text()))
+    def _shortcuts(event) -> None:
+        repl.show_shortcuts()
 
     @kb.add(Keys.BracketedPaste)
     def _paste(event) -> None:
