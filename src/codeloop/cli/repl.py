@@ -62,6 +62,10 @@ class Repl:
         self.session: Any = None
         conv.ask_user = self.ask_user
 
+    @property
+    def cwd(self) -> Path:
+        return self.conv.config.cwd
+
     # -- output ---------------------------------------------------------------------------------------
     @staticmethod
     def _write(s: str) -> None:
@@ -205,13 +209,12 @@ class Repl:
     def add_paste(self, text: str) -> str:
         from codeloop.input.process import paste_placeholder
 
-        self._paste_ids += 1
-        self.pastes[self._paste_ids] = {"type": "text", "content": text}
-        return paste_placeholder(self._paste_ids, text)
+        return paste_placeholder(self.keep_paste({"type": "text", "content": text}), text)
 
-    def show_shortcuts(self) -> None:
-        from codeloop.cli.repl_complete import SHORTCUTS
-        self.show(SHORTCUTS, style="info")
+    def keep_paste(self, entry: dict[str, Any]) -> int:
+        self._paste_ids += 1
+        self.pastes[self._paste_ids] = entry
+        return self._paste_ids
 
     def app_buffer_text(self) -> str:
         return self.session.default_buffer.text if self.session is not None else ""
@@ -247,7 +250,8 @@ class Repl:
 
     # -- the loop ------------------------------------------------------------------------------------------------
     def _submit(self, text: str) -> None:
-        pasted = {k: v for k, v in self.pastes.items() if f"[Pasted text #{k}" in text} or None
+        pasted = {k: v for k, v in self.pastes.items() if f"[Pasted text #{k}" in text or f"[Image #{k}" in text} \
+            or None
         self.pastes = {}
         mode = QueueMode.PROMPT
         if text.startswith("!") and len(text.strip()) > 1:

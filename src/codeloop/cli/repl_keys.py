@@ -9,7 +9,10 @@
     1-9, y, n        answer a pending choice (permission prompt)
     Tab              accept the highlighted completion (`/command`, `@path`); else open the menu
     ?                on empty input: show the shortcuts (not inserted)
-    paste            long pastes collapse into a `[Pasted text #N +K lines]` placeholder
+    paste            long pastes collapse into a `[Pasted text #N +K lines]` placeholder; a pasted
+                     image file path attaches the image (`[Image #N: name]`)
+    Ctrl+V           paste the clipboard's image (wl-paste / xclip), or attach the image file
+                     whose path is the word before the cursor
 
 Plus the user's own: the `keybindings` setting maps prompt_toolkit key names to slash commands
 (`{"c-x c-k": "/compact", "f5": "/review"}`). A command sent by a key is treated as spec 004
@@ -40,7 +43,10 @@ class KeyActions(Protocol):
     def add_paste(self, text: str) -> str: ...
     def app_buffer_text(self) -> str: ...
     def send_command(self, text: str) -> None: ...
-    def show_shortcuts(self) -> None: ...
+    def keep_paste(self, entry: dict[str, Any]) -> int: ...
+    def show(self, text: str, *, style: str = "") -> None: ...
+    def flash(self, text: str) -> None: ...
+    cwd: Any                                    # where relative pasted paths are found
 
 
 def build_bindings(repl: KeyActions, commands: dict[str, str] | None = None) -> tuple[KeyBindings, list[str]]:
@@ -118,17 +124,62 @@ def build_bindings(repl: KeyActions, commands: dict[str, str] | None = None) -> 
 
     @kb.add("?", filter=~choosing & Condition(lambda: not repl.app_buffer_text()))
     def _shortcuts(event) -> None:
-        repl.show_shortcuts()
+        from codeloop.cli.repl_complete import SHORTCUTS
+        repl.show(SHORTCUTS, style="info")
 
     @kb.add(Keys.BracketedPaste)
     def _paste(event) -> None:
         data = event.data.replace("\r\n", "\n").replace("\r", "\n")
+        if _insert_image_file(repl, event.current_buffer, data):
+            return
         if len(data) > PASTE_COLLAPSE_CHARS or data.count("\n") > PASTE_COLLAPSE_LINES:
             event.current_buffer.insert_text(repl.add_paste(data))
         else:
             event.current_buffer.insert_text(data)
 
+    @kb.add("c-v")
+    def _paste_image(event) -> None:
+        from codeloop.input.process import clipboard_image
+
+        buf = event.current_buffer
+        words = buf.document.text_before_cursor.split()
+        if words and _insert_image_file(repl, buf, words[-1], replace=len(words[-1])):
+            return
+        got = clipboard_image()
+        if got is None:
+            repl.flash("No image on the clipboard (needs wl-paste or xclip); paste an image file path instead")
+            return
+        buf.insert_text(_image_placeholder(repl, got[0], got[1], "clipboard"))
+
     return kb, [w for w in warnings if w]
+
+
+def _insert_image_file(repl: KeyActions, buf: Any, text: str, replace: int = 0) -> bool:
+    from codeloop.input.process import IMAGE_TYPES, pasted_image_path
+
+    path = pasted_image_path(text, repl.cwd)
+    if path is None:
+        return False
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        repl.flash(f"{path.name}: {exc.strerror}")
+        return True
+    if replace:
+        buf.delete_before_cursor(replace)
+    buf.insert_text(_image_placeholder(repl, data, IMAGE_TYPES[path.suffix.lower()], path.name))
+    return True
+
+
+def _image_placeholder(repl: KeyActions, data: bytes, media_type: str, name: str) -> str:
+    """Keep a pasted image for the next submit; the placeholder the input shows for it."""
+    from codeloop.input.process import image_paste
+
+    entry = image_paste(data, media_type)
+    if isinstance(entry, str):
+        repl.flash(entry)
+        return ""
+    return f"[Image #{repl.keep_paste(entry)}: {name}] "
 
 
 def _bind_command(kb: KeyBindings, repl: KeyActions, keys: Any, command: Any) -> str | None:
