@@ -3,6 +3,7 @@
     Enter            submit (a trailing `\\` turns it into a newline); answers a pending choice
     Alt/Meta+Enter   newline (also Ctrl+J)
     Esc              interrupt the running query; cancels a pending choice ("No")
+    Esc Esc          on empty input: /rewind (restore code and/or conversation to an earlier prompt)
     Ctrl+C           clear the input / interrupt; twice within 2 s exits
     Ctrl+D           exit on empty input
     Shift+Tab        cycle permission modes: default → acceptEdits → plan (→ bypass if started so)
@@ -21,6 +22,7 @@ Plus the user's own: the `keybindings` setting maps prompt_toolkit key names to 
 
 from __future__ import annotations
 
+import time
 from typing import Any, Protocol
 
 from prompt_toolkit.filters import Condition
@@ -28,6 +30,7 @@ from prompt_toolkit.key_binding import KeyBindings
 from prompt_toolkit.keys import Keys
 
 PASTE_COLLAPSE_CHARS = 800
+DOUBLE_ESCAPE_S = 0.8
 PASTE_COLLAPSE_LINES = 10
 
 
@@ -74,12 +77,20 @@ def build_bindings(repl: KeyActions, commands: dict[str, str] | None = None) -> 
     def _newline(event) -> None:
         event.current_buffer.insert_text("\n")
 
+    last_escape = [0.0]
+
     @kb.add("escape")
     def _escape(event) -> None:
         if repl.pending is not None:
             repl.answer_choice(None)
-        else:
-            repl.interrupt()
+            return
+        now = time.monotonic()
+        if not event.current_buffer.text and now - last_escape[0] < DOUBLE_ESCAPE_S:
+            last_escape[0] = 0.0
+            repl.send_command("/rewind")  # Esc Esc on empty input: back to an earlier prompt
+            return
+        last_escape[0] = now
+        repl.interrupt()
 
     @kb.add("c-c")
     @kb.add(Keys.SIGINT)

@@ -290,6 +290,11 @@ async def _config(host: CommandHost, args: str) -> CommandOutcome:
     return CommandOutcome(f"Settings sources: {sources}\n" + json.dumps(loaded.merged, indent=2, sort_keys=True))
 
 
+async def _rewind(host: CommandHost, args: str) -> CommandOutcome:
+    from codeloop.input.rewind import rewind
+    return await rewind(host, args)
+
+
 async def _exit(host: CommandHost, args: str) -> CommandOutcome:
     host.request_exit()
     return CommandOutcome()
@@ -325,6 +330,8 @@ BUILTINS: tuple[Command, ...] = (
     Command("permissions", "Show permission rules and mode", CommandType.LOCAL, _permissions,
             aliases=("allowed-tools",)),
     Command("config", "Show the merged settings", CommandType.LOCAL, _config),
+    Command("rewind", "Restore the code and/or conversation to an earlier prompt", CommandType.LOCAL, _rewind,
+            aliases=("checkpoint",)),
     Command("init", "Write a CLAUDE.md describing this codebase", CommandType.PROMPT, prompt=INIT_PROMPT),
     Command("exit", "Exit codeloop", CommandType.LOCAL, _exit, immediate=True, aliases=("quit",)),
 )

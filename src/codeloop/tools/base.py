@@ -85,6 +85,9 @@ class ToolContext:
     # → tools.builtin.task.SubagentOutcome; raises ToolError for an unknown type. Provided by the
     # session (session.subagent), so tools never import the loop. None: no subagents here.
     spawn_subagent: Callable[..., Awaitable[Any]] | None = None
+    # File checkpoints: (path, bytes before | None if absent), called right before a file tool
+    # replaces a file (session.checkpoints records it for /rewind). None: no checkpoints.
+    before_write: Callable[[Path, bytes | None], None] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
