@@ -52,6 +52,7 @@ class Repl:
         self.dispatcher = Dispatcher(self, registry, idle_return=idle_mode)
         self.started_bypass = started_bypass
         self.pending: PendingChoice | None = None
+        self.picker: Any = None                 # a repl_picker.Picker while one is open
         self._choice_lock = asyncio.Lock()
         self.tasks: set[asyncio.Task[Any]] = set()
         self.exiting = False
@@ -117,6 +118,19 @@ class Repl:
             label = next((lab for key, lab in options if key == answer), "cancelled")
             self.show(f"  ⎿  {label}", style="info")
             return answer
+
+    async def pick(self, title: str, items: list[tuple[str, str, str]]) -> str | None:
+        """A searchable list of (key, label, preview) in the toolbar (repl_picker); the chosen key."""
+        from codeloop.cli.repl_picker import PickItem, Picker
+
+        async with self._choice_lock:
+            self.picker = Picker(title, [PickItem(*it) for it in items], asyncio.get_running_loop().create_future())
+            self._invalidate()
+            try:
+                return await self.picker.future
+            finally:
+                self.picker = None
+                self._invalidate()
 
     def answer_choice(self, text: str | None) -> None:
         p = self.pending
@@ -225,7 +239,9 @@ class Repl:
 
         parts: list[tuple[str, str]] = []
         status = self.renderer.status_line(self.conv.cost_usd)
-        if self.pending is not None:
+        if self.picker is not None:
+            parts += self.picker.fragments(self.app_buffer_text())
+        elif self.pending is not None:
             opts = "  ".join(f"{i}) {label}" for i, (_, label) in enumerate(self.pending.options, 1))
             parts.append(("class:choice", f"{self.pending.title}  {opts}\n"))
         elif status:

@@ -8,6 +8,7 @@
     Ctrl+D           exit on empty input
     Shift+Tab        cycle permission modes: default → acceptEdits → plan (→ bypass if started so)
     1-9, y, n        answer a pending choice (permission prompt)
+    ↑/↓, Enter       move in / pick from an open list (/resume); typing searches it
     Tab              accept the highlighted completion (`/command`, `@path`); else open the menu
     ?                on empty input: show the shortcuts (not inserted)
     paste            long pastes collapse into a `[Pasted text #N +K lines]` placeholder; a pasted
@@ -37,6 +38,7 @@ PASTE_COLLAPSE_LINES = 10
 class KeyActions(Protocol):
     """What the keys may do: the narrow interface the REPL hands in (not the REPL module)."""
     pending: Any                                # a pending choice, or None
+    picker: Any                                 # an open repl_picker.Picker, or None
 
     def answer_choice(self, text: str | None) -> None: ...
     def interrupt(self) -> None: ...
@@ -61,6 +63,10 @@ def build_bindings(repl: KeyActions, commands: dict[str, str] | None = None) -> 
     @kb.add("enter")
     def _enter(event) -> None:
         buf = event.current_buffer
+        if repl.picker is not None:
+            if repl.picker.accept(buf.text):
+                buf.reset()
+            return
         if repl.pending is not None:
             answer = buf.text.strip()
             buf.reset()
@@ -81,6 +87,10 @@ def build_bindings(repl: KeyActions, commands: dict[str, str] | None = None) -> 
 
     @kb.add("escape")
     def _escape(event) -> None:
+        if repl.picker is not None:
+            event.current_buffer.reset()
+            repl.picker.cancel()
+            return
         if repl.pending is not None:
             repl.answer_choice(None)
             return
@@ -113,6 +123,16 @@ def build_bindings(repl: KeyActions, commands: dict[str, str] | None = None) -> 
         @kb.add(key, filter=choosing & Condition(lambda: not repl.app_buffer_text()))
         def _choice(event, key=key) -> None:
             repl.answer_choice(key)
+
+    picking = Condition(lambda: repl.picker is not None)
+
+    @kb.add("up", filter=picking)
+    def _up(event) -> None:
+        repl.picker.move(-1)
+
+    @kb.add("down", filter=picking)
+    def _down(event) -> None:
+        repl.picker.move(1)
 
     @kb.add("tab")
     def _complete(event) -> None:

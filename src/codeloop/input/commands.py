@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, AsyncIterator, Awaitable, Callable, Protocol
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Protocol
 
 from codeloop.input.custom_commands import CommandSource, CustomCommand, expand_arguments, load_custom_commands
 
@@ -192,14 +192,15 @@ async def _resume(host: CommandHost, args: str) -> CommandOutcome:
 
     sid = args.strip()
     if not sid:
-        sessions = [s for s in store.list_sessions(host.conv.config.cwd) if s.session_id != host.conv.session_id]
+        # A run that never got a prompt in (it failed at start, or was empty) is not worth resuming.
+        sessions = [s for s in store.list_sessions(host.conv.config.cwd)
+                    if s.session_id != host.conv.session_id and s.first_prompt][:MAX_RESUME_CHOICES]
         if not sessions:
             return CommandOutcome("No other conversations to resume in this project.")
-        import time
-
-        options = [(s.session_id, f"{time.strftime('%Y-%m-%d %H:%M', time.localtime(s.mtime))}  "
-                                  f"{s.first_prompt or '(no prompt)'}") for s in sessions[:20]]
-        sid = await host.choose("Resume which conversation?", options) or ""
+        items = [resume_item(s) for s in sessions]
+        pick = getattr(host, "pick", None)  # the REPL's searchable list; else a numbered choice
+        sid = (await pick("Resume which conversation?", items) if pick is not None
+               else await host.choose("Resume which conversation?", [(k, label) for k, label, _ in items])) or ""
         if not sid:
             return CommandOutcome("Resume cancelled.")
     try:
@@ -208,6 +209,24 @@ async def _resume(host: CommandHost, args: str) -> CommandOutcome:
         return CommandOutcome(str(exc))
     await host.switch_conversation(new, reason="resume")
     return CommandOutcome(f"Resumed session {sid} ({len(new.messages)} messages).")
+
+
+MAX_RESUME_CHOICES = 50
+
+
+def resume_item(info: Any) -> tuple[str, str, str]:
+    """(session id, list label, preview: first prompt, time, message count) for the /resume list."""
+    import time
+
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.mtime))
+    try:
+        data = info.path.read_bytes()
+        count = sum(data.count(k) for k in (b'"type":"user"', b'"type": "user"', b'"type":"assistant"',
+                                             b'"type": "assistant"'))
+    except OSError:
+        count = 0
+    label = f"{when}  {info.first_prompt[:70]}"
+    return info.session_id, label, f"{info.first_prompt}\n{when} · {count} messages · {info.session_id}"
 
 
 async def _continue(host: CommandHost, args: str) -> CommandOutcome:
