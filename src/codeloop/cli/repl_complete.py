@@ -35,8 +35,9 @@ def list_project_files(cwd: Path) -> list[str]:
     from codeloop.tools.builtin.ripgrep import find_rg
 
     rg = find_rg()
-    commands = ([[rg, "--files", "--hidden", "--no-require-git", "--glob", "!.git", "--sort", "path"]] if rg else []) + \
-        [["git", "ls-files", "--cached", "--others", "--exclude-standard"]]
+    commands = [["git", "ls-files", "--cached", "--others", "--exclude-standard"]]
+    if rg:
+        commands.insert(0, [rg, "--files", "--hidden", "--no-require-git", "--glob", "!.git", "--sort", "path"])
     for argv in commands:
         try:
             out = subprocess.run(argv, cwd=cwd, capture_output=True, timeout=LIST_TIMEOUT_S, stdin=subprocess.DEVNULL)

@@ -69,8 +69,7 @@ class Command:
     source: CommandSource = CommandSource.BUILTIN
 
     async def run(self, host: CommandHost, args: str) -> CommandOutcome:
-        if self.type is CommandType.LOCAL:
-            assert self.handler is not None
+        if self.handler is not None:  # LOCAL, or a PROMPT command that builds its prompt (/init)
             return await self.handler(host, args)
         return CommandOutcome(prompt=expand_arguments(self.prompt or "", args),
                               allowed_tools=self.allowed_tools, model=self.model)
@@ -314,6 +313,13 @@ async def _rewind(host: CommandHost, args: str) -> CommandOutcome:
     return await rewind(host, args)
 
 
+async def _init(host: CommandHost, args: str) -> CommandOutcome:
+    from codeloop.input.init_survey import survey
+
+    extra = f"\n\nThe user adds: {args}" if args.strip() else ""
+    return CommandOutcome(prompt=f"{INIT_PROMPT}\n\n{survey(host.conv.config.cwd)}{extra}")
+
+
 async def _exit(host: CommandHost, args: str) -> CommandOutcome:
     host.request_exit()
     return CommandOutcome()
@@ -351,6 +357,6 @@ BUILTINS: tuple[Command, ...] = (
     Command("config", "Show the merged settings", CommandType.LOCAL, _config),
     Command("rewind", "Restore the code and/or conversation to an earlier prompt", CommandType.LOCAL, _rewind,
             aliases=("checkpoint",)),
-    Command("init", "Write a CLAUDE.md describing this codebase", CommandType.PROMPT, prompt=INIT_PROMPT),
+    Command("init", "Write a CLAUDE.md describing this codebase", CommandType.PROMPT, _init, prompt=INIT_PROMPT),
     Command("exit", "Exit codeloop", CommandType.LOCAL, _exit, immediate=True, aliases=("quit",)),
 )
