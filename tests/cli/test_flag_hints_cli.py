@@ -2,7 +2,7 @@
 
 import json
 
-from fakeapi import ScriptedAPI, sse, text
+from fakeapi import ScriptedAPI, sse, text, tool_use
 from test_print_mode import codeloop
 
 
@@ -68,3 +68,24 @@ def test_no_key_says_where_to_get_one_and_offers_other_providers(tmp_path):
     for hint in ("console.anthropic.com", "--model openai:", "--model ollama:", "--model local",
                  "pip install 'codeloop[local]'"):
         assert hint in r.stderr, hint
+
+
+def test_readme_first_example_works_in_an_empty_folder(tmp_path):
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    line = next(x for x in readme.splitlines() if x.startswith('codeloop -p "create hello.py'))
+    prompt = re.search(r'-p "([^"]+)"', line).group(1)
+    tools = line.split("--allowedTools ", 1)[1].split("  ")[0].replace('"', "")
+    hello = tmp_path / "hello.py"
+    api = ScriptedAPI(sse(tool_use("Write", {"file_path": str(hello), "content": "print('hello there')\n"})),
+                      sse(tool_use("Bash", {"command": "python3 hello.py"})),
+                      sse(text("Created and ran hello.py.")))
+    with api.serve() as url:
+        r = codeloop(["-p", prompt, "--allowedTools", tools, "--output-format", "json"], cwd=tmp_path,
+                     base_url=url, input="")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["permission_denials"] == []
+    assert hello.read_text() == "print('hello there')\n"
+    assert "hello there" in json.dumps(api.requests[2].messages)
