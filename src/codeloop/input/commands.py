@@ -310,7 +310,7 @@ async def _config(host: CommandHost, args: str) -> CommandOutcome:
 
 async def _rewind(host: CommandHost, args: str) -> CommandOutcome:
     from codeloop.input.rewind import rewind
-    return await rewind(host, args)
+    return CommandOutcome(await rewind(host, args, conversation_like))
 
 
 async def _init(host: CommandHost, args: str) -> CommandOutcome:

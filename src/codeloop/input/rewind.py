@@ -8,10 +8,9 @@ sent again or edited.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
-    from codeloop.input.commands import CommandHost, CommandOutcome
     from codeloop.messages import Message
 
 MAX_CHOICES = 9  # the picker answers 1-9
@@ -31,14 +30,14 @@ def _prompts(messages: list["Message"]) -> list[tuple[int, "Message"]]:
     return out
 
 
-async def rewind(host: "CommandHost", args: str) -> "CommandOutcome":
-    from codeloop.input.commands import CommandOutcome, conversation_like
-
+async def rewind(host: Any, args: str, conversation_like: Callable[..., Any]) -> str:
+    """What was done, for the user. `host` is the command host; `conversation_like` makes the
+    conversation that continues from the kept messages (passed in: commands imports this module)."""
     conv = host.conv
     history = getattr(conv, "file_history", None)
     prompts = _prompts(conv.messages)[-MAX_CHOICES:]
     if not prompts:
-        return CommandOutcome("Nothing to rewind: no prompts in this conversation yet.")
+        return "Nothing to rewind: no prompts in this conversation yet."
     options = []
     for i, m in reversed(prompts):
         k = history.prompt_index(m.uuid) if history is not None else None
@@ -49,7 +48,7 @@ async def rewind(host: "CommandHost", args: str) -> "CommandOutcome":
         options.append((m.uuid, f"{when} {first}{files}".strip()))
     chosen = await host.choose("Rewind to just before which prompt?", options)
     if not chosen:
-        return CommandOutcome("Rewind cancelled.")
+        return "Rewind cancelled."
     index, message = next((i, m) for i, m in prompts if m.uuid == chosen)
     k = history.prompt_index(chosen) if history is not None else None
     changed = history.changed_since(k) if history is not None and k is not None else []
@@ -60,7 +59,7 @@ async def rewind(host: "CommandHost", args: str) -> "CommandOutcome":
         modes = [("conversation", "Restore conversation (no files were changed since)")]
     mode = await host.choose(f"Rewind to before “{message.text.strip()[:60]}”:", modes)
     if not mode:
-        return CommandOutcome("Rewind cancelled.")
+        return "Rewind cancelled."
     lines = []
     if mode in ("both", "code") and k is not None and history is not None:
         restored = history.rewind(k)
@@ -72,7 +71,7 @@ async def rewind(host: "CommandHost", args: str) -> "CommandOutcome":
         await host.switch_conversation(new, reason="rewind")
         lines.append(f"Conversation rewound to before that prompt ({index} messages kept). It was:\n"
                      f"  {message.text.strip()}")
-    return CommandOutcome("\n".join(lines))
+    return "\n".join(lines)
 
 
 def carry_file_history(old: Any, new: Any) -> None:
