@@ -46,7 +46,8 @@ class FileHistory:
     # -- recording ----------------------------------------------------------------------------------
     def begin_prompt(self, message_id: str) -> None:
         self.prompts.append(message_id)
-        self._record(message_id, self._tracked(), update=False)
+        if self.backups:  # nothing tracked yet: no record (a session without edits stays as it was)
+            self._record(message_id, self._tracked(), update=False)
 
     def before_write(self, path: Path, old: bytes | None) -> None:
         """Called by a file tool just before it replaces `path` (`old`: its bytes, None if absent)."""
