@@ -126,16 +126,14 @@ KEY_PAGES = {ProviderKind.ANTHROPIC: "https://console.anthropic.com/settings/key
 
 
 def no_key_message(first: str, kind: ProviderKind = ProviderKind.ANTHROPIC) -> str:
-    """The missing-key error a new user sees: where to get a key, and every other way to start."""
+    """The missing-key error a new user sees — where to get a key, and the other ways to start —
+    on one line (scripts read the first line of stderr)."""
     env = "ANTHROPIC_API_KEY" if kind is ProviderKind.ANTHROPIC else ENDPOINTS[kind].key_env
-    first = first.split(". ")[0].rstrip(".") + "."
-    return (f"{first}\n"
-            f"  Get a key at {KEY_PAGES.get(kind, 'your provider')} and run: export {env}=<your key>\n"
-            "  Or use another provider:\n"
-            "    codeloop --model openai:gpt-4o          (OPENAI_API_KEY)\n"
-            "    codeloop --model openrouter:<vendor/model>  (OPENROUTER_API_KEY)\n"
-            "    codeloop --model ollama:qwen3:8b        (a local Ollama server, no key)\n"
-            "    codeloop --model local                  (a model on this machine: pip install 'codeloop[local]')")
+    first = first.split(". ")[0].rstrip(".")
+    return (f"{first}: get a key at {KEY_PAGES.get(kind, 'your provider')} and export {env}=<key>, "
+            "or use another provider: --model openai:gpt-4o (OPENAI_API_KEY), "
+            "--model openrouter:<vendor/model> (OPENROUTER_API_KEY), --model ollama:qwen3:8b (a local Ollama "
+            "server, no key), or --model local (a model on this machine: pip install 'codeloop[local]')")
 
 
 def model_problem(model: str) -> str | None:
