@@ -144,11 +144,34 @@ async def test_control_requests_initialize_mode_model_and_errors(tmp_path):
     assert responses["req_2"]["subtype"] == "success" and conv.config.policy.mode is PermissionMode.ACCEPT_EDITS
     assert responses["req_3"]["subtype"] == "error" and "Invalid permission mode" in responses["req_3"]["error"]
     assert responses["req_4"]["subtype"] == "success" and conv.config.model == "claude-haiku-4-5"
+    # issue 17 item 13: rewind_files is answered now; an unknown message id has no checkpoint
     assert responses["req_5"] == {"subtype": "error", "request_id": "req_5",
-                                  "error": "Unsupported control request subtype: rewind_files"}
+                                  "error": "No file checkpoint for user message 'x'"}
     assert api.requests[0].body["model"] == "claude-haiku-4-5"
     init_line = next(l for l in pipe.lines if l.get("subtype") == "init")
     assert init_line["permissionMode"] == "acceptEdits"
+
+
+async def test_rewind_files_restores_the_files_of_a_user_message(tmp_path):
+    target = tmp_path / "notes.txt"
+    target.write_text("original\n")
+    api = ScriptedAPI(sse(tool_use("Read", {"file_path": str(target)}, id="r")),
+                      sse(tool_use("Write", {"file_path": str(target), "content": "changed\n"}, id="w"),
+                          tool_use("Write", {"file_path": str(tmp_path / "new.txt"), "content": "x"}, id="w2")),
+                      sse(text("done")))
+    pipe = Pipe()
+    conv, task = start(api, tmp_path, pipe, mode=PermissionMode.BYPASS)
+    uid = "44444444-4444-4555-8666-777777777777"
+    pipe.user("change it", uuid=uid)
+    await pipe.wait_for(lambda l: l["type"] == "result")
+    assert target.read_text() == "changed\n"
+    pipe.control("rw", subtype="rewind_files", user_message_id=uid)
+    resp = await pipe.wait_for(lambda l: l["type"] == "control_response")
+    pipe.eof()
+    assert await task == 0
+    assert resp["response"]["subtype"] == "success", resp
+    assert sorted(resp["response"]["response"]["restoredFiles"]) == sorted([str(target), str(tmp_path / "new.txt")])
+    assert target.read_text() == "original\n" and not (tmp_path / "new.txt").exists()
 
 
 async def test_interrupt_aborts_the_running_query_and_the_session_goes_on(tmp_path):

@@ -27,6 +27,7 @@ class ControlSubtype(str, Enum):
     SET_MODEL = "set_model"
     MCP_STATUS = "mcp_status"
     GET_CONTEXT_USAGE = "get_context_usage"
+    REWIND_FILES = "rewind_files"
     CAN_USE_TOOL = "can_use_tool"          # outbound
     HOOK_CALLBACK = "hook_callback"        # outbound
     MCP_MESSAGE = "mcp_message"            # outbound: JSON-RPC to an in-process SDK MCP server
@@ -114,6 +115,12 @@ def handle_simple(conv: Any, req: dict[str, Any]) -> dict[str, Any]:
         usage = conv.usage
         return {"model": conv.config.model, "totalTokens": usage.total_input + usage.output_tokens,
                 "maxTokens": model_info(conv.config.model).context_window, "categories": []}
+    if subtype == ControlSubtype.REWIND_FILES.value:  # the SDK's rewind_files (file checkpoints)
+        history, uid = getattr(conv, "file_history", None), str(req.get("user_message_id") or "")
+        index = history.prompt_index(uid) if history is not None else None
+        if index is None:
+            raise ControlError(f"No file checkpoint for user message {uid!r}")
+        return {"restoredFiles": history.rewind(index)}
     raise ControlError(f"Unsupported control request subtype: {subtype}")
 
 

@@ -25,6 +25,9 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(allow_abbrev=False, **kw)
 
     def error(self, message: str):  # type: ignore[override]
+        from codeloop.cli.flag_hints import unknown_flag_hint
+
+        message = unknown_flag_hint(message, [o for a in self._actions for o in a.option_strings])
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\nRun '{self.prog} --help' for usage.\n")
 
 
@@ -170,14 +173,60 @@ def main(argv: list[str] | None = None) -> int:
     except FlagError as exc:
         sys.stderr.write(f"Error: {exc}\n")
         return EXIT_USAGE
+    if (problem := _check_tool_flags(args)) is not None:
+        sys.stderr.write(f"Error: {problem}\n")
+        return EXIT_USAGE
     args.allowed_tools = _tool_list(args.allowed_tools) or []
     args.disallowed_tools = _tool_list(args.disallowed_tools) or []
     args.tools = _tool_list(args.tools)
+    _check_model(args)
     if args.print_mode or args.input_format == "stream-json":  # SDKs drive stream-json without -p
         from codeloop.cli.print_mode import run_print_mode
         return run_print_mode(args)
     from codeloop.cli.repl import run_repl
     return run_repl(args)
+
+
+_VARIADIC = (("allowed_tools", "--allowedTools"), ("disallowed_tools", "--disallowedTools"), ("tools", "--tools"))
+
+
+def _check_tool_flags(args: argparse.Namespace) -> str | None:
+    """The list flags take every word after them, so `-p --allowedTools Read Edit "fix it"` would
+    make the prompt a tool name. A last word that is no tool rule (it has spaces, say) is taken
+    back as the prompt; with no prompt left at all, the error says what happened. Unknown tool
+    names get a warning with the closest real one."""
+    from codeloop.cli.flag_hints import looks_like_rule, tool_warnings
+
+    given = [(dest, flag) for dest, flag in _VARIADIC if getattr(args, dest, None)]
+    if args.prompt is None and given:
+        dest, flag = given[-1]
+        values = getattr(args, dest)
+        last = values[-1] if values else ""
+        # Tool names are CamelCase (or mcp__…); a lower-case word or a sentence is the prompt.
+        if last and "," not in last and (not looks_like_rule(last) or last[:1].islower() and "(" not in last
+                                         and not last.startswith("mcp__")):
+            args.prompt = values.pop()
+    for dest, flag in given:
+        for line in tool_warnings(flag, [v for v in _tool_list(getattr(args, dest)) or [] if v]):
+            sys.stderr.write(f"codeloop: warning: {line}\n")
+    if args.prompt is None and given and args.print_mode and sys.stdin.isatty():
+        dest, flag = given[-1]
+        last = getattr(args, dest)[-1] if getattr(args, dest) else ""
+        return (f"no prompt: {flag} took every word after it as a tool name (the last was {last!r}); "
+                f"put the prompt before {flag}, or end the list with --  (codeloop -p {flag} Read Edit -- "
+                '"your prompt")')
+    return None
+
+
+def _check_model(args: argparse.Namespace) -> None:
+    import os
+
+    if not args.model or os.environ.get("CODELOOP_PROVIDER", "anthropic").lower() != "anthropic":
+        return
+    from codeloop.providers.select import model_problem
+
+    if (problem := model_problem(args.model)) is not None:
+        sys.stderr.write(f"codeloop: warning: --model: {problem}\n")
 
 
 if __name__ == "__main__":

@@ -128,6 +128,9 @@ async def _run(args: argparse.Namespace, prompt: str, out: TextIO) -> int:
         from codeloop.session.structured import parse_schema, run_structured
         events = run_structured(conv, prompt, parse_schema(args.json_schema), STRUCTURED_RETRY_LIMIT, abort=abort)
     else:
+        from codeloop.input.process import mention_attachments  # @file mentions, as in the REPL
+        for notice in await mention_attachments(conv, prompt):
+            sys.stderr.write(f"codeloop: {notice}\n")
         events = conv.submit(prompt, abort=abort)
     try:
         async for ev in events:

@@ -56,6 +56,7 @@ class Repl(FlowMixin):
         self.dispatcher = Dispatcher(self, registry, idle_return=idle_mode)
         self.started_bypass = started_bypass
         self.pending: PendingChoice | None = None
+        self.picker: Any = None                 # a repl_picker.Picker while one is open
         self._choice_lock = asyncio.Lock()
         self.tasks: set[asyncio.Task[Any]] = set()
         self.exiting = False
@@ -74,6 +75,10 @@ class Repl(FlowMixin):
             conv.side_listeners.append(self._side_event)
         self.renderer.progress.live_output = lambda: self.conv.tool_context.live_output
 
+    @property
+    def cwd(self) -> Path:
+        return self.conv.config.cwd
+
     # -- output ---------------------------------------------------------------------------------------
     @staticmethod
     def _write(s: str) -> None:
@@ -83,8 +88,8 @@ class Repl(FlowMixin):
     def show(self, text: str, *, style: str = "") -> None:
         self.renderer.show(text, style)
 
-    def flash(self, text: str) -> None:
-        self._flash, self._flash_until = text, time.monotonic() + FLASH_S
+    def flash(self, text: str, seconds: float = FLASH_S) -> None:
+        self._flash, self._flash_until = text, time.monotonic() + seconds
         self._invalidate()
 
     def _invalidate(self) -> None:
@@ -137,6 +142,19 @@ class Repl(FlowMixin):
         keys = [k for k, _ in self.pending.options] if self.pending is not None else []
         t = text.lower()
         return t in ("y", "yes", "n", "no") or (t.isdigit() and 1 <= int(t) <= len(keys))
+
+    async def pick(self, title: str, items: list[tuple[str, str, str]]) -> str | None:
+        """A searchable list of (key, label, preview) in the toolbar (repl_picker); the chosen key."""
+        from codeloop.cli.repl_picker import PickItem, Picker
+
+        async with self._choice_lock:
+            self.picker = Picker(title, [PickItem(*it) for it in items], asyncio.get_running_loop().create_future())
+            self._invalidate()
+            try:
+                return await self.picker.future
+            finally:
+                self.picker = None
+                self._invalidate()
 
     def answer_choice(self, text: str | None) -> None:
         p = self.pending
@@ -194,7 +212,7 @@ class Repl(FlowMixin):
             buffer.reset()
         else:
             self.dispatcher.interrupt(AbortReason.USER)
-        self.flash("Press Ctrl-C again to exit")
+        self.flash("Press Ctrl-C again to exit", CTRL_C_EXIT_WINDOW_S)  # gone when it no longer holds
 
     def cycle_permission_mode(self) -> None:
         from codeloop.permissions.policy import PermissionMode
@@ -210,9 +228,12 @@ class Repl(FlowMixin):
     def add_paste(self, text: str) -> str:
         from codeloop.input.process import paste_placeholder
 
+        return paste_placeholder(self.keep_paste({"type": "text", "content": text}), text)
+
+    def keep_paste(self, entry: dict[str, Any]) -> int:
         self._paste_ids += 1
-        self.pastes[self._paste_ids] = {"type": "text", "content": text}
-        return paste_placeholder(self._paste_ids, text)
+        self.pastes[self._paste_ids] = entry
+        return self._paste_ids
 
     def app_buffer_text(self) -> str:
         return self.session.default_buffer.text if self.session is not None else ""
@@ -223,7 +244,9 @@ class Repl(FlowMixin):
 
         parts: list[tuple[str, str]] = []
         status = self.renderer.status_lines(self.conv.cost_usd, self.conv.config.model)
-        if self.pending is not None:
+        if self.picker is not None:
+            parts += self.picker.fragments(self.app_buffer_text())
+        elif self.pending is not None:
             opts = "  ".join(f"{i}) {label}" for i, (_, label) in enumerate(self.pending.options, 1))
             parts.append(("class:choice", f"{self.pending.title}  {opts}\n"))
         elif status:
@@ -248,7 +271,8 @@ class Repl(FlowMixin):
 
     # -- the loop ------------------------------------------------------------------------------------------------
     def _submit(self, text: str) -> None:
-        pasted = {k: v for k, v in self.pastes.items() if f"[Pasted text #{k}" in text} or None
+        pasted = {k: v for k, v in self.pastes.items() if f"[Pasted text #{k}" in text or f"[Image #{k}" in text} \
+            or None
         self.pastes = {}
         self._echo_or_queue(text)
         mode = QueueMode.PROMPT
@@ -276,6 +300,7 @@ class Repl(FlowMixin):
         from prompt_toolkit.history import FileHistory
         from prompt_toolkit.styles import Style
 
+        from codeloop.cli.repl_complete import FileIndex, ReplCompleter
         from codeloop.cli.repl_keys import build_bindings
         from codeloop.session.store import config_dir
 
@@ -295,6 +320,8 @@ class Repl(FlowMixin):
         session: Any = PromptSession(history=FileHistory(str(cfg / "history")), multiline=True,
                                      key_bindings=bindings, bottom_toolbar=self.toolbar, style=style,
                                      enable_history_search=False, reserve_space_for_menu=0, erase_when_done=True,
+                                     completer=ReplCompleter(self.registry, FileIndex(self.conv.config.cwd)),
+                                     complete_while_typing=True, complete_in_thread=True,
                                      prompt_continuation=lambda width, line, soft: " " * width)
         session.app.ttimeoutlen = 0.05   # a bare Esc is recognised quickly
         session.app.timeoutlen = 0.3     # …while Esc+Enter still reads as Alt+Enter

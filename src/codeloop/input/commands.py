@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, AsyncIterator, Awaitable, Callable, Protocol
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Protocol
 
 from codeloop.input.custom_commands import CommandSource, CustomCommand, expand_arguments, load_custom_commands
 
@@ -69,8 +69,7 @@ class Command:
     source: CommandSource = CommandSource.BUILTIN
 
     async def run(self, host: CommandHost, args: str) -> CommandOutcome:
-        if self.type is CommandType.LOCAL:
-            assert self.handler is not None
+        if self.handler is not None:  # LOCAL, or a PROMPT command that builds its prompt (/init)
             return await self.handler(host, args)
         return CommandOutcome(prompt=expand_arguments(self.prompt or "", args),
                               allowed_tools=self.allowed_tools, model=self.model)
@@ -192,14 +191,15 @@ async def _resume(host: CommandHost, args: str) -> CommandOutcome:
 
     sid = args.strip()
     if not sid:
-        sessions = [s for s in store.list_sessions(host.conv.config.cwd) if s.session_id != host.conv.session_id]
+        # A run that never got a prompt in (it failed at start, or was empty) is not worth resuming.
+        sessions = [s for s in store.list_sessions(host.conv.config.cwd)
+                    if s.session_id != host.conv.session_id and s.first_prompt][:MAX_RESUME_CHOICES]
         if not sessions:
             return CommandOutcome("No other conversations to resume in this project.")
-        import time
-
-        options = [(s.session_id, f"{time.strftime('%Y-%m-%d %H:%M', time.localtime(s.mtime))}  "
-                                  f"{s.first_prompt or '(no prompt)'}") for s in sessions[:20]]
-        sid = await host.choose("Resume which conversation?", options) or ""
+        items = [resume_item(s) for s in sessions]
+        pick = getattr(host, "pick", None)  # the REPL's searchable list; else a numbered choice
+        sid = (await pick("Resume which conversation?", items) if pick is not None
+               else await host.choose("Resume which conversation?", [(k, label) for k, label, _ in items])) or ""
         if not sid:
             return CommandOutcome("Resume cancelled.")
     try:
@@ -208,6 +208,24 @@ async def _resume(host: CommandHost, args: str) -> CommandOutcome:
         return CommandOutcome(str(exc))
     await host.switch_conversation(new, reason="resume")
     return CommandOutcome(f"Resumed session {sid} ({len(new.messages)} messages).")
+
+
+MAX_RESUME_CHOICES = 50
+
+
+def resume_item(info: Any) -> tuple[str, str, str]:
+    """(session id, list label, preview: first prompt, time, message count) for the /resume list."""
+    import time
+
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(info.mtime))
+    try:
+        data = info.path.read_bytes()
+        count = sum(data.count(k) for k in (b'"type":"user"', b'"type": "user"', b'"type":"assistant"',
+                                             b'"type": "assistant"'))
+    except OSError:
+        count = 0
+    label = f"{when}  {info.first_prompt[:70]}"
+    return info.session_id, label, f"{info.first_prompt}\n{when} · {count} messages · {info.session_id}"
 
 
 async def _continue(host: CommandHost, args: str) -> CommandOutcome:
@@ -224,7 +242,10 @@ async def _model(host: CommandHost, args: str) -> CommandOutcome:
         return CommandOutcome(f"Model: {host.conv.config.model}  (change with /model <name>; "
                               "aliases: sonnet, opus, haiku)")
     from codeloop.providers.aliases import resolve_model
+    from codeloop.providers.select import model_problem
 
+    if getattr(host.conv.provider, "name", "anthropic") == "anthropic" and (why := model_problem(args.strip())):
+        return CommandOutcome(f"Model not changed: {why}")
     host.conv.config.model = host.conv.tool_context.model = resolve_model(args)
     return CommandOutcome(f"Model set to {host.conv.config.model}")
 
@@ -321,6 +342,18 @@ async def _tasks(host: CommandHost, args: str) -> CommandOutcome:
     return CommandOutcome("\n".join(["Background tasks:", *lines]) if lines else "No background tasks.")
 
 
+async def _rewind(host: CommandHost, args: str) -> CommandOutcome:
+    from codeloop.input.rewind import rewind
+    return CommandOutcome(await rewind(host, args, conversation_like))
+
+
+async def _init(host: CommandHost, args: str) -> CommandOutcome:
+    from codeloop.input.init_survey import survey
+
+    extra = f"\n\nThe user adds: {args}" if args.strip() else ""
+    return CommandOutcome(prompt=f"{INIT_PROMPT}\n\n{survey(host.conv.config.cwd)}{extra}")
+
+
 async def _exit(host: CommandHost, args: str) -> CommandOutcome:
     host.request_exit()
     return CommandOutcome()
@@ -358,6 +391,8 @@ BUILTINS: tuple[Command, ...] = (
     Command("config", "Show the merged settings", CommandType.LOCAL, _config),
     Command("tasks", "List background shells and agents (stop <id> stops one)", CommandType.LOCAL, _tasks,
             immediate=True, aliases=("bashes",), argument_hint="[stop <id>]"),
-    Command("init", "Write a CLAUDE.md describing this codebase", CommandType.PROMPT, prompt=INIT_PROMPT),
+    Command("rewind", "Restore the code and/or conversation to an earlier prompt", CommandType.LOCAL, _rewind,
+            aliases=("checkpoint",)),
+    Command("init", "Write a CLAUDE.md describing this codebase", CommandType.PROMPT, _init, prompt=INIT_PROMPT),
     Command("exit", "Exit codeloop", CommandType.LOCAL, _exit, immediate=True, aliases=("quit",)),
 )

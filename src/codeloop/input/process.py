@@ -122,6 +122,8 @@ async def attachment_for(conv: "Conversation", mention: str) -> tuple[Message | 
 
     path = Path(os.path.expanduser(mention))
     path = path if path.is_absolute() else conv.config.cwd / path
+    if not path.exists() and mention.rstrip("?!.,;:)") != mention:  # "look at @a.py?" names a.py
+        return await attachment_for(conv, mention.rstrip("?!.,;:)"))
     if not path.exists():
         return None, None  # "@someone" in prose: not a file, leave the text alone
     read = next((t for t in conv.config.tools if t.name == "Read"), None)
@@ -141,13 +143,65 @@ async def attachment_for(conv: "Conversation", mention: str) -> tuple[Message | 
                f"Result of calling the Bash tool:\n{listing}{more}"
         return user_message(body, is_meta=True), None
     result = await read.call(inp, conv.tool_context)
+    blocks = [] if isinstance(result.content, str) else list(result.content)
     content = result.content if isinstance(result.content, str) else "\n".join(
-        b.get("text", "") for b in result.content if b.get("type") == "text")
+        b.get("text", "") for b in blocks if b.get("type") == "text")
     if result.is_error:
         return None, f"@{mention}: not attached — {content[:200]}"
-    body = (f"Called the Read tool with the following input: {json.dumps(raw)}\n\n"
-            f"Result of calling the Read tool:\n{content}")
-    return user_message(body, is_meta=True), None
+    head = (f"Called the Read tool with the following input: {json.dumps(raw)}\n\n"
+            f"Result of calling the Read tool:\n")
+    media = [b for b in blocks if b.get("type") in ("image", "document")]
+    if media:  # an image (or PDF) travels as its own block, as the Read tool's result does
+        return user_message([{"type": "text", "text": head + content if content else head.rstrip()}, *media],
+                            is_meta=True), None
+    return user_message(head + content, is_meta=True), None
+
+
+async def mention_attachments(conv: "Conversation", text: str) -> list[str]:
+    """Attach the files `text` mentions to the context (print mode); the notices for refused ones."""
+    messages, notices = [], []
+    for mention in dict.fromkeys(find_mentions(text)):
+        msg, why = await attachment_for(conv, mention)
+        if msg is not None:
+            messages.append(msg)
+        elif why:
+            notices.append(why)
+    if messages:
+        add_to_context(conv, messages)
+    return notices
+
+
+# -- pasted images ----------------------------------------------------------------------------------
+
+IMAGE_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif",
+               ".webp": "image/webp"}
+MAX_IMAGE_BYTES = 5 * 1024 * 1024  # the API's per-image limit
+
+
+def pasted_image_path(text: str, cwd: Path) -> Path | None:
+    """The image file a paste names (a dragged or copied path: quoted, `file://`, `\\ ` escapes), or None."""
+    from urllib.parse import unquote
+
+    t = text.strip()
+    if not t or "\n" in t or len(t) > 4096:
+        return None
+    if len(t) > 1 and t[0] == t[-1] and t[0] in "'\"":
+        t = t[1:-1]
+    if t.startswith("file://"):
+        t = unquote(t[len("file://"):])
+    t = re.sub(r"\\(.)", r"\1", t)
+    path = Path(os.path.expanduser(t))
+    path = path if path.is_absolute() else cwd / path
+    return path if path.suffix.lower() in IMAGE_TYPES and path.is_file() else None
+
+
+def image_paste(data: bytes, media_type: str) -> dict[str, Any] | str:
+    """A pasted-contents entry for an image, or why it cannot be attached."""
+    import base64
+
+    if len(data) > MAX_IMAGE_BYTES:
+        return f"image not attached: {len(data) // 1024} KB is over the {MAX_IMAGE_BYTES // 1024 // 1024} MB limit"
+    return {"type": "image", "content": base64.b64encode(data).decode("ascii"), "media_type": media_type}
 
 
 # -- the entry point --------------------------------------------------------------------------------
@@ -186,3 +240,27 @@ async def process_user_input(host: "CommandHost", registry: CommandRegistry, cmd
     result.messages.append(user_message(blocks if len(blocks) > 1 else value))
     result.should_query = True
     return result
+
+
+def clipboard_image() -> tuple[bytes, str] | None:
+    """The clipboard's image (bytes, media type) through wl-paste or xclip where one is installed."""
+    import shutil
+    import subprocess
+
+    tools = []
+    if os.environ.get("WAYLAND_DISPLAY") and shutil.which("wl-paste"):
+        tools.append((["wl-paste", "--list-types"], lambda t: ["wl-paste", "--type", t]))
+    if os.environ.get("DISPLAY") and shutil.which("xclip"):
+        tools.append((["xclip", "-selection", "clipboard", "-t", "TARGETS", "-o"],
+                      lambda t: ["xclip", "-selection", "clipboard", "-t", t, "-o"]))
+    for list_types, fetch in tools:
+        try:
+            types = subprocess.run(list_types, capture_output=True, timeout=2).stdout.decode(errors="replace")
+            kind = next((t for t in IMAGE_TYPES.values() if t in types.split()), None)
+            if kind:
+                data = subprocess.run(fetch(kind), capture_output=True, timeout=5).stdout
+                if data:
+                    return data, kind
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+    return None

@@ -115,7 +115,7 @@ def make_provider(name: str, *, env: Mapping[str, str] | None = None, base_url: 
     # OpenAI pointed at a self-hosted base URL (OPENAI_BASE_URL) needs no key.
     required = ep.key_required and (kind is not ProviderKind.OPENAI or is_openai_host(base or ""))
     if required and not key:
-        raise AuthenticationError(f"{ep.key_env} is not set. Export your {kind.value} API key and try again.")
+        raise AuthenticationError(no_key_message(f"{ep.key_env} is not set.", kind))
     headers = {"x-title": "codeloop"} if kind is ProviderKind.OPENROUTER else None
     kwargs.setdefault("base_env", ep.base_env)
     kwargs.setdefault("key_env", ep.key_env)
@@ -134,3 +134,43 @@ def api_key_source(name: str, *, env: Mapping[str, str] | None = None, helper: b
         return next((v for v in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN") if env.get(v)), "none")
     ep = ENDPOINTS.get(kind)
     return ep.key_env if ep is not None and ep.key_env and env.get(ep.key_env) else "none"
+
+
+KEY_PAGES = {ProviderKind.ANTHROPIC: "https://console.anthropic.com/settings/keys",
+             ProviderKind.OPENAI: "https://platform.openai.com/api-keys",
+             ProviderKind.OPENROUTER: "https://openrouter.ai/keys"}
+
+
+def no_key_message(first: str, kind: ProviderKind = ProviderKind.ANTHROPIC) -> str:
+    """The missing-key error a new user sees — where to get a key, and the other ways to start —
+    on one line (scripts read the first line of stderr)."""
+    env = "ANTHROPIC_API_KEY" if kind is ProviderKind.ANTHROPIC else ENDPOINTS[kind].key_env
+    first = first.split(". ")[0].rstrip(".")
+    return (f"{first}: get a key at {KEY_PAGES.get(kind, 'your provider')} and export {env}=<key>, "
+            "or use another provider: --model openai:gpt-4o (OPENAI_API_KEY), "
+            "--model openrouter:<vendor/model> (OPENROUTER_API_KEY), --model ollama:qwen3:8b (a local Ollama "
+            "server, no key), or --model local (a model on this machine: pip install 'codeloop[local]')")
+
+
+def model_problem(model: str) -> str | None:
+    """Why `model` is probably not a model the chosen provider serves, or None. Only names for the
+    Anthropic API are judged (other providers serve models codeloop cannot list)."""
+    import difflib
+
+    from codeloop.providers.aliases import MODEL_ALIASES
+    from codeloop.providers.models import MODELS
+
+    kind, name = split_model_flag(model)
+    if kind is not None or ":" in name or "/" in name:
+        return None
+    if name in MODEL_ALIASES or name.lower().startswith("claude-"):
+        return None
+    candidates = [*MODEL_ALIASES, *(m.prefix for m in MODELS if m.prefix.startswith("claude-"))]
+    found = difflib.get_close_matches(name.lower(), candidates, n=1, cutoff=0.6)
+    best = found[0] if found else None
+    if best:
+        return f"unknown model {name!r} (did you mean {best}?)"
+    if any(name.lower().startswith(m.prefix) for m in MODELS):  # gpt-4o, qwen3 … without a provider
+        return f"{name!r} is not an Anthropic model; name the provider, e.g. --model openai:{name}"
+    return (f"unknown model {name!r}; use an alias ({', '.join(MODEL_ALIASES)}), a claude-… id, "
+            "or provider:model (openai:gpt-4o, ollama:qwen3:8b)")

@@ -92,6 +92,10 @@ class Conversation:
         self.hooks = ConversationHooks(self._hook_runner())
         self._wire_tool_context()
         self._setup_context(entries or [])
+        from codeloop.session.checkpoints import FileHistory
+        self.file_history = FileHistory(store.config_dir() / "file-history" / session_id,
+                                        self._write_entry if self.writer is not None else None)
+        self.tool_context.before_write = self.file_history.before_write
 
     def tool_pool(self) -> list[Tool]:
         """Built-in tools plus the tools of connected MCP servers (which can come and go)."""
@@ -293,6 +297,8 @@ class Conversation:
         for m in [msg, *context]:
             self.messages.append(m)
             self._write(m)
+        if not msg.is_meta:
+            self.file_history.begin_prompt(msg.uuid)  # files are checkpointed per prompt (/rewind)
         yield UserEvent(msg)
         self._reload_context()
         self.abort = abort or AbortController()

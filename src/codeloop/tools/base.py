@@ -91,6 +91,9 @@ class ToolContext:
     # tool_use_id → the recent output of a tool still running (Bash registers it while its
     # command runs): a front end may poll it to show progress. Never read by the model.
     live_output: dict[str, Callable[[], str]] = field(default_factory=dict)
+    # File checkpoints: (path, bytes before | None if absent), called right before a file tool
+    # replaces a file (session.checkpoints records it for /rewind). None: no checkpoints.
+    before_write: Callable[[Path, bytes | None], None] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

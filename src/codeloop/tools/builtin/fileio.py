@@ -141,6 +141,7 @@ class WriteTarget:
 
     def __init__(self, ctx: ToolContext, tool: str, path: Path, real: str) -> None:
         self.path, self.tool, self.real = path, tool, real
+        self.before_write = ctx.before_write
         self.parent, self.name = os.path.split(real)
         self.dir_fd: int | None = None
         self.existing: Opened | None = None
@@ -191,6 +192,8 @@ class WriteTarget:
         """Atomically put `data` at the name; returns the new file's stat."""
         from codeloop.fsutil import atomic_write_at
 
+        if self.before_write is not None:  # a checkpoint of what is there now (for /rewind)
+            self.before_write(self.path, self.read_existing() if self.existing is not None else None)
         try:
             if self.dir_fd is None:
                 self.dir_fd = open_dir_no_symlinks(self.parent, create=True)

@@ -145,6 +145,8 @@ class NotebookEditTool(Tool):
         except Exception as exc:  # noqa: BLE001 — nbformat.ValidationError and friends
             raise ToolError(f"The edit would leave an invalid notebook, so nothing was written: {exc}") from None
         text = nbf.writes(nb) + "\n"
+        if ctx.before_write is not None:  # a checkpoint of what is there now (for /rewind)
+            ctx.before_write(path, path.read_bytes())
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, path)

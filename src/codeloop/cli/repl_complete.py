@@ -1,0 +1,165 @@
+"""REPL completion: `/` lists slash commands (built-in and custom, with descriptions), `@` fuzzy-
+matches file paths of the project.
+
+The file list comes from `rg --files` (which honours .gitignore, .ignore and hidden files as the
+Grep tool does), else `git ls-files`, else a bounded walk; it is built once in a thread and
+refreshed when older than FILES_TTL_S, so typing never waits on a large tree. Matching is a
+subsequence match scored by where the letters fall (file name over folder, runs over gaps).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+from prompt_toolkit.completion import Completer, Completion
+from prompt_toolkit.document import Document
+
+FILES_TTL_S = 30.0
+MAX_FILES = 50_000
+MAX_SHOWN = 15
+SHORTCUTS = """\
+  ! for bash mode              Esc Esc  rewind to an earlier prompt    Shift+Tab  cycle permission modes
+  / for commands               Esc      interrupt                      Alt+Enter / Ctrl+J / \\  newline
+  @ for file paths (Tab)       Ctrl+C   clear input · twice to exit    Ctrl+V  paste an image file path
+  ? this help                  Ctrl+D   exit on empty input            Up/Down  history"""
+LIST_TIMEOUT_S = 10.0
+
+
+def list_project_files(cwd: Path) -> list[str]:
+    """Project-relative paths, .gitignore respected where a tool that knows it is available."""
+    from codeloop.tools.builtin.ripgrep import find_rg
+
+    rg = find_rg()
+    commands = [["git", "ls-files", "--cached", "--others", "--exclude-standard"]]
+    if rg:
+        commands.insert(0, [rg, "--files", "--hidden", "--no-require-git", "--glob", "!.git", "--sort", "path"])
+    for argv in commands:
+        try:
+            out = subprocess.run(argv, cwd=cwd, capture_output=True, timeout=LIST_TIMEOUT_S, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if out.returncode in (0, 1):  # rg: 1 = no files
+            return [p for p in out.stdout.decode(errors="replace").splitlines() if p][:MAX_FILES]
+    found: list[str] = []
+    for root, dirs, files in os.walk(cwd):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in ("node_modules", "__pycache__")]
+        found += [os.path.relpath(os.path.join(root, f), cwd) for f in files]
+        if len(found) >= MAX_FILES:
+            break
+    return found[:MAX_FILES]
+
+
+def with_folders(files: Iterable[str]) -> list[str]:
+    """The files plus each folder that holds them (`src/`), so `@src` can name a folder."""
+    out, folders = [], set()
+    for f in files:
+        out.append(f)
+        parts = f.split("/")[:-1]
+        for i in range(1, len(parts) + 1):
+            folders.add("/".join(parts[:i]) + "/")
+    return sorted(folders) + out
+
+
+def fuzzy_score(query: str, path: str) -> float | None:
+    """None when `query`'s letters are not a subsequence of `path` (case-insensitive), else a score
+    (higher is better): matches in the file name, at word starts and in runs count more."""
+    if not query:
+        return 0.0
+    q, p = query.lower(), path.lower()
+    base_start = p.rstrip("/").rfind("/") + 1
+    score, pos, run = 0.0, -1, 0
+    for ch in q:
+        nxt = p.find(ch, pos + 1)
+        if nxt < 0:
+            return None
+        run = run + 1 if nxt == pos + 1 else 0
+        score += 1 + run * 2 + (3 if nxt >= base_start else 0)
+        if nxt == 0 or p[nxt - 1] in "/_-. ":
+            score += 2
+        pos = nxt
+    if q in p[base_start:]:
+        score += 10 + (10 if p[base_start:].startswith(q) else 0)
+    return score - len(p) * 0.05
+
+
+class FileIndex:
+    """The project's files, listed in a background thread and cached for FILES_TTL_S."""
+
+    def __init__(self, cwd: Path) -> None:
+        self.cwd = cwd
+        self._paths: list[str] | None = None
+        self._at = 0.0
+        self._lock = threading.Lock()
+        self._busy = False
+
+    def paths(self, *, wait: float = 1.0) -> list[str]:
+        stale = self._paths is None or time.monotonic() - self._at > FILES_TTL_S
+        if stale:
+            self._refresh(wait if self._paths is None else 0.0)
+        return self._paths or []
+
+    def _refresh(self, wait: float) -> None:
+        with self._lock:
+            if self._busy:
+                return
+            self._busy = True
+        done = threading.Event()
+
+        def work() -> None:
+            try:
+                self._paths = with_folders(list_project_files(self.cwd))
+                self._at = time.monotonic()
+            finally:
+                self._busy = False
+                done.set()
+        threading.Thread(target=work, daemon=True, name="codeloop-file-index").start()
+        if wait:
+            done.wait(wait)
+
+    def search(self, query: str, limit: int = MAX_SHOWN) -> list[str]:
+        scored = [(s, p) for p in self.paths() if (s := fuzzy_score(query, p)) is not None]
+        scored.sort(key=lambda t: (-t[0], t[1]))
+        return [p for _, p in scored[:limit]]
+
+
+class ReplCompleter(Completer):
+    """`/name` → commands of `registry`; `@query` → files of `index`."""
+
+    def __init__(self, registry: Any, index: FileIndex) -> None:
+        self.registry = registry
+        self.index = index
+
+    def get_completions(self, document: Document, complete_event: Any) -> Iterable[Completion]:
+        before = document.text_before_cursor
+        if before.startswith("/") and " " not in before and "\n" not in before:
+            yield from self._commands(before[1:])
+            return
+        word = before.split()[-1] if before and not before[-1].isspace() else ""
+        if word.startswith("@"):
+            yield from self._files(word[1:].strip('"'), len(word))
+
+    def _commands(self, typed: str) -> Iterable[Completion]:
+        from codeloop.input.commands import slash_commands_enabled
+        from codeloop.input.custom_commands import CommandSource
+
+        if not slash_commands_enabled():
+            return
+        typed = typed.lower()
+        cmds = self.registry.all() if self.registry is not None else []
+        starts = [c for c in cmds if c.name.startswith(typed) or any(a.startswith(typed) for a in c.aliases)]
+        fuzzy = [c for c in cmds if c not in starts and fuzzy_score(typed, c.name) is not None]
+        for c in [*starts, *fuzzy]:
+            hint = f" {c.argument_hint}" if c.argument_hint else ""
+            source = "" if c.source is CommandSource.BUILTIN else f" ({c.source.value})"
+            yield Completion(f"/{c.name}" + (" " if c.argument_hint else ""), start_position=-len(typed) - 1,
+                             display=f"/{c.name}{hint}", display_meta=f"{c.description}{source}")
+
+    def _files(self, query: str, replace: int) -> Iterable[Completion]:
+        for path in self.index.search(query):
+            text = f'@"{path}"' if " " in path else f"@{path}"
+            yield Completion(text + ("" if path.endswith("/") else " "), start_position=-replace, display=path)
