@@ -134,18 +134,16 @@ def skip_pydantic_plugin_scan() -> None:
         _loader._plugins = {}
 
 
-def warm_in_background(tools: list[Any]) -> None:
+def warm_in_background(tools: list[Any]) -> threading.Thread | None:
     """Once per process: import pydantic and the likely tools' modules on a daemon thread.
 
     Called when the first request is on its way, so the imports run while the model thinks; a tool
     call that arrives first simply waits for the import it needs (the import lock), never twice."""
     global _warm_started
-    if _warm_started:
-        return
-    _warm_started = True
     lazy = [t for t in tools if isinstance(t, LazyTool) and t._tool is None]
-    if not lazy:
-        return
+    if _warm_started or not lazy:
+        return None
+    _warm_started = True
     order = {name: i for i, name in enumerate(WARM_FIRST)}
     lazy = sorted((t for t in lazy if t.name in order), key=lambda t: order[t.name])
 
@@ -158,4 +156,6 @@ def warm_in_background(tools: list[Any]) -> None:
         except Exception:  # noqa: BLE001 — a warm-up never fails anything: the real use reports it
             pass
 
-    threading.Thread(target=run, name="codeloop-warm", daemon=True).start()
+    thread = threading.Thread(target=run, name="codeloop-warm", daemon=True)
+    thread.start()
+    return thread
