@@ -60,8 +60,9 @@ def run_session(src: Path, home: str, tool_turns: int, extra: list[str] | None =
         cmd = [sys.executable, "-m", "codeloop", "-p", "go", "--output-format", "stream-json", "--verbose",
                "--allowedTools", "Bash", *(extra or [])]
         t0 = time.perf_counter()
+        err = tempfile.TemporaryFile()
         proc = subprocess.Popen(cmd, cwd=home, env=_env(src, home, url), stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                                stdout=subprocess.PIPE, stderr=err)
         assert proc.stdout is not None
         result_at, session_id, is_error = 0.0, "", True
         for line in proc.stdout:
@@ -74,7 +75,10 @@ def run_session(src: Path, home: str, tool_turns: int, extra: list[str] | None =
         proc.returncode = os.waitstatus_to_exitcode(status)
         proc.stdout.close()
     if is_error or len(arrivals) != tool_turns + 1:
-        raise RuntimeError(f"{src}: run failed (exit {proc.returncode}, {len(arrivals)} requests)")
+        err.seek(0)
+        raise RuntimeError(f"{src}: run failed (exit {proc.returncode}, {len(arrivals)} requests): "
+                           f"{err.read()[-2000:].decode(errors='replace')}")
+    err.close()
     gaps = [(b - a) * 1000 for a, b in zip(arrivals, arrivals[1:])]
     return {"startup": (arrivals[0] - t0) * 1000, "gaps": gaps, "exit": (t_exit - result_at) * 1000,
             "total": (t_exit - t0) * 1000, "rss": usage.ru_maxrss / 1024, "session_id": session_id}
