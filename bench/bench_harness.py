@@ -53,6 +53,9 @@ def run_session(src: Path, home: str, tool_turns: int, extra: list[str] | None =
 
     def respond(req, last: bool):
         arrivals.append(time.perf_counter())
+        # Keep no request bodies: a long run's would grow this process, and a child forked from a
+        # big parent reports the parent's pages in its own peak RSS before it execs.
+        api.requests.clear()
         return sse(text("done")) if last else sse(tool_use("Bash", {"command": "true"}))
 
     api = ScriptedAPI(*[lambda r, last=(i == tool_turns): respond(r, last) for i in range(tool_turns + 1)])
