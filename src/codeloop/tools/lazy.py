@@ -22,6 +22,7 @@ _CACHE_VERSION = 1
 # Warmed first: the tools a session almost always calls, in about the order it calls them.
 WARM_FIRST = ("Bash", "Read", "Grep", "Glob", "Edit", "Write")
 _warm_started = False
+WARM_DELAY_S = 0.03
 
 
 class SchemaCache:
@@ -156,6 +157,8 @@ def warm_in_background(tools: list[Any]) -> threading.Thread | None:
         except Exception:  # noqa: BLE001 — a warm-up never fails anything: the real use reports it
             pass
 
-    thread = threading.Thread(target=run, name="codeloop-warm", daemon=True)
+    # A short delay lets the request leave first: importing holds the GIL the sender needs.
+    thread = threading.Timer(WARM_DELAY_S, run)
+    thread.name, thread.daemon = "codeloop-warm", True
     thread.start()
     return thread
