@@ -223,6 +223,9 @@ class _Server:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # TCP_NODELAY: without it each small SSE write after the first waits on the client's
+            # delayed ACK (Nagle), a ~40 ms stall per answer that would swamp any timing.
+            disable_nagle_algorithm = True
 
             def log_message(self, *args: Any) -> None:
                 pass

@@ -1,6 +1,7 @@
 """Lazy built-in tools: schemas from the on-disk cache, real tools loaded on first real use."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -70,3 +71,49 @@ def test_registry_gates_agree_with_the_tools_is_enabled(tmp_path, monkeypatch):
     for lazy in builtin_tools(lazy=True, agent_definitions={}):
         for ctx in ctxs:
             assert lazy.is_enabled(ctx) == real[lazy.name].is_enabled(ctx), (lazy.name, ctx.model, ctx.agent_id)
+
+
+def test_warm_up_loads_the_common_tools_once_in_the_background(tmp_path, monkeypatch):
+    from codeloop.tools import lazy as lazy_mod
+
+    monkeypatch.setenv("CODELOOP_CONFIG_DIR", str(tmp_path))
+    monkeypatch.setattr(lazy_mod, "_warm_started", False)
+    tools = builtin_tools(lazy=True)
+    thread = lazy_mod.warm_in_background(tools)
+    assert thread is not None and thread.daemon
+    thread.join(60)
+    loaded = {t.name for t in tools if t._tool is not None}
+    assert loaded == set(lazy_mod.WARM_FIRST)        # the rarely used tools stay unloaded
+    assert lazy_mod.warm_in_background(builtin_tools(lazy=True)) is None   # once per process
+    bash = next(t for t in tools if t.name == "Bash")
+    real = bash._tool
+    assert bash.real is real                         # the loop then uses the warmed instance
+
+
+def test_streaming_executor_starts_the_warm_up(tmp_path, monkeypatch):
+    from codeloop.tools import lazy as lazy_mod
+    from codeloop.loop.streaming import StreamingToolExecutor
+
+    monkeypatch.setenv("CODELOOP_CONFIG_DIR", str(tmp_path))
+    monkeypatch.setattr(lazy_mod, "_warm_started", False)
+    started = []
+    monkeypatch.setattr(lazy_mod, "warm_in_background", lambda tools: started.append([t.name for t in tools]))
+    tools = builtin_tools(lazy=True)
+    StreamingToolExecutor(tools, None, None)  # type: ignore[arg-type]
+    assert started == [[t.name for t in tools]]
+
+
+def test_pydantic_plugin_scan_is_skipped_unless_configured(monkeypatch):
+    from pydantic.plugin import _loader
+
+    from codeloop.tools.lazy import skip_pydantic_plugin_scan
+
+    monkeypatch.delenv("PYDANTIC_DISABLE_PLUGINS", raising=False)
+    monkeypatch.setattr(_loader, "_plugins", None)
+    skip_pydantic_plugin_scan()
+    assert _loader._plugins == {}
+    assert "PYDANTIC_DISABLE_PLUGINS" not in os.environ   # commands the tools run keep their plugins
+    monkeypatch.setattr(_loader, "_plugins", None)
+    monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", "some_plugin")   # the user's choice: pydantic decides
+    skip_pydantic_plugin_scan()
+    assert _loader._plugins is None

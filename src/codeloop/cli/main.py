@@ -147,6 +147,9 @@ def _mark_undecodable_output() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Called without argv, this is the process's own entry point (`codeloop`, `python -m codeloop`):
+    # a finished print-mode run may then end the process at once (see below).
+    owns_process = argv is None
     # httpcore probes for trio at import (~70 ms where it is installed); the CLI runs on asyncio only.
     sys.modules.setdefault("trio", None)  # type: ignore[arg-type]
     # `import httpx` loads its own CLI module when rich is installed (rich + click + pygments, ~50 ms);
@@ -182,7 +185,13 @@ def main(argv: list[str] | None = None) -> int:
     _check_model(args)
     if args.print_mode or args.input_format == "stream-json":  # SDKs drive stream-json without -p
         from codeloop.cli.print_mode import run_print_mode
-        return run_print_mode(args)
+        code = run_print_mode(args)
+        if owns_process:
+            # The run has returned: transcript synced and closed, tools' processes reaped, the
+            # result line written. Skip the interpreter's teardown (flushes stdout/stderr first).
+            from codeloop.cli.lifecycle import hard_exit
+            hard_exit(code)
+        return code
     from codeloop.cli.repl import run_repl
     return run_repl(args)
 

@@ -24,6 +24,7 @@ from typing import Any, Awaitable, Callable, Iterable
 from codeloop.context.autocompact import (CompactTracking, autocompact, autocompact_ratio,  # noqa: F401
                                           autocompact_threshold, should_autocompact)
 from codeloop.context.collapse import ContextCollapse
+from codeloop.context.scan import CLEARED_STUB, facts, result_chars as _result_chars, trim
 from codeloop.context.tokens import TokenCounter, find_last_usage
 from codeloop.loop.recovery import CompactOutcome
 from codeloop.messages import Message
@@ -32,7 +33,6 @@ PREVIEW_CHARS = 2_000
 DEFAULT_TOOL_RESULT_BUDGET_CHARS = 300_000
 DEFAULT_MAX_BLOCK_CHARS = 120_000
 DEFAULT_KEEP_RECENT_TURNS = 8
-CLEARED_STUB = "[Old tool result content cleared]"
 CLEARABLE_TOOLS = frozenset({"Read", "Bash", "Grep", "Glob", "WebFetch", "WebSearch", "Edit", "Write",
                              "NotebookEdit", "LS"})
 _UNSAFE_ID = re.compile(r"[^A-Za-z0-9_.-]")
@@ -40,16 +40,7 @@ _UNSAFE_ID = re.compile(r"[^A-Za-z0-9_.-]")
 
 # -- shared helpers -------------------------------------------------------------------------------
 def tool_names_from(messages: Iterable[Message]) -> dict[str, str]:
-    return {b["id"]: b.get("name", "") for m in messages if m.role == "assistant"
-            for b in m.content if b.get("type") == "tool_use" and "id" in b}
-
-
-def _result_chars(content: Any) -> int:
-    if isinstance(content, str):
-        return len(content)
-    if isinstance(content, list):
-        return sum(len(b.get("text") or "") for b in content if isinstance(b, dict))
-    return 0
+    return {tid: name for m in messages if m.role == "assistant" for tid, name in facts(m).uses}
 
 
 def _result_text(content: Any) -> str | None:
@@ -83,8 +74,7 @@ def _rewrite(messages: list[Message], ids: dict[str, Any] | set[str], value: Any
     out = []
     for m in messages:
         if m.role == "user":
-            hits = tuple(b["tool_use_id"] for b in m.content
-                         if b.get("type") == "tool_result" and b.get("tool_use_id") in ids)
+            hits = tuple(r[0] for r in facts(m).results if r[0] in ids)
             if hits:
                 cached = memo.get(m.uuid)
                 # Valid only for the same object with the same set of swapped results.
@@ -156,31 +146,27 @@ def apply_tool_result_budget(messages: list[Message], state: ContentReplacementS
                              tool_names: dict[str, str] | None = None,
                              preview_chars: int = PREVIEW_CHARS) -> list[Message]:
     """Replace the largest tool results (oldest first among equals) until the total fits."""
-    names = tool_names_from(messages)
-    if tool_names:
-        names.update(tool_names)
     total = 0
-    candidates: list[tuple[int, int, str, str]] = []   # (-size, position, id, text)
+    candidates: list[tuple[int, int, str]] = []   # (-size, position, id)
     for pos, m in enumerate(messages):
         if m.role != "user":
             continue
-        for b in m.content:
-            if b.get("type") != "tool_result":
-                continue
-            tid = b.get("tool_use_id")
+        for tid, size, _, _ in facts(m).results:
             if tid in state.replacements:
                 total += len(state.replacements[tid])
-                continue
-            size = _result_chars(b.get("content"))
-            total += size
-            if names.get(tid) in exempt_tools or size <= preview_chars + 500:
-                continue
-            text = _result_text(b.get("content"))
-            if text is not None:
-                candidates.append((-size, pos, tid, text))
+            else:
+                total += size
+                if size > preview_chars + 500:
+                    candidates.append((-size, pos, tid))
     if total > budget_chars:
+        names = {**tool_names_from(messages), **(tool_names or {})}
+        texts = {b.get("tool_use_id"): _result_text(b.get("content")) for _, pos, _ in candidates
+                 for b in messages[pos].content if b.get("type") == "tool_result"}
         # Largest first: the fewest replacements (each one changes the cached prefix).
-        for neg_size, _, tid, text in sorted(candidates):
+        for neg_size, _, tid in sorted(candidates):
+            text = texts.get(tid)
+            if text is None or names.get(tid) in exempt_tools:
+                continue
             new = replacement_text(text, _persist(session_dir, tid, text), preview_chars)
             state.replacements[tid] = new
             state.pending_records.append(record_replacement(tid, new))
@@ -230,8 +216,11 @@ def snip(messages: list[Message], *, max_block_chars: int = DEFAULT_MAX_BLOCK_CH
     refused before it is sent instead (loop/model_call)."""
     out = []
     for m in messages:
-        new = _snip_blocks(m.content, max_block_chars, user_text=m.role != "user")
-        out.append(m if new is None else replace(m, content=new))
+        memo, key = facts(m).snipped, (max_block_chars, m.role != "user")
+        if key not in memo:   # the same message object always snips the same way
+            new = _snip_blocks(m.content, max_block_chars, user_text=key[1])
+            memo[key] = m if new is None else replace(m, content=new)
+        out.append(memo[key])
     return out
 
 
@@ -260,10 +249,9 @@ def microcompact(messages: list[Message], *, keep_recent_turns: int = DEFAULT_KE
             if not prev_assistant or m.id is None or m.id != prev_id:
                 turns += 1
             prev_id, prev_assistant = m.id, True
-            for b in m.content:
-                if b.get("type") == "tool_use":
-                    turn_of[b.get("id")] = turns
-                    names[b.get("id")] = b.get("name", "")
+            for tid, name in facts(m).uses:
+                turn_of[tid] = turns
+                names[tid] = name
         else:
             prev_assistant = False
     cutoff = turns - keep_recent_turns   # tool_uses in turns <= cutoff are old
@@ -272,13 +260,11 @@ def microcompact(messages: list[Message], *, keep_recent_turns: int = DEFAULT_KE
     for m in messages:
         if m.role != "user":
             continue
-        for b in m.content:
-            tid = b.get("tool_use_id")
-            if (b.get("type") == "tool_result" and tid not in state.cleared and not b.get("is_error")
-                    and turn_of.get(tid, turns + 1) <= cutoff and names.get(tid) in clearable
-                    and b.get("content") != CLEARED_STUB):
+        for tid, chars, is_error, stub in facts(m).results:
+            if (tid not in state.cleared and not is_error and turn_of.get(tid, turns + 1) <= cutoff
+                    and names.get(tid) in clearable and not stub):
                 fresh.append(tid)
-                fresh_chars += _result_chars(b.get("content"))
+                fresh_chars += chars
     if fresh and fresh_chars >= min_clear_chars:
         state.cleared.update(fresh)
     if not state.cleared:
@@ -348,6 +334,7 @@ class ContextPipeline:
                   last_usage_index: int | None = None, tool_names: dict[str, str] | None = None,
                   **compact_kwargs: Any) -> PipelineResult:
         cfg = self.config
+        trim(len(messages))
         msgs = apply_tool_result_budget(messages, self.replacements, session_dir=self.session_dir,
                                         budget_chars=cfg.budget_chars, exempt_tools=self.exempt_tools,
                                         tool_names=tool_names)

@@ -94,12 +94,29 @@ def _chars(obj: Any) -> int:
     return 0
 
 
+# Per-turn work must not grow with the session: each content list is measured once. Keyed by the
+# list's id with the list itself kept for an identity check; the pipeline hands over new lists
+# rather than editing old ones. Dropped wholesale when it outgrows the history (compaction).
+_chars_memo: dict[int, tuple[list, int]] = {}
+
+
+def _content_chars(content: list) -> int:
+    hit = _chars_memo.get(id(content))
+    if hit is not None and hit[0] is content:
+        return hit[1]
+    n = _chars(content)
+    _chars_memo[id(content)] = (content, n)
+    return n
+
+
 def _context_overflow(model: str, messages: list[Message], system_prompt: list[str]) -> ContextOverflowError | None:
     """A request that cannot fit the model's window fails here, whole and unsent, with the reason;
     the history was compacted before this if it could be (context pipeline)."""
     from codeloop.providers.models import context_window
 
-    chars = sum(_chars(m.content) for m in messages) + sum(len(s) for s in system_prompt)
+    if len(_chars_memo) > 4 * len(messages) + 256:
+        _chars_memo.clear()
+    chars = sum(_content_chars(m.content) for m in messages) + sum(len(s) for s in system_prompt)
     window = context_window(model)
     tokens = chars // CHARS_PER_TOKEN
     if tokens <= window:

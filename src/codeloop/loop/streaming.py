@@ -65,6 +65,11 @@ class StreamingToolExecutor:
         self._tasks: set[asyncio.Task] = set()  # kept so tasks are not garbage-collected mid-run
         self._errored: str | None = None        # "Bash(cmd)" of the Bash call that failed
         self._discarded = False
+        # An executor is made just before each request goes out: the first one starts importing
+        # pydantic and the common tools, so that overlaps the model's time to first token rather
+        # than the first tool call (`_is_safe` needs the tool's input model).
+        from codeloop.tools.lazy import warm_in_background
+        warm_in_background(tools)
 
     # -- feeding ------------------------------------------------------------------------------
 

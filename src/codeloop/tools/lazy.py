@@ -2,7 +2,9 @@
 schema is needed, and schemas come from a small on-disk cache.
 
 Start-up is a feature: the first request can leave before pydantic and the tool modules are
-imported, and those imports then overlap with the model's time to first token. The cache is
+imported. `warm_in_background` (called by the loop when its first request goes out) then imports
+them on a daemon thread, so they overlap with the model's time to first token instead of
+delaying the first tool call. The cache is
 keyed by the codeloop version and the size/mtime of each tool's source file, so an edited or
 upgraded tool never serves a stale schema; a missing or corrupt cache is simply rebuilt.
 """
@@ -12,10 +14,15 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any, Callable
 
 _CACHE_VERSION = 1
+# Warmed first: the tools a session almost always calls, in about the order it calls them.
+WARM_FIRST = ("Bash", "Read", "Grep", "Glob", "Edit", "Write")
+_warm_started = False
+WARM_DELAY_S = 0.03
 
 
 class SchemaCache:
@@ -76,11 +83,15 @@ class LazyTool:
         self._gate, self.should_defer, self.max_result_chars = gate, should_defer, max_result_chars
         self.interruptible = interruptible
         self._tool: Any = None
+        self._lock = threading.Lock()   # the warm-up thread and the loop may both ask first
 
     @property
     def real(self) -> Any:
         if self._tool is None:
-            self._tool = getattr(importlib.import_module(self._module), self._class_name)(**self._kwargs)
+            with self._lock:
+                if self._tool is None:
+                    skip_pydantic_plugin_scan()
+                    self._tool = getattr(importlib.import_module(self._module), self._class_name)(**self._kwargs)
         return self._tool
 
     def api_schema(self) -> dict[str, Any]:
@@ -106,3 +117,48 @@ class LazyTool:
 
     def __repr__(self) -> str:
         return f"<LazyTool {self.name}{' (loaded)' if self._tool is not None else ''}>"
+
+
+def skip_pydantic_plugin_scan() -> None:
+    """Spare the first pydantic model build a scan of every installed distribution's entry points
+    (25-140 ms here) looking for pydantic plugins, which codeloop's tool models never use.
+
+    Only when the user has not configured plugins (PYDANTIC_DISABLE_PLUGINS); the environment is
+    left alone, so commands the tools run still load their plugins."""
+    if os.environ.get("PYDANTIC_DISABLE_PLUGINS") is not None:
+        return
+    try:
+        from pydantic.plugin import _loader
+    except ImportError:
+        return
+    if getattr(_loader, "_plugins", False) is None:
+        _loader._plugins = {}
+
+
+def warm_in_background(tools: list[Any]) -> threading.Thread | None:
+    """Once per process: import pydantic and the likely tools' modules on a daemon thread.
+
+    Called when the first request is on its way, so the imports run while the model thinks; a tool
+    call that arrives first simply waits for the import it needs (the import lock), never twice."""
+    global _warm_started
+    lazy = [t for t in tools if isinstance(t, LazyTool) and t._tool is None]
+    if _warm_started or not lazy:
+        return None
+    _warm_started = True
+    order = {name: i for i, name in enumerate(WARM_FIRST)}
+    lazy = sorted((t for t in lazy if t.name in order), key=lambda t: order[t.name])
+
+    def run() -> None:
+        try:
+            skip_pydantic_plugin_scan()
+            import pydantic  # noqa: F401
+            for tool in lazy:
+                tool.real
+        except Exception:  # noqa: BLE001 — a warm-up never fails anything: the real use reports it
+            pass
+
+    # A short delay lets the request leave first: importing holds the GIL the sender needs.
+    thread = threading.Timer(WARM_DELAY_S, run)
+    thread.name, thread.daemon = "codeloop-warm", True
+    thread.start()
+    return thread

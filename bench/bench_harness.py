@@ -1,0 +1,157 @@
+"""The issue-18 harness figures, each measured on a real `codeloop -p` subprocess (never run by tests).
+
+    python bench/bench_harness.py [--src CHECKOUT ...] [--rounds 5] [--only FIGURES]
+
+Every figure of issue 18's table, against the loopback fake API (tests/fakeapi.py, TCP_NODELAY on):
+
+- startup:  process start → first request reaching the server
+- first:    first tool turn (a Bash `true` call): request 1 → request 2 at the server
+- later:    median of the later tool turns of a 20-turn run (request k → k+1)
+- exit:     the result line on stdout → the process reaped
+- rss:      peak RSS of the 20-turn run (and of the 2,000-turn run, with `resume`)
+- growth:   median per-turn time of turns 2–51 and 451–500 of one 500-turn run
+- resume:   `--resume` of a 2,000-turn session (built once per checkout) and one more tool turn:
+            start → first request, and start → exit
+
+Each `--src` is a checkout (a directory holding src/codeloop), run through PYTHONPATH; give two
+(e.g. a pristine "before" worktree and this one) and the rounds interleave them, so the ratios
+come from one run on one machine. PYTHONDONTWRITEBYTECODE is dropped from the children's
+environment: an installed codeloop has its bytecode cached, so that is what is measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from fakeapi import ScriptedAPI, sse, text, tool_use  # noqa: E402
+
+FIGURES = ("startup", "first", "later", "exit", "rss", "growth", "resume")
+
+
+def _env(src: Path, home: str, url: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("ANTHROPIC_", "CODELOOP_", "CLAUDE_")) and k != "PYTHONDONTWRITEBYTECODE"}
+    env.update({"ANTHROPIC_API_KEY": "bench", "ANTHROPIC_BASE_URL": url, "CODELOOP_CONFIG_DIR": home,
+                "HOME": home, "PYTHONPATH": str(src / "src")})
+    return env
+
+
+def run_session(src: Path, home: str, tool_turns: int, extra: list[str] | None = None) -> dict:
+    """One `codeloop -p` process doing `tool_turns` Bash turns then answering; returns its marks."""
+    arrivals: list[float] = []
+
+    def respond(req, last: bool):
+        arrivals.append(time.perf_counter())
+        # Keep no request bodies: a long run's would grow this process, and a child forked from a
+        # big parent reports the parent's pages in its own peak RSS before it execs.
+        api.requests.clear()
+        return sse(text("done")) if last else sse(tool_use("Bash", {"command": "true"}))
+
+    api = ScriptedAPI(*[lambda r, last=(i == tool_turns): respond(r, last) for i in range(tool_turns + 1)])
+    with api.serve() as url:
+        cmd = [sys.executable, "-m", "codeloop", "-p", "go", "--output-format", "stream-json", "--verbose",
+               "--allowedTools", "Bash", *(extra or [])]
+        t0 = time.perf_counter()
+        err = tempfile.TemporaryFile()
+        proc = subprocess.Popen(cmd, cwd=home, env=_env(src, home, url), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=err)
+        assert proc.stdout is not None
+        result_at, session_id, is_error = 0.0, "", True
+        for line in proc.stdout:
+            if line.startswith(b'{"type":"result"') or b'"type": "result"' in line[:40]:
+                result_at = time.perf_counter()
+                obj = json.loads(line)
+                session_id, is_error = obj.get("session_id", ""), obj.get("is_error", True)
+        _, status, usage = os.wait4(proc.pid, 0)
+        t_exit = time.perf_counter()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        proc.stdout.close()
+    if is_error or len(arrivals) != tool_turns + 1:
+        err.seek(0)
+        raise RuntimeError(f"{src}: run failed (exit {proc.returncode}, {len(arrivals)} requests): "
+                           f"{err.read()[-2000:].decode(errors='replace')}")
+    err.close()
+    gaps = [(b - a) * 1000 for a, b in zip(arrivals, arrivals[1:])]
+    return {"startup": (arrivals[0] - t0) * 1000, "gaps": gaps, "exit": (t_exit - result_at) * 1000,
+            "total": (t_exit - t0) * 1000, "rss": usage.ru_maxrss / 1024, "session_id": session_id}
+
+
+def _med(xs: list[float]) -> float:
+    return statistics.median(xs) if xs else float("nan")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--src", action="append", type=Path, help="checkout to measure (repeatable)")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--turns", type=int, default=20, help="tool turns of the short run")
+    ap.add_argument("--growth-turns", type=int, default=500)
+    ap.add_argument("--resume-turns", type=int, default=2000)
+    ap.add_argument("--only", default=",".join(FIGURES), help=f"comma list of {', '.join(FIGURES)}")
+    a = ap.parse_args()
+    srcs = [p.resolve() for p in (a.src or [ROOT])]
+    only = set(a.only.split(","))
+    res: dict[Path, dict[str, list[float]]] = {s: {} for s in srcs}
+
+    def add(src: Path, key: str, value: float) -> None:
+        res[src].setdefault(key, []).append(value)
+
+    homes = {s: tempfile.mkdtemp(prefix="bench-harness-") for s in srcs}
+    for s in srcs:   # warm each checkout's bytecode cache
+        run_session(s, homes[s], 1, ["--no-session-persistence"])
+    if only & {"startup", "first", "later", "exit", "rss"}:
+        for _ in range(a.rounds):
+            for s in srcs:
+                r = run_session(s, homes[s], a.turns, ["--no-session-persistence"])
+                add(s, "startup", r["startup"])
+                add(s, "first", r["gaps"][0])
+                add(s, "later", _med(r["gaps"][1:-1]))
+                add(s, "exit", r["exit"])
+                add(s, "rss", r["rss"])
+    if "growth" in only:
+        for s in srcs:
+            r = run_session(s, homes[s], a.growth_turns, ["--no-session-persistence"])
+            add(s, "growth 2-51", _med(r["gaps"][1:51]))
+            add(s, f"growth {a.growth_turns - 49}-{a.growth_turns}", _med(r["gaps"][a.growth_turns - 50:a.growth_turns]))
+            add(s, f"rss @{a.growth_turns}", r["rss"])
+    if "resume" in only:
+        sessions = {}
+        for s in srcs:
+            r = run_session(s, homes[s], a.resume_turns)
+            sessions[s] = r["session_id"]
+            add(s, f"rss @{a.resume_turns}", r["rss"])
+            tr = next(Path(homes[s]).rglob(f"{r['session_id']}.jsonl"), None)
+            if tr is not None:
+                add(s, f"transcript MB @{a.resume_turns}", tr.stat().st_size / 1e6)
+        for _ in range(a.rounds):
+            for s in srcs:
+                r = run_session(s, homes[s], 1, ["--resume", sessions[s]])
+                add(s, "resume: start→first request", r["startup"])
+                add(s, "resume: start→exit (1 tool turn)", r["total"])
+                add(s, "resume: rss", r["rss"])
+    keys = list(dict.fromkeys(k for s in srcs for k in res[s]))
+    width = max(len(k) for k in keys)
+    print(f"{'figure (median)':{width}}  " + "  ".join(f"{str(s)[-24:]:>24}" for s in srcs)
+          + ("   ratio last/first" if len(srcs) > 1 else ""))
+    for k in keys:
+        vals = [_med(res[s].get(k, [])) for s in srcs]
+        unit = " MB" if "rss" in k or "MB" in k else " ms"
+        line = f"{k:{width}}  " + "  ".join(f"{v:21.1f}{unit}" for v in vals)
+        if len(srcs) > 1 and vals[0]:
+            line += f"   {vals[-1] / vals[0]:.2f}x"
+        print(line)
+
+
+if __name__ == "__main__":
+    main()
