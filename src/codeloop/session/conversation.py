@@ -20,7 +20,7 @@ from codeloop.messages import Message, user_message
 from codeloop.permissions.policy import PermissionPolicy, denial_record
 from codeloop.providers.base import Provider
 from codeloop.providers.pricing import cost_usd
-from codeloop.session.hooks_bridge import ConversationHooks, SubagentLifecycle
+from codeloop.session.hooks_bridge import ConversationHooks
 from codeloop.tools.base import PermissionDecision, Tool, ToolContext
 from codeloop.usage import Usage
 
@@ -131,18 +131,10 @@ class Conversation:
         from codeloop.session.background import wire_background
         wire_background(ctx, self.queue)  # each background shell or agent that ends is announced
 
-    async def _spawn_subagent(self, subagent_type: str, prompt: str, parent: ToolContext, *,
-                              parent_tool_use_id: str | None, **kw: Any) -> Any:
-        """The Task tool's capability. The runtime is built per call, so a subagent gets the
-        session's model and instructions as they are now (/model, a CLAUDE.md edit)."""
-        from codeloop.session.subagent import SubagentRuntime
-
-        runtime = SubagentRuntime(self.provider, self.config.model, self.config.tools, self.can_use_tool,
-                                  self.config.user_context, self.config.cwd, self.tool_context.session_dir,
-                                  dict(self.config.agent_definitions), self.hooks.stop_hooks("SubagentStop"),
-                                  lifecycle=SubagentLifecycle(self.hooks))
-        return await runtime.spawn(subagent_type, prompt, parent, parent_tool_use_id=parent_tool_use_id,
-                                   **kw)
+    async def _spawn_subagent(self, *args: Any, **kw: Any) -> Any:
+        """The Agent tool's capability (`session.subagent.spawn_for`, imported on first use)."""
+        from codeloop.session.subagent import spawn_for
+        return await spawn_for(self, *args, **kw)
 
     def _on_side_event(self, ev: Event) -> None:
         """Events from inside a tool (a subagent's messages): counted, shown, never added to history."""

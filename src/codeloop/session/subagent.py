@@ -215,3 +215,16 @@ async def run_subagent(runtime: SubagentRuntime, definition: Any, prompt: str, p
                       total_tokens=total, tool_uses=tool_uses, duration_ms=int((time.monotonic() - started) * 1000))
     return SubagentOutcome(agent_id, text, reason, terminal.turn_count if terminal is not None else 0, total,
                            terminal.error if terminal is not None else None)
+
+
+async def spawn_for(conv: Any, subagent_type: str, prompt: str, parent: ToolContext, *,
+                    parent_tool_use_id: str | None, **kw: Any) -> SubagentOutcome:
+    """A Conversation's subagent capability. The runtime is built per call, so a subagent gets the
+    session's model and instructions as they are now (/model, a CLAUDE.md edit)."""
+    from codeloop.session.hooks_bridge import SubagentLifecycle
+
+    runtime = SubagentRuntime(conv.provider, conv.config.model, conv.config.tools, conv.can_use_tool,
+                              conv.config.user_context, conv.config.cwd, conv.tool_context.session_dir,
+                              dict(conv.config.agent_definitions), conv.hooks.stop_hooks("SubagentStop"),
+                              lifecycle=SubagentLifecycle(conv.hooks))
+    return await runtime.spawn(subagent_type, prompt, parent, parent_tool_use_id=parent_tool_use_id, **kw)

@@ -19,6 +19,7 @@ from typing import Any, BinaryIO, Iterator
 
 from codeloop.version import __version__
 from codeloop.messages import Message, new_uuid, now_iso
+from codeloop.session.result_once import RESULT_FROM_CONTENT, store_result_once, tool_use_result  # noqa: F401
 from codeloop.session.records import is_prompt, last_prompt_record, writer_fields
 from codeloop.session.repair import INTERRUPTED_TOOL_RESULT, MESSAGE_TYPES, messages_from_entries  # noqa: F401
 
@@ -65,7 +66,7 @@ def message_to_entry(msg: Message, *, session_id: str, cwd: Path | str,
     if msg.is_api_error:
         entry["isApiErrorMessage"] = True
     if msg.tool_use_result is not None:
-        _store_result_once(entry, msg)
+        store_result_once(entry, msg)
     if msg.parent_tool_use_id is not None:
         entry["parent_tool_use_id"] = msg.parent_tool_use_id
     return entry
@@ -91,38 +92,8 @@ def entry_to_message(entry: dict[str, Any]) -> Message | None:
         role=role, content=list(content), uuid=uuid if isinstance(uuid, str) and uuid else new_uuid(),
         id=message.get("id"), model=message.get("model"), stop_reason=message.get("stop_reason"),
         usage=message.get("usage"), is_meta=bool(entry.get("isMeta")),
-        is_api_error=bool(entry.get("isApiErrorMessage")), tool_use_result=_tool_use_result(entry, content),
+        is_api_error=bool(entry.get("isApiErrorMessage")), tool_use_result=tool_use_result(entry, content),
         parent_tool_use_id=entry.get("parent_tool_use_id"), timestamp=entry.get("timestamp"))
-
-
-# toolUseResult often repeats the tool_result's text (whole, or as Bash's stdout, Grep's content):
-# the text is stored once, in the message; this key names the part it also is (True: all; or keys).
-RESULT_FROM_CONTENT = "toolUseResultFromContent"
-
-
-def _sole_result_text(content: Any) -> str | None:
-    block = content[0] if isinstance(content, list) and len(content) == 1 else None
-    ok = isinstance(block, dict) and block.get("type") == "tool_result" and isinstance(block.get("content"), str)
-    return (block["content"] or None) if ok else None  # type: ignore[index]
-
-
-def _store_result_once(entry: dict[str, Any], msg: Message) -> None:
-    data, text = msg.tool_use_result, _sole_result_text(msg.content)
-    shared = [k for k, v in data.items() if v == text] if text is not None and isinstance(data, dict) else []
-    if text is not None and data == text:
-        entry[RESULT_FROM_CONTENT] = True
-    elif shared:
-        entry["toolUseResult"], entry[RESULT_FROM_CONTENT] = {k: v for k, v in data.items() if k not in shared}, shared
-    else:
-        entry["toolUseResult"] = data
-
-
-def _tool_use_result(entry: dict[str, Any], content: list[dict[str, Any]]) -> Any:
-    data, shared = entry.get("toolUseResult"), entry.get(RESULT_FROM_CONTENT)
-    text = _sole_result_text(content) if shared else None
-    if text is not None and (shared is True or isinstance(shared, list) and isinstance(data, dict)):
-        return text if shared is True else {**data, **{k: text for k in shared if isinstance(k, str)}}
-    return data
 
 
 def _has_tool_use(entry: dict[str, Any]) -> bool:
