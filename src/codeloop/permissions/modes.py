@@ -47,6 +47,12 @@ def protected_paths(cwd: Path) -> list[str]:
     paths += [cwd / ".git" / "config", cwd / ".git" / "hooks", cwd / "**" / ".git" / "config",
               cwd / "**" / ".git" / "hooks", cwd / ".git" / "modules" / "**" / "config",
               cwd / ".git" / "modules" / "**" / "hooks"]
+    # files that redirect where git reads config from (another repository folder, extra config)
+    for name in ("commondir", "config.worktree"):
+        paths += [cwd / ".git" / name, cwd / "**" / ".git" / name]
+    # git's per-user config names programs too (core.fsmonitor, core.pager, filter drivers)
+    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
+    paths += [home / ".gitconfig", *(d / "git" / f for d in {xdg, home / ".config"} for f in ("config", "attributes"))]
     if (cwd / ".git").is_file():
         paths.append(cwd / ".git")
     return [str(p) for p in paths]
