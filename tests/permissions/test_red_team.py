@@ -175,14 +175,10 @@ PROTECTED_GAPS = {
     "git diff --output=.git/hooks/pre-commit": "`git log/diff --output=FILE` is not a write target (only git config is)",
     "git format-patch -o .git/hooks HEAD~1": "`git format-patch -o DIR` writes files; not modelled",
     "ln -s .git/config l && echo x > l": "a symlink made earlier in the same command redirects a later write into .git/config",
-    "ln -s .git g && echo x > g/hooks/pre-commit": "a symlink made earlier in the same command redirects a later write into .git/hooks",
-    "mkdir d && ln -s ../.git d/g && echo x > d/g/config": "a symlink made earlier in the same command redirects a later write",
     "ln -sfn .git/hooks h; cp x h/pre-commit": "a symlink made earlier in the same command redirects a later write",
     "link .git/config hl && echo x >> hl": "`link` makes a hard link to a protected file; not modelled",
     "cp -l .git/config hl && echo x >> hl": "`cp -l` hard-links its source; the source is not treated like `ln` source",
     "cp --link .git/config hl && echo x >> hl": "`cp --link` hard-links its source; the source is not treated like `ln` source",
-    "echo ../evil > .git/commondir": ".git/commondir redirects git's config lookup to a planted config; not protected",
-    "echo 'gitdir: /tmp/evil' > sub/.git": "a nested `.git` gitfile pointing at a planted gitdir is not protected",
 }
 
 
@@ -434,8 +430,8 @@ def _tool_decision(cwd, tool_name, raw, mode=BYPASS):
 @pytest.mark.parametrize("rel", [".git/config", "./.git/config", "sub/../.git/config", ".git//config",
                                  ".git/./hooks/pre-commit", ".git/hooks/../config", "sub/.git/config",
                                  ".codeloop/settings.json", ".cfg/settings.json",
-                                 pytest.param(".git/commondir", marks=gap(PROTECTED_GAPS["echo ../evil > .git/commondir"])),
-                                 pytest.param("sub/.git", marks=gap(PROTECTED_GAPS["echo 'gitdir: /tmp/evil' > sub/.git"]))])
+                                 ".git/commondir", ".git/config.worktree", "sub/.git/commondir",
+                                 "sub/.git"])
 def test_write_tool_refuses_protected_paths_when_bypassing(project, rel):
     (project / "sub" / ".git").mkdir(exist_ok=True) if rel == "sub/.git/config" else None
     d = _tool_decision(project, "Write", {"file_path": str(project / rel), "content": "x"})

@@ -53,8 +53,8 @@ def protected_paths(cwd: Path) -> list[str]:
     # git's per-user config names programs too (core.fsmonitor, core.pager, filter drivers)
     xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
     paths += [home / ".gitconfig", *(d / "git" / f for d in {xdg, home / ".config"} for f in ("config", "attributes"))]
-    if (cwd / ".git").is_file():
-        paths.append(cwd / ".git")
+    # a `.git` file (worktree or nested repository pointer) names the folder git reads config from
+    paths += [cwd / ".git", cwd / "**" / ".git"]
     return [str(p) for p in paths]
 
 
