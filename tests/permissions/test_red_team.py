@@ -151,34 +151,6 @@ PROTECTED_BYPASS = [
 ]
 
 PROTECTED_GAPS = {
-    "find . -fprint .git/config": "`find -fprint FILE` is not a write form in shell_writes",
-    "find . -fprintf .git/hooks/pre-commit '#!/bin/sh'": "`find -fprintf FILE` is not a write form in shell_writes",
-    "sed -n 'w .git/config' README.txt": "the sed script command `w FILE` writes a file without -i",
-    "sed 's/a/b/w .git/hooks/pre-commit' README.txt": "the sed `s///w FILE` flag writes a file without -i",
-    "find . -name config -path './.git/*' -delete": "`find -delete` removes matched protected files; not a write form",
-    "echo .git/config | xargs rm": "xargs runs rm on names from stdin; targets unknown but not reported as unknown",
-    "echo .git/config | xargs -I{} cp x {}": "xargs-built cp destination is unknown but not reported as unknown",
-    "echo 'echo x > .git/config' | bash": "a script piped into a shell's stdin is not analysed or treated as unknown",
-    "bash /dev/stdin <<< 'echo x > .git/config'": "`bash /dev/stdin` (script path argument) hides the here-string script",
-    "env -S 'sh -c \"echo x > .git/config\"'": "`env -S` is opaque to unwrap but its writes are not reported unknown",
-    "busybox cp x .git/config": "busybox applets other than sh are not unwrapped (busybox cp/tee)",
-    "busybox tee .git/config": "busybox applets other than sh are not unwrapped (busybox cp/tee)",
-    "python3 -c \"open('.git/config','w').write('x')\"": "an interpreter's inline code writes the path (unmodelled; only the sandbox can contain it)",
-    "perl -e 'open F, \">.git/config\"'": "an interpreter's inline code writes the path (unmodelled; only the sandbox can contain it)",
-    "awk -i inplace '{print}' .git/config": "gawk `-i inplace` edits files in place; awk not modelled",
-    "awk '{print > \".git/config\"}' README.txt": "an interpreter's inline code writes the path (unmodelled; only the sandbox can contain it)",
-    "csplit -f .git/hooks/pre x 1": "csplit writes PREFIXnn files; not modelled (split is)",
-    "ed -s .git/config <<< $'a\\nx\\n.\\nw\\nq'": "editors (ed/ex/vim) write files named in their commands",
-    "ex -sc 'w! .git/config|q' README.txt": "editors (ed/ex/vim) write files named in their commands",
-    "vim -es -c 'w! .git/hooks/pre-commit' -c q README.txt": "editors (ed/ex/vim) write files named in their commands",
-    "git log --output=.git/config": "`git log/diff --output=FILE` is not a write target (only git config is)",
-    "git diff --output=.git/hooks/pre-commit": "`git log/diff --output=FILE` is not a write target (only git config is)",
-    "git format-patch -o .git/hooks HEAD~1": "`git format-patch -o DIR` writes files; not modelled",
-    "ln -s .git/config l && echo x > l": "a symlink made earlier in the same command redirects a later write into .git/config",
-    "ln -sfn .git/hooks h; cp x h/pre-commit": "a symlink made earlier in the same command redirects a later write",
-    "link .git/config hl && echo x >> hl": "`link` makes a hard link to a protected file; not modelled",
-    "cp -l .git/config hl && echo x >> hl": "`cp -l` hard-links its source; the source is not treated like `ln` source",
-    "cp --link .git/config hl && echo x >> hl": "`cp --link` hard-links its source; the source is not treated like `ln` source",
 }
 
 
@@ -236,15 +208,6 @@ WRITES_UNDER_ALLOW_RULES = [
 ]
 
 ALLOW_RULE_GAPS = {
-    "sed -n 'w f' README.txt": "the sed `w FILE` command writes under `Bash(sed *)`",
-    "sed 's/a/b/w f' README.txt": "the sed `s///w FILE` flag writes under `Bash(sed *)`",
-    "sed -n '1w f' README.txt": "the sed `w FILE` command writes under `Bash(sed *)`",
-    "sed --expression='w f' -n README.txt": "the sed `w FILE` command writes under `Bash(sed *)`",
-    "sed '1e touch pwned' README.txt": "the GNU sed `e` command runs a shell command under `Bash(sed *)`",
-    "sed 's/.*/touch pwned/e' README.txt": "the GNU sed `s///e` flag runs a shell command under `Bash(sed *)`",
-    "git log --output=f": "`git log --output=FILE` writes under `Bash(git log *)`",
-    "find . -fprint f": "`find -fprint FILE` writes under `Bash(find *)`",
-    "find . -fls f": "`find -fls FILE` writes under `Bash(find *)`",
 }
 
 
@@ -382,7 +345,6 @@ READ_GAPS_BYPASS = {
     "git grep --no-index KEY": "`git grep` searches the worktree but is not treated as recursive",
     "git grep --untracked KEY": "`git grep` searches the worktree but is not treated as recursive",
     "mv keys k2": "moving the folder of a denied file escapes the anchored rule; mv source not walked",
-    "python3 -c \"print(open('secret.txt').read())\"": "an interpreter's inline code reads the file (unmodelled)",
     "dd if=secret.txt": "`dd if=FILE` operand is not read as a path",
 }
 
