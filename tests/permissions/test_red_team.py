@@ -448,13 +448,8 @@ DENY_EVASIONS = [
     "c\\url http://127.0.0.1:9/", "python3 -c 'import os; os.system(\"rm -rf sub\")'",
 ]
 DENY_EVASION_GAPS = {
-    "x=rm; $x -rf sub": "a computed command name (`$x`) is auto-allowed in the sandbox despite `Bash(rm *)` deny",
-    "$(echo rm) -rf sub": "a computed command name (`$(…)`) is auto-allowed despite `Bash(rm *)` deny",
-    "`echo rm` -rf sub": "a computed command name (backticks) is auto-allowed despite `Bash(rm *)` deny",
-    "echo 'rm -rf sub' | sh": "a script piped into sh is not checked against deny rules",
-    "bash -c \"$(printf 'rm -rf sub')\"": "a computed `bash -c` script is auto-allowed despite the deny rule",
-    "rm${IFS}-rf${IFS}sub": "`${IFS}` glues the command name to its arguments: a computed word, auto-allowed",
-    "python3 -c 'import os; os.system(\"rm -rf sub\")'": "interpreters run denied programs (unmodelled)",
+    "python3 -c 'import os; os.system(\"rm -rf sub\")'": "interpreters run denied programs (unmodelled; "
+    "asking for every `python3 -c` would make auto-allow useless, see test_auto_allow_still_runs_ordinary_commands)",
 }
 
 

@@ -217,6 +217,27 @@ def protected_write(policy: Any, writes: list[Any]) -> str | None:
     return None
 
 
+# interpreter code (`python3 -c`) is left to the sandbox: asking for every one-liner would make
+# auto-allow useless (test_auto_allow_still_runs_ordinary_commands)
+_HIDDEN_RUNS = ("running a script", "running a computed script", "env -S")
+
+
+def _hidden_program(policy: Any, split: Any, writes: list) -> str | None:
+    """With a Bash deny rule in force, a program named only at run time (`$x`, `$(…)`, a script
+    piped into a shell) could be the denied one: it asks instead of auto-allowing."""
+    from codeloop.permissions.shell_cmd import unwrap
+
+    if not any(r.tool == "Bash" for r in policy.rules.deny):
+        return None
+    for part in split.parts:
+        if part.argv and unwrap(part.argv).offset in part.dynamic:
+            return f"the program {part.raw!r} runs is known only when it runs, and a Bash deny rule is in force"
+    for w in writes:
+        if w.path is None and any(h in w.how for h in _HIDDEN_RUNS):
+            return f"{w.how} in {w.part!r} may run a program a Bash deny rule forbids"
+    return None
+
+
 def decide_bash(policy: Any, tool: Any, inp: Any, opinion: PermissionDecision,
                 raw: dict[str, Any]) -> PermissionDecision:
     from codeloop.permissions.bash import split_command
@@ -258,6 +279,8 @@ def decide_bash(policy: Any, tool: Any, inp: Any, opinion: PermissionDecision,
         return PermissionDecision(PermissionBehavior.DENY,
                                   "Bash is not available in plan mode: only read-only tools may run.")
     if sandboxed and policy.sandbox.settings.auto_allow:
+        if hidden := _hidden_program(policy, split, writes):
+            return policy.ask_or_deny("Bash", hidden + ".")
         return PermissionDecision(PermissionBehavior.ALLOW)
     if reads:
         return policy.ask_or_deny("Bash", reads + ".")
