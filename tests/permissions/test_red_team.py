@@ -490,10 +490,10 @@ DOTDOT = "`link/..` is resolved lexically (normpath), but the kernel resolves `.
 
 
 @pytest.mark.parametrize("command", [
-    pytest.param("echo x > hk/../config", marks=gap(DOTDOT)),
-    pytest.param("cp x hk/../hooks/pre-commit", marks=gap(DOTDOT)),
-    pytest.param("set -P; cd hk/.. && echo x > config", marks=gap(DOTDOT + " (`set -P`: physical cd)")),
-    pytest.param("cd -P hk && echo x > ../config", marks=gap(DOTDOT + " (`cd -P`)")),
+    "echo x > hk/../config",
+    "cp x hk/../hooks/pre-commit",
+    "set -P; cd hk/.. && echo x > config",
+    "cd -P hk && echo x > ../config",
     "cd hk/.. && echo x > .git/config",
 ])
 def test_dotdot_after_a_symlink_is_resolved_like_the_kernel_does_for_writes(project, command):

@@ -9,7 +9,8 @@ after a `cd` whose target is computed nothing relative is known. A target that i
 at run time (`> $OUT`, `tee "$(mktemp)"`, globs) is reported as None: the permission layer asks.
 
 Over-approximation is the design: a `cd` inside a subshell still counts, a `cp` destination is
-reported both as itself and as `dest/basename(src)`. Pure functions: no I/O.
+reported both as itself and as `dest/basename(src)`. The only I/O: `physical` resolves a
+symlink before a `..` the way the kernel does.
 """
 
 from __future__ import annotations
@@ -98,6 +99,21 @@ def _short_has(opts: dict[str, list[str]], letter: str) -> bool:
     return any(k.startswith("-") and not k.startswith("--") and letter in k[1:] for k in opts)
 
 
+def physical(path: str) -> list[str | None]:
+    """The lexical path, and where the kernel goes when a `..` follows a symlink (`hk/..` is the
+    link target's parent): the only I/O here, an lstat per component before a `..`."""
+    lexical = os.path.normpath(path)
+    if "/.." not in path and not path.startswith(".."):
+        return [lexical]
+    cur = "/" if path.startswith("/") else ""
+    for name in path.split("/"):
+        if name in ("", "."):
+            continue
+        cur = os.path.dirname(os.path.realpath(cur)) if name == ".." else os.path.join(cur, name)
+    kernel = os.path.normpath(cur or ".")
+    return [lexical] if kernel == lexical else [lexical, kernel]
+
+
 class Resolver:
     """Where relative words point, following `cd`s (every candidate directory is kept)."""
 
@@ -117,10 +133,10 @@ class Resolver:
                 return [None]                           # `~user/…`
             word = self.home + word[1:]
         if os.path.isabs(word):
-            return [os.path.normpath(word)]
+            return physical(word)
         if self.unknown_cwd and cwds is None:
             return [None]
-        return [os.path.normpath(os.path.join(c, word)) for c in (cwds or self.cwds)]
+        return [p for c in (cwds or self.cwds) for p in physical(os.path.join(c, word))]
 
     def cd(self, target: str | None, dynamic: bool) -> None:
         if target is None:
