@@ -43,6 +43,18 @@ _GLOB = re.compile(r"[*?\[{]")
 
 def _brace_expand(word: str, depth: int = 0) -> list[str]:
     m = re.search(r"\{([^{}]*,[^{}]*)\}", word)
+    seq = re.search(r"\{(-?\w+)\.\.(-?\w+)(?:\.\.-?\d+)?\}", word)
+    if seq and (not m or seq.start() < m.start()) and depth <= 8:      # `{r..t}`, `{1..3}`
+        a, b = seq.group(1), seq.group(2)
+        if a.lstrip("-").isdigit() and b.lstrip("-").isdigit():
+            lo, hi = sorted((int(a), int(b)))
+            alts = [str(i) for i in range(lo, min(hi, lo + 255) + 1)]
+        elif len(a) == 1 and len(b) == 1:
+            lo, hi = sorted((ord(a), ord(b)))
+            alts = [chr(i) for i in range(lo, hi + 1)]
+        else:
+            alts = [seq.group(0)]
+        return [w for alt in alts for w in _brace_expand(word[:seq.start()] + alt + word[seq.end():], depth + 1)][:256]
     if not m or depth > 8:
         return [word]
     out: list[str] = []
@@ -53,12 +65,16 @@ def _brace_expand(word: str, depth: int = 0) -> list[str]:
 
 def _expand(word: str, base: str) -> list[str]:
     """Absolute paths a literal or globbed word can name (the word itself when nothing matches)."""
+    from codeloop.permissions.paths import physical
+
     paths: list[str] = []
+    if re.match(r"~\+(/|$)", word):
+        word = base + word[2:]                          # `~+` is $PWD
     for w in _brace_expand(os.path.expanduser(word) if word.startswith("~") else word):
         absw = w if os.path.isabs(w) else os.path.join(base, w)
         hits = globmod.glob(absw, include_hidden=True) if _GLOB.search(w) else []
         paths += hits or [absw]
-    return [os.path.normpath(p) for p in paths]
+    return [q for p in paths for q in physical(p) if q]
 
 
 def _holds_denied(folder: str, denied: Callable[[Path], bool]) -> bool:
@@ -86,7 +102,7 @@ def _recursive(name: str, args: list[str]) -> bool:
     if name in ("grep", "egrep", "fgrep", "cp", "chmod", "chown", "zip", "ls"):
         return any(set(a[1:]) & {"r", "R", "a"} for a in short) or any(
             a in ("--recursive", "--dereference-recursive", "--archive") or a.startswith("--directories=rec")
-            for a in args)
+            for a in args) or any(a in ("-d", "--directories") and b.startswith("rec") for a, b in zip(args, args[1:]))
     return False
 
 
@@ -112,7 +128,9 @@ def read_concern(policy: Any, split: SplitResult, denied: Callable[[Path], bool]
             for k, a in enumerate(args):
                 if k == dest:
                     continue                             # `cp -r sub .`: the destination is written, not read
-                if a.startswith("-") and "=" in a:
+                if name == "dd" and a.startswith("if="):
+                    a = a[3:]
+                elif a.startswith("-") and "=" in a:
                     a = a.split("=", 1)[1]          # `--file=secret.txt`
                 elif a.startswith("-"):
                     continue
@@ -124,7 +142,7 @@ def read_concern(policy: Any, split: SplitResult, denied: Callable[[Path], bool]
                 words.append((".", False))                       # `grep -r KEY`, `rg KEY`: the cwd
         for word, _ in words:
             # glob words are expanded below; a parameter or command expansion cannot be
-            if "$" in word or "`" in word:
+            if "$" in word or "`" in word or re.match(r"~-(/|$)", word):
                 return f"the command reads {word}, a path known only when it runs, and a Read deny rule is in force"
             for base in (r.cwds if not r.unknown_cwd else []):
                 for path in _expand(word, base):
@@ -155,7 +173,7 @@ def outside_concern(policy: Any, split: SplitResult) -> str | None:
         for word in words:
             if word.startswith("-") or not word.strip():
                 continue
-            if "$" in word or "`" in word:
+            if "$" in word or "`" in word or re.match(r"~-(/|$)", word):
                 return f"the command reads {word}, a path known only when it runs"
             path = Path(os.path.expanduser(word))
             path = path if path.is_absolute() else policy.cwd / path

@@ -9,8 +9,8 @@ after a `cd` whose target is computed nothing relative is known. A target that i
 at run time (`> $OUT`, `tee "$(mktemp)"`, globs) is reported as None: the permission layer asks.
 
 Over-approximation is the design: a `cd` inside a subshell still counts, a `cp` destination is
-reported both as itself and as `dest/basename(src)`. The only I/O: `physical` resolves a
-symlink before a `..` the way the kernel does.
+reported both as itself and as `dest/basename(src)`. The only I/O: `paths.physical` resolves
+a symlink before a `..` the way the kernel does.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from codeloop.permissions.paths import physical
 from codeloop.permissions.shell_words import Redirect, SimpleCommand, SplitResult
 
 _HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/zero"})
@@ -97,21 +98,6 @@ def _parse(name: str, args: list[str]) -> tuple[dict[str, list[str]], list[tuple
 
 def _short_has(opts: dict[str, list[str]], letter: str) -> bool:
     return any(k.startswith("-") and not k.startswith("--") and letter in k[1:] for k in opts)
-
-
-def physical(path: str) -> list[str | None]:
-    """The lexical path, and where the kernel goes when a `..` follows a symlink (`hk/..` is the
-    link target's parent): the only I/O here, an lstat per component before a `..`."""
-    lexical = os.path.normpath(path)
-    if "/.." not in path and not path.startswith(".."):
-        return [lexical]
-    cur = "/" if path.startswith("/") else ""
-    for name in path.split("/"):
-        if name in ("", "."):
-            continue
-        cur = os.path.dirname(os.path.realpath(cur)) if name == ".." else os.path.join(cur, name)
-    kernel = os.path.normpath(cur or ".")
-    return [lexical] if kernel == lexical else [lexical, kernel]
 
 
 class Resolver:
