@@ -34,7 +34,8 @@ _NAME_ONLY = frozenset({"echo", "printf", "ls", "stat", "du", "df", "basename", 
                         "readlink", "pwd", "which", "test", "[", "true", "false", "mkdir", "touch", "rm",
                         "rmdir", "find", "tree", "type", "command"})
 _RECURSIVE_ALWAYS = frozenset({"rg", "ag", "ack", "tar", "zip", "rsync", "scp", "git", "du", "find",
-                               "tree"})
+                               "tree", "mv"})     # `mv keys k2` moves a denied file out of its rule
+_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 _SEARCHERS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack"})   # first positional: the pattern
 _COPIERS = frozenset({"cp", "mv", "install", "ln", "rsync", "scp"})
 _WALK_BUDGET = 20_000
@@ -106,12 +107,26 @@ def _recursive(name: str, args: list[str]) -> bool:
     return False
 
 
+def _denied_link(policy: Any, path: str, inodes: list) -> bool:
+    """A hard link to a denied file (another name, same inode), like the file tools check."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    if not os.path.isfile(path) or st.st_nlink < 2:
+        return False
+    if not inodes:
+        inodes.append(policy.denied_inodes("Read"))
+    return inodes[0] is None or (st.st_dev, st.st_ino) in inodes[0]
+
+
 def read_concern(policy: Any, split: SplitResult, denied: Callable[[Path], bool]) -> str | None:
     """Why this command may read a path a Read deny rule covers (None: it cannot)."""
     from codeloop.permissions.bash import command_name, unwrap
     from codeloop.permissions.shell_writes import Resolver, track_cd
 
     r = Resolver(str(policy.cwd), os.path.expanduser("~"))
+    inodes: list = []                                   # the denied inodes, looked up once if needed
     for part in split.parts:
         words: list[tuple[str, bool]] = [(red.target, False) for red in part.redirects
                                          if red.op.lstrip("0123456789").startswith("<")
@@ -121,6 +136,13 @@ def read_concern(policy: Any, split: SplitResult, denied: Callable[[Path], bool]
         args = u.argv[1:] if u and u.argv else []
         if name and track_cd(name, args, {k - u.offset for k in part.dynamic if u and k >= u.offset}, r):
             continue
+        if name == "xargs":
+            return "xargs runs a command on names from its input, and a Read deny rule is in force"
+        if name == "find" and _EXEC & set(args):      # `find … -exec cat {} +`: reads what it finds
+            starts = [a for a in args[:next((k for k, a in enumerate(args) if a[:1] in "-(!"), len(args))]]
+            words += [(a, False) for a in starts or ["."]]
+        if name == "git" and "grep" in args:
+            words.append((".", False))                  # `git grep KEY`: the worktree
         if name and name not in _NAME_ONLY:
             positional = [k for k, a in enumerate(args) if not a.startswith("-")]
             dest = positional[-1] if name in _COPIERS and len(positional) > 1 and not any(
@@ -146,7 +168,7 @@ def read_concern(policy: Any, split: SplitResult, denied: Callable[[Path], bool]
                 return f"the command reads {word}, a path known only when it runs, and a Read deny rule is in force"
             for base in (r.cwds if not r.unknown_cwd else []):
                 for path in _expand(word, base):
-                    if denied(Path(path)):
+                    if denied(Path(path)) or _denied_link(policy, path, inodes):
                         return f"the command reads {path}, which a Read deny rule covers"
                     if _recursive(name, args) and os.path.isdir(path) and _holds_denied(path, denied):
                         return f"the command searches {path}, which holds a path a Read deny rule covers"
