@@ -55,7 +55,26 @@ def protected_paths(cwd: Path) -> list[str]:
     paths += [home / ".gitconfig", *(d / "git" / f for d in {xdg, home / ".config"} for f in ("config", "attributes"))]
     # a `.git` file (worktree or nested repository pointer) names the folder git reads config from
     paths += [cwd / ".git", cwd / "**" / ".git"]
+    paths += _common_dir_paths(cwd)
     return [str(p) for p in paths]
+
+
+def _common_dir_paths(cwd: Path) -> list[Path]:
+    """A worktree's `.git` file points at `main/.git/worktrees/x`, whose `commondir` names the
+    shared repository folder: its config and hooks run programs for every worktree."""
+    try:
+        line = (cwd / ".git").read_text(encoding="utf-8", errors="replace")[:4096].strip()
+    except OSError:
+        return []
+    if not line.startswith("gitdir:"):
+        return []
+    gitdir = (cwd / line[7:].strip()).resolve()
+    out = [gitdir / "config", gitdir / "hooks", gitdir / "commondir", gitdir / "config.worktree"]
+    try:
+        common = (gitdir / (gitdir / "commondir").read_text(encoding="utf-8").strip()).resolve()
+    except OSError:
+        return out
+    return out + [common / "config", common / "hooks", common / "commondir", common / "config.worktree"]
 
 
 # Shell start-up files: writing one runs code in every later shell.
