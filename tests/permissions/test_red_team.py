@@ -151,38 +151,6 @@ PROTECTED_BYPASS = [
 ]
 
 PROTECTED_GAPS = {
-    "find . -fprint .git/config": "`find -fprint FILE` is not a write form in shell_writes",
-    "find . -fprintf .git/hooks/pre-commit '#!/bin/sh'": "`find -fprintf FILE` is not a write form in shell_writes",
-    "sed -n 'w .git/config' README.txt": "the sed script command `w FILE` writes a file without -i",
-    "sed 's/a/b/w .git/hooks/pre-commit' README.txt": "the sed `s///w FILE` flag writes a file without -i",
-    "find . -name config -path './.git/*' -delete": "`find -delete` removes matched protected files; not a write form",
-    "echo .git/config | xargs rm": "xargs runs rm on names from stdin; targets unknown but not reported as unknown",
-    "echo .git/config | xargs -I{} cp x {}": "xargs-built cp destination is unknown but not reported as unknown",
-    "echo 'echo x > .git/config' | bash": "a script piped into a shell's stdin is not analysed or treated as unknown",
-    "bash /dev/stdin <<< 'echo x > .git/config'": "`bash /dev/stdin` (script path argument) hides the here-string script",
-    "env -S 'sh -c \"echo x > .git/config\"'": "`env -S` is opaque to unwrap but its writes are not reported unknown",
-    "busybox cp x .git/config": "busybox applets other than sh are not unwrapped (busybox cp/tee)",
-    "busybox tee .git/config": "busybox applets other than sh are not unwrapped (busybox cp/tee)",
-    "python3 -c \"open('.git/config','w').write('x')\"": "an interpreter's inline code writes the path (unmodelled; only the sandbox can contain it)",
-    "perl -e 'open F, \">.git/config\"'": "an interpreter's inline code writes the path (unmodelled; only the sandbox can contain it)",
-    "awk -i inplace '{print}' .git/config": "gawk `-i inplace` edits files in place; awk not modelled",
-    "awk '{print > \".git/config\"}' README.txt": "an interpreter's inline code writes the path (unmodelled; only the sandbox can contain it)",
-    "csplit -f .git/hooks/pre x 1": "csplit writes PREFIXnn files; not modelled (split is)",
-    "ed -s .git/config <<< $'a\\nx\\n.\\nw\\nq'": "editors (ed/ex/vim) write files named in their commands",
-    "ex -sc 'w! .git/config|q' README.txt": "editors (ed/ex/vim) write files named in their commands",
-    "vim -es -c 'w! .git/hooks/pre-commit' -c q README.txt": "editors (ed/ex/vim) write files named in their commands",
-    "git log --output=.git/config": "`git log/diff --output=FILE` is not a write target (only git config is)",
-    "git diff --output=.git/hooks/pre-commit": "`git log/diff --output=FILE` is not a write target (only git config is)",
-    "git format-patch -o .git/hooks HEAD~1": "`git format-patch -o DIR` writes files; not modelled",
-    "ln -s .git/config l && echo x > l": "a symlink made earlier in the same command redirects a later write into .git/config",
-    "ln -s .git g && echo x > g/hooks/pre-commit": "a symlink made earlier in the same command redirects a later write into .git/hooks",
-    "mkdir d && ln -s ../.git d/g && echo x > d/g/config": "a symlink made earlier in the same command redirects a later write",
-    "ln -sfn .git/hooks h; cp x h/pre-commit": "a symlink made earlier in the same command redirects a later write",
-    "link .git/config hl && echo x >> hl": "`link` makes a hard link to a protected file; not modelled",
-    "cp -l .git/config hl && echo x >> hl": "`cp -l` hard-links its source; the source is not treated like `ln` source",
-    "cp --link .git/config hl && echo x >> hl": "`cp --link` hard-links its source; the source is not treated like `ln` source",
-    "echo ../evil > .git/commondir": ".git/commondir redirects git's config lookup to a planted config; not protected",
-    "echo 'gitdir: /tmp/evil' > sub/.git": "a nested `.git` gitfile pointing at a planted gitdir is not protected",
 }
 
 
@@ -240,15 +208,6 @@ WRITES_UNDER_ALLOW_RULES = [
 ]
 
 ALLOW_RULE_GAPS = {
-    "sed -n 'w f' README.txt": "the sed `w FILE` command writes under `Bash(sed *)`",
-    "sed 's/a/b/w f' README.txt": "the sed `s///w FILE` flag writes under `Bash(sed *)`",
-    "sed -n '1w f' README.txt": "the sed `w FILE` command writes under `Bash(sed *)`",
-    "sed --expression='w f' -n README.txt": "the sed `w FILE` command writes under `Bash(sed *)`",
-    "sed '1e touch pwned' README.txt": "the GNU sed `e` command runs a shell command under `Bash(sed *)`",
-    "sed 's/.*/touch pwned/e' README.txt": "the GNU sed `s///e` flag runs a shell command under `Bash(sed *)`",
-    "git log --output=f": "`git log --output=FILE` writes under `Bash(git log *)`",
-    "find . -fprint f": "`find -fprint FILE` writes under `Bash(find *)`",
-    "find . -fls f": "`find -fls FILE` writes under `Bash(find *)`",
 }
 
 
@@ -365,29 +324,9 @@ def reads_project(project):
 
 
 READ_GAPS = {
-    "cat {r..t}ecret.txt": "sequence braces `{r..t}` are not expanded by _brace_expand",
-    "cat ~+/secret.txt": "`~+` ($PWD) is not expanded; the path looks like ./~+/secret.txt",
-    "grep -d recurse KEY .": "`grep -d recurse` is not seen as recursive",
-    "grep --directories recurse KEY .": "`grep --directories recurse` (separate value) is not seen as recursive",
-    "find . -name 'secret*' -exec cat {} +": "find is name-only in read_concern even with -exec cat",
-    "cat hardlink.txt": "a hard link to the denied file is read (no inode check in read_concern)",
 }
 
 READ_GAPS_BYPASS = {
-    "cat {r..t}ecret.txt": "sequence braces `{r..t}` are not expanded by _brace_expand",
-    "cat ~+/secret.txt": "`~+` ($PWD) is not expanded; the path looks like ./~+/secret.txt",
-    "grep -d recurse KEY .": "`grep -d recurse` is not seen as recursive",
-    "grep --directories recurse KEY .": "`grep --directories recurse` (separate value) is not seen as recursive",
-    "find . -name 'secret*' -exec cat {} +": "find is name-only in read_concern even with -exec cat",
-    "find . -type f -print0 | xargs -0 cat": "xargs cat reads names from stdin; not treated as unknown reads",
-    "ls | xargs cat": "xargs cat reads names from stdin; not treated as unknown reads",
-    "cat hardlink.txt": "a hard link to the denied file is read (no inode check in read_concern)",
-    "git grep KEY": "`git grep` searches the worktree but is not treated as recursive",
-    "git grep --no-index KEY": "`git grep` searches the worktree but is not treated as recursive",
-    "git grep --untracked KEY": "`git grep` searches the worktree but is not treated as recursive",
-    "mv keys k2": "moving the folder of a denied file escapes the anchored rule; mv source not walked",
-    "python3 -c \"print(open('secret.txt').read())\"": "an interpreter's inline code reads the file (unmodelled)",
-    "dd if=secret.txt": "`dd if=FILE` operand is not read as a path",
 }
 
 
@@ -403,7 +342,6 @@ def test_read_deny_holds_when_bypassing(reads_project, command):
     assert d.behavior is DENY, d
 
 
-@gap("`mv keys k2` is allowed in acceptEdits; `k2/id` then escapes the anchored rule Read(./keys/id)")
 def test_accept_edits_moving_the_folder_of_a_denied_file_is_not_silent(project):
     # `mv keys k2` would leave `k2/id` outside the anchored rule `Read(./keys/id)`
     d = decide(project, "mv keys k2", ACCEPT)
@@ -434,8 +372,8 @@ def _tool_decision(cwd, tool_name, raw, mode=BYPASS):
 @pytest.mark.parametrize("rel", [".git/config", "./.git/config", "sub/../.git/config", ".git//config",
                                  ".git/./hooks/pre-commit", ".git/hooks/../config", "sub/.git/config",
                                  ".codeloop/settings.json", ".cfg/settings.json",
-                                 pytest.param(".git/commondir", marks=gap(PROTECTED_GAPS["echo ../evil > .git/commondir"])),
-                                 pytest.param("sub/.git", marks=gap(PROTECTED_GAPS["echo 'gitdir: /tmp/evil' > sub/.git"]))])
+                                 ".git/commondir", ".git/config.worktree", "sub/.git/commondir",
+                                 "sub/.git"])
 def test_write_tool_refuses_protected_paths_when_bypassing(project, rel):
     (project / "sub" / ".git").mkdir(exist_ok=True) if rel == "sub/.git/config" else None
     d = _tool_decision(project, "Write", {"file_path": str(project / rel), "content": "x"})
@@ -490,13 +428,8 @@ DENY_EVASIONS = [
     "c\\url http://127.0.0.1:9/", "python3 -c 'import os; os.system(\"rm -rf sub\")'",
 ]
 DENY_EVASION_GAPS = {
-    "x=rm; $x -rf sub": "a computed command name (`$x`) is auto-allowed in the sandbox despite `Bash(rm *)` deny",
-    "$(echo rm) -rf sub": "a computed command name (`$(…)`) is auto-allowed despite `Bash(rm *)` deny",
-    "`echo rm` -rf sub": "a computed command name (backticks) is auto-allowed despite `Bash(rm *)` deny",
-    "echo 'rm -rf sub' | sh": "a script piped into sh is not checked against deny rules",
-    "bash -c \"$(printf 'rm -rf sub')\"": "a computed `bash -c` script is auto-allowed despite the deny rule",
-    "rm${IFS}-rf${IFS}sub": "`${IFS}` glues the command name to its arguments: a computed word, auto-allowed",
-    "python3 -c 'import os; os.system(\"rm -rf sub\")'": "interpreters run denied programs (unmodelled)",
+    "python3 -c 'import os; os.system(\"rm -rf sub\")'": "interpreters run denied programs (unmodelled; "
+    "asking for every `python3 -c` would make auto-allow useless, see test_auto_allow_still_runs_ordinary_commands)",
 }
 
 
@@ -537,10 +470,10 @@ DOTDOT = "`link/..` is resolved lexically (normpath), but the kernel resolves `.
 
 
 @pytest.mark.parametrize("command", [
-    pytest.param("echo x > hk/../config", marks=gap(DOTDOT)),
-    pytest.param("cp x hk/../hooks/pre-commit", marks=gap(DOTDOT)),
-    pytest.param("set -P; cd hk/.. && echo x > config", marks=gap(DOTDOT + " (`set -P`: physical cd)")),
-    pytest.param("cd -P hk && echo x > ../config", marks=gap(DOTDOT + " (`cd -P`)")),
+    "echo x > hk/../config",
+    "cp x hk/../hooks/pre-commit",
+    "set -P; cd hk/.. && echo x > config",
+    "cd -P hk && echo x > ../config",
     "cd hk/.. && echo x > .git/config",
 ])
 def test_dotdot_after_a_symlink_is_resolved_like_the_kernel_does_for_writes(project, command):
@@ -548,7 +481,7 @@ def test_dotdot_after_a_symlink_is_resolved_like_the_kernel_does_for_writes(proj
     assert decide(project, command, BYPASS).behavior is DENY
 
 
-@pytest.mark.parametrize("command", [pytest.param("cat kx/../id", marks=gap(DOTDOT)), "grep -r PRIVATE kx/.."])
+@pytest.mark.parametrize("command", ["cat kx/../id", "grep -r PRIVATE kx/.."])
 def test_dotdot_after_a_symlink_is_resolved_like_the_kernel_does_for_reads(project, command):
     (project / "keys" / "x").mkdir()
     os.symlink(project / "keys" / "x", project / "kx")
@@ -571,10 +504,7 @@ def worktree(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("command", [
     "git config core.fsmonitor x", "echo x > .git",
-    pytest.param("echo x >> ../main/.git/config",
-                 marks=gap("a worktree's real repository config (the common dir) is not a protected path")),
-    pytest.param("cp x ../main/.git/hooks/pre-commit",
-                 marks=gap("a worktree's shared hooks folder (the common dir) is not a protected path")),
+    "echo x >> ../main/.git/config", "cp x ../main/.git/hooks/pre-commit",
     "echo x >> $(git rev-parse --git-common-dir)/config",
 ])
 def test_a_worktree_s_shared_repository_config_is_protected(worktree, command):

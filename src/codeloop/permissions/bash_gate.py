@@ -34,7 +34,8 @@ _NAME_ONLY = frozenset({"echo", "printf", "ls", "stat", "du", "df", "basename", 
                         "readlink", "pwd", "which", "test", "[", "true", "false", "mkdir", "touch", "rm",
                         "rmdir", "find", "tree", "type", "command"})
 _RECURSIVE_ALWAYS = frozenset({"rg", "ag", "ack", "tar", "zip", "rsync", "scp", "git", "du", "find",
-                               "tree"})
+                               "tree", "mv"})     # `mv keys k2` moves a denied file out of its rule
+_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 _SEARCHERS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack"})   # first positional: the pattern
 _COPIERS = frozenset({"cp", "mv", "install", "ln", "rsync", "scp"})
 _WALK_BUDGET = 20_000
@@ -43,6 +44,18 @@ _GLOB = re.compile(r"[*?\[{]")
 
 def _brace_expand(word: str, depth: int = 0) -> list[str]:
     m = re.search(r"\{([^{}]*,[^{}]*)\}", word)
+    seq = re.search(r"\{(-?\w+)\.\.(-?\w+)(?:\.\.-?\d+)?\}", word)
+    if seq and (not m or seq.start() < m.start()) and depth <= 8:      # `{r..t}`, `{1..3}`
+        a, b = seq.group(1), seq.group(2)
+        if a.lstrip("-").isdigit() and b.lstrip("-").isdigit():
+            lo, hi = sorted((int(a), int(b)))
+            alts = [str(i) for i in range(lo, min(hi, lo + 255) + 1)]
+        elif len(a) == 1 and len(b) == 1:
+            lo, hi = sorted((ord(a), ord(b)))
+            alts = [chr(i) for i in range(lo, hi + 1)]
+        else:
+            alts = [seq.group(0)]
+        return [w for alt in alts for w in _brace_expand(word[:seq.start()] + alt + word[seq.end():], depth + 1)][:256]
     if not m or depth > 8:
         return [word]
     out: list[str] = []
@@ -53,12 +66,16 @@ def _brace_expand(word: str, depth: int = 0) -> list[str]:
 
 def _expand(word: str, base: str) -> list[str]:
     """Absolute paths a literal or globbed word can name (the word itself when nothing matches)."""
+    from codeloop.permissions.paths import physical
+
     paths: list[str] = []
+    if re.match(r"~\+(/|$)", word):
+        word = base + word[2:]                          # `~+` is $PWD
     for w in _brace_expand(os.path.expanduser(word) if word.startswith("~") else word):
         absw = w if os.path.isabs(w) else os.path.join(base, w)
         hits = globmod.glob(absw, include_hidden=True) if _GLOB.search(w) else []
         paths += hits or [absw]
-    return [os.path.normpath(p) for p in paths]
+    return [q for p in paths for q in physical(p) if q]
 
 
 def _holds_denied(folder: str, denied: Callable[[Path], bool]) -> bool:
@@ -86,8 +103,21 @@ def _recursive(name: str, args: list[str]) -> bool:
     if name in ("grep", "egrep", "fgrep", "cp", "chmod", "chown", "zip", "ls"):
         return any(set(a[1:]) & {"r", "R", "a"} for a in short) or any(
             a in ("--recursive", "--dereference-recursive", "--archive") or a.startswith("--directories=rec")
-            for a in args)
+            for a in args) or any(a in ("-d", "--directories") and b.startswith("rec") for a, b in zip(args, args[1:]))
     return False
+
+
+def _denied_link(policy: Any, path: str, inodes: list) -> bool:
+    """A hard link to a denied file (another name, same inode), like the file tools check."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    if not os.path.isfile(path) or st.st_nlink < 2:
+        return False
+    if not inodes:
+        inodes.append(policy.denied_inodes("Read"))
+    return inodes[0] is None or (st.st_dev, st.st_ino) in inodes[0]
 
 
 def read_concern(policy: Any, split: SplitResult, denied: Callable[[Path], bool]) -> str | None:
@@ -96,6 +126,7 @@ def read_concern(policy: Any, split: SplitResult, denied: Callable[[Path], bool]
     from codeloop.permissions.shell_writes import Resolver, track_cd
 
     r = Resolver(str(policy.cwd), os.path.expanduser("~"))
+    inodes: list = []                                   # the denied inodes, looked up once if needed
     for part in split.parts:
         words: list[tuple[str, bool]] = [(red.target, False) for red in part.redirects
                                          if red.op.lstrip("0123456789").startswith("<")
@@ -105,6 +136,13 @@ def read_concern(policy: Any, split: SplitResult, denied: Callable[[Path], bool]
         args = u.argv[1:] if u and u.argv else []
         if name and track_cd(name, args, {k - u.offset for k in part.dynamic if u and k >= u.offset}, r):
             continue
+        if name == "xargs":
+            return "xargs runs a command on names from its input, and a Read deny rule is in force"
+        if name == "find" and _EXEC & set(args):      # `find … -exec cat {} +`: reads what it finds
+            starts = [a for a in args[:next((k for k, a in enumerate(args) if a[:1] in "-(!"), len(args))]]
+            words += [(a, False) for a in starts or ["."]]
+        if name == "git" and "grep" in args:
+            words.append((".", False))                  # `git grep KEY`: the worktree
         if name and name not in _NAME_ONLY:
             positional = [k for k, a in enumerate(args) if not a.startswith("-")]
             dest = positional[-1] if name in _COPIERS and len(positional) > 1 and not any(
@@ -112,7 +150,9 @@ def read_concern(policy: Any, split: SplitResult, denied: Callable[[Path], bool]
             for k, a in enumerate(args):
                 if k == dest:
                     continue                             # `cp -r sub .`: the destination is written, not read
-                if a.startswith("-") and "=" in a:
+                if name == "dd" and a.startswith("if="):
+                    a = a[3:]
+                elif a.startswith("-") and "=" in a:
                     a = a.split("=", 1)[1]          # `--file=secret.txt`
                 elif a.startswith("-"):
                     continue
@@ -124,11 +164,11 @@ def read_concern(policy: Any, split: SplitResult, denied: Callable[[Path], bool]
                 words.append((".", False))                       # `grep -r KEY`, `rg KEY`: the cwd
         for word, _ in words:
             # glob words are expanded below; a parameter or command expansion cannot be
-            if "$" in word or "`" in word:
+            if "$" in word or "`" in word or re.match(r"~-(/|$)", word):
                 return f"the command reads {word}, a path known only when it runs, and a Read deny rule is in force"
             for base in (r.cwds if not r.unknown_cwd else []):
                 for path in _expand(word, base):
-                    if denied(Path(path)):
+                    if denied(Path(path)) or _denied_link(policy, path, inodes):
                         return f"the command reads {path}, which a Read deny rule covers"
                     if _recursive(name, args) and os.path.isdir(path) and _holds_denied(path, denied):
                         return f"the command searches {path}, which holds a path a Read deny rule covers"
@@ -155,7 +195,7 @@ def outside_concern(policy: Any, split: SplitResult) -> str | None:
         for word in words:
             if word.startswith("-") or not word.strip():
                 continue
-            if "$" in word or "`" in word:
+            if "$" in word or "`" in word or re.match(r"~-(/|$)", word):
                 return f"the command reads {word}, a path known only when it runs"
             path = Path(os.path.expanduser(word))
             path = path if path.is_absolute() else policy.cwd / path
@@ -217,6 +257,27 @@ def protected_write(policy: Any, writes: list[Any]) -> str | None:
     return None
 
 
+# interpreter code (`python3 -c`) is left to the sandbox: asking for every one-liner would make
+# auto-allow useless (test_auto_allow_still_runs_ordinary_commands)
+_HIDDEN_RUNS = ("running a script", "running a computed script", "env -S")
+
+
+def _hidden_program(policy: Any, split: Any, writes: list) -> str | None:
+    """With a Bash deny rule in force, a program named only at run time (`$x`, `$(…)`, a script
+    piped into a shell) could be the denied one: it asks instead of auto-allowing."""
+    from codeloop.permissions.shell_cmd import unwrap
+
+    if not any(r.tool == "Bash" for r in policy.rules.deny):
+        return None
+    for part in split.parts:
+        if part.argv and unwrap(part.argv).offset in part.dynamic:
+            return f"the program {part.raw!r} runs is known only when it runs, and a Bash deny rule is in force"
+    for w in writes:
+        if w.path is None and any(h in w.how for h in _HIDDEN_RUNS):
+            return f"{w.how} in {w.part!r} may run a program a Bash deny rule forbids"
+    return None
+
+
 def decide_bash(policy: Any, tool: Any, inp: Any, opinion: PermissionDecision,
                 raw: dict[str, Any]) -> PermissionDecision:
     from codeloop.permissions.bash import split_command
@@ -258,6 +319,8 @@ def decide_bash(policy: Any, tool: Any, inp: Any, opinion: PermissionDecision,
         return PermissionDecision(PermissionBehavior.DENY,
                                   "Bash is not available in plan mode: only read-only tools may run.")
     if sandboxed and policy.sandbox.settings.auto_allow:
+        if hidden := _hidden_program(policy, split, writes):
+            return policy.ask_or_deny("Bash", hidden + ".")
         return PermissionDecision(PermissionBehavior.ALLOW)
     if reads:
         return policy.ask_or_deny("Bash", reads + ".")

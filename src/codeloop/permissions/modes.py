@@ -49,9 +49,34 @@ def protected_paths(cwd: Path) -> list[str]:
     paths += [cwd / ".git" / "config", cwd / ".git" / "hooks", cwd / "**" / ".git" / "config",
               cwd / "**" / ".git" / "hooks", cwd / ".git" / "modules" / "**" / "config",
               cwd / ".git" / "modules" / "**" / "hooks"]
-    if (cwd / ".git").is_file():
-        paths.append(cwd / ".git")
+    # files that redirect where git reads config from (another repository folder, extra config)
+    for name in ("commondir", "config.worktree"):
+        paths += [cwd / ".git" / name, cwd / "**" / ".git" / name]
+    # git's per-user config names programs too (core.fsmonitor, core.pager, filter drivers)
+    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
+    paths += [home / ".gitconfig", *(d / "git" / f for d in {xdg, home / ".config"} for f in ("config", "attributes"))]
+    # a `.git` file (worktree or nested repository pointer) names the folder git reads config from
+    paths += [cwd / ".git", cwd / "**" / ".git"]
+    paths += _common_dir_paths(cwd)
     return [str(p) for p in paths]
+
+
+def _common_dir_paths(cwd: Path) -> list[Path]:
+    """A worktree's `.git` file points at `main/.git/worktrees/x`, whose `commondir` names the
+    shared repository folder: its config and hooks run programs for every worktree."""
+    try:
+        line = (cwd / ".git").read_text(encoding="utf-8", errors="replace")[:4096].strip()
+    except OSError:
+        return []
+    if not line.startswith("gitdir:"):
+        return []
+    gitdir = (cwd / line[7:].strip()).resolve()
+    out = [gitdir / "config", gitdir / "hooks", gitdir / "commondir", gitdir / "config.worktree"]
+    try:
+        common = (gitdir / (gitdir / "commondir").read_text(encoding="utf-8").strip()).resolve()
+    except OSError:
+        return out
+    return out + [common / "config", common / "hooks", common / "commondir", common / "config.worktree"]
 
 
 # Shell start-up files: writing one runs code in every later shell.

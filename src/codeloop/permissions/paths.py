@@ -264,3 +264,18 @@ def inodes_named(specs: list[tuple[str, str]], cwd: str, roots: list[str], *,
                         spec, path, origin=origin, cwd=cwd, restrictive=True):
                     found.add((fst.st_dev, fst.st_ino))
     return frozenset(found)
+
+
+def physical(path: str) -> list[str | None]:
+    """The lexical path, and where the kernel goes when a `..` follows a symlink (`hk/..` is the
+    link target's parent): the only I/O here, an lstat per component before a `..`."""
+    lexical = os.path.normpath(path)
+    if "/.." not in path and not path.startswith(".."):
+        return [lexical]
+    cur = "/" if path.startswith("/") else ""
+    for name in path.split("/"):
+        if name in ("", "."):
+            continue
+        cur = os.path.dirname(os.path.realpath(cur)) if name == ".." else os.path.join(cur, name)
+    kernel = os.path.normpath(cur or ".")
+    return [lexical] if kernel == lexical else [lexical, kernel]

@@ -9,7 +9,8 @@ after a `cd` whose target is computed nothing relative is known. A target that i
 at run time (`> $OUT`, `tee "$(mktemp)"`, globs) is reported as None: the permission layer asks.
 
 Over-approximation is the design: a `cd` inside a subshell still counts, a `cp` destination is
-reported both as itself and as `dest/basename(src)`. Pure functions: no I/O.
+reported both as itself and as `dest/basename(src)`. The only I/O: `paths.physical` resolves
+a symlink before a `..` the way the kernel does.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from codeloop.permissions.paths import physical
 from codeloop.permissions.shell_words import Redirect, SimpleCommand, SplitResult
 
 _HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/zero"})
@@ -107,6 +109,7 @@ class Resolver:
         self.home = home
         # CDPATH (inherited, or set on the line) makes `cd name` search other folders first
         self.cdpath = bool(os.environ.get("CDPATH"))
+        self.links: set[str] = set()                   # paths `ln` made earlier on the line
 
     def resolve(self, word: str, dynamic: bool, cwds: list[str] | None = None) -> list[str | None]:
         if dynamic or _UNKNOWN_CHARS.search(word) or not word:
@@ -116,10 +119,10 @@ class Resolver:
                 return [None]                           # `~user/…`
             word = self.home + word[1:]
         if os.path.isabs(word):
-            return [os.path.normpath(word)]
+            return physical(word)
         if self.unknown_cwd and cwds is None:
             return [None]
-        return [os.path.normpath(os.path.join(c, word)) for c in (cwds or self.cwds)]
+        return [p for c in (cwds or self.cwds) for p in physical(os.path.join(c, word))]
 
     def cd(self, target: str | None, dynamic: bool) -> None:
         if target is None:
@@ -213,14 +216,20 @@ def _fetcher_targets(name: str, args: list[str], add: Any, out: list) -> list[tu
     return out
 
 
-def _command_targets(name: str, args: list[str], dyn: set[int], r: Resolver) -> list[tuple[str | None, str]]:
-    out: list[tuple[str | None, str]] = []
+def _command_targets(name: str, args: list[str], dyn: set[int], r: Resolver,
+                     stdin_script: bool = False) -> list[tuple[str | None, str]]:
+    from codeloop.permissions.shell_hidden import hidden_targets
+
+    if name == "busybox" and args and args[0] not in _SHELLS:      # `busybox cp …`: the applet
+        return _command_targets(args[0], args[1:], {k - 1 for k in dyn if k > 0}, r, stdin_script)
+    out: list[tuple[str | None, str]] = hidden_targets(name, args, lambda w, k: r.resolve(w, k in dyn),
+                                                       stdin_script)
 
     def add(word: str, idx: int, how: str) -> None:
         out.extend((p, how) for p in r.resolve(word, idx in dyn))
 
     if name == "git":
-        return _git_targets(args, r, dyn)
+        return out + _git_targets(args, r, dyn)
     if name == "dd":
         for k, a in enumerate(args):
             if a.startswith("of="):
@@ -293,6 +302,7 @@ def _targets(split: SplitResult, r: Resolver, depth: int) -> list[WriteTarget]:
 
     out: list[WriteTarget] = []
     for part in split.parts:
+        start = len(out)
         for red in part.redirects:
             if writes_file(red):
                 out += [WriteTarget(p, "redirect", part.raw) for p in r.resolve(red.target, False)]
@@ -301,6 +311,7 @@ def _targets(split: SplitResult, r: Resolver, depth: int) -> list[WriteTarget]:
         if any(k == "CDPATH" for k in env) or any(w.startswith("CDPATH=") for w in part.argv):
             r.cdpath = True                            # `export CDPATH=.git`, `CDPATH=x cd y`
         if not part.argv:
+            _through_links(out, start, part, r)
             continue
         name = command_name(u.argv[0]) if u and u.argv else ""
         if name == "git" and any(k.startswith(_SENSITIVE_ENV) for k in env):
@@ -308,7 +319,15 @@ def _targets(split: SplitResult, r: Resolver, depth: int) -> list[WriteTarget]:
             continue
         out += _part_targets(part, r, command_name, unwrap)
         out += _script_targets(part, name, u, r, depth)
+        _through_links(out, start, part, r)
+        r.links.update(t.path for t in out[start:] if t.path and t.how.startswith("ln destination"))
     return out
+
+
+def _through_links(out: list[WriteTarget], start: int, part: SimpleCommand, r: Resolver) -> None:
+    """A symlink `ln` made earlier on the line can point anywhere: writing through it is unknown."""
+    if any(t.path and any(t.path == ln or t.path.startswith(ln + "/") for ln in r.links) for t in out[start:]):
+        out.append(WriteTarget(None, "write through a link made earlier in the command", part.raw))
 
 
 def _script_targets(part: SimpleCommand, name: str, u, r: Resolver, depth: int) -> list[WriteTarget]:
@@ -365,7 +384,8 @@ def _part_targets(part: SimpleCommand, r: Resolver, command_name: Any, unwrap: A
     if track_cd(name, args, dyn, r):
         return []
     shifted = {k - 1 for k in dyn if k > 0}
-    found = [WriteTarget(p, how, part.raw) for p, how in _command_targets(name, args, shifted, r)]
+    stdin = any(red.op.endswith(("<<<", "<")) for red in part.redirects) or bool(part.heredocs)
+    found = [WriteTarget(p, how, part.raw) for p, how in _command_targets(name, args, shifted, r, stdin)]
     if saved is not None:
         r.unknown_cwd = saved
     return found

@@ -67,9 +67,13 @@ def bwrap_argv(bwrap: str, layout: Layout, *, cwd: str, blank_file: str, blank_d
     """Everything before `--` (the caller appends the command)."""
     a = [bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-net",
          "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    # host daemons listen on Unix sockets under /run (a path-based socket needs no network device)
+    for run in ("/run", "/var/run"):
+        if os.path.isdir(run) and not os.path.islink(run):
+            a += ["--tmpfs", run]
     for root in layout.roots:
         a += ["--bind", root, root]
-    for pin in layout.pins:
+    for pin in sorted(layout.pins, key=lambda x: x.count("/")):    # parents first
         a += ["--bind", pin, pin]
     for p in layout.protected:
         if p.exists:

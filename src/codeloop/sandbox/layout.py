@@ -27,6 +27,13 @@ _ROOT_PROTECTED = ((".claude", "dir"), (".codeloop", "dir"), (".mcp.json", "file
 # In the home folder (matters only when home lies inside a writable root).
 _HOME_PROTECTED = (".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc",
                    ".zshenv", ".zprofile", ".zlogin", ".gitconfig", ".inputrc")
+# git's per-user config folder (`~/.config/git/config`, `attributes`) names programs like ~/.gitconfig
+_HOME_PROTECTED_DIRS = (".config/git",)
+# Files in a `.git` folder that redirect where git reads its config from (`commondir` points at
+# another repository folder; `config.worktree` adds config). A missing one cannot get a
+# placeholder (git dies on an empty `commondir`), so it is kept absent instead: whatever the call
+# created there is removed when the call ends, before any host git can read it.
+_GIT_REDIRECTS = ("commondir", "config.worktree")
 # An unanchored Read deny pattern (`.env`) is looked for in the writable roots; past this many
 # entries the walk gives up and the sandbox refuses, rather than leave a match unmasked.
 MAX_WALK_ENTRIES = 200_000
@@ -55,6 +62,7 @@ class Layout:
     pins: list[str] = field(default_factory=list)       # folders bound onto themselves
     protected: list[Protected] = field(default_factory=list)
     masked: list[tuple[str, Kind]] = field(default_factory=list)
+    absent: list[str] = field(default_factory=list)     # removed after the call if created
 
 
 def _real_root(path: str, what: str) -> str | None:
@@ -119,7 +127,12 @@ def plan_layout(roots: Iterable[str], *, home: str, global_protected: Iterable[s
     for root in real_roots:
         for rel, kind in _ROOT_PROTECTED:
             _protect(root, rel, Kind(kind), layout)
+        _git_redirects(root, layout)
     extra = [(os.path.join(home, f), Kind.FILE) for f in _HOME_PROTECTED]
+    xdg = os.environ.get("XDG_CONFIG_HOME")
+    extra += [(os.path.join(home, d), Kind.DIR) for d in _HOME_PROTECTED_DIRS]
+    if xdg:
+        extra.append((os.path.join(xdg, "git"), Kind.DIR))
     extra += [(p, Kind.DIR) for p in global_protected]
     extra += [(p, Kind.DIR if os.path.isdir(p) else Kind.FILE) for p in deny_write]
     for path, kind in extra:
@@ -138,7 +151,63 @@ def plan_layout(roots: Iterable[str], *, home: str, global_protected: Iterable[s
         if path not in seen and not any(_inside(path, m) for m, _ in layout.masked):
             seen.add(path)
             layout.masked.append((path, kind))
+            _pin_parents(path, real_roots, layout)
     return layout
+
+
+def _pin_parents(path: str, roots: list[str], layout: Layout) -> None:
+    """Pin the folders between a root and a masked path: renaming one (`mv keys k2`) would move
+    the file out from under its mask for the next call."""
+    root = _under_roots(path, roots)
+    if root is None:
+        return
+    cur = root
+    for name in os.path.relpath(os.path.dirname(path), root).split("/"):
+        if name in ("", "."):
+            break
+        cur = os.path.join(cur, name)
+        st = _lexists(cur)
+        if st is None or not stat.S_ISDIR(st.st_mode):
+            return
+        if cur not in layout.pins:
+            layout.pins.append(cur)
+
+
+def _git_redirects(root: str, layout: Layout) -> None:
+    """Protect (or keep absent) the files that redirect git's config, in the root's git folder
+    and, for a worktree, in the folder its `.git` file points at when that lies in a root."""
+    dot_git = os.path.join(root, ".git")
+    st = _lexists(dot_git)
+    if st is None:
+        return
+    gitdirs = [dot_git] if stat.S_ISDIR(st.st_mode) else []
+    if stat.S_ISREG(st.st_mode):
+        try:
+            with open(dot_git, encoding="utf-8", errors="replace") as f:
+                line = f.read(4096).strip()
+        except OSError:
+            line = ""
+        if line.startswith("gitdir:"):
+            target = os.path.realpath(os.path.join(root, line[7:].strip()))
+            if _under_roots(target, layout.roots) is not None and os.path.isdir(target):
+                gitdirs.append(target)
+                for rel, kind in (("config", Kind.FILE), ("hooks", Kind.DIR), ("gitdir", Kind.FILE)):
+                    t = _under_roots(target, layout.roots)
+                    _protect(t, os.path.relpath(os.path.join(target, rel), t), kind, layout)  # type: ignore[arg-type]
+    for gd in gitdirs:
+        for name in _GIT_REDIRECTS:
+            path = os.path.join(gd, name)
+            fst = _lexists(path)
+            if fst is None:
+                layout.absent.append(path)
+            elif stat.S_ISLNK(fst.st_mode):
+                raise LayoutError(f"{path} is a symlink, so the sandbox cannot keep it read-only; "
+                                  f"replace it with a real file, or disable the sandbox")
+            else:
+                layout.protected.append(Protected(path, Kind.DIR if stat.S_ISDIR(fst.st_mode) else Kind.FILE, True))
+                root_of = _under_roots(gd, layout.roots)
+                if root_of is not None:
+                    _pin_parents(path, layout.roots, layout)
 
 
 # -- Read-deny paths -----------------------------------------------------------------------------

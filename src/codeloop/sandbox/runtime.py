@@ -175,6 +175,8 @@ class Sandbox:
         try:
             yield Prepared(argv, env)
         finally:
+            for path in layout.absent:
+                _remove_planted(path)
             for path in placeholders:
                 _placeholders[path] -= 1
                 if _placeholders[path] == 0:
@@ -190,6 +192,23 @@ class Sandbox:
             from codeloop.sandbox.proxy import DomainProxy
             self._proxy = DomainProxy(self.settings.allowed_domains)
         return self._proxy
+
+
+def _remove_planted(path: str) -> None:
+    """Remove what a call created at a path that must stay absent (`.git/commondir`)."""
+    import shutil
+
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return
+    try:
+        if stat.S_ISDIR(st.st_mode):
+            shutil.rmtree(path)
+        else:
+            os.unlink(path)
+    except OSError:
+        pass
 
 
 def _remove_placeholder(path: str) -> None:
