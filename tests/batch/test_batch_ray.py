@@ -83,7 +83,9 @@ def test_twenty_tasks_on_local_ray(tmp_path):
     assert by_id[OVER_BUDGET]["outcome"] == "over_budget"
     # worker loss: Ray ran the task again and the retry succeeded (the fake API saw both attempts)
     assert by_id[WORKER_LOST]["outcome"] == "success"
-    assert len(api.by_task[WORKER_LOST]) == 3
+    # both attempts reached the API: 1 (the kill) + 2 (the retry's full run); the dying attempt may
+    # get one more request out before the death signal reaches its loop process
+    assert len(api.by_task[WORKER_LOST]) in (3, 4)
     for tid, rec in by_id.items():
         if tid in (CRASH, OVER_BUDGET):
             continue
