@@ -53,8 +53,9 @@ def test_rewind_restores_code_and_conversation(tmp_path, screen):
         shown = s.wait_text("Rewind to just before which prompt?")
         assert "second prompt  (2 files changed since)" in shown
         s.term.send("1")
-        shown = s.wait_text("Restore code and conversation")
-        assert "Restore code only" in shown and "Restore conversation only" in shown
+        # the toolbar shows the question at once; the numbered list reaches the scrollback a moment later
+        shown = s.wait_text("3) Restore conversation only")
+        assert "1) Restore code and conversation" in shown and "2) Restore code only" in shown
         s.term.send("1")
         s.wait_text("Restored 2 files")
         assert a.read_text() == "one\n" and not c.exists()

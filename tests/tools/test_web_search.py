@@ -178,8 +178,8 @@ async def test_status_says_in_one_line_why_web_search_is_off(tmp_path):
     host.conv = _conversation(tmp_path, make_provider("ollama", env={}))
     assert "WebSearch" not in [t.name for t in enabled_tools(host.conv.tool_pool(), host.conv.tool_context)]
     out = (await _status(host, "")).text
-    lines = [line for line in out.splitlines() if line.startswith("Web search:")]
-    assert lines == ["Web search:       WebSearch is off: it uses the Anthropic API's server-side web search, "
+    lines = [" ".join(line.split()) for line in out.splitlines() if line.startswith("Web search:")]  # aligned columns
+    assert lines == ["Web search: WebSearch is off: it uses the Anthropic API's server-side web search, "
                      "which the ollama provider lacks"]
     host.conv = _conversation(tmp_path, AnthropicProvider("k", base_url="http://fake"))
     assert "WebSearch" in [t.name for t in enabled_tools(host.conv.tool_pool(), host.conv.tool_context)]
