@@ -21,7 +21,7 @@ from typing import Awaitable, Any, Callable
 from codeloop.context.tokens import TokenCounter
 from codeloop.loop.recovery import CompactOutcome
 from codeloop.messages import Message, to_api_messages, user_message
-from codeloop.providers.assembly import ResponseAssembler
+from codeloop.providers.assembly import assemble, text_of
 from codeloop.providers.base import ModelRequest, Provider
 from codeloop.providers.errors import APIStatusError, ProviderError
 
@@ -209,10 +209,7 @@ class Compactor:
     async def _request(self, api_messages: list[dict[str, Any]]) -> str:
         request = ModelRequest(model=self.model, messages=api_messages, max_tokens=self.max_summary_tokens,
                                system=[{"type": "text", "text": "You summarise coding sessions precisely."}])
-        asm = ResponseAssembler()
-        async for ev in self.provider.stream(request):
-            asm.feed(ev)
-        text = "".join(b.get("text", "") for b in asm.blocks if b.get("type") == "text")
+        text = text_of(await assemble(self.provider, request))
         if not text.strip():
             raise ProviderError("the model returned an empty summary")
         return _extract_summary(text)

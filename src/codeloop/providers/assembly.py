@@ -89,3 +89,23 @@ class ResponseAssembler:
                     block["input"] = {}
         self.blocks.append(block)
         return block
+
+
+async def assemble(provider: Any, request: Any) -> ResponseAssembler:
+    """One whole side call: stream `request` from `provider` into an assembler, closing the
+    stream however it ends (compaction summaries, WebFetch's prompt, WebSearch's nested search)."""
+    assembler = ResponseAssembler()
+    events = provider.stream(request)
+    try:
+        async for event in events:
+            assembler.feed(event)
+    finally:
+        aclose = getattr(events, "aclose", None)
+        if aclose is not None:
+            await aclose()
+    return assembler
+
+
+def text_of(assembler: ResponseAssembler) -> str:
+    """The text blocks of an assembled response, joined."""
+    return "".join(b.get("text", "") for b in assembler.blocks if b.get("type") == "text")

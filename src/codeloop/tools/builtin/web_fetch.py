@@ -257,22 +257,13 @@ async def apply_prompt(ctx: ToolContext, content: str, prompt: str) -> str:
     provider = ctx.extra.get("side_provider")
     if provider is None:
         raise ToolError("WebFetch cannot apply its prompt: this session has no model for side calls.")
-    from codeloop.providers.assembly import ResponseAssembler
+    from codeloop.providers.assembly import assemble, text_of
     from codeloop.providers.base import ModelRequest
 
     request = ModelRequest(model=side_model(ctx, provider), max_tokens=SIDE_MAX_TOKENS,
                            messages=[{"role": "user", "content": [
                                {"type": "text", "text": SIDE_PROMPT.format(content=content, prompt=prompt)}]}])
-    assembler = ResponseAssembler()
-    events = provider.stream(request)
-    try:
-        async for event in events:
-            assembler.feed(event)
-    finally:
-        aclose = getattr(events, "aclose", None)
-        if aclose is not None:
-            await aclose()
-    answer = "".join(b.get("text", "") for b in assembler.blocks if b.get("type") == "text").strip()
+    answer = text_of(await assemble(provider, request)).strip()
     return answer or "No response from model"
 
 

@@ -71,24 +71,10 @@ def server_tool(inp: WebSearchInput) -> dict[str, Any]:
     return tool
 
 
-async def _one_call(provider: Any, request: Any) -> Any:
-    from codeloop.providers.assembly import ResponseAssembler
-
-    assembler = ResponseAssembler()
-    events = provider.stream(request)
-    try:
-        async for event in events:
-            assembler.feed(event)
-    finally:
-        aclose = getattr(events, "aclose", None)
-        if aclose is not None:
-            await aclose()
-    return assembler
-
-
 async def nested_search(provider: Any, model: str, inp: WebSearchInput) -> tuple[list[dict[str, Any]], int]:
     """Every content block of the nested response (continued across pause_turn), and the number
     of searches the API reported."""
+    from codeloop.providers.assembly import assemble
     from codeloop.providers.base import ModelRequest
 
     messages: list[dict[str, Any]] = [{"role": "user", "content": [
@@ -100,7 +86,7 @@ async def nested_search(provider: Any, model: str, inp: WebSearchInput) -> tuple
         force = {"type": "tool", "name": "web_search"} if len(messages) == 1 else None
         request = ModelRequest(model=model, max_tokens=MAX_TOKENS, messages=messages, tool_choice=force,
                                system=[{"type": "text", "text": NESTED_SYSTEM}], tools=[server_tool(inp)])
-        asm = await _one_call(provider, request)
+        asm = await assemble(provider, request)
         blocks += asm.blocks
         searches += int(((asm.usage.get("server_tool_use") or {}).get("web_search_requests")) or 0)
         if asm.stop_reason != "pause_turn":
