@@ -29,3 +29,20 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "tests/repl" in str(item.fspath).replace(os.sep, "/"):
             item.add_marker(pytest.mark.skip(reason=_REASON))
+
+
+@pytest.fixture
+def run(tmp_path):
+    """Start codeloop's REPL in a pty (ptyterm.Term) against a fake API; every one started is closed."""
+    from ptyterm import Term
+
+    terms = []
+
+    def start(api_url, *args, **kw):
+        t = Term(tmp_path, api_url, *args, **kw)
+        terms.append(t)
+        t.ready()
+        return t
+    yield start
+    for t in terms:
+        t.close()

@@ -11,21 +11,6 @@ import time
 import pytest
 
 from fakeapi import ScriptedAPI, sse, text, tool_use
-from ptyterm import Term
-
-
-@pytest.fixture
-def run(tmp_path):
-    terms = []
-
-    def start(api_url, *args, **kw):
-        t = Term(tmp_path, api_url, *args, **kw)
-        terms.append(t)
-        t.ready()
-        return t
-    yield start
-    for t in terms:
-        t.close()
 
 
 def cli_env(cwd, url):

@@ -9,21 +9,7 @@ import time
 import pytest
 
 from fakeapi import ScriptedAPI, sse, text, tool_use
-from ptyterm import Term, write_session
-
-
-@pytest.fixture
-def run(tmp_path):
-    terms = []
-
-    def start(api_url, *args, **kw):
-        t = Term(tmp_path, api_url, *args, **kw)
-        terms.append(t)
-        t.ready()
-        return t
-    yield start
-    for t in terms:
-        t.close()
+from ptyterm import write_session
 
 
 def test_ctrl_o_expands_cut_output_also_for_bang_commands(tmp_path, run):

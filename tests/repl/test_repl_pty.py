@@ -7,26 +7,12 @@ import pexpect
 import pytest
 
 from fakeapi import ScriptedAPI, sse, text, tool_use
-from ptyterm import Term, write_session
+from ptyterm import write_session
 
 
 def transcript_entries(cwd):
     files = sorted((cwd / ".cfg" / "projects").rglob("*.jsonl"))
     return [json.loads(line) for f in files for line in f.read_text().splitlines() if line.strip()]
-
-
-@pytest.fixture
-def run(tmp_path):
-    terms = []
-
-    def start(api_url, *args, **kw):
-        t = Term(tmp_path, api_url, *args, **kw)
-        terms.append(t)
-        t.ready()
-        return t
-    yield start
-    for t in terms:
-        t.close()
 
 
 def test_prompt_streams_the_answer_and_exit(tmp_path, run):
