@@ -94,3 +94,34 @@ async def test_slash_commands_can_be_skipped(tmp_path):
     assert r.should_query and r.messages[-1].text == "/help"
     r = await process_user_input(front, reg, QueuedCommand("/help"))
     assert not r.should_query and "Commands:" in r.output
+
+
+def test_named_files_are_existing_files_inside_the_folder(tmp_path):
+    from codeloop.input.process import named_files
+
+    (tmp_path / "config.ini").write_text("PORT=1")
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "air.txt").write_text("zeppelin")
+    (tmp_path.parent / "beside.txt").write_text("outside")
+    for i in range(4):
+        (tmp_path / f"f{i}.py").write_text("")
+    text = ('What is PORT in config.ini? See "notes/air.txt", ../beside.txt, missing.txt, notes, '
+            'e.g. version 1.5 and config.ini again.')
+    assert named_files(text, tmp_path) == ["config.ini", "notes/air.txt"]
+    assert named_files("f0.py f1.py f2.py f3.py", tmp_path) == ["f0.py", "f1.py", "f2.py"]   # at most three
+
+
+async def test_named_files_attach_only_when_the_session_asks(tmp_path):
+    from codeloop.input.process import ATTACH_NAMED_FILES
+
+    (tmp_path / "config.ini").write_text("PORT=8431\n")
+    (tmp_path / "secret.env").write_text("TOKEN=1")
+    front, reg = _setup(tmp_path)
+    r = await process_user_input(front, reg, QueuedCommand("what is PORT in config.ini?"))
+    assert len(r.messages) == 1   # an ordinary session attaches @-mentions only
+    front, reg = _setup(tmp_path, mode=PermissionMode.DEFAULT, deny=["Read(./secret.env)"])
+    front.conv.config.feature_flags[ATTACH_NAMED_FILES] = True
+    r = await process_user_input(front, reg, QueuedCommand("what is PORT in config.ini? also secret.env"))
+    att, prompt = r.messages
+    assert att.is_meta and "PORT=8431" in att.text and prompt.text.startswith("what is PORT")
+    assert "TOKEN" not in str(r.messages) and any("secret.env" in n for n in r.notices)

@@ -49,7 +49,7 @@ def test_local_profile_end_to_end_with_constrained_calls(tmp_path):
     api = ScriptedAPI(reply(json.dumps({"name": "Read", "arguments": {"file_path": "notes.txt"}})),
                       reply(json.dumps({"answer": "Line two is beta."})))
     with api.serve() as url:
-        r = run(["-p", "what is on line two of notes.txt?", "--model", "local", "--output-format", "stream-json",
+        r = run(["-p", "what is on line two of the notes file?", "--model", "local", "--output-format", "stream-json",
                  "--verbose"], cwd=tmp_path, env={"CODELOOP_LOCAL_BASE_URL": url + "/v1"})
     assert r.returncode == 0, r.stderr
     lines = [json.loads(x) for x in r.stdout.splitlines() if x.strip()]
@@ -137,3 +137,22 @@ def test_anthropic_api_key_source(tmp_path):
                 env={"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": url})
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout.splitlines()[0])["apiKeySource"] == "ANTHROPIC_API_KEY"
+
+
+def test_local_profile_attaches_the_file_a_prompt_names(tmp_path):
+    (tmp_path / "config.ini").write_text("[server]\nPORT=8431\n")
+    api = ScriptedAPI(reply(json.dumps({"name": "Grep", "arguments": {"pattern": "PORT"}})),
+                      reply(json.dumps({"answer": "PORT is 8431."})))
+    with api.serve() as url:
+        r = run(["-p", "What is the value of PORT in config.ini?", "--model", "local", "--output-format", "json"],
+                cwd=tmp_path, env={"CODELOOP_LOCAL_BASE_URL": url + "/v1"})
+    assert r.returncode == 0, r.stderr
+    result = json.loads(r.stdout)
+    assert result["result"] == "PORT is 8431." and result["num_turns"] == 2
+    first, second = api.requests
+    prompt = first.body["messages"][-1]["content"]
+    assert "PORT=8431" in prompt and prompt.rstrip().endswith("What is the value of PORT in config.ini?")
+    # still a tool call first (a small model asked to run an attached script guesses its output)
+    assert "answer" not in options(first) and options(second)[-1] == "answer"
+    # the results turn restates the request
+    assert "(The request: What is the value of PORT in config.ini?" in second.body["messages"][-1]["content"]

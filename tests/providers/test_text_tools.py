@@ -260,3 +260,53 @@ def test_answer_waits_for_a_result_that_found_something():
     for i in range(3):
         fruitless += [call(i), result(i, "No files found")]
     assert answer_allowed(fruitless)  # "it is not there" must stay possible
+
+
+def _offered(body):
+    return [o["properties"].get("name", {}).get("const", "answer")
+            for o in body["response_format"]["json_schema"]["schema"]["anyOf"]]
+
+
+def test_results_end_with_the_request_restated_in_the_local_profile():
+    attached = "Called the Read tool with the following input: {\"file_path\": \"a.txt\"}\n\nResult of ...\n1\tx"
+    msgs = [{"role": "user", "content": [{"type": "text", "text": attached},
+                                         {"type": "text", "text": "What   is\nPORT?"}]},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Read", "input": READ_ARGS}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "1\talpha"}]}]
+    plain = render_messages([], msgs, "")
+    reminded = render_messages([], msgs, "", remind=True)
+    assert plain[-1]["content"] == "Result of Read:\n1\talpha"
+    last = reminded[-1]["content"]
+    assert last.startswith("Result of Read:\n1\talpha\n\n(The request: What is PORT?\n")
+    assert '{"answer": "..."}' in last and "Called the Read tool" not in last
+    # the prompt turn itself is not reminded, and the prefix stays the same for the next turn
+    assert reminded[1] == plain[1]
+    body = constrained_body(ModelRequest(model="m", messages=msgs, tools=TOOLS), tool_first=True)
+    assert body["messages"][-1]["content"] == last
+
+
+def test_a_looping_model_must_answer():
+    tools = [{"name": n, "input_schema": {"type": "object", "properties": {}}} for n in ("Read", "Grep")]
+    msgs = [{"role": "user", "content": [{"type": "text", "text": "what is PORT?"}]}]
+    calls = [("Grep", {"pattern": "P"}), ("Read", READ_ARGS), ("Grep", {"pattern": "P"}), ("Read", READ_ARGS)]
+    seen = []
+    for i, (name, args) in enumerate(calls):
+        msgs = msgs + [{"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": name,
+                                                          "input": args}]},
+                       {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}",
+                                                     "content": "PORT=1" if name == "Read" else "No matches found"}]}]
+        seen.append(_offered(constrained_body(ModelRequest(model="m", messages=msgs, tools=tools), tool_first=True)))
+    assert seen[0] == ["Read", "Grep"]              # nothing found yet: no answer
+    assert seen[1] == ["Read", "Grep", "answer"]
+    assert seen[2] == ["Read", "answer"]            # Grep just repeated itself
+    assert seen[3] == ["answer"]                    # two repeats: going round in circles
+    # outside the local profile's steering the same history offers everything
+    assert _offered(constrained_body(ModelRequest(model="m", messages=msgs, tools=tools))) == \
+        ["Read", "Grep", "answer"]
+
+
+def test_an_attached_file_still_needs_a_tool_call_first():
+    from codeloop.providers.constrained import answer_allowed
+
+    attached = {"type": "text", "text": "Called the Read tool with the following input: {}\n\nResult:\n1\tprint(6*7)"}
+    assert not answer_allowed([{"role": "user", "content": [attached, {"type": "text", "text": "run x.py"}]}])

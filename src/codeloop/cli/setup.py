@@ -232,6 +232,14 @@ def _thinking(args: argparse.Namespace) -> dict | None:
     return config
 
 
+def _feature_flags(settings: Any, local: bool) -> dict[str, Any]:
+    flags = dict(settings.feature_flags())
+    if local:  # the local profile attaches the files a prompt names (see input.process.named_files)
+        from codeloop.input.process import ATTACH_NAMED_FILES
+        flags[ATTACH_NAMED_FILES] = True
+    return flags
+
+
 def build_conversation(args: argparse.Namespace, *, interactive: bool) -> tuple[Conversation, list[str]]:
     from codeloop.context.prompt import context_loader
     from codeloop.session import store
@@ -289,7 +297,7 @@ def build_conversation(args: argparse.Namespace, *, interactive: bool) -> tuple[
     config = ConversationConfig(
         cwd=cwd, model=model, tools=_tools(args, definitions), load_context=load_context,
         fallback_models=fallback, agent_definitions=dict(definitions), entrypoint=_entrypoint(),
-        feature_flags=settings.feature_flags(), hook_env=settings.env(),
+        feature_flags=_feature_flags(settings, local), hook_env=settings.env(),
         hooks={} if getattr(args, "bare", False) else settings.hooks(),  # --bare: no hooks
         resumed=bool(messages),
         token_budget=args.token_budget,

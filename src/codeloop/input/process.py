@@ -115,6 +115,36 @@ def find_mentions(text: str) -> list[str]:
     return [m.strip('"') for m in _MENTION.findall(text)]
 
 
+# A bare word that names a file: a path with an extension ("config.ini", "src/app.py").
+_NAMED_FILE = re.compile(r"""(?:^|(?<=[\s"'`(]))([\w.-]*[\w-]\.[A-Za-z0-9]+|[\w.-]+(?:/[\w.-]+)+)""")
+MAX_NAMED_FILES = 3
+ATTACH_NAMED_FILES = "attach_named_files"   # the feature flag that turns named_files on
+
+
+def named_files(text: str, cwd: Path) -> list[str]:
+    """Existing files inside `cwd` that `text` names without an @ (at most MAX_NAMED_FILES).
+
+    The local-model profile attaches them like @-mentions: a small model that already sees the
+    file a question names answers it instead of hunting for it with searches it gets wrong."""
+    out: list[str] = []
+    root = cwd.resolve()
+    for word in dict.fromkeys(w.rstrip(".") for w in _NAMED_FILE.findall(text)):
+        path = (cwd / word).resolve()
+        if path.is_relative_to(root) and path.is_file() and word not in out:
+            out.append(word)
+            if len(out) == MAX_NAMED_FILES:
+                break
+    return out
+
+
+def mentions_in(conv: "Conversation", text: str) -> list[str]:
+    """The @-mentions of `text`, plus the files it names when the session attaches those."""
+    found = find_mentions(text)
+    if conv.config.feature_flags.get(ATTACH_NAMED_FILES):
+        found += named_files(text, conv.config.cwd)
+    return list(dict.fromkeys(found))
+
+
 async def attachment_for(conv: "Conversation", mention: str) -> tuple[Message | None, str | None]:
     """(meta message, None) for a readable mention, (None, why) when refused, (None, None) if no file."""
     from codeloop.tools.base import PermissionBehavior
@@ -160,7 +190,7 @@ async def attachment_for(conv: "Conversation", mention: str) -> tuple[Message | 
 async def mention_attachments(conv: "Conversation", text: str) -> list[str]:
     """Attach the files `text` mentions to the context (print mode); the notices for refused ones."""
     messages, notices = [], []
-    for mention in dict.fromkeys(find_mentions(text)):
+    for mention in mentions_in(conv, text):
         msg, why = await attachment_for(conv, mention)
         if msg is not None:
             messages.append(msg)
@@ -230,7 +260,7 @@ async def process_user_input(host: "CommandHost", registry: CommandRegistry, cmd
         value = outcome.prompt or ""
         result.allowed_tools, result.model = outcome.allowed_tools, outcome.model
     if not skip_attachments:
-        for mention in dict.fromkeys(find_mentions(value)):
+        for mention in mentions_in(host.conv, value):
             msg, why = await attachment_for(host.conv, mention)
             if msg is not None:
                 result.messages.append(msg)

@@ -22,6 +22,12 @@ _KEEP = ("type", "enum", "items")
 # how Grep and Glob say they found nothing
 NOTHING_FOUND = ("no files found", "no matches found")
 MAX_FRUITLESS_CALLS = 3
+MAX_REPEATED_CALLS = 2
+# how an attached file starts (input.process.attachment_for): the prompt came with a file read
+ATTACHMENT_HEAD = "Called the Read tool with the following input"
+REMINDER = ("(The request: {request}\nWhen it is done, a question answered or a requested change made, reply "
+            '{{"answer": "..."}} with the actual names, values or text you found. Otherwise make the next '
+            "tool call.)")
 FORMAT_RULES = (
     "Reply with exactly one JSON object and nothing else: either a tool call\n"
     '{"name": "<tool>", "arguments": {...}}\n'
@@ -76,6 +82,8 @@ def answer_allowed(messages: list[dict[str, Any]]) -> bool:
     from imagination, or give up after the first empty search."""
     results = [b for m in _since_prompt(messages) if m.get("role") == "user" and isinstance(m.get("content"), list)
                for b in m["content"] if b.get("type") == "tool_result"]
+    # A file attached to the prompt does not count: asked to run it, a small model that already
+    # sees a script answers with a number it made up instead of running it.
     return len(results) >= MAX_FRUITLESS_CALLS or any(not _found_nothing(b) for b in results)
 
 
@@ -88,18 +96,27 @@ def awaiting_first_call(messages: list[dict[str, Any]]) -> bool:
     return isinstance(content, str) or not any(b.get("type") == "tool_result" for b in content or [])
 
 
+def _calls_since_prompt(messages: list[dict[str, Any]]) -> list[str]:
+    return [json.dumps([b.get("name"), b.get("input")], sort_keys=True) for m in _since_prompt(messages)
+            if m.get("role") == "assistant" and isinstance(m.get("content"), list)
+            for b in m["content"] if b.get("type") == "tool_use"]
+
+
 def repeated_tools(messages: list[dict[str, Any]]) -> set[str]:
     """Tools whose newest call repeats an earlier call of this request exactly (same name and
     arguments). Small models loop on a call that found nothing; the next reply may not offer
     that tool again, so the grammar enforces the prompt's "never repeat a tool call"."""
-    seen: list[str] = []
-    for m in _since_prompt(messages):
-        if m.get("role") == "assistant" and isinstance(m.get("content"), list):
-            seen += [json.dumps([b.get("name"), b.get("input")], sort_keys=True)
-                     for b in m["content"] if b.get("type") == "tool_use"]
+    seen = _calls_since_prompt(messages)
     if not seen or seen[-1] not in seen[:-1]:
         return set()
     return {json.loads(seen[-1])[0]}
+
+
+def looping(messages: list[dict[str, Any]]) -> bool:
+    """MAX_REPEATED_CALLS calls of this request repeated an earlier one exactly: the model is going
+    round in circles over results it already has, so the next reply must be the final answer."""
+    seen = _calls_since_prompt(messages)
+    return sum(call in seen[:i] for i, call in enumerate(seen)) >= MAX_REPEATED_CALLS
 
 
 def _has_results(message: dict[str, Any]) -> bool:
@@ -124,8 +141,12 @@ def _call_json(block: dict[str, Any]) -> str:
 
 
 def render_messages(system: list[dict[str, Any]], messages: list[dict[str, Any]],
-                    tools_text: str) -> list[dict[str, Any]]:
-    """Chat messages with tool calls and results as plain text in the constrained JSON form."""
+                    tools_text: str, *, remind: bool = False) -> list[dict[str, Any]]:
+    """Chat messages with tool calls and results as plain text in the constrained JSON form.
+
+    With `remind` (the local profile), each turn of tool results ends by restating the user's
+    request and when to answer: a small model otherwise forgets the question after a few calls
+    and keeps calling tools over results that already answer it."""
     system_text = "\n\n".join(b.get("text", "") for b in system if b.get("text"))
     out: list[dict[str, Any]] = [{"role": "system", "content": "\n\n".join(p for p in (system_text, tools_text) if p)}]
     names: dict[str, str] = {}
@@ -138,8 +159,11 @@ def render_messages(system: list[dict[str, Any]], messages: list[dict[str, Any]]
         else:
             out.append({"role": role, "content": text})
 
+    request = ""
     for m in messages:
         content = m.get("content")
+        if m.get("role") == "user" and not _has_results(m):
+            request = _request_text(content)
         if m.get("role") == "assistant":
             if isinstance(content, str):
                 add("assistant", json.dumps({ANSWER_KEY: content}))
@@ -161,26 +185,41 @@ def render_messages(system: list[dict[str, Any]], messages: list[dict[str, Any]]
                 parts.append(f"{label}:\n{_text_of(b.get('content')) or '(no output)'}")
             elif b.get("type") == "text" and b.get("text"):
                 parts.append(b["text"])
+        if remind and request and any(b.get("type") == "tool_result" for b in content):
+            parts.append(REMINDER.format(request=request))
         add("user", "\n\n".join(parts))
     return out
+
+
+def _request_text(content: Any) -> str:
+    """The user's own words in a prompt message (the last text block: attachments come first)."""
+    if isinstance(content, str):
+        text = content
+    else:
+        texts = [b.get("text") or "" for b in content or [] if b.get("type") == "text"
+                 and not (b.get("text") or "").startswith(ATTACHMENT_HEAD)]
+        text = texts[-1] if texts else ""
+    text = " ".join(text.split())
+    return text if len(text) <= 300 else text[:297] + "..."
 
 
 def constrained_body(request: Any, *, max_tokens_field: str = "max_tokens",
                      descriptions: Mapping[str, str] | None = None, tool_first: bool = False) -> dict[str, Any]:
     """The POST /chat/completions body for one constrained turn. With `tool_first` (the local
     profile's steering), the final answer is offered only once a tool found something
-    (`answer_allowed`), and a tool whose newest call repeated an earlier one is not offered for
-    the next reply."""
+    (`answer_allowed`), a tool whose newest call repeated an earlier one is not offered for the
+    next reply, and once the model loops (`looping`) only the final answer is."""
     tools = [t for t in request.tools if "input_schema" in t]
     if descriptions:  # the order of `descriptions` is the order the model sees the tools in
         rank = {name: i for i, name in enumerate(descriptions)}
         tools.sort(key=lambda t: rank.get(t["name"], len(rank)))
     repeated = repeated_tools(request.messages) if tool_first else set()
-    schema = reply_schema([t for t in tools if t["name"] not in repeated],
-                          allow_answer=not tool_first or answer_allowed(request.messages))
+    offered = [] if tool_first and looping(request.messages) else [t for t in tools if t["name"] not in repeated]
+    schema = reply_schema(offered, allow_answer=not tool_first or not offered or answer_allowed(request.messages))
     body: dict[str, Any] = {
         "model": request.model, "stream": True, "stream_options": {"include_usage": True},
-        "messages": render_messages(request.system, request.messages, tools_prompt(tools, descriptions)),
+        "messages": render_messages(request.system, request.messages, tools_prompt(tools, descriptions),
+                                    remind=tool_first),
         max_tokens_field: request.max_tokens,
         "response_format": {"type": "json_schema",
                             "json_schema": {"name": "reply", "strict": True, "schema": schema}}}
