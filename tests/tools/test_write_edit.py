@@ -222,3 +222,23 @@ async def test_edit_preserves_mode(ctx, run, tmp_path):
     await read_first(ctx, run, f)
     await run(edit, ctx, file_path=str(f), old_string="a", new_string="b")
     assert stat.S_IMODE(f.stat().st_mode) == 0o700 and f.read_text() == "echo b\n"
+
+
+async def test_edit_not_found_offers_the_closest_text_to_copy(ctx, run, tmp_path):
+    import json
+
+    f = tmp_path / "settings.json"
+    f.write_text('{\n  "name": "demo",\n  "debug": false,\n  "retries": 3\n}\n')
+    await run(read, ctx, file_path=str(f))
+    with pytest.raises(ToolError) as ei:   # the quotes dropped, as small models do
+        await run(edit, ctx, file_path=str(f), old_string="debug: false", new_string="debug: true")
+    message = str(ei.value)
+    assert message.startswith("String to replace not found in file.\nString: debug: false\n")
+    hint = message.split("as a JSON string to copy into old_string: ", 1)[1]
+    assert "(line 3)" in message and json.loads(hint) == '"debug": false,'
+    # the offered text is copyable as it is: the edit then goes through
+    await run(edit, ctx, file_path=str(f), old_string=json.loads(hint), new_string='"debug": true,')
+    assert json.loads(f.read_text()) == {"name": "demo", "debug": True, "retries": 3}
+    with pytest.raises(ToolError) as ei:   # nothing alike: no hint
+        await run(edit, ctx, file_path=str(f), old_string="zzz qqq www", new_string="x")
+    assert "closest" not in str(ei.value)

@@ -1,7 +1,8 @@
 """The Edit tool: exact string replacement in a file the model has read.
 
 Owns the matching rules (unique unless replace_all, CRLF-tolerant matching that keeps the
-file's own line endings, UTF-8 with or without BOM) and the snippet shown after an edit.
+file's own line endings, UTF-8 with or without BOM), the closest text offered when old_string
+is not found, and the snippet shown after an edit.
 Freshness checks come from the Write tool's module, the checked no-follow open and the
 atomic replacement from `fileio.WriteTarget`.
 """
@@ -23,6 +24,8 @@ from codeloop.tools.builtin.write import ensure_fresh_read, new_file_mode, unifi
 BOM = b"\xef\xbb\xbf"
 SNIPPET_CONTEXT = 4
 MAX_EDIT_BYTES = 256 * 1024 * 1024  # an edit holds the file (and its edited copy) in memory
+# "Did you mean" for a string not found: only in files small enough to compare line by line
+MAX_HINT_LINES, MAX_HINT_SPAN, HINT_MIN_RATIO = 5_000, 20, 0.6
 
 DESCRIPTION = """\
 Performs exact string replacements in files.
@@ -71,7 +74,7 @@ def apply_edit(text: str, old: str, new: str, replace_all: bool) -> tuple[str, i
         old, new = _to_crlf(old), _to_crlf(new)
         count = text.count(old)
     if count == 0:
-        raise ToolError(f"String to replace not found in file.\nString: {old}")
+        raise ToolError(f"String to replace not found in file.\nString: {old}{closest_hint(text, old)}")
     if count > 1 and not replace_all:
         raise ToolError(
             f"Found {count} matches of the string to replace, but replace_all is false. To replace "
@@ -80,6 +83,32 @@ def apply_edit(text: str, old: str, new: str, replace_all: bool) -> tuple[str, i
         )
     updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
     return updated, count if replace_all else 1, old, new
+
+
+def closest_hint(text: str, old: str) -> str:
+    """The file's text most like `old` (same number of lines), as a JSON string the model can copy:
+    models often drop quotes or change spacing in old_string, and "not found" alone leaves them
+    retrying the same wrong string. Empty when nothing is close, or the file is too big to scan."""
+    import difflib
+    import json
+
+    target = old.strip()
+    lines = text.split("\n")
+    k = target.count("\n") + 1
+    if not target or len(lines) > MAX_HINT_LINES or k > MAX_HINT_SPAN:
+        return ""
+    best, best_ratio, at = "", HINT_MIN_RATIO, 0
+    for i in range(max(1, len(lines) - k + 1)):
+        candidate = "\n".join(lines[i:i + k]).strip()
+        if not candidate:
+            continue
+        sm = difflib.SequenceMatcher(None, target, candidate, autojunk=False)
+        if sm.real_quick_ratio() > best_ratio and sm.quick_ratio() > best_ratio and sm.ratio() > best_ratio:
+            best, best_ratio, at = candidate, sm.ratio(), i + 1
+    if not best:
+        return ""
+    return (f"\nThe closest text in the file (line {at}), as a JSON string to copy into old_string: "
+            f"{json.dumps(best, ensure_ascii=False)}")
 
 
 def edit_snippet(updated: str, new: str, offset: int) -> str:
