@@ -242,3 +242,24 @@ async def test_edit_not_found_offers_the_closest_text_to_copy(ctx, run, tmp_path
     with pytest.raises(ToolError) as ei:   # nothing alike: no hint
         await run(edit, ctx, file_path=str(f), old_string="zzz qqq www", new_string="x")
     assert "closest" not in str(ei.value)
+
+
+async def test_edit_that_breaks_a_json_file_is_refused(ctx, run, tmp_path):
+    import json
+
+    f = tmp_path / "settings.json"
+    original = '{\n  "name": "demo",\n  "debug": false,\n  "retries": 3\n}\n'
+    f.write_text(original)
+    await run(read, ctx, file_path=str(f))
+    with pytest.raises(ToolError) as ei:   # the comma dropped
+        await run(edit, ctx, file_path=str(f), old_string='"debug": false,', new_string='"debug": true')
+    assert "would no longer be valid JSON" in str(ei.value) and "line 4" in str(ei.value)
+    assert f.read_text() == original
+    await run(edit, ctx, file_path=str(f), old_string='"debug": false,', new_string='"debug": true,')
+    assert json.loads(f.read_text())["debug"] is True
+    # a .json file that was not JSON before (comments) is edited as text
+    g = tmp_path / "tsconfig.json"
+    g.write_text('{\n  // strict\n  "strict": false\n}\n')
+    await run(read, ctx, file_path=str(g))
+    await run(edit, ctx, file_path=str(g), old_string='"strict": false', new_string='"strict": true,')
+    assert '"strict": true,' in g.read_text()

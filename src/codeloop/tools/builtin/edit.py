@@ -2,7 +2,8 @@
 
 Owns the matching rules (unique unless replace_all, CRLF-tolerant matching that keeps the
 file's own line endings, UTF-8 with or without BOM), the closest text offered when old_string
-is not found, and the snippet shown after an edit.
+is not found, the refusal of an edit that breaks a valid .json file, and the snippet shown
+after an edit.
 Freshness checks come from the Write tool's module, the checked no-follow open and the
 atomic replacement from `fileio.WriteTarget`.
 """
@@ -26,6 +27,7 @@ SNIPPET_CONTEXT = 4
 MAX_EDIT_BYTES = 256 * 1024 * 1024  # an edit holds the file (and its edited copy) in memory
 # "Did you mean" for a string not found: only in files small enough to compare line by line
 MAX_HINT_LINES, MAX_HINT_SPAN, HINT_MIN_RATIO = 5_000, 20, 0.6
+MAX_JSON_CHECK_CHARS = 8 * 1024 * 1024
 
 DESCRIPTION = """\
 Performs exact string replacements in files.
@@ -111,6 +113,24 @@ def closest_hint(text: str, old: str) -> str:
             f"{json.dumps(best, ensure_ascii=False)}")
 
 
+def keeps_json_valid(path: Path, before: str, after: str) -> None:
+    """Refuse an edit that turns a valid .json file into invalid JSON (a dropped comma or quote):
+    the file stays as it was and the model is told where the edit broke it."""
+    if path.suffix.lower() != ".json" or len(after) > MAX_JSON_CHECK_CHARS:
+        return
+    import json
+
+    try:
+        json.loads(before)
+    except ValueError:
+        return   # it was not valid JSON before (comments, a template): not ours to judge
+    try:
+        json.loads(after)
+    except ValueError as exc:
+        raise ToolError(f"Edit not applied: {path.name} would no longer be valid JSON ({exc}). "
+                        "Keep the quotes and commas of the original text in new_string.") from None
+
+
 def edit_snippet(updated: str, new: str, offset: int) -> str:
     """cat -n view of the lines around the first replacement, so the model sees the result."""
     first = updated.count("\n", 0, offset) + 1
@@ -174,6 +194,7 @@ class EditTool(Tool):
                 text, inp.old_string, inp.new_string, inp.replace_all
             )
             first_at = text.index(old_matched)
+        keeps_json_valid(path, text, updated)
 
         data = (BOM if has_bom else b"") + updated.encode("utf-8")
         new_st = target.replace(data, new_file_mode(target.existing.st))
