@@ -28,7 +28,8 @@ SHORT_DESCRIPTIONS = {
     "Write": "create a new file, or overwrite one, with content",
     "Bash": "run a shell command (python3, wc, ls…) and see its output",
     "Glob": "list the files whose paths match a pattern such as **/*.py",
-    "Grep": "search inside all files for a word or regular expression (def parse_x, class Name, PORT); "
+    # no literal example patterns here: a small model searches for the examples themselves
+    "Grep": "search inside all files for a name or regular expression taken from the question; "
             "shows each matching line with its file name",
 }
 # Arguments the constrained calls cannot carry (only required ones are offered): Grep shows the
@@ -39,7 +40,7 @@ You are codeloop, a coding assistant that works on the user's files through tool
 Rules:
 - Never guess what a file contains or what a command prints: find out with a tool.
 - A question about a named file: Read that file. To find which file defines or mentions something: \
-Grep for a short word from it (def name, class Name). To list files: Glob. To run a program or count lines: Bash.
+Grep for its name (a function: "def " then its name). To list files: Glob. To run a program or count lines: Bash.
 - Do only what the user asked. Never change, create or delete files unless the user asked for it.
 - To change a file, Read it first, then Edit it with old_string copied exactly from what you read.
 - As soon as a tool result answers the question, give your final answer. Never repeat a tool call.
