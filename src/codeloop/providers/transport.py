@@ -62,6 +62,54 @@ class Deadlines:
                              write=max(60.0, self.headers_s), pool=self.connect_s)
 
 
+class HttpClients:
+    """A provider's HTTP clients, each built once, on first use: model requests go through
+    `lite_http` when it can carry them (`lite_http.use_lite`), else through httpx's AsyncClient,
+    which also serves side requests (count_tokens) and is imported only when one is made."""
+
+    def __init__(self, base_url: str, headers: dict[str, str], deadlines: Deadlines, transport: Any = None) -> None:
+        self.base_url, self.headers, self.deadlines, self.transport = base_url, headers, deadlines, transport
+        self._lite: Any = None
+        self._httpx: Any = None
+
+    def stream(self) -> Any:
+        """The client for model requests."""
+        if self._lite is not None:
+            return self._lite
+        if self._httpx is None:
+            from codeloop.providers import lite_http
+
+            if lite_http.use_lite(self.base_url, self.transport):
+                self._lite = lite_http.LiteClient(self.base_url, self.headers, connect_s=self.deadlines.connect_s)
+                return self._lite
+        return self.httpx()
+
+    def httpx(self) -> Any:
+        if self._httpx is None:
+            import httpx
+
+            # Plain-http endpoints (local proxies, test servers) never use TLS: skip loading the CA bundle.
+            self._httpx = httpx.AsyncClient(base_url=self.base_url, headers=self.headers, transport=self.transport,
+                                            verify=not self.base_url.startswith("http://"),
+                                            timeout=self.deadlines.httpx_timeout())
+        return self._httpx
+
+    async def aclose(self) -> None:
+        for client in (self._lite, self._httpx):
+            if client is not None:
+                await client.aclose()
+
+
+def reason_phrase(status: int) -> str:
+    """The standard phrase for an HTTP status ("" for an unknown one), without importing httpx."""
+    from http import HTTPStatus
+
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return ""
+
+
 @contextlib.asynccontextmanager
 async def open_stream(client: Any, path: str, body: bytes, deadlines: Deadlines,
                       base_url: str, headers: dict[str, str] | None = None) -> AsyncIterator[Any]:
