@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import os
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Mapping
+from typing import Any, AsyncIterator, Callable, Mapping
 
 from codeloop.providers.errors import APIConnectionError, ProviderError
 
@@ -38,6 +38,23 @@ def _ms(env: Mapping[str, str], names: tuple[str, ...], default_s: float) -> flo
         except ValueError:
             continue
     return default_s
+
+
+_sent_hooks: list[Callable[[], None]] = []
+
+
+def call_when_sent(fn: Callable[[], None]) -> None:
+    """Call `fn` (once) when the next model request is out and its response headers are in: the
+    loop uses it to do work while the model thinks."""
+    _sent_hooks.append(fn)
+
+
+def _request_sent() -> None:
+    while _sent_hooks:
+        try:
+            _sent_hooks.pop()()
+        except Exception:  # noqa: BLE001 — a hook never fails the request
+            pass
 
 
 @dataclass(frozen=True)
@@ -121,6 +138,8 @@ async def open_stream(client: Any, path: str, body: bytes, deadlines: Deadlines,
     except asyncio.TimeoutError:
         raise APIConnectionError(f"no response headers from {base_url} within {deadlines.headers_s:g}s",
                                  mid_stream=True) from None
+    if _sent_hooks:
+        _request_sent()
     try:
         yield response
     finally:
