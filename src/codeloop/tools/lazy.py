@@ -26,7 +26,7 @@ WARM_FIRST = ("Bash", "Read", "Grep", "Glob", "Edit", "Write")
 # After a request went out, how long the model must stay silent before warming starts.
 WARM_DELAY_S = 0.05
 # Tool modules that import no pydantic themselves (their input model is a `base.LazyModel`).
-PYDANTIC_FREE = frozenset({"codeloop.tools.builtin.bash"})
+PYDANTIC_FREE = frozenset(f"codeloop.tools.builtin.{m}" for m in ("bash", "read", "glob", "grep", "edit", "write"))
 _warm = {"state": "idle"}   # idle | armed | started
 
 

@@ -14,13 +14,10 @@ import re
 import threading
 from functools import lru_cache
 from pathlib import Path
-from typing import ClassVar, Iterator
-
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.json_schema import SkipJsonSchema
+from typing import Any, ClassVar, Iterator
 
 from codeloop.permissions.paths import open_dir_no_symlinks
-from codeloop.tools.base import Tool, ToolContext, ToolError, ToolResult
+from codeloop.tools.base import LazyModel, Tool, ToolContext, ToolError, ToolResult
 from codeloop.tools.builtin.fileio import (
     Stopped,
     became_link,
@@ -44,19 +41,6 @@ directories, `*` and `?` match within one path segment, `{a,b}` alternatives and
 - Use this tool when you need to find files by name patterns.
 - For open-ended searches that may need several rounds of globbing and grepping, plan them and \
 batch independent searches in a single response."""
-
-
-class GlobInput(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-    pattern: str = Field(description="The glob pattern to match files against")
-    path: str | SkipJsonSchema[None] = Field(
-        None,
-        description="The directory to search in. If not specified, the current working directory "
-        "will be used. IMPORTANT: Omit this field to use the default directory. DO NOT enter "
-        '"undefined" or "null" - simply omit it for the default behavior. Must be a valid '
-        "directory path if provided.",
-    )
 
 
 def _split_braces(body: str) -> list[str]:
@@ -235,20 +219,20 @@ async def _list_with_rg(rg: str, ctx: ToolContext, dir_fd: int, real: str, patte
 class GlobTool(Tool):
     name: ClassVar[str] = "Glob"
     description: ClassVar[str] = DESCRIPTION
-    input_model: ClassVar[type[BaseModel]] = GlobInput
+    input_model: ClassVar[Any] = LazyModel("codeloop.tools.builtin.glob_input", "GlobInput")
     interruptible: ClassVar[bool] = True  # read-only: cancelling it when the user types loses nothing
 
-    def is_read_only(self, inp: BaseModel) -> bool:
+    def is_read_only(self, inp: Any) -> bool:
         return True
 
-    def is_concurrency_safe(self, inp: BaseModel) -> bool:
+    def is_concurrency_safe(self, inp: Any) -> bool:
         return True
 
     def __init__(self, *, use_ripgrep: bool | None = None) -> None:
         # None = use rg when one is found; False forces the Python walk (tests, odd hosts).
         self.use_ripgrep = use_ripgrep
 
-    async def call(self, inp: GlobInput, ctx: ToolContext) -> ToolResult:
+    async def call(self, inp: Any, ctx: ToolContext) -> ToolResult:
         root_arg = inp.path or str(ctx.cwd)
         pattern = inp.pattern
         if os.path.isabs(pattern):
@@ -301,3 +285,10 @@ class GlobTool(Tool):
         if truncated:
             text += "\n" + TRUNCATED_NOTE
         return ToolResult(text, data=data)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "GlobInput":   # the model lives in glob_input (imported only when needed)
+        from codeloop.tools.builtin.glob_input import GlobInput
+        return GlobInput
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
