@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 MAX_ENTRIES = 2000   # a bound on the file, whatever defines dataclasses in this process
+_FORMAT = 2          # bumped whenever what is stored changes meaning
 _state: dict[str, Any] = {"path": None, "known": {}, "new": {}}
 
 
@@ -40,7 +41,7 @@ def install() -> None:
         known: dict[str, Any] = {}
         try:
             data = marshal.loads(path.read_bytes())
-            if isinstance(data, dict) and data.get("version") == sys.version:
+            if isinstance(data, dict) and data.get("version") == (_FORMAT, sys.version):
                 known = data.get("code") or {}
         except (OSError, ValueError, EOFError, TypeError):
             pass
@@ -54,7 +55,9 @@ def _exec(source: Any, globals: Any = None, locals: Any = None) -> None:
     if type(source) is str:
         code = _state["known"].get(source)
         if code is None:
-            code = compile(source, "<string>", "exec")
+            # dont_inherit: this module's own `from __future__ import annotations` must not turn the
+            # generated methods' annotations into strings (exec of the text would not)
+            code = compile(source, "<string>", "exec", dont_inherit=True)
             if len(_state["known"]) < MAX_ENTRIES:
                 _state["known"][source] = _state["new"][source] = code
         source = code
@@ -70,7 +73,7 @@ def save() -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(marshal.dumps({"version": sys.version, "code": _state["known"]}))
+        tmp.write_bytes(marshal.dumps({"version": (_FORMAT, sys.version), "code": _state["known"]}))
         os.replace(tmp, path)
     except (OSError, ValueError):
         pass   # an unwritable cache only costs the compile next time
