@@ -9,12 +9,13 @@ listed; symlinks are not followed, as ripgrep does by default.
 
 from __future__ import annotations
 
+import heapq
 import os
 import re
 import threading
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, ClassVar, Iterator
+from typing import Any, Callable, ClassVar, Iterator
 
 from codeloop.permissions.paths import open_dir_no_symlinks
 from codeloop.tools.base import LazyModel, Tool, ToolContext, ToolError, ToolResult
@@ -173,6 +174,34 @@ def newest_first(paths: list[str]) -> list[str]:
     return sorted(paths, key=lambda p: (-mtime_or_zero(p), p))
 
 
+class _Newest:
+    """Collects `root`/rel for each matching rel with its mtime, stat'ed relative to the open root
+    (no path walk per file, a symlink not followed) — as rg's records arrive, so the stats overlap
+    its walk — then orders them newest first, ties by path (`newest_first`'s order)."""
+
+    def __init__(self, rx: re.Pattern[str], root: str, dir_fd: int) -> None:
+        self.match, self.dir_fd = rx.match, dir_fd
+        self.prefix = root if root.endswith("/") else root + "/"
+        self.keyed: list[tuple[int, str]] = []
+
+    def add(self, rel: str) -> None:
+        if self.match(rel):
+            try:
+                mtime = os.stat(rel, dir_fd=self.dir_fd, follow_symlinks=False).st_mtime_ns
+            except OSError:
+                mtime = 0
+            self.keyed.append((-mtime, self.prefix + rel))
+
+    def ordered(self, limit: int | None) -> list[str]:
+        """All of them in order; with `limit`, only the first `limit` of that order."""
+        keyed = self.keyed
+        if limit is not None and len(keyed) > limit:
+            keyed = heapq.nsmallest(limit, keyed)
+        else:
+            keyed.sort()
+        return [path for _, path in keyed]
+
+
 def split_static_prefix(pattern: str) -> tuple[str, str]:
     """Leading directories without glob magic, so the walk can start below them."""
     parts = pattern.split("/")
@@ -198,22 +227,22 @@ def _rg_glob(pattern: str) -> str | None:
     return None if "\\" in pattern else "/" + pattern
 
 
-async def _list_with_rg(rg: str, ctx: ToolContext, dir_fd: int, real: str, pattern: str) -> list[str]:
+async def _list_with_rg(rg: str, ctx: ToolContext, dir_fd: int, real: str, pattern: str,
+                        each: Callable[[str], None]) -> None:
+    """Hands `each` every file's path relative to the root, as rg lists them."""
     from codeloop.tools.builtin.ripgrep import run_rg
 
     args = [rg, "--files", "--no-config", "--hidden", "--no-ignore", "--no-messages", "-0"]
     if (g := _rg_glob(pattern)) is not None:
         args += ["--glob", g]
     args += ["--glob", "!.git", "."]  # last: of several matching globs rg obeys the last one
-    rels: list[str] = []
 
     def take(record: bytes) -> bool:
         if record:
-            rels.append(os.fsdecode(record[2:] if record.startswith(b"./") else record))
+            each(os.fsdecode(record[2:] if record.startswith(b"./") else record))
         return True
 
     await run_rg(ctx, args, dir_fd=dir_fd, dir_path=real, stdin_fd=None, sep=b"\0", handle=take, what="Glob")
-    return rels
 
 
 class GlobTool(Tool):
@@ -257,19 +286,21 @@ class GlobTool(Tool):
                 return self._result([])
             raise ToolError(f"Cannot list {root}: {e.strerror or e}") from e
         try:
-            rx = glob_to_regex(pattern)
+            found = _Newest(glob_to_regex(pattern), str(root), dir_fd)
             rg = None
             if self.use_ripgrep is not False:
                 from codeloop.tools.builtin.ripgrep import find_rg
                 rg = find_rg()
             if rg is not None:
-                rels = await _list_with_rg(rg, ctx, dir_fd, real, pattern)
+                await _list_with_rg(rg, ctx, dir_fd, real, pattern, found.add)
             else:
                 walk = with_own_fd(dir_fd, lambda own, stop: [r for r, _, _ in walk_regular(own, stop)])
-                rels = await run_cancellable(ctx, walk, "Glob")
+                for rel in await run_cancellable(ctx, walk, "Glob"):
+                    found.add(rel)
+            # Without deny rules to filter by, only the first MAX_RESULTS (+1: "truncated") count.
+            matches = found.ordered(MAX_RESULTS + 1 if ctx.read_denied is None else None)
         finally:
             os.close(dir_fd)
-        matches = newest_first([os.path.join(root, rel) for rel in rels if rx.match(rel)])
         if ctx.read_denied is not None:  # files a Read deny rule covers are not listed either
             matches = [m for m in matches if not ctx.read_denied(Path(m))]
         return self._result(matches)
