@@ -170,3 +170,42 @@ def test_when_the_lite_client_is_used(monkeypatch, env, url, lite):
         monkeypatch.setenv(k, v)
     assert use_lite(url) is lite
     assert use_lite(url, transport=object()) is False
+
+
+def _self_signed(tmp_path) -> tuple[str, str]:
+    import shutil
+    import subprocess
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is needed to make a test certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                    "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key),
+                    "-out", str(cert)], check=True, capture_output=True)
+    return str(cert), str(key)
+
+
+async def test_https_verifies_the_server_against_the_configured_cas(tmp_path, monkeypatch):
+    import ssl
+
+    cert, key = _self_signed(tmp_path)
+    server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_ctx.load_cert_chain(cert, key)
+    srv = RawServer((b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok", True),
+                    (b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok", True))
+    server = await asyncio.start_server(srv.handle, "127.0.0.1", 0, ssl=server_ctx)
+    url = f"https://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    try:
+        monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+        monkeypatch.setenv("SSL_CERT_FILE", cert)   # as httpx: SSL_CERT_FILE names the trusted CAs
+        client = LiteClient(url, {}, connect_s=5)
+        assert (await post(client))[:2] == (200, b"ok")
+        await client.aclose()
+        monkeypatch.delenv("SSL_CERT_FILE")          # certifi's CAs do not know this server
+        client = LiteClient(url, {}, connect_s=5)
+        with pytest.raises(APIConnectionError, match=f"could not connect to {url}: .*CERTIFICATE_VERIFY_FAILED"):
+            with transport_errors(url):
+                await post(client)
+        await client.aclose()
+    finally:
+        server.close()
