@@ -209,3 +209,9 @@ async def test_https_verifies_the_server_against_the_configured_cas(tmp_path, mo
         await client.aclose()
     finally:
         server.close()
+
+
+def test_a_header_cannot_smuggle_a_line_break():
+    client = LiteClient("http://127.0.0.1:1", {"x-api-key": "k\r\nx-evil: 1"}, connect_s=5)
+    with pytest.raises(ValueError, match="line breaks"):
+        client.build_request("POST", "/v1/messages", content=b"{}")

@@ -242,6 +242,9 @@ class LiteClient:
         merged = {"host": self._host_header, **self.headers,
                   **{k.lower(): v for k, v in (headers or {}).items()}}
         merged["content-length"] = str(len(content))
+        for k, v in merged.items():   # what h11 refuses under httpx: no header may smuggle a line break
+            if any(c in f"{k}{v}" for c in "\r\n\0") or not k or ":" in k:
+                raise ValueError(f"invalid HTTP header {k!r}: names and values cannot hold line breaks")
         return Request(method, self._prefix + path, merged, content)
 
     async def send(self, request: Request, *, stream: bool = True) -> Response:
@@ -317,8 +320,10 @@ class LiteClient:
             ssl_ctx = self._ssl
         try:
             reader, writer = await asyncio.wait_for(
+                # happy eyeballs (as httpx's anyio backend): a dead IPv6 route does not eat the deadline
                 asyncio.open_connection(self.host, self.port, ssl=ssl_ctx, limit=HEAD_LIMIT,
-                                        server_hostname=self.host if ssl_ctx is not None else None),
+                                        server_hostname=self.host if ssl_ctx is not None else None,
+                                        happy_eyeballs_delay=0.25),
                 self.connect_s)
         except asyncio.TimeoutError:
             raise ConnectTimeout(f"no connection to {self.host}:{self.port} within {self.connect_s:g}s") from None
