@@ -352,10 +352,3 @@ class BashTool(Tool):
                     return_when=asyncio.FIRST_COMPLETED,
                 )
         return None
-
-
-def __getattr__(name: str) -> Any:
-    if name == "BashInput":   # the model lives in bash_input (imported only when needed)
-        from codeloop.tools.builtin.bash_input import BashInput
-        return BashInput
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -172,10 +172,3 @@ class EditTool(Tool):
                 "structuredPatch": unified_diff("", content, path),
             },
         )
-
-
-def __getattr__(name: str) -> Any:
-    if name == "EditInput":   # the model lives in edit_input (imported only when needed)
-        from codeloop.tools.builtin.edit_input import EditInput
-        return EditInput
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -316,10 +316,3 @@ class GlobTool(Tool):
         if truncated:
             text += "\n" + TRUNCATED_NOTE
         return ToolResult(text, data=data)
-
-
-def __getattr__(name: str) -> Any:
-    if name == "GlobInput":   # the model lives in glob_input (imported only when needed)
-        from codeloop.tools.builtin.glob_input import GlobInput
-        return GlobInput
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

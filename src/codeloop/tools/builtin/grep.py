@@ -298,10 +298,3 @@ async def _ripgrep(rg: str, inp: Any, ctx: ToolContext, collector: Collector, *,
         if "regex" in run.stderr:
             raise ToolError(f"Invalid regex pattern {inp.pattern!r}: {run.stderr}")
         raise ToolError(f"ripgrep failed: {run.stderr or f'exit code {run.returncode}'}")
-
-
-def __getattr__(name: str) -> Any:
-    if name == "GrepInput":   # the model lives in grep_input (imported only when needed)
-        from codeloop.tools.builtin.grep_input import GrepInput
-        return GrepInput
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

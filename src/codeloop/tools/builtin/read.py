@@ -222,10 +222,3 @@ class ReadTool(Tool):
             [block],
             data={"type": "image", "filePath": str(path), "mediaType": media_type, "originalSize": size},
         )
-
-
-def __getattr__(name: str) -> Any:
-    if name == "ReadInput":   # the model lives in read_input (imported only when needed)
-        from codeloop.tools.builtin.read_input import ReadInput
-        return ReadInput
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

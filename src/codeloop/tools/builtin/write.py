@@ -150,10 +150,3 @@ class WriteTool(Tool):
                 "structuredPatch": unified_diff(old, content, path) if old is not None else "",
             },
         )
-
-
-def __getattr__(name: str) -> Any:
-    if name == "WriteInput":   # the model lives in write_input (imported only when needed)
-        from codeloop.tools.builtin.write_input import WriteInput
-        return WriteInput
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
