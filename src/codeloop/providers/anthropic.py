@@ -1,4 +1,5 @@
-"""Anthropic Messages API over httpx: POST /v1/messages with `stream: true`, parsed as SSE.
+"""Anthropic Messages API: POST /v1/messages with `stream: true`, parsed as SSE (over
+`providers.lite_http`, or httpx for proxies, injected transports and side requests).
 
 Speaks the wire format itself (the official SDK costs seconds to import). Yields each stream
 event as a dict; `ping` is swallowed; an SSE `error` event or an error status raises
