@@ -10,10 +10,34 @@ import sys
 import textwrap
 
 PROBE = textwrap.dedent("""
-    import dataclasses, json, os, sys
+    import dataclasses, json, os, sys, types
     from codeloop.cli import codecache
     if sys.argv[1] == "cache":
         codecache.install()
+
+    @dataclasses.dataclass
+    class Other:   # not codeloop's: compiled as usual, never stored
+        a: int
+
+    # the classes below live in a codeloop module, as codeloop's own do
+    mod = sys.modules["codeloop.probe"] = types.ModuleType("codeloop.probe")
+    exec(compile(sys.argv[2], "probe", "exec", dont_inherit=True), mod.__dict__)
+    Point, Frozen = mod.Point, mod.Frozen
+    p = Point(1)
+    p.tags.append("t")
+    f = Frozen("z")
+    try:
+        f.a = "no"
+        frozen = "mutable"
+    except dataclasses.FrozenInstanceError:
+        frozen = "frozen"
+    print(json.dumps([repr(p), p == Point(1, 2, ["t"]), repr(f), hash(f) == hash(Frozen("z")),
+                      Frozen("a") < Frozen("b"), frozen, Point.__init__.__qualname__, Point.__doc__,
+                      Other.__doc__, len(codecache._state["new"])]))
+    codecache.save()
+""")
+CLASSES = textwrap.dedent("""
+    import dataclasses
 
     @dataclasses.dataclass
     class Point:
@@ -25,25 +49,12 @@ PROBE = textwrap.dedent("""
     class Frozen:
         a: str
         b: float = 1.5
-
-    p = Point(1)
-    p.tags.append("t")
-    f = Frozen("z")
-    try:
-        f.a = "no"
-        frozen = "mutable"
-    except dataclasses.FrozenInstanceError:
-        frozen = "frozen"
-    print(json.dumps([repr(p), p == Point(1, 2, ["t"]), repr(f), hash(f) == hash(Frozen("z")),
-                      Frozen("a") < Frozen("b"), frozen, Point.__init__.__qualname__, Point.__doc__,
-                      len(codecache._state["new"])]))
-    codecache.save()
 """)
 
 
 def _run(tmp_path, mode: str) -> list:
     env = {"CODELOOP_CONFIG_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
-    out = subprocess.run([sys.executable, "-c", PROBE, mode], capture_output=True, text=True, env=env,
+    out = subprocess.run([sys.executable, "-c", PROBE, mode, CLASSES], capture_output=True, text=True, env=env,
                          check=True).stdout
     return json.loads(out)
 
@@ -55,6 +66,7 @@ def test_cached_dataclasses_behave_as_plain_ones_and_the_second_run_compiles_not
     assert first[:-1] == plain[:-1] == second[:-1]
     assert plain[-1] == 0 and first[-1] > 0 and second[-1] == 0
     assert first[:3] == ["Point(x=1, y=2, tags=['t'])", True, "Frozen(a='z', b=1.5)"]
+    assert first[7:9] == ["Point(x: int, y: int = 2, tags: list = <factory>)", "Other(a: int)"]
 
 
 def test_a_corrupt_or_foreign_cache_is_ignored(tmp_path):

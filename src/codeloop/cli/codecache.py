@@ -52,13 +52,16 @@ def install() -> None:
 
 
 def _exec(source: Any, globals: Any = None, locals: Any = None) -> None:
+    # Only codeloop's own classes: the file is read at every start, and other packages' dataclasses
+    # (pydantic's, when a tool's model is built) are not on the way to the first request.
     if type(source) is str:
+        module = str((globals or {}).get("__name__", ""))
         code = _state["known"].get(source)
         if code is None:
             # dont_inherit: this module's own `from __future__ import annotations` must not turn the
-            # generated methods' annotations into strings (exec of the text would not)
+            # generated methods' annotations into strings (exec of the text in dataclasses would not)
             code = compile(source, "<string>", "exec", dont_inherit=True)
-            if len(_state["known"]) < MAX_ENTRIES:
+            if (module == "codeloop" or module.startswith("codeloop.")) and len(_state["known"]) < MAX_ENTRIES:
                 _state["known"][source] = _state["new"][source] = code
         source = code
     builtins.exec(source, globals, locals)
