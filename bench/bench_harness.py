@@ -12,6 +12,8 @@ Every figure of issue 18's table, against the loopback fake API (tests/fakeapi.p
 - growth:   median per-turn time of turns 2–51 and 451–500 of one 500-turn run
 - resume:   `--resume` of a 2,000-turn session (built once per checkout) and one more tool turn:
             start → first request, and start → exit
+- instr:    instructions executed from process start to the first request leaving (valgrind's
+            callgrind; the process ends there): a start-up figure a busy machine does not skew
 
 Each `--src` is a checkout (a directory holding src/codeloop), run through PYTHONPATH; give two
 (e.g. a pristine "before" worktree and this one) and the rounds interleave them, so the ratios
@@ -36,7 +38,34 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from fakeapi import ScriptedAPI, sse, text, tool_use  # noqa: E402
 
-FIGURES = ("startup", "first", "later", "exit", "rss", "growth", "resume")
+FIGURES = ("startup", "first", "later", "exit", "rss", "growth", "resume", "instr")
+# Runs codeloop's CLI as `-m codeloop` does, ending the process as its first request is written.
+_STOP_AT_SEND = ("import os, runpy, socket, sys\n"
+                 "def send(self, *a):\n"
+                 "    if self.family != socket.AF_UNIX:\n"
+                 "        os._exit(0)\n"
+                 "socket.socket.send = send\n"
+                 "sys.argv = ['codeloop', *sys.argv[1:]]\n"
+                 "runpy.run_module('codeloop', run_name='__main__')\n")
+
+
+def instructions(src: Path, home: str) -> float:
+    """Millions of instructions from process start to the first request (callgrind's `I refs`)."""
+    import re
+    import shutil
+
+    if shutil.which("valgrind") is None:
+        return float("nan")
+    api = ScriptedAPI(sse(text("done")))
+    with api.serve() as url:
+        env = {**_env(src, home, url), "PYTHONMALLOC": "malloc"}
+        proc = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                               sys.executable, "-c", _STOP_AT_SEND, "-p", "go",
+                               "--output-format", "stream-json", "--verbose", "--allowedTools", "Bash",
+                               "--no-session-persistence"], cwd=home, env=env, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True)
+    m = re.search(r"I\s+refs:\s+([\d,]+)", proc.stderr)
+    return int(m.group(1).replace(",", "")) / 1e6 if m else float("nan")
 
 
 def _env(src: Path, home: str, url: str) -> dict[str, str]:
@@ -140,13 +169,16 @@ def main() -> None:
                 add(s, "resume: start→first request", r["startup"])
                 add(s, "resume: start→exit (1 tool turn)", r["total"])
                 add(s, "resume: rss", r["rss"])
+    if "instr" in only:
+        for s in srcs:
+            add(s, "instructions to first request (M)", instructions(s, homes[s]))
     keys = list(dict.fromkeys(k for s in srcs for k in res[s]))
     width = max(len(k) for k in keys)
     print(f"{'figure (median)':{width}}  " + "  ".join(f"{str(s)[-24:]:>24}" for s in srcs)
           + ("   ratio last/first" if len(srcs) > 1 else ""))
     for k in keys:
         vals = [_med(res[s].get(k, [])) for s in srcs]
-        unit = " MB" if "rss" in k or "MB" in k else " ms"
+        unit = " MB" if "rss" in k or "MB" in k else " M " if "(M)" in k else " ms"
         line = f"{k:{width}}  " + "  ".join(f"{v:21.1f}{unit}" for v in vals)
         if len(srcs) > 1 and vals[0]:
             line += f"   {vals[-1] / vals[0]:.2f}x"

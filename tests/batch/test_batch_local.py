@@ -170,7 +170,10 @@ def test_global_budget_stops_scheduling(tmp_path):
 
 def test_rate_limit_backoff_delays_new_starts(tmp_path):
     write_tasks(tmp_path / "tasks.jsonl", [{"id": f"r{i}", "prompt": f"{marker(f'r{i}')} go"} for i in range(3)])
-    api = RoutedAPI({"r0": [error(429, "rate_limit_error", "slow down", {"retry-after": "3"}), sse(text("ok"))]})
+    # r1 answers after a second: a fast start-up must not let it finish (and free its worker for
+    # r2) before r0, started beside it on a busy machine, has even heard its 429
+    api = RoutedAPI({"r0": [error(429, "rate_limit_error", "slow down", {"retry-after": "3"}), sse(text("ok"))],
+                     "r1": [sse(text("ok", delay=1.0))]})
     out = tmp_path / "r.jsonl"
     with api.serve() as url:
         r = run_batch(["tasks.jsonl", "--out", str(out), "--workers", "2"], cwd=tmp_path, url=url)

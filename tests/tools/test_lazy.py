@@ -73,34 +73,65 @@ def test_registry_gates_agree_with_the_tools_is_enabled(tmp_path, monkeypatch):
             assert lazy.is_enabled(ctx) == real[lazy.name].is_enabled(ctx), (lazy.name, ctx.model, ctx.agent_id)
 
 
-def test_warm_up_loads_the_common_tools_once_in_the_background(tmp_path, monkeypatch):
+def _join_warm_thread() -> None:
+    import threading
+
+    for t in threading.enumerate():
+        if t.name == "codeloop-warm":
+            t.join(60)
+
+
+def test_warm_up_loads_the_common_tools_once_while_the_model_thinks(tmp_path, monkeypatch):
     from codeloop.tools import lazy as lazy_mod
 
     monkeypatch.setenv("CODELOOP_CONFIG_DIR", str(tmp_path))
-    monkeypatch.setattr(lazy_mod, "_warm_started", False)
+    monkeypatch.setitem(lazy_mod._warm, "state", "idle")
     tools = builtin_tools(lazy=True)
-    thread = lazy_mod.warm_in_background(tools)
-    assert thread is not None and thread.daemon
-    thread.join(60)
+    arm = lazy_mod.warm_later(tools, lambda: True)   # no tool call yet: the model is thinking
+    assert arm is not None
+    arm()
+    _join_warm_thread()
     loaded = {t.name for t in tools if t._tool is not None}
     assert loaded == set(lazy_mod.WARM_FIRST)        # the rarely used tools stay unloaded
-    assert lazy_mod.warm_in_background(builtin_tools(lazy=True)) is None   # once per process
+    assert lazy_mod.warm_later(builtin_tools(lazy=True), lambda: True) is None   # once per process
     bash = next(t for t in tools if t.name == "Bash")
     real = bash._tool
     assert bash.real is real                         # the loop then uses the warmed instance
 
 
-def test_streaming_executor_starts_the_warm_up(tmp_path, monkeypatch):
+def test_warm_up_stands_down_when_a_tool_call_already_arrived(tmp_path, monkeypatch):
     from codeloop.tools import lazy as lazy_mod
-    from codeloop.loop.streaming import StreamingToolExecutor
 
     monkeypatch.setenv("CODELOOP_CONFIG_DIR", str(tmp_path))
-    monkeypatch.setattr(lazy_mod, "_warm_started", False)
-    started = []
-    monkeypatch.setattr(lazy_mod, "warm_in_background", lambda tools: started.append([t.name for t in tools]))
+    monkeypatch.setitem(lazy_mod._warm, "state", "idle")
+    monkeypatch.setattr(lazy_mod, "WARM_DELAY_S", 0.0)
+    tools = builtin_tools(lazy=True)
+    arm = lazy_mod.warm_later(tools, lambda: False)  # the answer (a tool call) is already here
+    assert arm is not None
+    arm()
+    _join_warm_thread()
+    assert all(t._tool is None for t in tools)       # imports would only compete with the tool call
+    assert lazy_mod.warm_later(tools, lambda: True) is not None   # the next request may warm
+
+
+def test_streaming_executor_arms_the_warm_up_for_when_the_request_is_out(tmp_path, monkeypatch):
+    from codeloop.tools import lazy as lazy_mod
+    from codeloop.loop.streaming import StreamingToolExecutor
+    from codeloop.providers import transport
+
+    monkeypatch.setenv("CODELOOP_CONFIG_DIR", str(tmp_path))
+    armed, fired = [], []
+    monkeypatch.setattr(lazy_mod, "warm_later",
+                        lambda tools, waiting: armed.append(([t.name for t in tools], waiting()))
+                        or (lambda: fired.append("warm")))
+    monkeypatch.setattr(transport, "_sent_hooks", [])
     tools = builtin_tools(lazy=True)
     StreamingToolExecutor(tools, None, None)  # type: ignore[arg-type]
-    assert started == [[t.name for t in tools]]
+    assert armed == [([t.name for t in tools], True)]
+    assert fired == []
+    transport._request_sent()   # open_stream calls it once the response headers are in
+    transport._request_sent()
+    assert fired == ["warm"] and transport._sent_hooks == []   # once
 
 
 def test_pydantic_plugin_scan_is_skipped_unless_configured(monkeypatch):

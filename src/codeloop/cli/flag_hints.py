@@ -7,7 +7,6 @@ Each problem is one line; nothing here imports the tools or providers at module 
 
 from __future__ import annotations
 
-import difflib
 import re
 from typing import Iterable
 
@@ -22,6 +21,8 @@ def closest(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str | Non
     lowered = {c.lower(): c for c in choices}
     if word.lower() in lowered:
         return lowered[word.lower()]
+    import difflib   # only once a word is unknown
+
     found = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=cutoff)
     return lowered[found[0]] if found else None
 

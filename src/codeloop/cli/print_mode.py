@@ -121,16 +121,16 @@ async def _run(args: argparse.Namespace, prompt: str, out: TextIO) -> int:
         install_hook_events(conv, out)
     command, _, focus = prompt.strip().partition(" ")
     structured: dict[str, Any] = {}
-    from codeloop.input.commands import slash_commands_enabled
-    if command == "/compact" and slash_commands_enabled():
+    if command == "/compact" and _slash_commands_enabled():
         events = conv.compact(focus.strip())
     elif args.json_schema:
         from codeloop.session.structured import parse_schema, run_structured
         events = run_structured(conv, prompt, parse_schema(args.json_schema), STRUCTURED_RETRY_LIMIT, abort=abort)
     else:
-        from codeloop.input.process import mention_attachments  # @file mentions, as in the REPL
-        for notice in await mention_attachments(conv, prompt):
-            sys.stderr.write(f"codeloop: {notice}\n")
+        if "@" in prompt:   # @file mentions, as in the REPL (no "@", no mention: skip the import)
+            from codeloop.input.process import mention_attachments
+            for notice in await mention_attachments(conv, prompt):
+                sys.stderr.write(f"codeloop: {notice}\n")
         events = conv.submit(prompt, abort=abort)
     try:
         async for ev in events:
@@ -154,6 +154,11 @@ async def _run(args: argparse.Namespace, prompt: str, out: TextIO) -> int:
         # the transcript is closed and the result written: nothing left worth waiting for
         hard_exit(EXIT_SIGINT if got_signal[0] == signal.SIGINT else EXIT_SIGTERM)
     return EXIT_ERROR if result["is_error"] else EXIT_OK
+
+
+def _slash_commands_enabled() -> bool:
+    from codeloop.input.commands import slash_commands_enabled
+    return slash_commands_enabled()
 
 
 def run_print_mode(args: argparse.Namespace) -> int:

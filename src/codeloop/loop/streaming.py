@@ -65,11 +65,13 @@ class StreamingToolExecutor:
         self._tasks: set[asyncio.Task] = set()  # kept so tasks are not garbage-collected mid-run
         self._errored: str | None = None        # "Bash(cmd)" of the Bash call that failed
         self._discarded = False
-        # An executor is made just before each request goes out: the first one starts importing
-        # pydantic and the common tools, so that overlaps the model's time to first token rather
-        # than the first tool call (`_is_safe` needs the tool's input model).
-        from codeloop.tools.lazy import warm_in_background
-        warm_in_background(tools)
+        # An executor is made just before each request goes out: once the request is out, pydantic
+        # and the common tools are imported while the model thinks, unless a tool call is already
+        # here by then (plain inputs need no pydantic: `tools.plain_input`).
+        from codeloop.tools.lazy import warm_later
+        if (arm := warm_later(tools, lambda: not self._entries and not self._discarded)) is not None:
+            from codeloop.providers.transport import call_when_sent
+            call_when_sent(arm)
 
     # -- feeding ------------------------------------------------------------------------------
 

@@ -1,4 +1,5 @@
-"""Anthropic Messages API over httpx: POST /v1/messages with `stream: true`, parsed as SSE.
+"""Anthropic Messages API: POST /v1/messages with `stream: true`, parsed as SSE (over
+`providers.lite_http`, or httpx for proxies, injected transports and side requests).
 
 Speaks the wire format itself (the official SDK costs seconds to import). Yields each stream
 event as a dict; `ping` is swallowed; an SSE `error` event or an error status raises
@@ -14,15 +15,17 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, AsyncIterator
-
-import httpx
+from typing import TYPE_CHECKING, Any, AsyncIterator
 
 from codeloop.messages import wire_json
 from codeloop.providers.base import ModelRequest
 from codeloop.providers.betas import request_betas
 from codeloop.providers.errors import transport_errors, APIConnectionError, APIStatusError, AuthenticationError
-from codeloop.providers.transport import Deadlines, add_hint, open_stream, read_body, sse_events
+from codeloop.providers.transport import (Deadlines, HttpClients, add_hint, open_stream, read_body, reason_phrase,
+                                          sse_events)
+
+if TYPE_CHECKING:
+    import httpx
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
@@ -31,7 +34,7 @@ _ERROR_STATUS = {"overloaded_error": 529, "rate_limit_error": 429, "api_error": 
                  "permission_error": 403, "not_found_error": 404, "request_too_large": 413}
 
 
-def _retry_after(headers: httpx.Headers) -> float | None:
+def _retry_after(headers: Any) -> float | None:
     ms = headers.get("retry-after-ms")
     if ms:
         try:
@@ -47,8 +50,8 @@ def _retry_after(headers: httpx.Headers) -> float | None:
     return None
 
 
-def _status_error(status: int, body: bytes, headers: httpx.Headers) -> APIStatusError:
-    message = body.decode("utf-8", "replace").strip()[:500] or httpx.codes.get_reason_phrase(status)
+def _status_error(status: int, body: bytes, headers: Any) -> APIStatusError:
+    message = body.decode("utf-8", "replace").strip()[:500] or reason_phrase(status)
     etype = next((k for k, v in _ERROR_STATUS.items() if v == status), "api_error")
     try:
         data = json.loads(body)
@@ -87,14 +90,16 @@ class AnthropicProvider:
         self.betas = [*(betas or []), *([extra.pop("anthropic-beta")] if "anthropic-beta" in extra else [])]
         self.user_id = user_id
         headers.update(extra)
-        # Plain-http endpoints (local proxies, test servers) never use TLS: skip loading the CA bundle.
-        verify = not self.base_url.startswith("http://")
-        self._client = httpx.AsyncClient(
-            base_url=self.base_url, headers=headers, transport=transport, verify=verify,
-            timeout=self.deadlines.httpx_timeout())
+        # Built on first use: the model requests go through providers.lite_http when it can
+        # carry them, and httpx (count_tokens, proxies, injected transports) is imported only then.
+        self._clients = HttpClients(self.base_url, headers, self.deadlines, transport)
+
+    @property
+    def _client(self) -> "httpx.AsyncClient":
+        return self._clients.httpx()
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        await self._clients.aclose()
 
     async def count_tokens(self, request: ModelRequest) -> int | None:
         """Exact input tokens for `request` from /v1/messages/count_tokens; None when unavailable."""
@@ -130,7 +135,7 @@ class AnthropicProvider:
         saw_stop = False
         payload, headers = self._wire(request)
         with transport_errors(self.base_url):
-            async with open_stream(self._client, "/v1/messages", payload, self.deadlines,
+            async with open_stream(self._clients.stream(), "/v1/messages", payload, self.deadlines,
                                    self.base_url, headers=headers) as resp:
                 if resp.status_code != 200:
                     err = _status_error(resp.status_code, await read_body(resp, self.deadlines, self.base_url),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import sys
 from typing import Iterator
 
 
@@ -81,15 +82,38 @@ class AuthenticationError(ProviderError):
 
 @contextlib.contextmanager
 def transport_errors(base_url: str) -> Iterator[None]:
-    """Turn httpx's transport failures into `APIConnectionError`s that say where and how."""
-    import httpx
-
+    """Turn transport failures (httpx's, or `providers.lite_http`'s, named alike) into
+    `APIConnectionError`s that say where and how."""
     try:
         yield
-    except httpx.TimeoutException as exc:
-        raise APIConnectionError(f"request to {base_url} timed out ({type(exc).__name__})", mid_stream=True) from exc
-    except httpx.ConnectError as exc:
-        raise APIConnectionError(f"could not connect to {base_url}: {exc or type(exc).__name__}") from exc
-    except (httpx.ReadError, httpx.RemoteProtocolError, httpx.WriteError) as exc:
+    except Exception as exc:
+        kind = _transport_kind(exc)
+        if kind is None:
+            raise
+        if kind == "timeout":
+            raise APIConnectionError(f"request to {base_url} timed out ({type(exc).__name__})",
+                                     mid_stream=True) from exc
+        if kind == "connect":
+            raise APIConnectionError(f"could not connect to {base_url}: {exc or type(exc).__name__}") from exc
         raise APIConnectionError(f"connection to {base_url} dropped: {exc or type(exc).__name__}",
                                  mid_stream=True) from exc
+
+
+def _transport_kind(exc: Exception) -> str | None:
+    """"timeout", "connect" or "dropped" for a transport failure; None for anything else. httpx is
+    consulted only if something already imported it (else none of its errors can exist)."""
+    lite = sys.modules.get("codeloop.providers.lite_http")
+    if lite is not None and isinstance(exc, lite.TransportError):
+        if isinstance(exc, lite.ConnectTimeout):
+            return "timeout"
+        return "connect" if isinstance(exc, lite.ConnectError) else "dropped"
+    httpx = sys.modules.get("httpx")
+    if httpx is None:
+        return None
+    if isinstance(exc, httpx.TimeoutException):
+        return "timeout"
+    if isinstance(exc, httpx.ConnectError):
+        return "connect"
+    if isinstance(exc, (httpx.ReadError, httpx.RemoteProtocolError, httpx.WriteError)):
+        return "dropped"
+    return None

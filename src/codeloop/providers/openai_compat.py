@@ -14,16 +14,18 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, AsyncIterator
+from typing import TYPE_CHECKING, Any, AsyncIterator
 from urllib.parse import urlparse
-
-import httpx
 
 from codeloop.messages import wire_json
 from codeloop.providers.base import ModelRequest
 from codeloop.providers.errors import transport_errors, APIConnectionError, APIStatusError, AuthenticationError
-from codeloop.providers.transport import Deadlines, add_hint, open_stream, read_body, sse_events
+from codeloop.providers.transport import (Deadlines, HttpClients, add_hint, open_stream, read_body, reason_phrase,
+                                          sse_events)
 from codeloop.providers.openai_translate import StreamTranslator, chat_body
+
+if TYPE_CHECKING:
+    import httpx
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _OPENAI_HOST = "api.openai.com"
@@ -38,7 +40,7 @@ _CONTEXT_MARKERS = ("context_length_exceeded", "maximum context length", "exceed
                     "input is too long")
 
 
-def _retry_after(headers: httpx.Headers) -> float | None:
+def _retry_after(headers: Any) -> float | None:
     for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
         value = headers.get(name)
         if value:
@@ -55,7 +57,7 @@ def _is_context_error(*texts: Any) -> bool:
 
 
 def error_from_payload(status: int | None, payload: Any, fallback: str,
-                       headers: httpx.Headers | None = None) -> APIStatusError:
+                       headers: Any = None) -> APIStatusError:
     """An `APIStatusError` from `{"error": {"message", "type", "code"}}` (or the looser shapes
     some servers use: `{"error": "..."}`, `{"detail": ...}`, `{"message": ...}`)."""
     message, code, etype = fallback, None, None
@@ -78,13 +80,13 @@ def error_from_payload(status: int | None, payload: Any, fallback: str,
                           headers.get("x-request-id") if headers is not None else None)
 
 
-def _status_error(status: int, body: bytes, headers: httpx.Headers) -> APIStatusError:
+def _status_error(status: int, body: bytes, headers: Any) -> APIStatusError:
     text = body.decode("utf-8", "replace").strip()[:500]
     try:
         payload: Any = json.loads(body)
     except ValueError:
         payload = None
-    return error_from_payload(status, payload, text or httpx.codes.get_reason_phrase(status), headers)
+    return error_from_payload(status, payload, text or reason_phrase(status), headers)
 
 
 def is_openai_host(base_url: str) -> bool:
@@ -120,12 +122,15 @@ class OpenAICompatProvider:
         if self.api_key:
             headers["authorization"] = f"Bearer {self.api_key}"
         headers.update(extra_headers or {})
-        self._client = httpx.AsyncClient(
-            base_url=self.base_url, headers=headers, transport=transport,
-            verify=not self.base_url.startswith("http://"), timeout=self.deadlines.httpx_timeout())
+        # Built on first use (providers.lite_http when it can carry the requests, else httpx).
+        self._clients = HttpClients(self.base_url, headers, self.deadlines, transport)
+
+    @property
+    def _client(self) -> "httpx.AsyncClient":
+        return self._clients.httpx()
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        await self._clients.aclose()
 
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
         from codeloop.providers.models import capabilities
@@ -152,7 +157,7 @@ class OpenAICompatProvider:
         translator = self.translator(request)
         done = False
         with transport_errors(self.base_url):
-            async with open_stream(self._client, "/chat/completions", wire_json(self.request_body(request)),
+            async with open_stream(self._clients.stream(), "/chat/completions", wire_json(self.request_body(request)),
                                    self.deadlines, self.base_url) as resp:
                 if resp.status_code != 200:
                     err = _status_error(resp.status_code, await read_body(resp, self.deadlines, self.base_url),

@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import os
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Mapping
+from typing import Any, AsyncIterator, Callable, Mapping
 
 from codeloop.providers.errors import APIConnectionError, ProviderError
 
@@ -38,6 +38,23 @@ def _ms(env: Mapping[str, str], names: tuple[str, ...], default_s: float) -> flo
         except ValueError:
             continue
     return default_s
+
+
+_sent_hooks: list[Callable[[], None]] = []
+
+
+def call_when_sent(fn: Callable[[], None]) -> None:
+    """Call `fn` (once) when the next model request is out and its response headers are in: the
+    loop uses it to do work while the model thinks."""
+    _sent_hooks.append(fn)
+
+
+def _request_sent() -> None:
+    while _sent_hooks:
+        try:
+            _sent_hooks.pop()()
+        except Exception:  # noqa: BLE001 — a hook never fails the request
+            pass
 
 
 @dataclass(frozen=True)
@@ -62,6 +79,54 @@ class Deadlines:
                              write=max(60.0, self.headers_s), pool=self.connect_s)
 
 
+class HttpClients:
+    """A provider's HTTP clients, each built once, on first use: model requests go through
+    `lite_http` when it can carry them (`lite_http.use_lite`), else through httpx's AsyncClient,
+    which also serves side requests (count_tokens) and is imported only when one is made."""
+
+    def __init__(self, base_url: str, headers: dict[str, str], deadlines: Deadlines, transport: Any = None) -> None:
+        self.base_url, self.headers, self.deadlines, self.transport = base_url, headers, deadlines, transport
+        self._lite: Any = None
+        self._httpx: Any = None
+
+    def stream(self) -> Any:
+        """The client for model requests."""
+        if self._lite is not None:
+            return self._lite
+        if self._httpx is None:
+            from codeloop.providers import lite_http
+
+            if lite_http.use_lite(self.base_url, self.transport):
+                self._lite = lite_http.LiteClient(self.base_url, self.headers, connect_s=self.deadlines.connect_s)
+                return self._lite
+        return self.httpx()
+
+    def httpx(self) -> Any:
+        if self._httpx is None:
+            import httpx
+
+            # Plain-http endpoints (local proxies, test servers) never use TLS: skip loading the CA bundle.
+            self._httpx = httpx.AsyncClient(base_url=self.base_url, headers=self.headers, transport=self.transport,
+                                            verify=not self.base_url.startswith("http://"),
+                                            timeout=self.deadlines.httpx_timeout())
+        return self._httpx
+
+    async def aclose(self) -> None:
+        for client in (self._lite, self._httpx):
+            if client is not None:
+                await client.aclose()
+
+
+def reason_phrase(status: int) -> str:
+    """The standard phrase for an HTTP status ("" for an unknown one), without importing httpx."""
+    from http import HTTPStatus
+
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return ""
+
+
 @contextlib.asynccontextmanager
 async def open_stream(client: Any, path: str, body: bytes, deadlines: Deadlines,
                       base_url: str, headers: dict[str, str] | None = None) -> AsyncIterator[Any]:
@@ -73,6 +138,8 @@ async def open_stream(client: Any, path: str, body: bytes, deadlines: Deadlines,
     except asyncio.TimeoutError:
         raise APIConnectionError(f"no response headers from {base_url} within {deadlines.headers_s:g}s",
                                  mid_stream=True) from None
+    if _sent_hooks:
+        _request_sent()
     try:
         yield response
     finally:

@@ -161,5 +161,24 @@ class Tool:
         raise NotImplementedError
 
 
+class LazyModel:
+    """An `input_model` class attribute kept in another module and imported on first use, so
+    importing the tool itself needs no pydantic (see `tools.plain_input`)."""
+
+    def __init__(self, module: str, name: str) -> None:
+        self.module, self.name = module, name
+        self._model: Any = None
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        if self._model is None:
+            import importlib
+
+            from codeloop.tools.lazy import skip_pydantic_plugin_scan
+
+            skip_pydantic_plugin_scan()
+            self._model = getattr(importlib.import_module(self.module), self.name)
+        return self._model
+
+
 UNBOUNDED = math.inf
 _SCHEMAS: dict[type[BaseModel], dict[str, Any]] = {}

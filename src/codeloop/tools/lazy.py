@@ -2,11 +2,13 @@
 schema is needed, and schemas come from a small on-disk cache.
 
 Start-up is a feature: the first request can leave before pydantic and the tool modules are
-imported. `warm_in_background` (called by the loop when its first request goes out) then imports
-them on a daemon thread, so they overlap with the model's time to first token instead of
-delaying the first tool call. The cache is
-keyed by the codeloop version and the size/mtime of each tool's source file, so an edited or
-upgraded tool never serves a stale schema; a missing or corrupt cache is simply rebuilt.
+imported. Beside each schema the cache keeps the tool's plain input spec (`tools.plain_input`),
+so a plain input (a Bash command, say) is checked without pydantic. `warm_later` imports
+pydantic and the common tools on a daemon thread while the model is still thinking: armed when
+a request has gone out, it starts only if no tool call has arrived by then, since imports hold
+the GIL the loop needs once the answer streams in. The cache is keyed by the codeloop version
+and the size/mtime of each tool's source file, so an edited or upgraded tool never serves a
+stale schema or spec; a missing or corrupt cache is simply rebuilt.
 """
 
 from __future__ import annotations
@@ -18,17 +20,21 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
-_CACHE_VERSION = 1
+_CACHE_VERSION = 2
 # Warmed first: the tools a session almost always calls, in about the order it calls them.
 WARM_FIRST = ("Bash", "Read", "Grep", "Glob", "Edit", "Write")
-_warm_started = False
-WARM_DELAY_S = 0.03
+# After a request went out, how long the model must stay silent before warming starts.
+WARM_DELAY_S = 0.05
+# Tool modules that import no pydantic themselves (their input model is a `base.LazyModel`).
+PYDANTIC_FREE = frozenset(f"codeloop.tools.builtin.{m}" for m in ("bash", "read", "glob", "grep", "edit", "write"))
+_warm = {"state": "idle"}   # idle | armed | started
 
 
 class SchemaCache:
     def __init__(self, path: Path, key: str) -> None:
         self.path, self.key = path, key
         self._schemas: dict[str, dict[str, Any]] | None = None
+        self._plain: dict[str, dict[str, Any] | None] = {}
 
     def _load(self) -> dict[str, dict[str, Any]]:
         if self._schemas is None:
@@ -37,6 +43,7 @@ class SchemaCache:
                 data = json.loads(self.path.read_text())
                 if data.get("v") == _CACHE_VERSION and data.get("key") == self.key:
                     self._schemas = dict(data.get("schemas") or {})
+                    self._plain = dict(data.get("plain") or {})
             except (OSError, ValueError, AttributeError):
                 pass
         return self._schemas
@@ -44,13 +51,20 @@ class SchemaCache:
     def get(self, name: str) -> dict[str, Any] | None:
         return self._load().get(name)
 
-    def put(self, name: str, schema: dict[str, Any]) -> None:
+    def plain(self, name: str) -> dict[str, Any] | None:
+        """The tool's plain input spec (None: its input needs pydantic, or it is not cached)."""
+        self._load()
+        return self._plain.get(name)
+
+    def put(self, name: str, schema: dict[str, Any], plain: dict[str, Any] | None = None) -> None:
         schemas = self._load()
         schemas[name] = schema
+        self._plain[name] = plain
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps({"v": _CACHE_VERSION, "key": self.key, "schemas": schemas}))
+            tmp.write_text(json.dumps({"v": _CACHE_VERSION, "key": self.key, "schemas": schemas,
+                                       "plain": self._plain}))
             os.replace(tmp, self.path)
         except OSError:
             pass  # a cache that cannot be written only costs start-up time
@@ -90,7 +104,8 @@ class LazyTool:
         if self._tool is None:
             with self._lock:
                 if self._tool is None:
-                    skip_pydantic_plugin_scan()
+                    if self._module not in PYDANTIC_FREE:
+                        skip_pydantic_plugin_scan()
                     self._tool = getattr(importlib.import_module(self._module), self._class_name)(**self._kwargs)
         return self._tool
 
@@ -100,8 +115,20 @@ class LazyTool:
             return cached
         schema = self.real.api_schema()
         if self._cache is not None:
-            self._cache.put(self.name, schema)
+            from codeloop.tools.plain_input import spec_of
+
+            self._cache.put(self.name, schema, spec_of(self.real.input_model))
         return schema
+
+    def plain_input(self, raw: Any) -> Any:
+        """`raw` checked without pydantic (a `plain_input.PlainInput`), or None: validate it with
+        the input model."""
+        spec = self._cache.plain(self.name) if self._cache is not None else None
+        if spec is None:
+            return None
+        from codeloop.tools.plain_input import check
+
+        return check(spec, raw)
 
     def is_enabled(self, ctx: Any) -> bool:
         # The registry's gate mirrors the tool's own is_enabled, so no import is needed to
@@ -135,30 +162,37 @@ def skip_pydantic_plugin_scan() -> None:
         _loader._plugins = {}
 
 
-def warm_in_background(tools: list[Any]) -> threading.Thread | None:
-    """Once per process: import pydantic and the likely tools' modules on a daemon thread.
+def warm_later(tools: list[Any], waiting: Callable[[], bool]) -> Callable[[], None] | None:
+    """Arrange to import pydantic and the likely tools' modules on a daemon thread, once per process.
 
-    Called when the first request is on its way, so the imports run while the model thinks; a tool
-    call that arrives first simply waits for the import it needs (the import lock), never twice."""
-    global _warm_started
+    Returns the function to call once the request is out (None: nothing left to warm, or armed
+    already). `WARM_DELAY_S` later the thread starts if `waiting()` still says no tool call has
+    arrived — the model is thinking, so the imports overlap its time to first token; otherwise
+    the next request may arm it again. A tool call that needs an import the thread is running
+    waits for it (the import lock), never imports twice."""
     lazy = [t for t in tools if isinstance(t, LazyTool) and t._tool is None]
-    if _warm_started or not lazy:
+    if _warm["state"] != "idle" or not lazy:
         return None
-    _warm_started = True
+    _warm["state"] = "armed"
     order = {name: i for i, name in enumerate(WARM_FIRST)}
     lazy = sorted((t for t in lazy if t.name in order), key=lambda t: order[t.name])
 
     def run() -> None:
+        if not waiting():
+            _warm["state"] = "idle"
+            return
+        _warm["state"] = "started"
         try:
             skip_pydantic_plugin_scan()
             import pydantic  # noqa: F401
             for tool in lazy:
-                tool.real
+                tool.real.input_model
         except Exception:  # noqa: BLE001 — a warm-up never fails anything: the real use reports it
             pass
 
-    # A short delay lets the request leave first: importing holds the GIL the sender needs.
-    thread = threading.Timer(WARM_DELAY_S, run)
-    thread.name, thread.daemon = "codeloop-warm", True
-    thread.start()
-    return thread
+    def arm() -> None:
+        thread = threading.Timer(WARM_DELAY_S, run)
+        thread.name, thread.daemon = "codeloop-warm", True
+        thread.start()
+
+    return arm

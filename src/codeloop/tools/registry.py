@@ -173,7 +173,12 @@ def find_tool(tools: Iterable[Tool], name: str) -> Tool | None:
 
 
 def parse_tool_input(tool: Tool, raw: Any) -> BaseModel:
-    """Validate the model's input for `tool`; errors name every failing parameter."""
+    """Validate the model's input for `tool`; errors name every failing parameter.
+
+    A lazy built-in whose input is plain answers without pydantic (`tools.plain_input`)."""
+    plain_input = getattr(type(tool), "plain_input", None)
+    if plain_input is not None and (plain := plain_input(tool, raw)) is not None:
+        return plain
     from pydantic import ValidationError
 
     if not isinstance(raw, dict):

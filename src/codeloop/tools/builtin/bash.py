@@ -22,10 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar, Iterator
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt
-from pydantic.json_schema import SkipJsonSchema
-
-from codeloop.tools.base import CURRENT_TOOL_USE_ID, Tool, ToolContext, ToolError, ToolResult
+from codeloop.tools.base import CURRENT_TOOL_USE_ID, LazyModel, Tool, ToolContext, ToolError, ToolResult
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
@@ -63,25 +60,6 @@ background: the call returns a task id at once, the output goes to a file, and y
 when it ends. Read its output with TaskOutput and stop it with TaskStop. No `&` is needed.
 - Never use git commands with -i (interactive) flags, and never push, reset --hard or otherwise \
 make destructive changes unless the user explicitly asked for it."""
-
-
-class BashInput(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-    command: str = Field(min_length=1, description="The command to execute")
-    timeout: PositiveInt | SkipJsonSchema[None] = Field(
-        None,
-        description=f"Optional timeout in milliseconds (max {MAX_TIMEOUT_MS})",
-    )
-    description: str | SkipJsonSchema[None] = Field(
-        None,
-        description="Clear, concise description of what this command does in 5-10 words, in "
-        "active voice. Examples: 'Lists files in current directory', 'Shows working tree status'",
-    )
-    run_in_background: bool | SkipJsonSchema[None] = Field(
-        None,
-        description="Set to true to run this command in the background. Use TaskOutput to read the output later.",
-    )
 
 
 class _Capture:
@@ -200,9 +178,9 @@ def _sandboxed(command: str, cwd: Path, cwd_file: str | None,
 class BashTool(Tool):
     name: ClassVar[str] = "Bash"
     description: ClassVar[str] = DESCRIPTION
-    input_model: ClassVar[type[BaseModel]] = BashInput
+    input_model: ClassVar[Any] = LazyModel("codeloop.tools.builtin.bash_input", "BashInput")
 
-    def is_read_only(self, inp: BaseModel) -> bool:
+    def is_read_only(self, inp: Any) -> bool:
         # Only commands the shell scanner proves read-only (`ls`, `git status`…): plan mode may run
         # them, and they may run beside other read-only tools.
         from codeloop.permissions.bash import is_read_only
@@ -210,7 +188,7 @@ class BashTool(Tool):
         command = getattr(inp, "command", None)
         return bool(command) and is_read_only(command)
 
-    async def call(self, inp: BashInput, ctx: ToolContext) -> ToolResult:
+    async def call(self, inp: Any, ctx: ToolContext) -> ToolResult:
         if inp.run_in_background:
             return await self._background(inp, ctx)
         timeout_ms = min(inp.timeout or DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS)
@@ -262,7 +240,7 @@ class BashTool(Tool):
             },
         )
 
-    async def _background(self, inp: BashInput, ctx: ToolContext) -> ToolResult:
+    async def _background(self, inp: Any, ctx: ToolContext) -> ToolResult:
         """Start the command as a background task; under the sandbox, bwrap is that task."""
         from codeloop.tools.base import CURRENT_TOOL_USE_ID
         from codeloop.tools.builtin.bash_background import registry

@@ -13,11 +13,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from codeloop.tools.base import Tool, ToolContext, ToolError, ToolResult
+from codeloop.tools.base import LazyModel, Tool, ToolContext, ToolError, ToolResult
 from codeloop.tools.builtin.fileio import WriteTarget, checked_paths
 from codeloop.tools.builtin.read import looks_binary, missing_file_error, number_lines, record, split_lines
 from codeloop.tools.builtin.write import ensure_fresh_read, new_file_mode, unified_diff
@@ -48,19 +46,6 @@ old_string.
 variable.
 - An empty old_string on a file that does not exist creates it with new_string as its content.
 - Only use emojis if the user explicitly requests it. Avoid adding emojis to files unless asked."""
-
-
-class EditInput(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-    file_path: str = Field(description="The absolute path to the file to modify")
-    old_string: str = Field(description="The text to replace")
-    new_string: str = Field(
-        description="The text to replace it with (must be different from old_string)"
-    )
-    replace_all: bool = Field(
-        False, description="Replace all occurrences of old_string (default false)"
-    )
 
 
 def _to_crlf(s: str) -> str:
@@ -144,14 +129,14 @@ def edit_snippet(updated: str, new: str, offset: int) -> str:
 class EditTool(Tool):
     name: ClassVar[str] = "Edit"
     description: ClassVar[str] = DESCRIPTION
-    input_model: ClassVar[type[BaseModel]] = EditInput
+    input_model: ClassVar[Any] = LazyModel("codeloop.tools.builtin.edit_input", "EditInput")
 
-    async def call(self, inp: EditInput, ctx: ToolContext) -> ToolResult:
+    async def call(self, inp: Any, ctx: ToolContext) -> ToolResult:
         path, real = checked_paths(ctx, inp.file_path, "Edit")
         # An edit is short and touches only a regular file; it is let finish rather than abandoned.
         return await asyncio.to_thread(self._edit, path, real, inp, ctx)
 
-    def _edit(self, path: Path, real: str, inp: EditInput, ctx: ToolContext) -> ToolResult:
+    def _edit(self, path: Path, real: str, inp: Any, ctx: ToolContext) -> ToolResult:
         if inp.old_string == inp.new_string:
             raise ToolError(
                 "No changes to make: old_string and new_string are exactly the same."
@@ -166,7 +151,7 @@ class EditTool(Tool):
         finally:
             target.close()
 
-    def _replace(self, target: WriteTarget, path: Path, inp: EditInput, ctx: ToolContext) -> ToolResult:
+    def _replace(self, target: WriteTarget, path: Path, inp: Any, ctx: ToolContext) -> ToolResult:
         assert target.existing is not None
         if target.existing.st.st_size > MAX_EDIT_BYTES:
             raise ToolError(f"Cannot edit {path}: it is larger than {MAX_EDIT_BYTES // 2**20} MB; "

@@ -9,18 +9,16 @@ listed; symlinks are not followed, as ripgrep does by default.
 
 from __future__ import annotations
 
+import heapq
 import os
 import re
 import threading
 from functools import lru_cache
 from pathlib import Path
-from typing import ClassVar, Iterator
-
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.json_schema import SkipJsonSchema
+from typing import Any, Callable, ClassVar, Iterator
 
 from codeloop.permissions.paths import open_dir_no_symlinks
-from codeloop.tools.base import Tool, ToolContext, ToolError, ToolResult
+from codeloop.tools.base import LazyModel, Tool, ToolContext, ToolError, ToolResult
 from codeloop.tools.builtin.fileio import (
     Stopped,
     became_link,
@@ -44,19 +42,6 @@ directories, `*` and `?` match within one path segment, `{a,b}` alternatives and
 - Use this tool when you need to find files by name patterns.
 - For open-ended searches that may need several rounds of globbing and grepping, plan them and \
 batch independent searches in a single response."""
-
-
-class GlobInput(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-    pattern: str = Field(description="The glob pattern to match files against")
-    path: str | SkipJsonSchema[None] = Field(
-        None,
-        description="The directory to search in. If not specified, the current working directory "
-        "will be used. IMPORTANT: Omit this field to use the default directory. DO NOT enter "
-        '"undefined" or "null" - simply omit it for the default behavior. Must be a valid '
-        "directory path if provided.",
-    )
 
 
 def _split_braces(body: str) -> list[str]:
@@ -189,6 +174,34 @@ def newest_first(paths: list[str]) -> list[str]:
     return sorted(paths, key=lambda p: (-mtime_or_zero(p), p))
 
 
+class _Newest:
+    """Collects `root`/rel for each matching rel with its mtime, stat'ed relative to the open root
+    (no path walk per file, a symlink not followed) — as rg's records arrive, so the stats overlap
+    its walk — then orders them newest first, ties by path (`newest_first`'s order)."""
+
+    def __init__(self, rx: re.Pattern[str], root: str, dir_fd: int) -> None:
+        self.match, self.dir_fd = rx.match, dir_fd
+        self.prefix = root if root.endswith("/") else root + "/"
+        self.keyed: list[tuple[int, str]] = []
+
+    def add(self, rel: str) -> None:
+        if self.match(rel):
+            try:
+                mtime = os.stat(rel, dir_fd=self.dir_fd, follow_symlinks=False).st_mtime_ns
+            except OSError:
+                mtime = 0
+            self.keyed.append((-mtime, self.prefix + rel))
+
+    def ordered(self, limit: int | None) -> list[str]:
+        """All of them in order; with `limit`, only the first `limit` of that order."""
+        keyed = self.keyed
+        if limit is not None and len(keyed) > limit:
+            keyed = heapq.nsmallest(limit, keyed)
+        else:
+            keyed.sort()
+        return [path for _, path in keyed]
+
+
 def split_static_prefix(pattern: str) -> tuple[str, str]:
     """Leading directories without glob magic, so the walk can start below them."""
     parts = pattern.split("/")
@@ -214,41 +227,41 @@ def _rg_glob(pattern: str) -> str | None:
     return None if "\\" in pattern else "/" + pattern
 
 
-async def _list_with_rg(rg: str, ctx: ToolContext, dir_fd: int, real: str, pattern: str) -> list[str]:
+async def _list_with_rg(rg: str, ctx: ToolContext, dir_fd: int, real: str, pattern: str,
+                        each: Callable[[str], None]) -> None:
+    """Hands `each` every file's path relative to the root, as rg lists them."""
     from codeloop.tools.builtin.ripgrep import run_rg
 
     args = [rg, "--files", "--no-config", "--hidden", "--no-ignore", "--no-messages", "-0"]
     if (g := _rg_glob(pattern)) is not None:
         args += ["--glob", g]
     args += ["--glob", "!.git", "."]  # last: of several matching globs rg obeys the last one
-    rels: list[str] = []
 
     def take(record: bytes) -> bool:
         if record:
-            rels.append(os.fsdecode(record[2:] if record.startswith(b"./") else record))
+            each(os.fsdecode(record[2:] if record.startswith(b"./") else record))
         return True
 
     await run_rg(ctx, args, dir_fd=dir_fd, dir_path=real, stdin_fd=None, sep=b"\0", handle=take, what="Glob")
-    return rels
 
 
 class GlobTool(Tool):
     name: ClassVar[str] = "Glob"
     description: ClassVar[str] = DESCRIPTION
-    input_model: ClassVar[type[BaseModel]] = GlobInput
+    input_model: ClassVar[Any] = LazyModel("codeloop.tools.builtin.glob_input", "GlobInput")
     interruptible: ClassVar[bool] = True  # read-only: cancelling it when the user types loses nothing
 
-    def is_read_only(self, inp: BaseModel) -> bool:
+    def is_read_only(self, inp: Any) -> bool:
         return True
 
-    def is_concurrency_safe(self, inp: BaseModel) -> bool:
+    def is_concurrency_safe(self, inp: Any) -> bool:
         return True
 
     def __init__(self, *, use_ripgrep: bool | None = None) -> None:
         # None = use rg when one is found; False forces the Python walk (tests, odd hosts).
         self.use_ripgrep = use_ripgrep
 
-    async def call(self, inp: GlobInput, ctx: ToolContext) -> ToolResult:
+    async def call(self, inp: Any, ctx: ToolContext) -> ToolResult:
         root_arg = inp.path or str(ctx.cwd)
         pattern = inp.pattern
         if os.path.isabs(pattern):
@@ -273,19 +286,21 @@ class GlobTool(Tool):
                 return self._result([])
             raise ToolError(f"Cannot list {root}: {e.strerror or e}") from e
         try:
-            rx = glob_to_regex(pattern)
+            found = _Newest(glob_to_regex(pattern), str(root), dir_fd)
             rg = None
             if self.use_ripgrep is not False:
                 from codeloop.tools.builtin.ripgrep import find_rg
                 rg = find_rg()
             if rg is not None:
-                rels = await _list_with_rg(rg, ctx, dir_fd, real, pattern)
+                await _list_with_rg(rg, ctx, dir_fd, real, pattern, found.add)
             else:
                 walk = with_own_fd(dir_fd, lambda own, stop: [r for r, _, _ in walk_regular(own, stop)])
-                rels = await run_cancellable(ctx, walk, "Glob")
+                for rel in await run_cancellable(ctx, walk, "Glob"):
+                    found.add(rel)
+            # Without deny rules to filter by, only the first MAX_RESULTS (+1: "truncated") count.
+            matches = found.ordered(MAX_RESULTS + 1 if ctx.read_denied is None else None)
         finally:
             os.close(dir_fd)
-        matches = newest_first([os.path.join(root, rel) for rel in rels if rx.match(rel)])
         if ctx.read_denied is not None:  # files a Read deny rule covers are not listed either
             matches = [m for m in matches if not ctx.read_denied(Path(m))]
         return self._result(matches)

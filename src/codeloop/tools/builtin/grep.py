@@ -16,13 +16,10 @@ import re
 import shutil
 import stat
 from pathlib import Path
-from typing import ClassVar, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt
-from pydantic.json_schema import SkipJsonSchema
+from typing import Any, ClassVar, Literal
 
 from codeloop.permissions.paths import open_no_symlinks
-from codeloop.tools.base import Tool, ToolContext, ToolError, ToolResult
+from codeloop.tools.base import LazyModel, Tool, ToolContext, ToolError, ToolResult
 from codeloop.tools.builtin.fileio import (
     READ_FLAGS,
     InodeGuard,
@@ -62,67 +59,7 @@ shows matching lines (with -n line numbers and -A/-B/-C context); "count" shows 
 - .git directories are skipped; hidden files are searched."""
 
 
-class GrepInput(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-    pattern: str = Field(description="The regular expression pattern to search for in file contents")
-    path: str | SkipJsonSchema[None] = Field(
-        None, description="File or directory to search in. Defaults to the current working directory."
-    )
-    glob: str | SkipJsonSchema[None] = Field(
-        None,
-        description='Glob pattern to filter files (e.g. "*.js", "*.{ts,tsx}"); several may be '
-        "separated by spaces or commas, and a leading ! excludes",
-    )
-    type: str | SkipJsonSchema[None] = Field(
-        None,
-        description="File type to search (rg --type), e.g. js, py, rust, go, java. More efficient "
-        "than glob for standard file types.",
-    )
-    output_mode: OutputMode = Field(
-        "files_with_matches",
-        description='Output mode: "content" shows matching lines (supports -A/-B/-C context, -n '
-        'line numbers, head_limit), "files_with_matches" shows file paths (supports head_limit), '
-        '"count" shows match counts (supports head_limit). Defaults to "files_with_matches".',
-    )
-    case_insensitive: bool | SkipJsonSchema[None] = Field(
-        None, alias="-i", description="Case insensitive search (rg -i)"
-    )
-    line_numbers: bool | SkipJsonSchema[None] = Field(
-        None,
-        alias="-n",
-        description='Show line numbers in output (rg -n). Requires output_mode: "content". '
-        "Defaults to true.",
-    )
-    after: NonNegativeInt | SkipJsonSchema[None] = Field(
-        None,
-        alias="-A",
-        description='Number of lines to show after each match (rg -A). Requires output_mode: "content".',
-    )
-    before: NonNegativeInt | SkipJsonSchema[None] = Field(
-        None,
-        alias="-B",
-        description='Number of lines to show before each match (rg -B). Requires output_mode: "content".',
-    )
-    context: NonNegativeInt | SkipJsonSchema[None] = Field(
-        None,
-        alias="-C",
-        description="Number of lines to show before and after each match (rg -C). Requires "
-        'output_mode: "content".',
-    )
-    head_limit: PositiveInt | SkipJsonSchema[None] = Field(
-        None,
-        description="Limit output to the first N lines/entries, like `| head -N`. Applies to every "
-        "output mode. Defaults to no limit.",
-    )
-    multiline: bool | SkipJsonSchema[None] = Field(
-        None,
-        description="Enable multiline mode where . matches newlines and patterns can span lines "
-        "(rg -U --multiline-dotall). Default: false.",
-    )
-
-
-def context_sizes(inp: GrepInput) -> tuple[int, int]:
+def context_sizes(inp: Any) -> tuple[int, int]:
     """(before, after); explicit -A/-B win over -C."""
     before = inp.before if inp.before is not None else (inp.context or 0)
     after = inp.after if inp.after is not None else (inp.context or 0)
@@ -132,7 +69,7 @@ def context_sizes(inp: GrepInput) -> tuple[int, int]:
 class Collector:
     """Entries from either back end: denied files dropped, head_limit counted as they come."""
 
-    def __init__(self, ctx: ToolContext, inp: GrepInput, *, verify_files: bool) -> None:
+    def __init__(self, ctx: ToolContext, inp: Any, *, verify_files: bool) -> None:
         self.mode = inp.output_mode
         # files_with_matches is sorted newest first afterwards, so it needs every file
         self.limit = inp.head_limit if self.mode != "files_with_matches" else None
@@ -187,17 +124,17 @@ class Collector:
 class GrepTool(Tool):
     name: ClassVar[str] = "Grep"
     description: ClassVar[str] = DESCRIPTION
-    input_model: ClassVar[type[BaseModel]] = GrepInput
+    input_model: ClassVar[Any] = LazyModel("codeloop.tools.builtin.grep_input", "GrepInput")
     interruptible: ClassVar[bool] = True  # read-only: cancelling it when the user types loses nothing
 
     def __init__(self, *, use_ripgrep: bool | None = None) -> None:
         # None = use rg when one is found; False forces the Python fallback (tests, odd hosts).
         self.use_ripgrep = use_ripgrep
 
-    def is_read_only(self, inp: BaseModel) -> bool:
+    def is_read_only(self, inp: Any) -> bool:
         return True
 
-    def is_concurrency_safe(self, inp: BaseModel) -> bool:
+    def is_concurrency_safe(self, inp: Any) -> bool:
         return True
 
     def _rg(self) -> str | None:
@@ -207,7 +144,7 @@ class GrepTool(Tool):
 
         return env_rg() or shutil.which("rg")
 
-    async def call(self, inp: GrepInput, ctx: ToolContext) -> ToolResult:
+    async def call(self, inp: Any, ctx: ToolContext) -> ToolResult:
         root, real = checked_paths(ctx, inp.path or str(ctx.cwd), "Grep")
         try:
             fd = open_no_symlinks(real, READ_FLAGS)
@@ -235,7 +172,7 @@ class GrepTool(Tool):
         return _format(inp, collector)
 
 
-def _fallback(inp: GrepInput, collector: Collector, root: str, fd: int, st: os.stat_result, stop) -> None:
+def _fallback(inp: Any, collector: Collector, root: str, fd: int, st: os.stat_result, stop) -> None:
     rx = compile_pattern(inp.pattern, ignore_case=bool(inp.case_insensitive), multiline=bool(inp.multiline))
     before, after = context_sizes(inp)
     searcher = Searcher(rx, inp.output_mode, before=before, after=after, numbered=inp.line_numbers is not False,
@@ -253,7 +190,7 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-def _format(inp: GrepInput, collector: Collector) -> ToolResult:
+def _format(inp: Any, collector: Collector) -> ToolResult:
     mode = inp.output_mode
     entries = collector.entries
     if mode == "files_with_matches":
@@ -297,7 +234,7 @@ def _format(inp: GrepInput, collector: Collector) -> ToolResult:
 _RG_LINE = re.compile(rb"(\d+)([:-])")
 
 
-def _rg_args(rg: str, inp: GrepInput, target: str) -> list[str]:
+def _rg_args(rg: str, inp: Any, target: str) -> list[str]:
     args = [rg, "--no-config", "--hidden", "--color", "never", "--no-heading", "-0",
             "--max-columns", str(MAX_COLUMNS), "--max-columns-preview"]
     if inp.case_insensitive:
@@ -328,7 +265,7 @@ def _rg_args(rg: str, inp: GrepInput, target: str) -> list[str]:
     return args + ["--", inp.pattern, target]
 
 
-async def _ripgrep(rg: str, inp: GrepInput, ctx: ToolContext, collector: Collector, *, root: str, real: str,
+async def _ripgrep(rg: str, inp: Any, ctx: ToolContext, collector: Collector, *, root: str, real: str,
                    fd: int, is_dir: bool) -> None:
     from codeloop.tools.builtin.ripgrep import run_rg
 

@@ -18,10 +18,7 @@ import threading
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt
-from pydantic.json_schema import SkipJsonSchema
-
-from codeloop.tools.base import UNBOUNDED, FileReadRecord, Tool, ToolContext, ToolError, ToolResult
+from codeloop.tools.base import FileReadRecord, LazyModel, Tool, ToolContext, ToolError, ToolResult, UNBOUNDED
 from codeloop.tools.builtin.fileio import Opened, checked_paths, open_checked, run_cancellable
 from codeloop.tools.builtin.linewindow import (
     MAX_LINE_CHARS,
@@ -63,24 +60,6 @@ or the Glob tool
 - You can call multiple tools in a single response. It is always better to speculatively read \
 multiple potentially useful files in parallel
 - You must Read a file before you Edit or overwrite it with Write"""
-
-
-class ReadInput(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-    file_path: str = Field(description="The absolute path to the file to read")
-    offset: NonNegativeInt | SkipJsonSchema[None] = Field(
-        None,
-        description="The line number to start reading from (1-based). Only provide if the file is "
-        "too large to read at once",
-    )
-    limit: PositiveInt | SkipJsonSchema[None] = Field(
-        None,
-        description="The number of lines to read. Only provide if the file is too large to read at once.",
-    )
-    pages: str | SkipJsonSchema[None] = Field(
-        None, description="Page range for PDF files (e.g., \"1-5\", \"3\", \"10-20\"). Only applicable to PDF "
-        "files. Maximum 20 pages per request.")
 
 
 def resolve_file_path(ctx: ToolContext, file_path: str, tool: str = "Read") -> Path:
@@ -137,22 +116,22 @@ class ReadTool(Tool):
     max_result_chars = UNBOUNDED
     name: ClassVar[str] = "Read"
     description: ClassVar[str] = DESCRIPTION
-    input_model: ClassVar[type[BaseModel]] = ReadInput
+    input_model: ClassVar[Any] = LazyModel("codeloop.tools.builtin.read_input", "ReadInput")
     interruptible: ClassVar[bool] = True  # read-only: cancelling it when the user types loses nothing
 
-    def is_read_only(self, inp: BaseModel) -> bool:
+    def is_read_only(self, inp: Any) -> bool:
         return True
 
-    def is_concurrency_safe(self, inp: BaseModel) -> bool:
+    def is_concurrency_safe(self, inp: Any) -> bool:
         return True
 
-    async def call(self, inp: ReadInput, ctx: ToolContext) -> ToolResult:
+    async def call(self, inp: Any, ctx: ToolContext) -> ToolResult:
         path, real = checked_paths(ctx, inp.file_path, "Read")
         if path.suffix.lower() in (".pdf", ".ipynb"):  # PDFs, notebooks: read_formats.py
             return await run_cancellable(ctx, lambda stop: self._read_document(path, real, inp, ctx), "Read")
         return await run_cancellable(ctx, lambda stop: self._read(path, real, inp, ctx, stop), "Read")
 
-    def _read_document(self, path: Path, real: str, inp: ReadInput, ctx: ToolContext) -> ToolResult:
+    def _read_document(self, path: Path, real: str, inp: Any, ctx: ToolContext) -> ToolResult:
         from codeloop.tools.builtin.read_formats import read_document
 
         data = self._document_bytes(path, real, ctx)
@@ -177,7 +156,7 @@ class ReadTool(Tool):
         finally:
             os.close(opened.fd)
 
-    def _read(self, path: Path, real: str, inp: ReadInput, ctx: ToolContext, stop: threading.Event) -> ToolResult:
+    def _read(self, path: Path, real: str, inp: Any, ctx: ToolContext, stop: threading.Event) -> ToolResult:
         opened = open_checked(ctx, "Read", path, real)
         try:
             media_type = IMAGE_TYPES.get(path.suffix.lower())
@@ -187,7 +166,7 @@ class ReadTool(Tool):
         finally:
             os.close(opened.fd)
 
-    def _read_text(self, path: Path, opened: Opened, inp: ReadInput, ctx: ToolContext,
+    def _read_text(self, path: Path, opened: Opened, inp: Any, ctx: ToolContext,
                    stop: threading.Event) -> ToolResult:
         if looks_binary(os.pread(opened.fd, BINARY_SNIFF_BYTES, 0)):
             raise ToolError(

@@ -14,11 +14,9 @@ import difflib
 import hashlib
 import os
 from pathlib import Path
-from typing import Callable, ClassVar
+from typing import Any, Callable, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from codeloop.tools.base import Tool, ToolContext, ToolError, ToolResult
+from codeloop.tools.base import LazyModel, Tool, ToolContext, ToolError, ToolResult
 from codeloop.tools.builtin.fileio import WriteTarget, checked_paths
 from codeloop.tools.builtin.read import record
 
@@ -43,15 +41,6 @@ unless explicitly required.
 - NEVER proactively create documentation files (*.md) or README files. Only create documentation \
 files if explicitly requested by the User.
 - Only use emojis if the user explicitly requests it. Avoid writing emojis to files unless asked."""
-
-
-class WriteInput(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-    file_path: str = Field(
-        description="The absolute path to the file to write (must be absolute, not relative)"
-    )
-    content: str = Field(description="The content to write to the file")
 
 
 def ensure_fresh_read(path: Path, ctx: ToolContext, st: os.stat_result | None = None,
@@ -122,9 +111,9 @@ def unified_diff(old: str, new: str, path: Path) -> str:
 class WriteTool(Tool):
     name: ClassVar[str] = "Write"
     description: ClassVar[str] = DESCRIPTION
-    input_model: ClassVar[type[BaseModel]] = WriteInput
+    input_model: ClassVar[Any] = LazyModel("codeloop.tools.builtin.write_input", "WriteInput")
 
-    async def call(self, inp: WriteInput, ctx: ToolContext) -> ToolResult:
+    async def call(self, inp: Any, ctx: ToolContext) -> ToolResult:
         path, real = checked_paths(ctx, inp.file_path, "Write")
         # A write is short and touches only a regular file; it is let finish rather than abandoned.
         return await asyncio.to_thread(self._write, path, real, inp.content, ctx)

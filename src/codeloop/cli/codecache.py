@@ -1,0 +1,82 @@
+"""A compile cache for the methods `dataclasses` generates, kept between runs.
+
+codeloop defines some 70 dataclasses before its first request; `dataclasses` writes each one's
+`__init__`, `__repr__`, `__eq__`… as source text and compiles it with `exec`, which was the
+largest single cost of start-up after the interpreter itself. The generated text depends only
+on the class's shape, so `install` gives the `dataclasses` module an `exec` that looks the
+compiled code up by that text (in a marshal file per Python version in the config dir's cache)
+and compiles only what is new; `save` writes the new entries back, once per process, when the
+run ends. The code run is exactly what `exec` would have compiled from the same text, so no
+behaviour changes; a missing, stale or corrupt file only costs the compile.
+"""
+
+from __future__ import annotations
+
+import builtins
+import marshal
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+MAX_ENTRIES = 2000   # a bound on the file, whatever defines dataclasses in this process
+_FORMAT = 2          # bumped whenever what is stored changes meaning
+_state: dict[str, Any] = {"path": None, "known": {}, "new": {}}
+
+
+def _cache_path() -> Path:
+    from codeloop.config.paths import config_dir
+
+    return config_dir() / "cache" / f"dataclass-code.{sys.implementation.cache_tag}.marshal"
+
+
+def install() -> None:
+    """Give `dataclasses` the caching `exec` (once per process; never fails the run)."""
+    import dataclasses
+
+    if getattr(dataclasses, "exec", None) is _exec:
+        return
+    try:
+        path = _cache_path()
+        known: dict[str, Any] = {}
+        try:
+            data = marshal.loads(path.read_bytes())
+            if isinstance(data, dict) and data.get("version") == (_FORMAT, sys.version):
+                known = data.get("code") or {}
+        except (OSError, ValueError, EOFError, TypeError):
+            pass
+        _state.update(path=path, known=known, new={})
+    except Exception:  # noqa: BLE001 — no cache: dataclasses compile as usual
+        return
+    dataclasses.exec = _exec   # type: ignore[attr-defined]   # shadows the builtin for that module only
+
+
+def _exec(source: Any, globals: Any = None, locals: Any = None) -> None:
+    # Only codeloop's own classes: the file is read at every start, and other packages' dataclasses
+    # (pydantic's, when a tool's model is built) are not on the way to the first request.
+    if type(source) is str:
+        module = str((globals or {}).get("__name__", ""))
+        code = _state["known"].get(source)
+        if code is None:
+            # dont_inherit: this module's own `from __future__ import annotations` must not turn the
+            # generated methods' annotations into strings (exec of the text in dataclasses would not)
+            code = compile(source, "<string>", "exec", dont_inherit=True)
+            if (module == "codeloop" or module.startswith("codeloop.")) and len(_state["known"]) < MAX_ENTRIES:
+                _state["known"][source] = _state["new"][source] = code
+        source = code
+    builtins.exec(source, globals, locals)
+
+
+def save() -> None:
+    """Write the entries compiled in this process (if any) for the next run."""
+    path, new = _state["path"], _state["new"]
+    if path is None or not new:
+        return
+    _state["new"] = {}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(marshal.dumps({"version": (_FORMAT, sys.version), "code": _state["known"]}))
+        os.replace(tmp, path)
+    except (OSError, ValueError):
+        pass   # an unwritable cache only costs the compile next time

@@ -1,0 +1,217 @@
+"""providers.lite_http against real loopback servers: body framings, keep-alive, failures, and
+when it stands in for httpx."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+
+import pytest
+
+from codeloop.providers import lite_http
+from codeloop.providers.errors import APIConnectionError, transport_errors
+from codeloop.providers.lite_http import LiteClient, use_lite
+
+
+class RawServer:
+    """A loopback server answering each request with the next scripted raw bytes (then closing
+    the connection if the script says so); records every request head and body."""
+
+    def __init__(self, *answers: tuple[bytes, bool]) -> None:
+        self.answers = list(answers)
+        self.requests: list[tuple[str, bytes]] = []
+        self.connections = 0
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        try:
+            while self.answers:
+                head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
+                length = next((int(ln.split(":", 1)[1]) for ln in head.split("\r\n")
+                               if ln.lower().startswith("content-length:")), 0)
+                self.requests.append((head, await reader.readexactly(length)))
+                raw, close = self.answers.pop(0)
+                writer.write(raw)
+                await writer.drain()
+                if close:
+                    break
+        except asyncio.IncompleteReadError:
+            pass
+        writer.close()
+
+    async def __aenter__(self) -> str:
+        self.server = await asyncio.start_server(self.handle, "127.0.0.1", 0)
+        return f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+
+    async def __aexit__(self, *exc) -> None:
+        self.server.close()
+
+
+def chunked(*parts: bytes, status: str = "200 OK", extra: str = "") -> bytes:
+    body = b"".join(f"{len(p):x}\r\n".encode() + p + b"\r\n" for p in parts) + b"0\r\n\r\n"
+    return f"HTTP/1.1 {status}\r\ntransfer-encoding: chunked\r\n{extra}\r\n".encode() + body
+
+
+async def post(client: LiteClient, body: bytes = b"{}", headers: dict | None = None) -> tuple[int, bytes, object]:
+    resp = await client.send(client.build_request("POST", "/v1/messages", content=body, headers=headers))
+    try:
+        return resp.status_code, await resp.aread(), resp.headers
+    finally:
+        await resp.aclose()
+
+
+async def test_chunked_body_headers_and_request_shape():
+    srv = RawServer((chunked(b"event: a\n", b"data: 1\n\n", extra="X-Request-Id: r1\r\n"), False))
+    async with srv as url:
+        client = LiteClient(url + "/prefix/", {"X-Api-Key": "k"}, connect_s=5)
+        status, body, headers = await post(client, b'{"a":1}', {"anthropic-beta": "b1"})
+        await client.aclose()
+    assert (status, body, headers.get("x-request-id"), headers["X-REQUEST-ID"]) == (200, b"event: a\ndata: 1\n\n", "r1", "r1")
+    head, sent = srv.requests[0]
+    assert head.startswith("POST /prefix/v1/messages HTTP/1.1\r\n") and sent == b'{"a":1}'
+    lines = {ln.split(":", 1)[0]: ln.split(":", 1)[1].strip() for ln in head.split("\r\n")[1:] if ln}
+    assert lines["host"] == url.removeprefix("http://") and lines["x-api-key"] == "k"
+    assert lines["anthropic-beta"] == "b1" and lines["content-length"] == "7"
+
+
+async def test_keep_alive_reuses_the_connection_and_content_length_bodies():
+    ok = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nhi"
+    srv = RawServer((ok, False), (ok, False))
+    async with srv as url:
+        client = LiteClient(url, {}, connect_s=5)
+        assert (await post(client))[1] == b"hi" and (await post(client))[1] == b"hi"
+        await client.aclose()
+    assert srv.connections == 1 and len(srv.requests) == 2
+
+
+async def test_a_stale_idle_connection_is_replaced_once():
+    ok = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nhi"
+    srv = RawServer((ok, True), (ok, True))   # the server closes after each answer without saying so
+    async with srv as url:
+        client = LiteClient(url, {}, connect_s=5)
+        assert (await post(client))[1] == b"hi"
+        await asyncio.sleep(0.05)
+        assert (await post(client))[1] == b"hi"
+        await client.aclose()
+    assert srv.connections == 2
+
+
+async def test_body_until_close_gzip_and_interim_responses():
+    packed = gzip.compress(b"hello world")
+    srv = RawServer((b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\ncontent-encoding: gzip\r\n"
+                     b"connection: close\r\n\r\n" + packed, True))
+    async with srv as url:
+        client = LiteClient(url, {}, connect_s=5)
+        status, body, _ = await post(client)
+        await client.aclose()
+    assert (status, body) == (200, b"hello world")
+
+
+async def test_error_status_body_is_read():
+    srv = RawServer((b'HTTP/1.1 529 Overloaded\r\ncontent-length: 13\r\n\r\n{"error":{}}\n', False))
+    async with srv as url:
+        client = LiteClient(url, {}, connect_s=5)
+        status, body, _ = await post(client)
+        await client.aclose()
+    assert (status, body) == (529, b'{"error":{}}\n')
+
+
+async def test_a_cut_body_is_a_dropped_connection():
+    srv = RawServer((b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nab", True))
+    async with srv as url:
+        client = LiteClient(url, {}, connect_s=5)
+        with pytest.raises(APIConnectionError, match=f"connection to {url} dropped: peer closed") as info:
+            with transport_errors(url):
+                await post(client)
+        await client.aclose()
+    assert info.value.mid_stream
+
+
+async def test_refused_connection_names_the_url():
+    srv = RawServer()
+    async with srv as url:
+        pass   # closed: nothing listens on that port any more
+    client = LiteClient(url, {}, connect_s=5)
+    with pytest.raises(APIConnectionError, match=f"could not connect to {url}") as info:
+        with transport_errors(url):
+            await post(client)
+    assert not info.value.mid_stream
+
+
+async def test_connect_deadline(monkeypatch):
+    async def never(*a, **kw):
+        await asyncio.sleep(3600)
+
+    monkeypatch.setattr(lite_http.asyncio, "open_connection", never)
+    client = LiteClient("http://127.0.0.1:1", {}, connect_s=0.05)
+    with pytest.raises(APIConnectionError, match=r"timed out \(ConnectTimeout\)"):
+        with transport_errors("http://127.0.0.1:1"):
+            await post(client)
+
+
+@pytest.mark.parametrize("env,url,lite", [
+    ({}, "https://api.anthropic.com", True),
+    ({}, "http://127.0.0.1:8080/x", True),
+    ({"CODELOOP_HTTP": "httpx"}, "https://api.anthropic.com", False),
+    ({"HTTPS_PROXY": "http://proxy:3128"}, "https://api.anthropic.com", False),
+    ({"https_proxy": "http://proxy:3128"}, "http://127.0.0.1:8080", True),     # scheme-specific
+    ({"ALL_PROXY": "http://proxy:3128"}, "http://127.0.0.1:8080", False),
+    ({"HTTPS_PROXY": "http://p:1", "NO_PROXY": "anthropic.com"}, "https://api.anthropic.com", True),
+    ({"HTTPS_PROXY": "http://p:1", "NO_PROXY": "*"}, "https://api.anthropic.com", True),
+    ({"HTTPS_PROXY": "http://p:1", "NO_PROXY": "example.com"}, "https://api.anthropic.com", False),
+    ({"HTTPS_PROXY": "http://p:1", "NO_PROXY": "10.0.0.0/8"}, "https://api.anthropic.com", False),
+    ({}, "ftp://host", False),
+])
+def test_when_the_lite_client_is_used(monkeypatch, env, url, lite):
+    for name in ("CODELOOP_HTTP", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY",
+                 "all_proxy", "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    assert use_lite(url) is lite
+    assert use_lite(url, transport=object()) is False
+
+
+def _self_signed(tmp_path) -> tuple[str, str]:
+    import shutil
+    import subprocess
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is needed to make a test certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                    "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key),
+                    "-out", str(cert)], check=True, capture_output=True)
+    return str(cert), str(key)
+
+
+async def test_https_verifies_the_server_against_the_configured_cas(tmp_path, monkeypatch):
+    import ssl
+
+    cert, key = _self_signed(tmp_path)
+    server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_ctx.load_cert_chain(cert, key)
+    srv = RawServer((b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok", True),
+                    (b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok", True))
+    server = await asyncio.start_server(srv.handle, "127.0.0.1", 0, ssl=server_ctx)
+    url = f"https://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    try:
+        monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+        monkeypatch.setenv("SSL_CERT_FILE", cert)   # as httpx: SSL_CERT_FILE names the trusted CAs
+        client = LiteClient(url, {}, connect_s=5)
+        assert (await post(client))[:2] == (200, b"ok")
+        await client.aclose()
+        monkeypatch.delenv("SSL_CERT_FILE")          # certifi's CAs do not know this server
+        client = LiteClient(url, {}, connect_s=5)
+        with pytest.raises(APIConnectionError, match=f"could not connect to {url}: .*CERTIFICATE_VERIFY_FAILED"):
+            with transport_errors(url):
+                await post(client)
+        await client.aclose()
+    finally:
+        server.close()
+
+
+def test_a_header_cannot_smuggle_a_line_break():
+    client = LiteClient("http://127.0.0.1:1", {"x-api-key": "k\r\nx-evil: 1"}, connect_s=5)
+    with pytest.raises(ValueError, match="line breaks"):
+        client.build_request("POST", "/v1/messages", content=b"{}")
