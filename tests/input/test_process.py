@@ -112,7 +112,7 @@ def test_named_files_are_existing_files_inside_the_folder(tmp_path):
 
 
 async def test_named_files_attach_only_when_the_session_asks(tmp_path):
-    from codeloop.input.process import ATTACH_NAMED_FILES
+    from codeloop.config.flags import ATTACH_NAMED_FILES
 
     (tmp_path / "config.ini").write_text("PORT=8431\n")
     (tmp_path / "secret.env").write_text("TOKEN=1")

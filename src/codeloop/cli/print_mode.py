@@ -127,7 +127,9 @@ async def _run(args: argparse.Namespace, prompt: str, out: TextIO) -> int:
         from codeloop.session.structured import parse_schema, run_structured
         events = run_structured(conv, prompt, parse_schema(args.json_schema), STRUCTURED_RETRY_LIMIT, abort=abort)
     else:
-        if "@" in prompt:   # @file mentions, as in the REPL (no "@", no mention: skip the import)
+        from codeloop.config.flags import ATTACH_NAMED_FILES
+        # @file mentions, as in the REPL (no "@" and no named-file attaching: skip the import)
+        if "@" in prompt or conv.config.feature_flags.get(ATTACH_NAMED_FILES):
             from codeloop.input.process import mention_attachments
             for notice in await mention_attachments(conv, prompt):
                 sys.stderr.write(f"codeloop: {notice}\n")

@@ -235,7 +235,7 @@ def _thinking(args: argparse.Namespace) -> dict | None:
 def _feature_flags(settings: Any, local: bool) -> dict[str, Any]:
     flags = dict(settings.feature_flags())
     if local:  # the local profile attaches the files a prompt names (see input.process.named_files)
-        from codeloop.input.process import ATTACH_NAMED_FILES
+        from codeloop.config.flags import ATTACH_NAMED_FILES
         flags[ATTACH_NAMED_FILES] = True
     return flags
 

@@ -27,6 +27,8 @@ from typing import Any, Mapping
 log = logging.getLogger(__name__)
 
 END_CONVERSATION_FLAG = "end_conversation"
+# Set by the local-model profile: prompts attach the files they name (input.process.named_files).
+ATTACH_NAMED_FILES = "attach_named_files"
 # A second, local master switch (Claude Code 2.1.235 ships the equivalent helper returning a fixed
 # value). Flipping it to True removes EndConversation whatever the flag and scope say.
 END_CONVERSATION_RUNTIME_BLOCKED = False

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from codeloop.config.flags import ATTACH_NAMED_FILES
 from codeloop.input.commands import CommandRegistry, CommandType, parse_slash
 from codeloop.loop.queue import QueuedCommand, QueueMode, _image_blocks
 from codeloop.messages import Message, user_message
@@ -118,7 +119,6 @@ def find_mentions(text: str) -> list[str]:
 # A bare word that names a file: a path with an extension ("config.ini", "src/app.py").
 _NAMED_FILE = re.compile(r"""(?:^|(?<=[\s"'`(]))([\w.-]*[\w-]\.[A-Za-z0-9]+|[\w.-]+(?:/[\w.-]+)+)""")
 MAX_NAMED_FILES = 3
-ATTACH_NAMED_FILES = "attach_named_files"   # the feature flag that turns named_files on
 
 
 def named_files(text: str, cwd: Path) -> list[str]:
