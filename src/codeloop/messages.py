@@ -14,6 +14,7 @@ since UTF-8 cannot encode them and a peer may reject lone surrogate escapes.
 from __future__ import annotations
 
 import json
+import operator
 import re
 import uuid as _uuid
 from dataclasses import dataclass, field
@@ -123,18 +124,40 @@ def missing_tool_results(assistant_messages: list[Message], error: str,
     return out
 
 
+def extends(prefix: list[Any], items: list[Any]) -> bool:
+    """Whether `items` starts with the very objects of `prefix` (identity, at C speed): the test
+    every per-turn cache uses to reuse what it made for the previous, shorter history."""
+    return len(prefix) <= len(items) and all(map(operator.is_, prefix, items))
+
+
 def _user_content(msg: Message) -> list[dict[str, Any]]:
     return [dict(b) for b in msg.content]
 
 
-def to_api_messages(messages: list[Message]) -> list[dict[str, Any]]:
+@dataclass
+class ApiMessageCache:
+    """What `to_api_messages` made last time: every API message but the last one is final (only
+    the last can still take a merge), so a history that extends `source` restarts from `last_start`."""
+    source: list[Message] = field(default_factory=list)
+    done: list[dict[str, Any]] = field(default_factory=list)   # never mutated once here
+    last_start: int = 0                                         # index in `source` that began the last one
+
+
+def to_api_messages(messages: list[Message], cache: ApiMessageCache | None = None) -> list[dict[str, Any]]:
     """Translate history into a valid Messages API `messages` array.
 
     Merges the per-block assistant messages of one response, merges adjacent user messages
     (tool results first, as the API requires), drops synthetic error messages and empty turns.
+    With a `cache`, the API messages of an unchanged prefix are reused (the same dicts: callers
+    treat all but the last as read-only) and only the rest is converted; the last one is always new.
     """
     out: list[dict[str, Any]] = []
-    for msg in messages:
+    start = 0
+    if cache is not None and cache.source and extends(cache.source, messages):
+        out, start = list(cache.done), cache.last_start
+    last_start = start
+    for i in range(start, len(messages)):
+        msg = messages[i]
         if msg.is_api_error or not msg.content:
             continue
         if msg.role == "assistant":
@@ -146,6 +169,7 @@ def to_api_messages(messages: list[Message]) -> list[dict[str, Any]]:
                 out[-1]["content"].extend(blocks)
             else:
                 out.append({"role": "assistant", "content": list(blocks)})
+                last_start = i
         else:
             content = _user_content(msg)
             if out and out[-1]["role"] == "user":
@@ -155,6 +179,9 @@ def to_api_messages(messages: list[Message]) -> list[dict[str, Any]]:
                 out[-1]["content"] = results + others
             else:
                 out.append({"role": "user", "content": content})
+                last_start = i
+    if cache is not None:
+        cache.source, cache.done, cache.last_start = list(messages), out[:-1], last_start
     return out
 
 

@@ -19,7 +19,7 @@ from codeloop.events import (ApiCallEvent, AssistantEvent, Event, PermissionDeni
 from codeloop.loop.recovery import strip_thinking, withheld_kind
 from codeloop.loop.request import build_request
 from codeloop.loop.streaming import StreamingToolExecutor, ToolUpdate
-from codeloop.messages import Message, missing_tool_results
+from codeloop.messages import Message, extends, missing_tool_results
 from codeloop.providers.assembly import ResponseAssembler
 from codeloop.providers.errors import ContextOverflowError, ProviderError
 from codeloop.providers.retry import error_category, is_overloaded, is_retryable
@@ -109,6 +109,23 @@ def _content_chars(content: list) -> int:
     return n
 
 
+# id(first message) → (the history measured, its chars): a history that extends the one measured
+# last time (the same objects) is measured in its new messages only. A few conversations at once.
+_sums: dict[int, tuple[list[Message], int]] = {}
+
+
+def _history_chars(messages: list[Message]) -> int:
+    if not messages:
+        return 0
+    hit = _sums.pop(id(messages[0]), None)
+    start, total = (len(hit[0]), hit[1]) if hit is not None and extends(hit[0], messages) else (0, 0)
+    total += sum(_content_chars(messages[i].content) for i in range(start, len(messages)))
+    while len(_sums) >= 8:
+        del _sums[next(iter(_sums))]
+    _sums[id(messages[0])] = (list(messages), total)
+    return total
+
+
 def _context_overflow(model: str, messages: list[Message], system_prompt: list[str]) -> ContextOverflowError | None:
     """A request that cannot fit the model's window fails here, whole and unsent, with the reason;
     the history was compacted before this if it could be (context pipeline)."""
@@ -116,7 +133,7 @@ def _context_overflow(model: str, messages: list[Message], system_prompt: list[s
 
     if len(_chars_memo) > 4 * len(messages) + 256:
         _chars_memo.clear()
-    chars = sum(_content_chars(m.content) for m in messages) + sum(len(s) for s in system_prompt)
+    chars = _history_chars(messages) + sum(len(s) for s in system_prompt)
     window = context_window(model)
     tokens = chars // CHARS_PER_TOKEN
     if tokens <= window:
