@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Protocol
 
-from codeloop.messages import wire_json
+from codeloop.messages import extends, wire_json
 
 
 @dataclass
@@ -59,39 +59,34 @@ class Provider(Protocol):
         ...
 
 
-# id(API message) → (message, its content list, that list's length, its JSON). The message is kept
-# for the identity check; the content's identity and length catch a message edited after it was
-# sent. Dropped wholesale when it far outgrows the request it serves (after a compaction).
-_fragments: dict[int, tuple[dict[str, Any], Any, int, bytes]] = {}
+# id(first API message) → (the messages before the last, their JSON joined with commas) of the
+# previous request, for a few conversations at once: a request whose messages extend those (the
+# same dicts) encodes only its new ones.
+_prefixes: dict[int, tuple[list[Any], bytes]] = {}
 
 
-def _fragment(m: Any) -> bytes:
-    if not isinstance(m, dict):
-        return wire_json(m)
-    content = m.get("content")
-    size = len(content) if isinstance(content, list) else -1
-    hit = _fragments.get(id(m))
-    if hit is not None and hit[0] is m and hit[1] is content and hit[2] == size:
-        return hit[3]
-    data = wire_json(m)
-    _fragments[id(m)] = (m, content, size, data)
-    return data
+def _messages_json(messages: list[Any]) -> bytes:
+    head = messages[:-1]
+    hit = _prefixes.pop(id(messages[0]), None)
+    if hit is not None and hit[0] and extends(hit[0], head):
+        done, joined = len(hit[0]), hit[1]
+        new = [wire_json(m) for m in head[done:]]
+        joined = b",".join([joined, *new]) if new else joined
+    else:
+        joined = b",".join([wire_json(m) for m in head])
+    while len(_prefixes) >= 8:
+        del _prefixes[next(iter(_prefixes))]
+    _prefixes[id(messages[0])] = (head, joined)
+    return b"[" + joined + b"," + wire_json(messages[-1]) + b"]"
 
 
 def encode_body(body: dict[str, Any]) -> bytes:
-    """`wire_json(body)`, byte for byte, with each message of `body["messages"]` but the last
-    encoded once and reused: a request's messages are read-only once built (loop.request shares
-    all but the newest between turns; the newest carries the cache breakpoint and is encoded fresh)."""
+    """`wire_json(body)`, byte for byte, with the messages before the last encoded once and reused:
+    a request's messages are read-only once built (loop.request shares all but the newest between
+    turns; the newest carries the cache breakpoint and is encoded fresh)."""
     messages = body.get("messages")
     if not isinstance(messages, list) or len(messages) < 2:
         return wire_json(body)
-    if len(_fragments) > 4 * len(messages) + 1024:
-        _fragments.clear()
-    parts = []
-    for key, value in body.items():
-        if key == "messages":
-            encoded = b"[" + b",".join([*map(_fragment, messages[:-1]), wire_json(messages[-1])]) + b"]"
-        else:
-            encoded = wire_json(value)
-        parts.append(wire_json(key) + b":" + encoded)
+    parts = [wire_json(key) + b":" + (_messages_json(messages) if key == "messages" else wire_json(value))
+             for key, value in body.items()]
     return b"{" + b",".join(parts) + b"}"
