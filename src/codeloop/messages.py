@@ -225,9 +225,19 @@ def dumps_marked(obj: Any, **kw: Any) -> str:
     return text
 
 
+_WIRE: "json.JSONEncoder | None" = None   # json.dumps builds an encoder per call with these options
+
+
 def wire_json(obj: Any) -> bytes:
-    """A request body as UTF-8 JSON bytes (compact, like httpx's own `json=`)."""
-    return dumps_marked(obj, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    """A request body as UTF-8 JSON bytes (compact, like httpx's own `json=`); `dumps_marked`'s
+    marking of undecodable text, with one encoder kept and the text encoded once."""
+    global _WIRE
+    if _WIRE is None:
+        _WIRE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:
+        return _WIRE.encode(obj).encode("utf-8")
+    except UnicodeEncodeError:
+        return _WIRE.encode(_scrub(obj)).encode("utf-8")
 
 
 def user_context_message(ctx: dict[str, str]) -> Message:
