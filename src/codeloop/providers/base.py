@@ -59,25 +59,25 @@ class Provider(Protocol):
         ...
 
 
-# id(first API message) → (the messages before the last, their JSON joined with commas) of the
-# previous request, for a few conversations at once: a request whose messages extend those (the
-# same dicts) encodes only its new ones.
-_prefixes: dict[int, tuple[list[Any], bytes]] = {}
+# id(first API message) → (the messages before the last, each one's JSON and a comma) of the previous
+# request, for a few conversations at once: a request whose messages extend those (the same dicts)
+# encodes only its new ones. The body is then one join: a long history's JSON is copied once per
+# request, never built up through large temporaries.
+_prefixes: dict[int, tuple[list[Any], list[bytes]]] = {}
 
 
-def _messages_json(messages: list[Any]) -> bytes:
+def _message_parts(messages: list[Any]) -> list[bytes]:
     head = messages[:-1]
     hit = _prefixes.pop(id(messages[0]), None)
-    if hit is not None and hit[0] and extends(hit[0], head):
-        done, joined = len(hit[0]), hit[1]
-        new = [wire_json(m) for m in head[done:]]
-        joined = b",".join([joined, *new]) if new else joined
+    if hit is not None and extends(hit[0], head):
+        parts = hit[1]   # this cache's own list: extended in place
+        parts.extend([wire_json(m) + b"," for m in head[len(hit[0]):]])
     else:
-        joined = b",".join([wire_json(m) for m in head])
+        parts = [wire_json(m) + b"," for m in head]
     while len(_prefixes) >= 8:
         del _prefixes[next(iter(_prefixes))]
-    _prefixes[id(messages[0])] = (head, joined)
-    return b"[" + joined + b"," + wire_json(messages[-1]) + b"]"
+    _prefixes[id(messages[0])] = (head, parts)
+    return parts
 
 
 def encode_body(body: dict[str, Any]) -> bytes:
@@ -87,6 +87,14 @@ def encode_body(body: dict[str, Any]) -> bytes:
     messages = body.get("messages")
     if not isinstance(messages, list) or len(messages) < 2:
         return wire_json(body)
-    parts = [wire_json(key) + b":" + (_messages_json(messages) if key == "messages" else wire_json(value))
-             for key, value in body.items()]
-    return b"{" + b",".join(parts) + b"}"
+    chunks = [b"{"]
+    for key, value in body.items():
+        if len(chunks) > 1:
+            chunks.append(b",")
+        chunks += (wire_json(key), b":")
+        if key == "messages":
+            chunks += (b"[", *_message_parts(messages), wire_json(messages[-1]), b"]")
+        else:
+            chunks.append(wire_json(value))
+    chunks.append(b"}")
+    return b"".join(chunks)
