@@ -131,7 +131,10 @@ def extends(prefix: list[Any], items: list[Any]) -> bool:
 
 
 def _user_content(msg: Message) -> list[dict[str, Any]]:
-    return [dict(b) for b in msg.content]
+    # A new list, the blocks shared (as an assistant message's are): the request's cache breakpoint
+    # replaces its block in the list instead of editing it, so history is never touched, and the
+    # API messages kept for the next request (to_api_messages' cache) hold no copies of the history.
+    return list(msg.content)
 
 
 @dataclass
