@@ -158,6 +158,8 @@ def to_api_messages(messages: list[Message], cache: ApiMessageCache | None = Non
     start = 0
     if cache is not None and cache.source and extends(cache.source, messages):
         out, start = list(cache.done), cache.last_start
+    elif cache is not None:   # a rewound or rewritten history: let the old messages go first
+        cache.source, cache.done = [], []
     last_start = start
     for i in range(start, len(messages)):
         msg = messages[i]

@@ -128,12 +128,16 @@ def snip(messages: list[Message], *, max_block_chars: int = DEFAULT_MAX_BLOCK_CH
     refused before it is sent instead (loop/model_call)."""
     out = []
     for m in messages:
-        memo, key = facts(m).snipped, (max_block_chars, m.role != "user")
-        if key not in memo:   # the same message object always snips the same way
-            new = _snip_blocks(m.content, max_block_chars, user_text=key[1])
-            memo[key] = m if new is None else replace(m, content=new)
-        out.append(memo[key])
+        key = (id(m), max_block_chars, m.role != "user")
+        hit = _snipped.get(key)
+        if hit is None or hit[0] is not m:   # the same message object always snips the same way
+            new = _snip_blocks(m.content, max_block_chars, user_text=key[2])
+            hit = _snipped[key] = (m, m if new is None else replace(m, content=new))
+        out.append(hit[1])
     return out
+
+
+_snipped: dict[tuple[int, int, bool], tuple[Message, Message]] = {}   # the oracle's own memo
 
 
 def microcompact(messages: list[Message], *, keep_recent_turns: int = DEFAULT_KEEP_RECENT_TURNS,

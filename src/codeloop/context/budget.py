@@ -112,6 +112,7 @@ def apply_tool_result_budget(messages: list[Message], state: ContentReplacementS
     start = run.prefix(messages, preview_chars) if run is not None and run.replacements == len(
         state.replacements) else 0
     if not start:
+        state.last = None   # the old lists go before a full pass builds new ones
         run = _Totals(inp=[], out=[], key=preview_chars, replacements=len(state.replacements))
     assert run is not None
     _measure(messages, start, run, state.replacements, preview_chars)

@@ -87,13 +87,15 @@ def snip(messages: list[Message], *, max_block_chars: int = DEFAULT_MAX_BLOCK_CH
     `state` the previous output stands for an unchanged prefix and only the rest is looked at."""
     start = state.last.prefix(messages, max_block_chars) if state is not None and state.last is not None else 0
     out = list(state.last.out) if start and state is not None and state.last is not None else []
+    if state is not None and not start:
+        state.last = None   # the old lists go before a full pass builds new ones
     for i in range(start, len(messages)):
         m = messages[i]
-        memo, key = facts(m).snipped, (max_block_chars, m.role != "user")
-        if key not in memo:   # the same message object always snips the same way
+        f, key = facts(m), (max_block_chars, m.role != "user")
+        if f.snipped is None or f.snipped[0] != key:   # the same message object always snips the same way
             new = _snip_blocks(m.content, max_block_chars, user_text=key[1])
-            memo[key] = m if new is None else replace(m, content=new)
-        out.append(memo[key])
+            f.snipped = (key, m if new is None else replace(m, content=new))
+        out.append(f.snipped[1])
     if state is not None:
         state.last = Reuse(inp=list(messages), out=list(out), key=max_block_chars)
     return out

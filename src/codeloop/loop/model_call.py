@@ -94,23 +94,10 @@ def _chars(obj: Any) -> int:
     return 0
 
 
-# Per-turn work must not grow with the session: each content list is measured once. Keyed by the
-# list's id with the list itself kept for an identity check; the pipeline hands over new lists
-# rather than editing old ones. Dropped wholesale when it outgrows the history (compaction).
-_chars_memo: dict[int, tuple[list, int]] = {}
-
-
-def _content_chars(content: list) -> int:
-    hit = _chars_memo.get(id(content))
-    if hit is not None and hit[0] is content:
-        return hit[1]
-    n = _chars(content)
-    _chars_memo[id(content)] = (content, n)
-    return n
-
-
-# id(first message) → (the history measured, its chars): a history that extends the one measured
-# last time (the same objects) is measured in its new messages only. A few conversations at once.
+# Per-turn work must not grow with the session: id(first message) → (the history measured, its
+# chars). A history that extends the one measured last time (the same objects; the pipeline hands
+# over new messages rather than editing old ones) is measured in its new messages only. A few
+# conversations at once; a rewound or compacted history is measured afresh.
 _sums: dict[int, tuple[list[Message], int]] = {}
 
 
@@ -119,7 +106,8 @@ def _history_chars(messages: list[Message]) -> int:
         return 0
     hit = _sums.pop(id(messages[0]), None)
     start, total = (len(hit[0]), hit[1]) if hit is not None and extends(hit[0], messages) else (0, 0)
-    total += sum(_content_chars(messages[i].content) for i in range(start, len(messages)))
+    hit = None   # a rewound history's old list need not outlive this call
+    total += sum(_chars(messages[i].content) for i in range(start, len(messages)))
     while len(_sums) >= 8:
         del _sums[next(iter(_sums))]
     _sums[id(messages[0])] = (list(messages), total)
@@ -131,8 +119,6 @@ def _context_overflow(model: str, messages: list[Message], system_prompt: list[s
     the history was compacted before this if it could be (context pipeline)."""
     from codeloop.providers.models import context_window
 
-    if len(_chars_memo) > 4 * len(messages) + 256:
-        _chars_memo.clear()
     chars = _history_chars(messages) + sum(len(s) for s in system_prompt)
     window = context_window(model)
     tokens = chars // CHARS_PER_TOKEN

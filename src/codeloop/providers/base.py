@@ -73,6 +73,7 @@ def _message_parts(messages: list[Any]) -> list[bytes]:
         parts = hit[1]   # this cache's own list: extended in place
         parts.extend([wire_json(m) + b"," for m in head[len(hit[0]):]])
     else:
+        hit = None   # the old fragments go before the new ones are made
         parts = [wire_json(m) + b"," for m in head]
     while len(_prefixes) >= 8:
         del _prefixes[next(iter(_prefixes))]
