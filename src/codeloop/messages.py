@@ -14,6 +14,7 @@ since UTF-8 cannot encode them and a peer may reject lone surrogate escapes.
 from __future__ import annotations
 
 import json
+import operator
 import re
 import uuid as _uuid
 from dataclasses import dataclass, field
@@ -123,18 +124,45 @@ def missing_tool_results(assistant_messages: list[Message], error: str,
     return out
 
 
+def extends(prefix: list[Any], items: list[Any]) -> bool:
+    """Whether `items` starts with the very objects of `prefix` (identity, at C speed): the test
+    every per-turn cache uses to reuse what it made for the previous, shorter history."""
+    return len(prefix) <= len(items) and all(map(operator.is_, prefix, items))
+
+
 def _user_content(msg: Message) -> list[dict[str, Any]]:
-    return [dict(b) for b in msg.content]
+    # A new list, the blocks shared (as an assistant message's are): the request's cache breakpoint
+    # replaces its block in the list instead of editing it, so history is never touched, and the
+    # API messages kept for the next request (to_api_messages' cache) hold no copies of the history.
+    return list(msg.content)
 
 
-def to_api_messages(messages: list[Message]) -> list[dict[str, Any]]:
+@dataclass
+class ApiMessageCache:
+    """What `to_api_messages` made last time: every API message but the last one is final (only
+    the last can still take a merge), so a history that extends `source` restarts from `last_start`."""
+    source: list[Message] = field(default_factory=list)
+    done: list[dict[str, Any]] = field(default_factory=list)   # never mutated once here
+    last_start: int = 0                                         # index in `source` that began the last one
+
+
+def to_api_messages(messages: list[Message], cache: ApiMessageCache | None = None) -> list[dict[str, Any]]:
     """Translate history into a valid Messages API `messages` array.
 
     Merges the per-block assistant messages of one response, merges adjacent user messages
     (tool results first, as the API requires), drops synthetic error messages and empty turns.
+    With a `cache`, the API messages of an unchanged prefix are reused (the same dicts: callers
+    treat all but the last as read-only) and only the rest is converted; the last one is always new.
     """
     out: list[dict[str, Any]] = []
-    for msg in messages:
+    start = 0
+    if cache is not None and cache.source and extends(cache.source, messages):
+        out, start = list(cache.done), cache.last_start
+    elif cache is not None:   # a rewound or rewritten history: let the old messages go first
+        cache.source, cache.done = [], []
+    last_start = start
+    for i in range(start, len(messages)):
+        msg = messages[i]
         if msg.is_api_error or not msg.content:
             continue
         if msg.role == "assistant":
@@ -146,6 +174,7 @@ def to_api_messages(messages: list[Message]) -> list[dict[str, Any]]:
                 out[-1]["content"].extend(blocks)
             else:
                 out.append({"role": "assistant", "content": list(blocks)})
+                last_start = i
         else:
             content = _user_content(msg)
             if out and out[-1]["role"] == "user":
@@ -155,6 +184,9 @@ def to_api_messages(messages: list[Message]) -> list[dict[str, Any]]:
                 out[-1]["content"] = results + others
             else:
                 out.append({"role": "user", "content": content})
+                last_start = i
+    if cache is not None:
+        cache.source, cache.done, cache.last_start = list(messages), out[:-1], last_start
     return out
 
 
@@ -198,9 +230,19 @@ def dumps_marked(obj: Any, **kw: Any) -> str:
     return text
 
 
+_WIRE: "json.JSONEncoder | None" = None   # json.dumps builds an encoder per call with these options
+
+
 def wire_json(obj: Any) -> bytes:
-    """A request body as UTF-8 JSON bytes (compact, like httpx's own `json=`)."""
-    return dumps_marked(obj, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    """A request body as UTF-8 JSON bytes (compact, like httpx's own `json=`); `dumps_marked`'s
+    marking of undecodable text, with one encoder kept and the text encoded once."""
+    global _WIRE
+    if _WIRE is None:
+        _WIRE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:
+        return _WIRE.encode(obj).encode("utf-8")
+    except UnicodeEncodeError:
+        return _WIRE.encode(_scrub(obj)).encode("utf-8")
 
 
 def user_context_message(ctx: dict[str, str]) -> Message:

@@ -11,171 +11,35 @@ Every stage is a pure function of (messages, state): input messages are never mu
 decision, once taken for a tool_use_id, is replayed identically on every later call, so the
 prompt prefix stays byte-stable for prompt caching. Stage 1 runs before 3 because microcompact
 works by tool_use_id without looking at content; the two compose cleanly.
+
+Stages 1 (budget.py), 2 and 3 (microcompact.py) keep their previous call's input and output in
+their state (rewrite.Reuse): a history that extends it by the same objects, with no new decision,
+reuses the previous output for the prefix and looks only at the new messages, so a turn's work
+does not grow with the session. The loop feeds this pipeline's output back in, which every stage
+leaves as it is; anything else is a full pass, with the same result.
 """
 
 from __future__ import annotations
 
-import os
-import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterable
 
 from codeloop.context.autocompact import (CompactTracking, autocompact, autocompact_ratio,  # noqa: F401
                                           autocompact_threshold, should_autocompact)
+from codeloop.context.budget import (DEFAULT_TOOL_RESULT_BUDGET_CHARS, PREVIEW_CHARS,  # noqa: F401
+                                     ContentReplacementState, apply_tool_result_budget, record_replacement,
+                                     replacement_text)
 from codeloop.context.collapse import ContextCollapse
-from codeloop.context.scan import CLEARED_STUB, facts, result_chars as _result_chars, trim
+from codeloop.context.microcompact import (CLEARABLE_TOOLS, DEFAULT_KEEP_RECENT_TURNS,  # noqa: F401
+                                           MicrocompactState, microcompact)
+from codeloop.context.rewrite import Reuse, tool_names_from  # noqa: F401
+from codeloop.context.scan import CLEARED_STUB, facts, trim  # noqa: F401
 from codeloop.context.tokens import TokenCounter, find_last_usage
 from codeloop.loop.recovery import CompactOutcome
 from codeloop.messages import Message
 
-PREVIEW_CHARS = 2_000
-DEFAULT_TOOL_RESULT_BUDGET_CHARS = 300_000
 DEFAULT_MAX_BLOCK_CHARS = 120_000
-DEFAULT_KEEP_RECENT_TURNS = 8
-CLEARABLE_TOOLS = frozenset({"Read", "Bash", "Grep", "Glob", "WebFetch", "WebSearch", "Edit", "Write",
-                             "NotebookEdit", "LS"})
-_UNSAFE_ID = re.compile(r"[^A-Za-z0-9_.-]")
-
-
-# -- shared helpers -------------------------------------------------------------------------------
-def tool_names_from(messages: Iterable[Message]) -> dict[str, str]:
-    return {tid: name for m in messages if m.role == "assistant" for tid, name in facts(m).uses}
-
-
-def _result_text(content: Any) -> str | None:
-    """The text of a tool_result, or None when it holds non-text blocks (images stay as they are)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list) and all(isinstance(b, dict) and b.get("type") == "text" for b in content):
-        return "\n".join(b.get("text") or "" for b in content)
-    return None
-
-
-def _with_results(msg: Message, new: dict[str, Any]) -> Message:
-    """A copy of `msg` with the tool_result blocks named in `new` (tool_use_id → content) swapped."""
-    content = [{**b, "content": new[b.get("tool_use_id")]}
-               if b.get("type") == "tool_result" and b.get("tool_use_id") in new else b
-               for b in msg.content]
-    # dataclasses.replace re-runs __init__ and costs ~5 µs a message; a dict copy is 10× cheaper.
-    out = Message.__new__(Message)
-    out.__dict__.update(msg.__dict__)
-    out.content = content
-    return out
-
-
-def _rewrite(messages: list[Message], ids: dict[str, Any] | set[str], value: Any,
-             memo: dict[str, tuple[Message, Message, tuple[str, ...]]]) -> list[Message]:
-    """Messages with the tool_results in `ids` swapped for `value(id)`; unchanged ones shared.
-
-    `memo` maps a message uuid to (original, rewritten) so repeated calls on the same history
-    return the very same rewritten objects instead of copying them again.
-    """
-    out = []
-    for m in messages:
-        if m.role == "user":
-            hits = tuple(r[0] for r in facts(m).results if r[0] in ids)
-            if hits:
-                cached = memo.get(m.uuid)
-                # Valid only for the same object with the same set of swapped results.
-                if cached is not None and cached[0] is m and cached[2] == hits:
-                    m = cached[1]
-                else:
-                    swaps = {b["tool_use_id"]: value(b["tool_use_id"]) for b in m.content
-                             if b.get("type") == "tool_result" and b.get("tool_use_id") in hits
-                             and b.get("content") != value(b["tool_use_id"])}
-                    if swaps:
-                        new = _with_results(m, swaps)
-                        memo[m.uuid] = (m, new, hits)
-                        m = new
-        out.append(m)
-    return out
-
-
-# -- 1. tool result budget ------------------------------------------------------------------------
-def record_replacement(tool_use_id: str, replacement: str) -> dict[str, Any]:
-    """The transcript entry that lets a resumed session replay a replacement exactly."""
-    return {"type": "content-replacement", "toolUseId": tool_use_id, "replacement": replacement}
-
-
-@dataclass
-class ContentReplacementState:
-    replacements: dict[str, str] = field(default_factory=dict)   # tool_use_id → replacement text
-    pending_records: list[dict[str, Any]] = field(default_factory=list)  # new, not yet persisted
-    memo: dict[str, tuple[Message, Message, tuple[str, ...]]] = field(default_factory=dict, repr=False, compare=False)
-
-    @classmethod
-    def from_entries(cls, entries: Iterable[dict[str, Any]]) -> "ContentReplacementState":
-        state = cls()
-        for e in entries:
-            if (isinstance(e, dict) and e.get("type") == "content-replacement"
-                    and isinstance(e.get("toolUseId"), str) and isinstance(e.get("replacement"), str)):
-                state.replacements[e["toolUseId"]] = e["replacement"]
-        return state
-
-    def drain_records(self) -> list[dict[str, Any]]:
-        out, self.pending_records = self.pending_records, []
-        return out
-
-
-def _persist(session_dir: Path | None, tool_use_id: str, text: str) -> Path | None:
-    if session_dir is None:
-        return None
-    path = Path(session_dir) / "tool-results" / f"{_UNSAFE_ID.sub('_', tool_use_id)}.txt"
-    try:
-        if not path.exists():  # written once: the saved output never changes under the model
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(text, encoding="utf-8", errors="surrogateescape")
-            os.replace(tmp, path)
-        return path
-    except OSError:
-        return None
-
-
-def replacement_text(text: str, path: Path | None, preview_chars: int = PREVIEW_CHARS) -> str:
-    where = (f"Full output saved to: {path}\nUse Read on that file (with offset/limit) for more."
-             if path is not None else "The full output was not saved.")
-    return (f"<persisted-output>\nOutput too large ({len(text):,} characters). {where}\n\n"
-            f"Preview (first {preview_chars:,} characters):\n{text[:preview_chars]}\n</persisted-output>")
-
-
-def apply_tool_result_budget(messages: list[Message], state: ContentReplacementState, *,
-                             session_dir: Path | None, budget_chars: int = DEFAULT_TOOL_RESULT_BUDGET_CHARS,
-                             exempt_tools: set[str] | frozenset[str] = frozenset(),
-                             tool_names: dict[str, str] | None = None,
-                             preview_chars: int = PREVIEW_CHARS) -> list[Message]:
-    """Replace the largest tool results (oldest first among equals) until the total fits."""
-    total = 0
-    candidates: list[tuple[int, int, str]] = []   # (-size, position, id)
-    for pos, m in enumerate(messages):
-        if m.role != "user":
-            continue
-        for tid, size, _, _ in facts(m).results:
-            if tid in state.replacements:
-                total += len(state.replacements[tid])
-            else:
-                total += size
-                if size > preview_chars + 500:
-                    candidates.append((-size, pos, tid))
-    if total > budget_chars:
-        names = {**tool_names_from(messages), **(tool_names or {})}
-        texts = {b.get("tool_use_id"): _result_text(b.get("content")) for _, pos, _ in candidates
-                 for b in messages[pos].content if b.get("type") == "tool_result"}
-        # Largest first: the fewest replacements (each one changes the cached prefix).
-        for neg_size, _, tid in sorted(candidates):
-            text = texts.get(tid)
-            if text is None or names.get(tid) in exempt_tools:
-                continue
-            new = replacement_text(text, _persist(session_dir, tid, text), preview_chars)
-            state.replacements[tid] = new
-            state.pending_records.append(record_replacement(tid, new))
-            total -= -neg_size - len(new)
-            if total <= budget_chars:
-                break
-    if not state.replacements:
-        return list(messages)
-    return _rewrite(messages, state.replacements, state.replacements.__getitem__, state.memo)
 
 
 # -- 2. snip ---------------------------------------------------------------------------------------
@@ -208,68 +72,33 @@ def _snip_blocks(blocks: list[dict[str, Any]], max_chars: int, *, user_text: boo
     return out if changed else None
 
 
-def snip(messages: list[Message], *, max_block_chars: int = DEFAULT_MAX_BLOCK_CHARS) -> list[Message]:
+@dataclass
+class SnipState:
+    last: Reuse | None = None   # the previous call, for an unchanged prefix
+
+
+def snip(messages: list[Message], *, max_block_chars: int = DEFAULT_MAX_BLOCK_CHARS,
+         state: SnipState | None = None) -> list[Message]:
     """Trim huge tool_result strings and model text blocks to head + tail; same messages, same blocks.
 
     A user message's own text (what the person typed or piped in) is never trimmed: cutting the
     middle of a prompt silently changes the question. A prompt too large for the model is
-    refused before it is sent instead (loop/model_call)."""
-    out = []
-    for m in messages:
-        memo, key = facts(m).snipped, (max_block_chars, m.role != "user")
-        if key not in memo:   # the same message object always snips the same way
+    refused before it is sent instead (loop/model_call). Each message snips on its own, so with a
+    `state` the previous output stands for an unchanged prefix and only the rest is looked at."""
+    start = state.last.prefix(messages, max_block_chars) if state is not None and state.last is not None else 0
+    out = list(state.last.out) if start and state is not None and state.last is not None else []
+    if state is not None and not start:
+        state.last = None   # the old lists go before a full pass builds new ones
+    for i in range(start, len(messages)):
+        m = messages[i]
+        f, key = facts(m), (max_block_chars, m.role != "user")
+        if f.snipped is None or f.snipped[0] != key:   # the same message object always snips the same way
             new = _snip_blocks(m.content, max_block_chars, user_text=key[1])
-            memo[key] = m if new is None else replace(m, content=new)
-        out.append(memo[key])
+            f.snipped = (key, m if new is None else replace(m, content=new))
+        out.append(f.snipped[1])
+    if state is not None:
+        state.last = Reuse(inp=list(messages), out=list(out), key=max_block_chars)
     return out
-
-
-# -- 3. microcompact -------------------------------------------------------------------------------
-@dataclass
-class MicrocompactState:
-    cleared: set[str] = field(default_factory=set)   # tool_use_ids whose results stay cleared
-    memo: dict[str, tuple[Message, Message, tuple[str, ...]]] = field(default_factory=dict, repr=False, compare=False)
-
-
-def microcompact(messages: list[Message], *, keep_recent_turns: int = DEFAULT_KEEP_RECENT_TURNS,
-                 state: MicrocompactState, clearable: frozenset[str] | set[str] = CLEARABLE_TOOLS,
-                 min_clear_chars: int = 0) -> list[Message]:
-    """Clear results of clearable tools called before the last `keep_recent_turns` assistant turns.
-
-    Clearing happens in batches of at least `min_clear_chars` so the cached prefix is broken
-    rarely rather than a little on every turn; error results stay (they are short and explain
-    what went wrong).
-    """
-    turn_of: dict[str, int] = {}
-    names: dict[str, str] = {}
-    turns, prev_id, prev_assistant = 0, None, False
-    for m in messages:
-        if m.role == "assistant":
-            # Consecutive blocks of one response (same id) are one turn.
-            if not prev_assistant or m.id is None or m.id != prev_id:
-                turns += 1
-            prev_id, prev_assistant = m.id, True
-            for tid, name in facts(m).uses:
-                turn_of[tid] = turns
-                names[tid] = name
-        else:
-            prev_assistant = False
-    cutoff = turns - keep_recent_turns   # tool_uses in turns <= cutoff are old
-    fresh: list[str] = []
-    fresh_chars = 0
-    for m in messages:
-        if m.role != "user":
-            continue
-        for tid, chars, is_error, stub in facts(m).results:
-            if (tid not in state.cleared and not is_error and turn_of.get(tid, turns + 1) <= cutoff
-                    and names.get(tid) in clearable and not stub):
-                fresh.append(tid)
-                fresh_chars += chars
-    if fresh and fresh_chars >= min_clear_chars:
-        state.cleared.update(fresh)
-    if not state.cleared:
-        return list(messages)
-    return _rewrite(messages, state.cleared, lambda _: CLEARED_STUB, state.memo)
 
 
 def _new_prompt_overflows(messages: list[Message], model: str) -> bool:
@@ -323,6 +152,7 @@ class ContextPipeline:
         self.config = config or PipelineConfig()
         self.replacements = replacement_state or ContentReplacementState()
         self.microcompact_state = microcompact_state or MicrocompactState()
+        self.snip_state = SnipState()
         self.tracking = tracking or CompactTracking()
 
     @classmethod
@@ -338,7 +168,7 @@ class ContextPipeline:
         msgs = apply_tool_result_budget(messages, self.replacements, session_dir=self.session_dir,
                                         budget_chars=cfg.budget_chars, exempt_tools=self.exempt_tools,
                                         tool_names=tool_names)
-        msgs = snip(msgs, max_block_chars=cfg.max_block_chars)
+        msgs = snip(msgs, max_block_chars=cfg.max_block_chars, state=self.snip_state)
         msgs = microcompact(msgs, keep_recent_turns=cfg.keep_recent_turns, state=self.microcompact_state,
                             clearable=cfg.clearable_tools, min_clear_chars=cfg.microcompact_min_chars)
         if last_usage is None or last_usage_index is None:
@@ -369,6 +199,8 @@ class ContextPipeline:
             self.microcompact_state.cleared.clear()
             self.microcompact_state.memo.clear()
             self.replacements.memo.clear()
+            # … nor the old history itself: the next call is a full pass anyway.
+            self.microcompact_state.last = self.replacements.last = self.snip_state.last = None
             msgs = compacted.messages
             estimate = self.counter.estimate(msgs)
         return PipelineResult(messages=msgs, compacted=compacted, replacements=replacements,

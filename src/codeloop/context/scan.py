@@ -11,7 +11,7 @@ history (after a compaction).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from codeloop.messages import Message
@@ -27,11 +27,11 @@ def result_chars(content: Any) -> int:
     return 0
 
 
-@dataclass
+@dataclass(slots=True)   # one per message of a long session: kept small
 class Facts:
     results: tuple[tuple[Any, int, bool, bool], ...]   # per tool_result: (tool_use_id, chars, is_error, cleared)
     uses: tuple[tuple[Any, str], ...]                  # per tool_use: (id, name)
-    snipped: dict[tuple[int, bool], Message] = field(default_factory=dict)   # (max_chars, user_text) → form
+    snipped: tuple[tuple[int, bool], Message] | None = None   # ((max_chars, user_text), its snipped form)
 
 
 _memo: dict[int, tuple[Message, list, int, Facts]] = {}

@@ -19,7 +19,7 @@ from codeloop.events import (ApiCallEvent, AssistantEvent, Event, PermissionDeni
 from codeloop.loop.recovery import strip_thinking, withheld_kind
 from codeloop.loop.request import build_request
 from codeloop.loop.streaming import StreamingToolExecutor, ToolUpdate
-from codeloop.messages import Message, missing_tool_results
+from codeloop.messages import Message, extends, missing_tool_results
 from codeloop.providers.assembly import ResponseAssembler
 from codeloop.providers.errors import ContextOverflowError, ProviderError
 from codeloop.providers.retry import error_category, is_overloaded, is_retryable
@@ -94,19 +94,24 @@ def _chars(obj: Any) -> int:
     return 0
 
 
-# Per-turn work must not grow with the session: each content list is measured once. Keyed by the
-# list's id with the list itself kept for an identity check; the pipeline hands over new lists
-# rather than editing old ones. Dropped wholesale when it outgrows the history (compaction).
-_chars_memo: dict[int, tuple[list, int]] = {}
+# Per-turn work must not grow with the session: id(first message) → (the history measured, its
+# chars). A history that extends the one measured last time (the same objects; the pipeline hands
+# over new messages rather than editing old ones) is measured in its new messages only. A few
+# conversations at once; a rewound or compacted history is measured afresh.
+_sums: dict[int, tuple[list[Message], int]] = {}
 
 
-def _content_chars(content: list) -> int:
-    hit = _chars_memo.get(id(content))
-    if hit is not None and hit[0] is content:
-        return hit[1]
-    n = _chars(content)
-    _chars_memo[id(content)] = (content, n)
-    return n
+def _history_chars(messages: list[Message]) -> int:
+    if not messages:
+        return 0
+    hit = _sums.pop(id(messages[0]), None)
+    start, total = (len(hit[0]), hit[1]) if hit is not None and extends(hit[0], messages) else (0, 0)
+    hit = None   # a rewound history's old list need not outlive this call
+    total += sum(_chars(messages[i].content) for i in range(start, len(messages)))
+    while len(_sums) >= 8:
+        del _sums[next(iter(_sums))]
+    _sums[id(messages[0])] = (list(messages), total)
+    return total
 
 
 def _context_overflow(model: str, messages: list[Message], system_prompt: list[str]) -> ContextOverflowError | None:
@@ -114,9 +119,7 @@ def _context_overflow(model: str, messages: list[Message], system_prompt: list[s
     the history was compacted before this if it could be (context pipeline)."""
     from codeloop.providers.models import context_window
 
-    if len(_chars_memo) > 4 * len(messages) + 256:
-        _chars_memo.clear()
-    chars = sum(_content_chars(m.content) for m in messages) + sum(len(s) for s in system_prompt)
+    chars = _history_chars(messages) + sum(len(s) for s in system_prompt)
     window = context_window(model)
     tokens = chars // CHARS_PER_TOKEN
     if tokens <= window:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from codeloop.messages import Message, to_api_messages, user_context_message
+from codeloop.messages import ApiMessageCache, Message, to_api_messages, user_context_message
 from codeloop.providers.base import ModelRequest
 from codeloop.providers.models import default_output_tokens, model_info, supports_effort
 
@@ -91,11 +91,41 @@ def _reasoning(model: str, thinking: dict[str, Any] | None,
     return config or None, output_config, max_tokens
 
 
+# Per-turn work must not grow with the session: each conversation (keyed by its first message, the
+# object itself kept for the check) converts only what follows the previous request's prefix. A few
+# conversations at once (subagents, side questions) each keep their own; the oldest is dropped.
+_MAX_CONVERSATIONS = 8
+_api_caches: dict[int, tuple[Message, ApiMessageCache]] = {}
+# The user-context message, made once per context: a new one each turn would be a new first message.
+_context_message: tuple[dict[str, str], Message] | None = None
+
+
+def _user_context(ctx: dict[str, str]) -> Message:
+    global _context_message
+    if _context_message is None or _context_message[0] != ctx:
+        _context_message = (dict(ctx), user_context_message(ctx))
+    return _context_message[1]
+
+
+def _api_cache(messages: list[Message]) -> ApiMessageCache | None:
+    if not messages:
+        return None
+    key = id(messages[0])
+    hit = _api_caches.pop(key, None)
+    if hit is None or hit[0] is not messages[0]:
+        hit = (messages[0], ApiMessageCache())
+        while len(_api_caches) >= _MAX_CONVERSATIONS:
+            del _api_caches[next(iter(_api_caches))]
+    _api_caches[key] = hit   # most recently used last
+    return hit[1]
+
+
 def build_request(*, model: str, messages: list[Message], system_prompt: list[str],
                   user_context: dict[str, str], tools: list,
                   max_tokens_override: int | None = None, thinking: dict[str, Any] | None = None) -> ModelRequest:
-    history = [user_context_message(user_context), *messages] if user_context else list(messages)
-    api_messages = to_api_messages(history)  # fresh lists: marking never touches history
+    history = [_user_context(user_context), *messages] if user_context else list(messages)
+    # A fresh last message (the one marked); the ones before it are shared, read-only, with the cache.
+    api_messages = to_api_messages(history, _api_cache(messages))
     _mark_last_block(api_messages)
     think, output_config, max_tokens = _reasoning(model, thinking, max_output_tokens(model, max_tokens_override))
     return ModelRequest(model=model, messages=api_messages, system=system_blocks(system_prompt),

@@ -129,7 +129,9 @@ class AnthropicProvider:
         if self.user_id and not request.metadata:
             body["metadata"] = {"user_id": self.user_id}
         betas = request_betas(request, self.betas)
-        return wire_json(body), ({"anthropic-beta": ",".join(betas)} if betas else {})
+        from codeloop.providers.base import encode_body   # the history's JSON is made once, not per request
+
+        return encode_body(body), ({"anthropic-beta": ",".join(betas)} if betas else {})
 
     async def _stream(self, request: ModelRequest) -> AsyncIterator[dict[str, Any]]:
         saw_stop = False
