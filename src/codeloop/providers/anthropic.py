@@ -17,8 +17,7 @@ import json
 import os
 from typing import TYPE_CHECKING, Any, AsyncIterator
 
-from codeloop.messages import wire_json
-from codeloop.providers.base import ModelRequest
+from codeloop.providers.base import ModelRequest, encode_body
 from codeloop.providers.betas import request_betas
 from codeloop.providers.errors import transport_errors, APIConnectionError, APIStatusError, AuthenticationError
 from codeloop.providers.transport import (Deadlines, HttpClients, add_hint, open_stream, read_body, reason_phrase,
@@ -129,8 +128,7 @@ class AnthropicProvider:
         if self.user_id and not request.metadata:
             body["metadata"] = {"user_id": self.user_id}
         betas = request_betas(request, self.betas)
-        from codeloop.providers.base import encode_body   # the history's JSON is made once, not per request
-
+        # the history's JSON is made once, not per request (encode_body)
         return encode_body(body), ({"anthropic-beta": ",".join(betas)} if betas else {})
 
     async def _stream(self, request: ModelRequest) -> AsyncIterator[dict[str, Any]]:
