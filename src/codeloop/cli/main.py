@@ -167,13 +167,15 @@ def main(argv: list[str] | None = None) -> int:
         from codeloop.cli.batch import batch_main
         return batch_main(argv[1:])
     args = build_parser().parse_args(argv)
-    # Before the modules that define dataclasses load: their generated methods' compiled code
-    # comes from the cache (see codecache); saved when the run ends.
-    import atexit
+    if owns_process:
+        # Before the modules that define dataclasses load: their generated methods' compiled code
+        # comes from the cache (see codecache); saved when the run ends. Only in codeloop's own
+        # process: a host calling main(argv) keeps its `dataclasses` untouched.
+        import atexit
 
-    from codeloop.cli import codecache
-    codecache.install()
-    atexit.register(codecache.save)
+        from codeloop.cli import codecache
+        codecache.install()
+        atexit.register(codecache.save)
     for name in UNSUPPORTED:
         if getattr(args, name, None):
             sys.stderr.write(f"codeloop: warning: --{name.replace('_', '-')} is not supported yet; ignored\n")
