@@ -13,10 +13,11 @@ since UTF-8 cannot encode them and a peer may reject lone surrogate escapes.
 
 from __future__ import annotations
 
+import os
+
 import json
 import operator
 import re
-import uuid as _uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -33,7 +34,13 @@ QUEUED_PROMPT_TEMPLATE = (
 
 
 def new_uuid() -> str:
-    return str(_uuid.uuid4())
+    """A random RFC 4122 version-4 UUID, as `str(uuid.uuid4())` gives (the uuid module imports
+    `platform`, a few ms of every start-up)."""
+    b = bytearray(os.urandom(16))
+    b[6] = (b[6] & 0x0F) | 0x40   # version 4
+    b[8] = (b[8] & 0x3F) | 0x80   # RFC 4122 variant
+    h = b.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def now_iso() -> str:

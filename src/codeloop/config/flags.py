@@ -21,7 +21,6 @@ import logging
 import os
 import re
 from functools import lru_cache
-from importlib import resources
 from typing import Any, Mapping
 
 log = logging.getLogger(__name__)
@@ -96,6 +95,8 @@ def scope_pattern(value: Any) -> re.Pattern[str] | None:
 def model_floors() -> dict[str, tuple[int, ...]]:
     """family → minimum version vector, from the packaged data table (read once, on first use)."""
     try:
+        from importlib import resources   # on first use: it imports tempfile, zipfile, …
+
         text = resources.files("codeloop.config").joinpath("model_floor.json").read_text("utf-8")
         data = json.loads(text).get("floors")
     except (OSError, ValueError, AttributeError) as exc:
@@ -148,10 +149,11 @@ def end_conversation_enabled(*, entrypoint: str | None, model: str | None, flags
     """Whether EndConversation exists for this entrypoint and model (spec 000 "Gate")."""
     if not entrypoint:
         return False
-    if not model_passes_floor(model):
-        return False
+    # every part must hold; the flag is checked first so a session without it never reads the table
     scope = scope_pattern(feature_flag(END_CONVERSATION_FLAG, flags, env))
     if scope is None:
+        return False
+    if not model_passes_floor(model):
         return False
     if END_CONVERSATION_RUNTIME_BLOCKED:
         return False

@@ -7,11 +7,10 @@ so the system prompt stays stable across projects and caches well. Both are read
 
 from __future__ import annotations
 
-import datetime as _dt
 import os
-import platform
+import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, TYPE_CHECKING
 
 from codeloop.messages import user_context_message  # noqa: F401 (re-exported)
 
@@ -37,6 +36,24 @@ CLAUDE_MD_HEADER = ("Codebase and user instructions are shown below. Be sure to 
                     "instructions. IMPORTANT: These instructions OVERRIDE any default behavior and you "
                     "MUST follow them exactly as written.")
 
+
+if TYPE_CHECKING:
+    import datetime as _dt
+
+
+def _os_name() -> tuple[str, str]:
+    """(system, release) as `platform` gives them; os.uname where it exists (importing
+    `platform` costs start-up time)."""
+    if hasattr(os, "uname"):
+        u = os.uname()
+        return u.sysname, u.release
+    import platform
+    return platform.system(), platform.release()
+
+
+def _iso_day(today: "_dt.date | None") -> str:
+    """YYYY-MM-DD of `today`, or of the local date now (without importing datetime at start-up)."""
+    return today.isoformat() if today is not None else time.strftime("%Y-%m-%d")
 
 def find_git_root(cwd: Path) -> Path | None:
     for d in (cwd, *cwd.parents):
@@ -68,9 +85,10 @@ def environment_block(cwd: Path, today: _dt.date | None = None) -> str:
         branch = git_branch(root)
         if branch:
             lines.append(f"Current git branch: {branch}")
-    lines += [f"Platform: {platform.system().lower()}",
-              f"OS Version: {platform.system()} {platform.release()}",
-              f"Today's date: {(today or _dt.date.today()).isoformat()}"]
+    system, release = _os_name()
+    lines += [f"Platform: {system.lower()}",
+              f"OS Version: {system} {release}",
+              f"Today's date: {_iso_day(today)}"]
     return "<env>\n" + "\n".join(lines) + "\n</env>"
 
 
@@ -111,7 +129,7 @@ def user_context(cwd: Path, config_dir: Path, today: _dt.date | None = None,
     files = instruction_files(cwd, config_dir, sources)
     if files:
         ctx["claudeMd"] = CLAUDE_MD_HEADER + "\n\n" + "\n\n".join(text for _, text in files)
-    ctx["currentDate"] = f"Today's date is {(today or _dt.date.today()).isoformat()}."
+    ctx["currentDate"] = f"Today's date is {_iso_day(today)}."
     return ctx
 
 

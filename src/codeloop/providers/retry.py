@@ -13,7 +13,6 @@ once with the server's words, and says why (`refusal`).
 from __future__ import annotations
 
 import os
-import random
 from dataclasses import dataclass
 
 from codeloop.providers.errors import APIConnectionError, APIStatusError, ProviderError
@@ -62,12 +61,13 @@ class RetryPolicy:
             return min(self.max_retries, self.max_connect_retries)
         return self.max_retries
 
-    def delay_s(self, attempt: int, error: ProviderError, rng: random.Random | None = None) -> float:
+    def delay_s(self, attempt: int, error: ProviderError, rng: "random.Random | None" = None) -> float:
         """Delay before retry number `attempt` (1-based)."""
         retry_after = getattr(error, "retry_after", None)
         if retry_after is not None and retry_after >= 0:
             return min(retry_after, self.max_retry_after_s)
         base = min(self.base_delay_s * (2 ** (attempt - 1)), self.max_delay_s)
+        import random   # here, not at start-up: `random` imports hashlib and sha512
         return base + (rng or random).uniform(0, 0.25 * base)
 
 

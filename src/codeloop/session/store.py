@@ -12,10 +12,10 @@ import hashlib
 import json
 import os
 import re
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from codeloop.messages import new_uuid
 from codeloop.config.paths import config_dir
 
 _UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
@@ -79,7 +79,7 @@ def validate_session_id(s: object) -> str:
 
 
 def new_session_id() -> str:
-    return str(uuid.uuid4())
+    return new_uuid()
 
 
 def session_path(cwd: Path | str, session_id: str) -> Path:

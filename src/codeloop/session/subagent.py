@@ -20,11 +20,11 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from codeloop.messages import new_uuid
 from codeloop.session.transcript import TranscriptError, TranscriptWriter, message_to_entry
 from codeloop.tools.base import Tool, ToolContext, ToolError
 from codeloop.tools.builtin.task import LEGACY_NAME, NAME, SubagentOutcome
@@ -116,7 +116,7 @@ async def run_subagent(runtime: SubagentRuntime, definition: Any, prompt: str, p
     from codeloop.tools.agents import DEFAULT_MAX_TURNS, DEFAULT_SUBAGENT_PROMPT, resolve_agent_model
     from codeloop.tools.deferred import LOADED_KEY, POOL_KEY, hint_for, request_tools
 
-    agent_id = agent_id or str(uuid.uuid4())
+    agent_id = agent_id or new_uuid()
     model = resolve_agent_model(definition, runtime.model)
     denied = set(getattr(definition, "disallowed_tools", ()))
     pool = [t for t in subagent_tools(list(runtime.tools), definition.tools) if t.name not in denied]

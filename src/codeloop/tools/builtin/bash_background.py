@@ -19,11 +19,12 @@ import asyncio
 import os
 import signal
 import time
-import uuid
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Any, Callable
+
+from codeloop.messages import new_uuid
 
 REGISTRY_KEY = "background_tasks"   # ctx.extra key
 TAIL_CHARS = 2_000                  # output tail carried by a notification
@@ -150,7 +151,7 @@ class BackgroundTasks:
                           cleanup: Callable[[], None] | None = None) -> BackgroundTask:
         """Start `argv` (the shell, behind the sandbox prefix if any) with output to a file."""
         global _ATEXIT
-        task_id = "b" + uuid.uuid4().hex[:8]
+        task_id = "b" + new_uuid().replace("-", "")[:8]
         out = self._output_file(task_id)
         with open(out, "wb") as sink:
             proc = await asyncio.create_subprocess_exec(
