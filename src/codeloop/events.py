@@ -36,12 +36,14 @@ class StreamEvent:
 
 @dataclass(frozen=True)
 class AssistantEvent:
+    """An assistant message as the loop yields it."""
     message: Message
     type: Literal["assistant"] = "assistant"
 
 
 @dataclass(frozen=True)
 class UserEvent:
+    """A user message (a prompt or tool results) as the loop yields it."""
     message: Message
     type: Literal["user"] = "user"
 
@@ -65,6 +67,7 @@ class Tombstone:
 
 @dataclass(frozen=True)
 class AttachmentEvent:
+    """An attachment added to the conversation."""
     attachment: dict[str, Any]
     type: Literal["attachment"] = "attachment"
 
@@ -81,6 +84,7 @@ class ApiCallEvent:
 
 @dataclass(frozen=True)
 class PermissionDenied:
+    """A tool call that permission checks refused."""
     tool_name: str
     tool_use_id: str
     tool_input: dict[str, Any]
@@ -105,6 +109,7 @@ class TranscriptEntry:
 
 @dataclass(frozen=True)
 class Terminal:
+    """The end of a query: why it stopped and after how many turns."""
     reason: TerminalReason
     turn_count: int = 0
     error: str | None = None

@@ -52,6 +52,7 @@ def now_iso() -> str:
 
 @dataclass
 class Message:
+    """One conversation message: its role, content blocks and metadata."""
     role: Role
     content: list[dict[str, Any]]
     uuid: str = field(default_factory=new_uuid)

@@ -12,6 +12,7 @@ from typing import Any
 
 @dataclass
 class Usage:
+    """Token counts of one model call or a sum of them."""
     input_tokens: int = 0
     output_tokens: int = 0
     cache_creation_input_tokens: int = 0

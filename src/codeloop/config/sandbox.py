@@ -33,6 +33,7 @@ SANDBOX_KEY = "sandbox"
 
 @dataclass(frozen=True)
 class SandboxSettings:
+    """The sandbox section of the settings: on/off, exclusions, domains and write paths."""
     enabled: bool = False
     auto_allow: bool = True
     excluded_commands: tuple[str, ...] = ()

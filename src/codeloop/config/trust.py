@@ -32,12 +32,14 @@ VIA_ENV = f"${TRUST_ENV}"
 
 @dataclass(frozen=True)
 class TrustFile:
+    """The trusted folders as read from the trust file, with a warning if it was unreadable."""
     folders: dict[str, dict[str, Any]]
     warning: str | None = None
 
 
 @dataclass(frozen=True)
 class TrustStatus:
+    """Whether a path is trusted, and through which trusted folder."""
     trusted: bool
     via: str | None = None          # the trusted folder that covers the path
     warning: str | None = None      # set when the trust file could not be read

@@ -42,6 +42,7 @@ class _Totals(Reuse):
 
 @dataclass
 class ContentReplacementState:
+    """Tool results replaced to stay within budget, and the records not yet persisted."""
     replacements: dict[str, str] = field(default_factory=dict)   # tool_use_id → replacement text
     pending_records: list[dict[str, Any]] = field(default_factory=list)  # new, not yet persisted
     memo: dict[str, tuple[Message, Message, tuple[str, ...]]] = field(default_factory=dict, repr=False, compare=False)

@@ -32,6 +32,7 @@ _FOLDABLE_ASSISTANT_BLOCKS = frozenset({"text", "thinking", "redacted_thinking",
 
 @dataclass(frozen=True)
 class Span:
+    """A run of tool calls, their results and the notes between them, folded as one."""
     uuids: tuple[str, ...]
     tool_uses: tuple[dict[str, Any], ...]
     results: tuple[dict[str, Any], ...]

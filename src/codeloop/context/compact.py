@@ -195,6 +195,7 @@ def _too_long(err: Exception) -> bool:
 
 @dataclass
 class Compactor:
+    """Summarises the conversation history with a model call when the context runs full."""
     provider: Provider
     model: str
     max_summary_tokens: int = 8_192

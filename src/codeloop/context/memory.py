@@ -40,6 +40,7 @@ MAX_MEMORY_CHARS = 40_000
 
 @dataclass(frozen=True)
 class MemoryFile:
+    """An instruction (memory) file and the directory it governs."""
     path: str       # absolute path of the instruction file
     directory: str  # the directory it governs (for .claude/CLAUDE.md, the parent of .claude)
 

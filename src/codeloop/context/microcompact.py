@@ -28,6 +28,7 @@ CLEARABLE_TOOLS = frozenset({"Read", "Bash", "Grep", "Glob", "WebFetch", "WebSea
 
 @dataclass
 class _Turns(Reuse):
+    """A microcompact pass's running tally over the messages, reusable for an unchanged prefix."""
     cleared: int = 0                                   # len(state.cleared) then
     turns: int = 0
     prev_id: str | None = None
@@ -41,6 +42,7 @@ class _Turns(Reuse):
 
 @dataclass
 class MicrocompactState:
+    """The tool results microcompact has cleared, kept across calls."""
     cleared: set[str] = field(default_factory=set)   # tool_use_ids whose results stay cleared
     memo: dict[str, tuple[Message, Message, tuple[str, ...]]] = field(default_factory=dict, repr=False, compare=False)
     last: _Turns | None = field(default=None, repr=False, compare=False)

@@ -24,6 +24,7 @@ class StyleSource(str, Enum):
 
 @dataclass(frozen=True)
 class OutputStyle:
+    """A named output style: its instructions and where it came from."""
     name: str
     instructions: str
     keep_coding_instructions: bool

@@ -74,6 +74,7 @@ def _snip_blocks(blocks: list[dict[str, Any]], max_chars: int, *, user_text: boo
 
 @dataclass
 class SnipState:
+    """What snip remembers between calls to reuse an unchanged prefix."""
     last: Reuse | None = None   # the previous call, for an unchanged prefix
 
 
@@ -114,6 +115,7 @@ def _new_prompt_overflows(messages: list[Message], model: str) -> bool:
 # -- the pipeline ----------------------------------------------------------------------------------
 @dataclass
 class PipelineConfig:
+    """The context pipeline's limits and thresholds."""
     budget_chars: int = DEFAULT_TOOL_RESULT_BUDGET_CHARS
     max_block_chars: int = DEFAULT_MAX_BLOCK_CHARS
     keep_recent_turns: int = DEFAULT_KEEP_RECENT_TURNS
@@ -125,6 +127,7 @@ class PipelineConfig:
 
 @dataclass
 class PipelineResult:
+    """The messages the pipeline produced, with any compaction and replacement records."""
     messages: list[Message]
     compacted: CompactOutcome | None = None
     replacements: list[dict[str, Any]] = field(default_factory=list)   # content-replacement entries

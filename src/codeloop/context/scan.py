@@ -29,6 +29,7 @@ def result_chars(content: Any) -> int:
 
 @dataclass(slots=True)   # one per message of a long session: kept small
 class Facts:
+    """What one message holds for the context stages: its tool results and tool uses."""
     results: tuple[tuple[Any, int, bool, bool], ...]   # per tool_result: (tool_use_id, chars, is_error, cleared)
     uses: tuple[tuple[Any, str], ...]                  # per tool_use: (id, name)
     snipped: tuple[tuple[int, bool], Message] | None = None   # ((max_chars, user_text), its snipped form)

@@ -91,6 +91,7 @@ MATCH_FIELD: dict[HookEvent, str] = {
 
 @dataclass(frozen=True)
 class HookCommand:
+    """A hook's shell command and its timeout."""
     command: str
     timeout: float = DEFAULT_TIMEOUT_S
 

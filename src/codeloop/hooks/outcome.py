@@ -48,6 +48,7 @@ _LEGACY_PRE_TOOL = {"approve": HookPermissionDecision.ALLOW, "block": HookPermis
 
 @dataclass
 class HookProcessResult:
+    """How one hook process ended: exit code, output and any timeout or start error."""
     hook: HookCommand
     exit_code: int | None          # None when the hook was killed at its timeout or failed to start
     stdout: str = ""
@@ -58,6 +59,7 @@ class HookProcessResult:
 
 @dataclass
 class HookOutcome:
+    """What the hooks of one event decided, merged: blocks, permission, input and context."""
     blocked: bool = False
     block_reasons: list[str] = field(default_factory=list)
     prevent_continuation: bool = False
@@ -79,6 +81,7 @@ class HookOutcome:
 
 @dataclass
 class _Decision:
+    """A permission decision from one hook and its reason."""
     value: HookPermissionDecision
     reason: str | None
 

@@ -56,6 +56,7 @@ Handler = Callable[[CommandHost, str], Awaitable[CommandOutcome]]
 
 @dataclass(frozen=True)
 class Command:
+    """A slash command: its name, kind, handler or prompt, and where it came from."""
     name: str
     description: str
     type: CommandType
@@ -97,6 +98,7 @@ def parse_slash(text: str) -> tuple[str, str] | None:
 
 @dataclass
 class CommandRegistry:
+    """The slash commands by name, with warnings about shadowed ones."""
     commands: dict[str, Command] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 

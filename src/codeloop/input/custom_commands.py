@@ -37,6 +37,7 @@ class CommandSource(str, Enum):
 
 @dataclass(frozen=True)
 class CustomCommand:
+    """A slash command defined in a markdown file."""
     name: str
     prompt: str
     description: str

@@ -45,6 +45,7 @@ _MENTION = re.compile(r'(?:^|(?<=\s))@("[^"]+"|[^\s"]+)')
 
 @dataclass
 class ProcessedInput:
+    """What the user's input became: messages, whether to query, notices and output."""
     messages: list[Message] = field(default_factory=list)  # the last one is the prompt when querying
     should_query: bool = False
     allowed_tools: tuple[str, ...] = ()

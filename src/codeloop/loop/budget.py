@@ -56,6 +56,7 @@ class BudgetTracker:
 
 @dataclass(frozen=True)
 class BudgetDecision:
+    """Whether to continue or stop under the token budget, with the nudge to send."""
     action: BudgetAction
     nudge_message: str | None = None
     continuation_count: int = 0

@@ -33,6 +33,7 @@ class Aborted(Exception):
 
 @dataclass
 class ModelTurn:
+    """One model call of the loop: what was sent and what came back."""
     model: str
     fallback_chain: list[str]
     messages: list[Message]                   # what was sent (thinking stripped after a fallback)

@@ -35,6 +35,7 @@ MAX_TOKENS_NOT_RUN = ("Tool call not executed: the response was cut off at the o
 
 @dataclass
 class QueryParams:
+    """Everything one query of the loop needs: messages, prompts, tools, provider and limits."""
     messages: list[Message]
     system_prompt: list[str]
     user_context: dict[str, str]

@@ -40,6 +40,7 @@ class QueueMode(str, Enum):
 
 @dataclass
 class QueuedCommand:
+    """A prompt or notification waiting in the command queue."""
     value: str
     mode: QueueMode = QueueMode.PROMPT
     priority: Priority = Priority.NEXT

@@ -23,6 +23,7 @@ MAX_OUTPUT_TOKENS_RECOVERY_TEXT = (
 
 @dataclass
 class DrainResult:
+    """Messages after committing collapses to recover from a context overflow."""
     committed: int
     messages: list[Message]
 
@@ -35,6 +36,7 @@ class ContextCollapse(Protocol):
 
 @dataclass
 class CompactOutcome:
+    """The history after a compaction, with its token count before and its summary."""
     messages: list[Message]          # the post-compact history
     pre_tokens: int
     trigger: str = "auto"            # "auto" | "manual"

@@ -25,6 +25,7 @@ class Transition(str, Enum):
 
 @dataclass(frozen=True)
 class State:
+    """The loop's state carried from one iteration to the next."""
     messages: list[Message]
     tool_context: ToolContext
     max_output_tokens_recovery_count: int = 0

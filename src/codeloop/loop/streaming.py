@@ -28,6 +28,7 @@ DESCRIPTION_CHARS = 40
 
 @dataclass
 class ToolUpdate:
+    """A finished tool call's result message as the streaming executor reports it."""
     message: Message            # the user message with the tool_result
     tool_use_id: str
     tool_name: str
@@ -39,6 +40,7 @@ class ToolUpdate:
 
 @dataclass
 class _Entry:
+    """A tool_use block in the streaming executor and its run status."""
     block: dict[str, Any]
     invalid_json: str | None
     safe: bool

@@ -30,6 +30,7 @@ CanUseTool = Callable[[Tool, Any, dict[str, Any], ToolContext], Awaitable[Permis
 
 @dataclass
 class ToolRun:
+    """One tool call's outcome as the loop records it."""
     message: Message
     denied: bool = False
     tool_name: str = ""

@@ -51,6 +51,7 @@ _TYPE_ALIASES = {"stdio": Transport.STDIO, "http": Transport.HTTP, "streamable-h
 
 @dataclass(frozen=True)
 class ServerConfig:
+    """How to reach one MCP server: its transport and its command or URL."""
     name: str
     transport: Transport
     command: str | None = None

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 @dataclass
 class PermissionPolicy:
+    """The permission mode and rules that decide whether a tool call may run."""
     mode: PermissionMode = PermissionMode.DEFAULT
     allow: list[str] = field(default_factory=list)     # CLI --allowedTools
     deny: list[str] = field(default_factory=list)      # CLI --disallowedTools

@@ -50,6 +50,7 @@ _MCP_SERVER_WILDCARD = re.compile(r"(mcp__[A-Za-z0-9_\-]+?)__\*")
 
 @dataclass(frozen=True)
 class Rule:
+    """A permission rule: a tool name, an optional specifier and its origin."""
     tool: str
     specifier: str | None = None
     origin: str = "cli"   # settings file path the rule came from, or "cli"
@@ -60,6 +61,7 @@ class Rule:
 
 @dataclass(frozen=True)
 class Decision:
+    """The result of matching rules: the behavior, why, and the rule that matched."""
     behavior: DecisionBehavior
     reason: str = ""
     matched_rule: Rule | None = None
@@ -90,6 +92,7 @@ def parse_rule(text: str, origin: str = "cli") -> Rule:
 
 @dataclass
 class RuleSet:
+    """The allow, ask and deny rules."""
     allow: list[Rule] = field(default_factory=list)
     ask: list[Rule] = field(default_factory=list)
     deny: list[Rule] = field(default_factory=list)

@@ -36,6 +36,7 @@ _DANGEROUS_ENV_PREFIXES = ("LD_", "DYLD_", "GIT_", "BASH_FUNC_", "NPM_CONFIG_")
 # -- wrappers ----------------------------------------------------------------------------------
 @dataclass
 class _Opts:
+    """A wrapper command's options: plain flags and those that take a value."""
     flags: frozenset[str] = frozenset()
     valued: frozenset[str] = frozenset()      # options that take the next word (or `=value`)
 
@@ -59,6 +60,7 @@ _WRAPPERS: dict[str, _Opts] = {
 
 @dataclass
 class Unwrapped:
+    """The command that really runs once wrappers like env or timeout are read through."""
     argv: list[str]                                     # the command that really runs
     env: dict[str, str] = field(default_factory=dict)   # assignments made via `env VAR=…`
     offset: int = 0            # index in the original argv where `argv` starts

@@ -21,6 +21,7 @@ class Redirect(NamedTuple):
 
 @dataclass
 class SimpleCommand:
+    """One simple command of a shell line: its words, assignments and redirects."""
     argv: list[str]                       # words after quote removal
     raw: str                              # source text of this part, trimmed
     env: dict[str, str] = field(default_factory=dict)   # leading VAR=value assignments
@@ -34,6 +35,7 @@ class SimpleCommand:
 
 @dataclass
 class SplitResult:
+    """A shell line split into simple commands, with flags for what could not be read."""
     parts: list[SimpleCommand] = field(default_factory=list)
     has_command_substitution: bool = False   # $( ), backticks, <( ), >( ), also $(( ))
     has_heredoc: bool = False

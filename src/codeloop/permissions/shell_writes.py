@@ -30,6 +30,7 @@ _UNKNOWN_CHARS = re.compile(r"[$`*?\[{]")
 
 @dataclass(frozen=True)
 class WriteTarget:
+    """A file a shell command writes, and how it writes it."""
     path: str | None      # absolute, normalised; None: known only when the command runs
     how: str              # "redirect", "tee", "cp destination", …
     part: str             # source text of the simple command

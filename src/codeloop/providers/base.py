@@ -18,6 +18,7 @@ from codeloop.messages import extends, wire_json
 
 @dataclass
 class ModelRequest:
+    """One request to a model: messages, system prompt, tools and sampling options."""
     model: str
     messages: list[dict[str, Any]]
     system: list[dict[str, Any]] = field(default_factory=list)

@@ -33,6 +33,7 @@ class LocalModelError(Exception):
 
 @dataclass(frozen=True)
 class KnownModel:
+    """A local model file codeloop can assemble and verify."""
     key: str                      # what `--model local:<key>` names
     filename: str                 # the official file name
     size: int

@@ -29,6 +29,7 @@ COMPACT_OUTPUT_RESERVE = 20_000
 
 @dataclass(frozen=True)
 class Prices:
+    """A model's prices for input, output and cache writes and reads."""
     input: float
     output: float
     cache_write: float
@@ -37,6 +38,7 @@ class Prices:
 
 @dataclass(frozen=True)
 class ModelInfo:
+    """What is known of a model family: context window, output limit and prices."""
     prefix: str
     context_window: int
     max_output_tokens: int
@@ -50,6 +52,7 @@ class ModelInfo:
 
 @dataclass(frozen=True)
 class Capabilities:
+    """A model's context window, output limit and tool support."""
     context_window: int
     max_output_tokens: int
     supports_tools: bool

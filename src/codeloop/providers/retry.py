@@ -24,6 +24,7 @@ BUDGET_ENV = "CODELOOP_RETRY_BUDGET_MS"
 
 @dataclass(frozen=True)
 class RetryPolicy:
+    """How often and how long to retry a failed model request."""
     max_retries: int = 10
     base_delay_s: float = 0.5
     max_delay_s: float = 32.0

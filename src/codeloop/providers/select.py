@@ -31,6 +31,7 @@ class ProviderKind(str, Enum):
 
 @dataclass(frozen=True)
 class Endpoint:
+    """Where a provider kind finds its base URL and API key."""
     base_env: str | None          # env var naming the base URL
     default_base: str | None
     key_env: str | None           # env var holding the key (None: never send one)

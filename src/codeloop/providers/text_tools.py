@@ -35,6 +35,7 @@ ANSWER_KEY = "answer"
 
 @dataclass
 class TextCall:
+    """A tool call parsed from a model's reply text."""
     name: str
     input: dict[str, Any] = field(default_factory=dict)
 

@@ -59,6 +59,7 @@ def _request_sent() -> None:
 
 @dataclass(frozen=True)
 class Deadlines:
+    """Timeouts for connecting, the response headers and an idle stream."""
     connect_s: float = 15.0
     headers_s: float = 120.0   # a streamed answer starts at once; a queued huge prompt may not
     idle_s: float = 90.0
@@ -178,6 +179,7 @@ async def _guarded(chunks: AsyncIterator[bytes], idle_s: float, base_url: str) -
 
 @dataclass
 class SSE:
+    """One server-sent event: its name and data."""
     event: str
     data: str
 

@@ -27,6 +27,7 @@ def _now() -> str:
 
 @dataclass(frozen=True)
 class Backup:
+    """A file's backup taken before its first write after a prompt."""
     prompt: int                 # index into FileHistory.prompts: the first write after that prompt
     path: str
     backup_file: str | None     # None: the file did not exist before

@@ -29,6 +29,7 @@ AskUser = Callable[[Tool, Any, dict[str, Any]], Awaitable[PermissionDecision]]  
 
 @dataclass
 class ConversationConfig:
+    """How a conversation is set up: cwd, model, tools, prompts, policy and limits."""
     cwd: Path
     model: str
     tools: list[Tool]

@@ -44,6 +44,7 @@ class EngineError(RuntimeError):
 
 @dataclass(frozen=True)
 class QueryEngineConfig:
+    """How the query engine runs: turn and token limits, model, tools and output form."""
     max_turns: int = 8                        # prompts per session (hard stop)
     max_budget_tokens: int | None = None      # input (incl. cache) + output tokens (soft stop); None: unlimited
     compact_after_turns: int | None = 12      # summarise the history every N prompts; None: never
@@ -64,6 +65,7 @@ class QueryEngineConfig:
 
 @dataclass(frozen=True)
 class UsageSummary:
+    """Token counts and cost of a turn or a session."""
     input_tokens: int = 0
     output_tokens: int = 0
     cache_creation_input_tokens: int = 0
@@ -85,6 +87,7 @@ class UsageSummary:
 
 @dataclass(frozen=True)
 class PermissionDenial:
+    """A tool call that was denied permission."""
     tool_name: str
     tool_use_id: str = ""
     tool_input: dict[str, Any] = field(default_factory=dict)
@@ -96,6 +99,7 @@ class PermissionDenial:
 
 @dataclass(frozen=True)
 class TurnResult:
+    """What one prompt to the engine produced: output, matches, denials and usage."""
     prompt: str
     output: str
     matched_commands: tuple[str, ...]

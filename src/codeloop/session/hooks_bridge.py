@@ -24,6 +24,7 @@ from codeloop.tools.base import PermissionBehavior, PermissionDecision
 
 @dataclass
 class PostToolFeedback:
+    """What the PostToolUse hooks said about a tool call."""
     feedback: str | None
     prevent_continuation: bool = False
     stop_reason: str | None = None
@@ -31,6 +32,7 @@ class PostToolFeedback:
 
 @dataclass
 class PromptVerdict:
+    """What the UserPromptSubmit hooks decided about a prompt."""
     blocked: bool
     events: list[Event]
     context: list[Message]

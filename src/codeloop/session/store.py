@@ -33,6 +33,7 @@ class InvalidSessionId(ValueError):
 
 @dataclass(frozen=True)
 class SessionInfo:
+    """A saved session: its id, transcript path, time and first prompt."""
     session_id: str
     path: Path
     mtime: float

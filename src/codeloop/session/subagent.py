@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class SubagentRuntime:
+    """What subagents inherit from their parent: provider, model, tools and permissions."""
     provider: Any                                   # codeloop.providers.base.Provider
     model: str                                      # the parent's model
     tools: list[Tool]                               # the parent's whole (ungated) pool

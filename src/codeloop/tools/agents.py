@@ -60,6 +60,7 @@ class AgentSource(str, Enum):
 
 @dataclass(frozen=True)
 class AgentDefinition:
+    """A subagent type: its prompt, tools, model and where it was defined."""
     name: str
     description: str
     system_prompt: str

@@ -37,6 +37,7 @@ class ToolError(Exception):
 
 @dataclass
 class ToolResult:
+    """What a tool returns: content for the model and data for front ends."""
     # What the model sees: a string or a list of content blocks (text, image).
     content: str | list[dict[str, Any]]
     is_error: bool = False
@@ -55,6 +56,7 @@ class FileReadRecord:
 
 @dataclass
 class ToolContext:
+    """What a tool call can use: directories, abort signal and session state."""
     cwd: Path                                   # Bash's persistent working directory
     project_dir: Path                           # where the session started
     abort: AbortController = field(default_factory=AbortController)
@@ -109,6 +111,7 @@ class ToolContext:
 
 @dataclass
 class PermissionDecision:
+    """Whether a tool call may run, with a message and any changed input."""
     behavior: PermissionBehavior
     message: str = ""
     updated_input: dict[str, Any] | None = None

@@ -37,6 +37,7 @@ class SkillSource(str, Enum):
 
 @dataclass(frozen=True)
 class Skill:
+    """A skill: its name, description, SKILL.md path and where it came from."""
     name: str
     description: str
     path: Path                     # the SKILL.md

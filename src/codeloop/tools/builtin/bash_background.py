@@ -54,6 +54,7 @@ class TaskStatus(str, Enum):
 
 @dataclass
 class BackgroundTask:
+    """A task running in the background: its command, output file and status."""
     id: str
     kind: TaskKind
     description: str
