@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 @dataclass
 class PendingChoice:
+    """A choice shown to the user in the REPL, and the future its answer resolves."""
     title: str
     options: list[tuple[str, str]]
     future: "asyncio.Future[str | None]"

@@ -15,6 +15,7 @@ VISIBLE = 8
 
 @dataclass(frozen=True)
 class PickItem:
+    """One entry of a picker: its key, its label and an optional preview."""
     key: str
     label: str
     preview: str = ""
@@ -22,6 +23,7 @@ class PickItem:
 
 @dataclass
 class Picker:
+    """An open filterable picker: its items, the query, the selection and the future to resolve."""
     title: str
     items: list[PickItem]
     future: "asyncio.Future[str | None]"

@@ -23,6 +23,7 @@ CHARS_PER_TOKEN = 4     # the live estimate of streamed output tokens until the 
 
 @dataclass
 class Running:
+    """A tool call in progress as the progress line shows it."""
     name: str
     label: str
     started: float
@@ -33,6 +34,7 @@ class Running:
 
 @dataclass
 class TurnStats:
+    """The current turn's start time and token counts for the progress line."""
     started: float = 0.0
     input_tokens: int = 0
     output_tokens: int = 0

@@ -24,6 +24,7 @@ INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap)"
 
 @dataclass(frozen=True)
 class Probe:
+    """Whether bwrap was found and can start a sandbox here."""
     path: str | None
     error: str | None                 # None: bwrap starts a sandbox here
 

@@ -51,6 +51,7 @@ class Kind(str, Enum):
 
 @dataclass(frozen=True)
 class Protected:
+    """A protected path in the sandbox layout: its kind and whether it exists."""
     path: str
     kind: Kind
     exists: bool
@@ -58,6 +59,7 @@ class Protected:
 
 @dataclass
 class Layout:
+    """The sandbox's mounts: writable roots, pins, protected and masked paths."""
     roots: list[str]                                    # writable, real paths
     pins: list[str] = field(default_factory=list)       # folders bound onto themselves
     protected: list[Protected] = field(default_factory=list)

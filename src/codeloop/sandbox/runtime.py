@@ -36,6 +36,7 @@ class Use(str, Enum):
 
 @dataclass
 class Prepared:
+    """The argv prefix and environment that run a command in the sandbox."""
     argv: list[str]                      # prefix: the caller appends its command
     env: dict[str, str] = field(default_factory=dict)
 
@@ -65,6 +66,7 @@ def _blank_paths() -> dict[str, str]:
 
 @dataclass
 class Sandbox:
+    """The sandbox for shell commands: its settings, roots and protected paths."""
     settings: SandboxSettings
     roots: list[str]                                   # project dir + additional directories
     home: str = field(default_factory=lambda: os.path.expanduser("~"))

@@ -39,6 +39,7 @@ class BatchError(Exception):
 
 @dataclass
 class BatchOptions:
+    """How one batch run is set up: tasks file, output, worker count and backend."""
     tasks: Path
     out: Path
     workers: int = 4

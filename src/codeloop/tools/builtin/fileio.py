@@ -111,6 +111,7 @@ class InodeGuard:
 
 @dataclass
 class Opened:
+    """A file opened for reading: its descriptor and stat."""
     fd: int
     st: os.stat_result
 

@@ -29,6 +29,7 @@ _CHUNK = 1 << 16
 
 @dataclass
 class Window:
+    """The lines read from a file and what is known of the rest."""
     lines: list[str] = field(default_factory=list)
     total: int | None = None          # None: the file goes on and was not read to its end
     whole: bool = False               # every byte was read (the digest covers the file)

@@ -54,6 +54,7 @@ def _proc_fd_dir(fd: int) -> str | None:
 
 @dataclass
 class RgRun:
+    """How an rg run ended: return code, stderr and whether it was stopped early."""
     returncode: int | None
     stderr: str
     stopped_early: bool

@@ -96,6 +96,7 @@ class WebFetchInput(BaseModel):
 
 @dataclass
 class Page:
+    """A fetched web page: its URL, status, type and text."""
     url: str
     status: int
     content_type: str
@@ -106,6 +107,7 @@ class Page:
 
 @dataclass
 class Redirect:
+    """A redirect to another site, reported instead of followed."""
     original: str
     target: str
     status: int
