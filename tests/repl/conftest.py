@@ -46,3 +46,22 @@ def run(tmp_path):
     yield start
     for t in terms:
         t.close()
+
+
+@pytest.fixture
+def screen(tmp_path):
+    """Like `run`, but returns the rendered screen (screen.Screen) once the prompt's footer shows."""
+    from ptyterm import Term
+    from screen import Screen
+
+    terms = []
+
+    def start(api_url, *args, rows=30, cols=100):
+        t = Term(tmp_path, api_url, *args, rows=rows, cols=cols)
+        terms.append(t)
+        s = Screen(t, rows=rows, cols=cols)
+        s.wait_text("shift+tab to cycle")
+        return s
+    yield start
+    for t in terms:
+        t.close()

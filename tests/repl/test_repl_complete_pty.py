@@ -3,26 +3,7 @@ menus, Tab, `?` for shortcuts and the Ctrl-C hint that goes away."""
 
 import time
 
-import pytest
-
 from fakeapi import ScriptedAPI
-from ptyterm import Term
-from screen import Screen
-
-
-@pytest.fixture
-def screen(tmp_path):
-    terms = []
-
-    def start(url, *args):
-        t = Term(tmp_path, url, *args, rows=30, cols=100)
-        terms.append(t)
-        s = Screen(t, rows=30, cols=100)
-        s.wait_text("shift+tab to cycle")
-        return s
-    yield start
-    for t in terms:
-        t.close()
 
 
 def test_slash_opens_the_command_menu_with_descriptions_and_tab_completes(tmp_path, screen):

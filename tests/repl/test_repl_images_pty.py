@@ -3,29 +3,10 @@
 import sys
 from pathlib import Path
 
-import pytest
-
 from fakeapi import ScriptedAPI, sse, text
-from ptyterm import Term
-from screen import Screen
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "cli"))
 from test_images_cli import image_blocks, tiny_png  # noqa: E402
-
-
-@pytest.fixture
-def screen(tmp_path):
-    terms = []
-
-    def start(url, *args):
-        t = Term(tmp_path, url, *args)
-        terms.append(t)
-        s = Screen(t)
-        s.wait_text("shift+tab to cycle")
-        return s
-    yield start
-    for t in terms:
-        t.close()
 
 
 def test_pasting_an_image_path_attaches_the_image(tmp_path, screen):

@@ -3,10 +3,7 @@
 import json
 import time
 
-import pytest
-
 from fakeapi import ScriptedAPI, sse, text, tool_use
-from ptyterm import Term
 
 QUESTIONS = [{"question": "Which format should the report use?", "header": "Format",
               "options": [{"label": "Markdown", "description": "Plain text"},
@@ -17,33 +14,19 @@ QUESTIONS = [{"question": "Which format should the report use?", "header": "Form
                           {"label": "Appendix", "description": "Raw data"}], "multiSelect": True}]
 
 
-@pytest.fixture
-def term(tmp_path):
-    terms = []
-
-    def start(url, *args):
-        t = Term(tmp_path, url, *args)
-        terms.append(t)
-        t.ready()
-        return t
-    yield start
-    for t in terms:
-        t.close()
-
-
 def pick(t, key):
     time.sleep(0.3)   # the selector must be showing before the key arrives
     t.send(key)
 
 
-def test_questions_then_plan_approval_switches_to_accept_edits(tmp_path, term):
+def test_questions_then_plan_approval_switches_to_accept_edits(tmp_path, run):
     report = tmp_path / "report.md"
     api = ScriptedAPI(sse(tool_use("AskUserQuestion", {"questions": QUESTIONS}, id="q")),
                       sse(tool_use("ExitPlanMode", {"plan": "1. Write report.md with a summary"}, id="p")),
                       sse(tool_use("Write", {"file_path": str(report), "content": "# Report\n"}, id="w")),
                       sse(text("Report written.")))
     with api.serve() as url:
-        t = term(url, "--permission-mode", "plan")
+        t = run(url, "--permission-mode", "plan")
         t.line("write a report")
         t.expect(r"\[Format\] Which format should the report use\?")
         t.expect(r"2\) HTML")
@@ -69,7 +52,7 @@ def test_questions_then_plan_approval_switches_to_accept_edits(tmp_path, term):
     assert report.read_text() == "# Report\n"                          # acceptEdits: no prompt for Write
 
 
-def test_webfetch_always_allow_remembers_the_domain(tmp_path, term):
+def test_webfetch_always_allow_remembers_the_domain(tmp_path, run):
     import sys
     from pathlib import Path
 
@@ -84,7 +67,7 @@ def test_webfetch_always_allow_remembers_the_domain(tmp_path, term):
                           sse(text("System uids are below 1000."), model="claude-haiku-4-5"),
                           sse(text("Both pages read.")))
         with api.serve() as url:
-            t = term(url)
+            t = run(url)
             t.line("read two pages")
             t.expect(r"don't ask again for WebFetch\(domain:127\.0\.0\.1\)")
             pick(t, "2")

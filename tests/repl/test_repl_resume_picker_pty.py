@@ -1,14 +1,13 @@
 """Issue 17 item 7 in a real pty: the /resume list moves with ↑/↓, searches as you type, previews
 the highlighted session, leaves out runs that never got a prompt, and `10` picks item 10."""
 
+import functools
 import os
 import time
 
 import pytest
 
 from fakeapi import ScriptedAPI
-from ptyterm import Term
-from screen import Screen
 
 TOPICS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet",
           "kilo", "lima"]
@@ -45,18 +44,9 @@ def write_sessions(cwd):
 
 
 @pytest.fixture
-def screen(tmp_path):
-    terms = []
-
-    def start(url, *args):
-        t = Term(tmp_path, url, *args, rows=40)
-        terms.append(t)
-        s = Screen(t, rows=40)
-        s.wait_text("shift+tab to cycle")
-        return s
-    yield start
-    for t in terms:
-        t.close()
+def screen(screen):
+    """The shared fixture on a 40-row terminal: the picker lists more sessions than 30 rows hold."""
+    return functools.partial(screen, rows=40)
 
 
 def test_typing_10_picks_item_10(tmp_path, screen):

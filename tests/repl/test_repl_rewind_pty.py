@@ -3,26 +3,7 @@ restores the code and/or the conversation to an earlier prompt."""
 
 import json
 
-import pytest
-
 from fakeapi import ScriptedAPI, sse, text, tool_use
-from ptyterm import Term
-from screen import Screen
-
-
-@pytest.fixture
-def screen(tmp_path):
-    terms = []
-
-    def start(url, *args):
-        t = Term(tmp_path, url, *args)
-        terms.append(t)
-        s = Screen(t)
-        s.wait_text("shift+tab to cycle")
-        return s
-    yield start
-    for t in terms:
-        t.close()
 
 
 def entries(cwd):
