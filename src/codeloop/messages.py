@@ -33,6 +33,11 @@ QUEUED_PROMPT_TEMPLATE = (
     "Please address this message and continue with your tasks.\n</system-reminder>")
 
 
+# How a file read for a prompt (an @-mention, a named file) opens its meta message; the local
+# model's request rendering tells such text from the user's own words by it.
+READ_ATTACHMENT_HEAD = "Called the Read tool with the following input"
+
+
 def new_uuid() -> str:
     """A random RFC 4122 version-4 UUID, as `str(uuid.uuid4())` gives (the uuid module imports
     `platform`, a few ms of every start-up)."""

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from codeloop.config.flags import ATTACH_NAMED_FILES
 from codeloop.input.commands import CommandRegistry, CommandType, parse_slash
 from codeloop.loop.queue import QueuedCommand, QueueMode, _image_blocks
-from codeloop.messages import Message, user_message
+from codeloop.messages import READ_ATTACHMENT_HEAD, Message, user_message
 
 if TYPE_CHECKING:
     from codeloop.abort import AbortController
@@ -131,7 +131,7 @@ def named_files(text: str, cwd: Path) -> list[str]:
     root = cwd.resolve()
     for word in dict.fromkeys(w.rstrip(".") for w in _NAMED_FILE.findall(text)):
         path = (cwd / word).resolve()
-        if path.is_relative_to(root) and path.is_file() and word not in out:
+        if path.is_relative_to(root) and path.is_file():
             out.append(word)
             if len(out) == MAX_NAMED_FILES:
                 break
@@ -179,7 +179,7 @@ async def attachment_for(conv: "Conversation", mention: str) -> tuple[Message | 
         b.get("text", "") for b in blocks if b.get("type") == "text")
     if result.is_error:
         return None, f"@{mention}: not attached — {content[:200]}"
-    head = (f"Called the Read tool with the following input: {json.dumps(raw)}\n\n"
+    head = (f"{READ_ATTACHMENT_HEAD}: {json.dumps(raw)}\n\n"
             f"Result of calling the Read tool:\n")
     media = [b for b in blocks if b.get("type") in ("image", "document")]
     if media:  # an image (or PDF) travels as its own block, as the Read tool's result does

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
+from codeloop.messages import READ_ATTACHMENT_HEAD
 from codeloop.providers.openai_translate import _text_of
 from codeloop.providers.text_tools import ANSWER_KEY
 
@@ -23,8 +24,6 @@ _KEEP = ("type", "enum", "items")
 NOTHING_FOUND = ("no files found", "no matches found")
 MAX_FRUITLESS_CALLS = 3
 MAX_REPEATED_CALLS = 2
-# how an attached file starts (input.process.attachment_for): the prompt came with a file read
-ATTACHMENT_HEAD = "Called the Read tool with the following input"
 REMINDER = ("(The request: {request}\nWhen it is done, a question answered or a requested change made, reply "
             '{{"answer": "..."}} with the actual names, values or text you found. Otherwise make the next '
             "tool call.)")
@@ -197,7 +196,7 @@ def _request_text(content: Any) -> str:
         text = content
     else:
         texts = [b.get("text") or "" for b in content or [] if b.get("type") == "text"
-                 and not (b.get("text") or "").startswith(ATTACHMENT_HEAD)]
+                 and not (b.get("text") or "").startswith(READ_ATTACHMENT_HEAD)]
         text = texts[-1] if texts else ""
     text = " ".join(text.split())
     return text if len(text) <= 300 else text[:297] + "..."
