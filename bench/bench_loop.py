@@ -71,7 +71,7 @@ def bench_first_request(runs: int) -> float:
 
 async def _loop_overhead(turns: int) -> tuple[float, float, float]:
     from codeloop.cli.main import build_parser
-    from codeloop.cli.setup import build_conversation
+    from codeloop.cli.startup.setup import build_conversation
     from codeloop.events import UserEvent
     from codeloop.providers.anthropic import AnthropicProvider
 

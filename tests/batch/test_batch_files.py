@@ -9,10 +9,10 @@ import sys
 import pytest
 
 from batchhelpers import make_repo, read_results, write_tasks
-from codeloop.cli.batch.report import render, summarize
-from codeloop.cli.batch.results import ResultsFile, read_records, should_run, write_predictions
-from codeloop.cli.batch.tasks import TaskDefaults, TaskKind, TaskSpec, load_tasks
-from codeloop.cli.batch.workspace import WorkspaceError, diff, folder_name, prepare
+from codeloop.cli.commands.batch.report import render, summarize
+from codeloop.cli.commands.batch.results import ResultsFile, read_records, should_run, write_predictions
+from codeloop.cli.commands.batch.tasks import TaskDefaults, TaskKind, TaskSpec, load_tasks
+from codeloop.cli.commands.batch.workspace import WorkspaceError, diff, folder_name, prepare
 
 
 def test_task_fields_defaults_and_paths(tmp_path):

@@ -11,7 +11,7 @@ import textwrap
 
 PROBE = textwrap.dedent("""
     import dataclasses, json, os, sys, types
-    from codeloop.cli import codecache
+    from codeloop.cli.startup import codecache
     if sys.argv[1] == "cache":
         codecache.install()
 

@@ -2,7 +2,7 @@
 
 from prompt_toolkit.keys import Keys
 
-from codeloop.cli.repl_keys import build_bindings
+from codeloop.cli.repl.keys import build_bindings
 
 
 class Actions:

@@ -1,6 +1,6 @@
 """The REPL renderer honours tombstones: a withdrawn response is marked, once per response."""
 
-from codeloop.cli.repl_render import Renderer
+from codeloop.cli.repl.render import Renderer
 from codeloop.events import AssistantEvent, Tombstone
 from codeloop.messages import Message
 

@@ -29,7 +29,7 @@ SDK_FLAGS = ("--permission-prompt-tool",)
 SHIM = '''#!{python}
 import sys
 from codeloop.cli.main import _tool_list, build_parser
-from codeloop.cli.print_mode import run_print_mode
+from codeloop.cli.headless.print_mode import run_print_mode
 
 p = build_parser()
 known = {{s for a in p._actions for s in a.option_strings}}

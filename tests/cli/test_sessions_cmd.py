@@ -6,7 +6,7 @@ import json
 import pytest
 
 from fakeapi import ScriptedAPI, sse, text, tool_use
-from codeloop.cli.sessions_cmd import sessions_main
+from codeloop.cli.commands.sessions import sessions_main
 from codeloop.providers.anthropic import AnthropicProvider
 from codeloop.session.engine import QueryEngine, QueryEngineConfig
 

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from fakeapi import ScriptedAPI, sse, text, tool_use
-from codeloop.cli.stream_json import run_stream_json
+from codeloop.cli.headless.stream_json import run_stream_json
 from codeloop.permissions.policy import PermissionMode, PermissionPolicy
 from codeloop.providers.anthropic import AnthropicProvider
 from codeloop.session.conversation import Conversation, ConversationConfig

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from codeloop.cli.repl_permission import bash_rule
+from codeloop.cli.repl.dialogs.permission import bash_rule
 from codeloop.config.settings import load_settings
 from codeloop.config.settings_write import SettingsWriteError, add_permission_rule
 

@@ -10,7 +10,7 @@ from fakeapi import ScriptedAPI, error, sse, text, tool_use
 from codeloop import QueryEngine, QueryEngineConfig, TurnResult
 from codeloop.providers.anthropic import AnthropicProvider
 from codeloop.session import store
-from codeloop.cli.output import BudgetGuard
+from codeloop.cli.headless.output import BudgetGuard
 from codeloop.session.engine import (FORMAT_VERSION, EngineError, PermissionDenial, StopReason,
                                      match_commands)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from codeloop.cli.local_profile import (LOCAL_SYSTEM_PROMPT, LOCAL_TOOLS, ProfileError, SHORT_DESCRIPTIONS,
+from codeloop.cli.startup.local_profile import (LOCAL_SYSTEM_PROMPT, LOCAL_TOOLS, ProfileError, SHORT_DESCRIPTIONS,
                                         apply_profile, no_key_message)
 from codeloop.cli.main import build_parser
 from codeloop.providers.base import ModelRequest

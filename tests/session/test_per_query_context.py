@@ -55,7 +55,7 @@ def test_nested_claude_md_is_attached_once_per_session(tmp_path):
 def test_the_cli_wires_the_per_query_reload(tmp_path, monkeypatch):
     """The REPL and stream-json sessions are built by cli.setup: their conversations re-read too."""
     from codeloop.cli.main import build_parser
-    from codeloop.cli.setup import build_conversation
+    from codeloop.cli.startup.setup import build_conversation
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "CLAUDE.md").write_text("Rule: version one.")

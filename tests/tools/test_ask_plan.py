@@ -108,7 +108,7 @@ class FakeRepl:
 
 
 async def test_repl_forms_fill_answers_and_approve_plans(tmp_path):
-    from codeloop.cli.repl_ask import DONE, approve_plan, ask_questions
+    from codeloop.cli.repl.dialogs.tool_forms import DONE, approve_plan, ask_questions
 
     repl = FakeRepl(["SQLite", "Export", "Auth", DONE], PermissionPolicy(cwd=tmp_path))
     decision = await ask_questions(repl, {"questions": QUESTIONS})

@@ -39,7 +39,7 @@ def test_stale_or_corrupt_cache_is_rebuilt(tmp_path):
 
 def test_cli_first_request_path_does_not_import_pydantic(tmp_path):
     code = ("import sys; sys.modules['trio'] = None\n"
-            "import codeloop.cli.setup, codeloop.cli.print_mode\n"
+            "import codeloop.cli.startup.setup, codeloop.cli.headless.print_mode\n"
             "print('pydantic' in sys.modules, any('.builtin.' in m for m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]

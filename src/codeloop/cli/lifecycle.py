@@ -105,7 +105,7 @@ class ExitGuard:
 
 def hard_exit(code: int) -> None:
     """Flush what was written and end now, without waiting for any thread."""
-    if (codecache := sys.modules.get("codeloop.cli.codecache")) is not None:
+    if (codecache := sys.modules.get("codeloop.cli.startup.codecache")) is not None:
         codecache.save()   # atexit handlers do not run after os._exit
     for stream in (sys.stdout, sys.stderr):
         try:

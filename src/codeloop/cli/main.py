@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from codeloop.cli.tool_lists import tool_list as _tool_list
+from codeloop.cli.startup.tool_lists import tool_list as _tool_list
 from codeloop.version import __version__
 
 OUTPUT_FORMATS = ("text", "json", "stream-json")
@@ -25,7 +25,7 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(allow_abbrev=False, **kw)
 
     def error(self, message: str):  # type: ignore[override]
-        from codeloop.cli.flag_hints import unknown_flag_hint
+        from codeloop.cli.startup.flag_hints import unknown_flag_hint
 
         message = unknown_flag_hint(message, [o for a in self._actions for o in a.option_strings])
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\nRun '{self.prog} --help' for usage.\n")
@@ -81,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-session-persistence", action="store_true", help="do not write a transcript")
     p.add_argument("--fork-session", action="store_true", help="with --resume/--continue: continue in a new session")
     _add_integration_flags(p)
-    from codeloop.cli.cc_flags import add_claude_flags
+    from codeloop.cli.startup.preflight import add_claude_flags
     add_claude_flags(p)
     return p
 
@@ -158,13 +158,13 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     _mark_undecodable_output()
     if argv[:1] == ["sessions"]:
-        from codeloop.cli.sessions_cmd import sessions_main
+        from codeloop.cli.commands.sessions import sessions_main
         return sessions_main(argv[1:])
     if argv[:1] == ["mcp"]:
-        from codeloop.cli.mcp_cmd import mcp_main
+        from codeloop.cli.commands.mcp import mcp_main
         return mcp_main(argv[1:])
     if argv[:1] == ["batch"]:
-        from codeloop.cli.batch import batch_main
+        from codeloop.cli.commands.batch import batch_main
         return batch_main(argv[1:])
     args = build_parser().parse_args(argv)
     if owns_process:
@@ -173,13 +173,13 @@ def main(argv: list[str] | None = None) -> int:
         # process: a host calling main(argv) keeps its `dataclasses` untouched.
         import atexit
 
-        from codeloop.cli import codecache
+        from codeloop.cli.startup import codecache
         codecache.install()
         atexit.register(codecache.save)
     for name in UNSUPPORTED:
         if getattr(args, name, None):
             sys.stderr.write(f"codeloop: warning: --{name.replace('_', '-')} is not supported yet; ignored\n")
-    from codeloop.cli.cc_flags import FlagError, prepare
+    from codeloop.cli.startup.preflight import FlagError, prepare
     try:
         prepare(args)
     except FlagError as exc:
@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     args.tools = _tool_list(args.tools)
     _check_model(args)
     if args.print_mode or args.input_format == "stream-json":  # SDKs drive stream-json without -p
-        from codeloop.cli.print_mode import run_print_mode
+        from codeloop.cli.headless.print_mode import run_print_mode
         code = run_print_mode(args)
         if owns_process:
             # The run has returned: transcript synced and closed, tools' processes reaped, the
@@ -201,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
             from codeloop.cli.lifecycle import hard_exit
             hard_exit(code)
         return code
-    from codeloop.cli.repl import run_repl
+    from codeloop.cli.repl.app import run_repl
     return run_repl(args)
 
 
@@ -213,7 +213,7 @@ def _check_tool_flags(args: argparse.Namespace) -> str | None:
     make the prompt a tool name. A last word that is no tool rule (it has spaces, say) is taken
     back as the prompt; with no prompt left at all, the error says what happened. Unknown tool
     names get a warning with the closest real one."""
-    from codeloop.cli.flag_hints import looks_like_rule, tool_warnings
+    from codeloop.cli.startup.flag_hints import looks_like_rule, tool_warnings
 
     given = [(dest, flag) for dest, flag in _VARIADIC if getattr(args, dest, None)]
     if args.prompt is None and given:

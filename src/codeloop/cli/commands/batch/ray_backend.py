@@ -15,9 +15,9 @@ import os
 import time
 from typing import Any
 
-from codeloop.cli.batch.local import lost_record
-from codeloop.cli.batch.runner import RunContext
-from codeloop.cli.batch.tasks import TaskSpec
+from codeloop.cli.commands.batch.local import lost_record
+from codeloop.cli.commands.batch.runner import RunContext
+from codeloop.cli.commands.batch.tasks import TaskSpec
 
 LOCAL_OBJECT_STORE_MB = 128
 LOOPBACK_ONLY_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
@@ -76,7 +76,7 @@ class RayWorkerControl:
 
 
 def _remote_run(spec: TaskSpec, ctx: RunContext, actor) -> dict[str, Any]:
-    from codeloop.cli.batch.runner import run_task
+    from codeloop.cli.commands.batch.runner import run_task
     return run_task(spec, ctx, RayWorkerControl(actor))
 
 

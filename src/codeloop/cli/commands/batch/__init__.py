@@ -89,8 +89,8 @@ def _report_parser() -> argparse.ArgumentParser:
 
 
 def report_main(argv: list[str]) -> int:
-    from codeloop.cli.batch.report import render, summarize
-    from codeloop.cli.batch.results import read_records, write_predictions
+    from codeloop.cli.commands.batch.report import render, summarize
+    from codeloop.cli.commands.batch.results import read_records, write_predictions
 
     args = _report_parser().parse_args(argv)
     if not args.results.is_file():
@@ -108,11 +108,11 @@ def report_main(argv: list[str]) -> int:
 def batch_main(argv: list[str]) -> int:
     if argv[:1] == ["report"]:
         return report_main(argv[1:])
-    from codeloop.cli.batch.driver import BackendKind, BatchError, BatchOptions, run_batch
-    from codeloop.cli.batch.tasks import TaskDefaults
+    from codeloop.cli.commands.batch.driver import BackendKind, BatchError, BatchOptions, run_batch
+    from codeloop.cli.commands.batch.tasks import TaskDefaults
 
     args = _run_parser().parse_args(argv)
-    from codeloop.cli.tool_lists import tool_list as _tool_list
+    from codeloop.cli.startup.tool_lists import tool_list as _tool_list
     if not args.tasks.is_file():
         sys.stderr.write(f"codeloop batch: no tasks file at {args.tasks}\n")
         return EXIT_ERROR

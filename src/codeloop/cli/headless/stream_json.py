@@ -20,9 +20,9 @@ import time
 from typing import Any, AsyncIterator, TextIO
 
 from codeloop.abort import AbortController, AbortReason
-from codeloop.cli import control
-from codeloop.cli.control import ControlError, ControlSubtype
-from codeloop.cli.output import (EXIT_ERROR, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM, STRUCTURED_RETRY_LIMIT, BudgetGuard,
+from codeloop.cli.headless import control
+from codeloop.cli.headless.control import ControlError, ControlSubtype
+from codeloop.cli.headless.output import (EXIT_ERROR, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM, STRUCTURED_RETRY_LIMIT, BudgetGuard,
                                  Printer, apply_structured, build_result, emit, error_result, message_line)
 from codeloop.events import SystemEvent, UserEvent
 from codeloop.session.structured import StructuredEvent, parse_schema, run_structured
@@ -72,7 +72,7 @@ class StreamJsonSession:
         self.budget = BudgetGuard(budget) if budget is not None else None
         if getattr(args, "permission_prompt_tool", None) == _STDIO:
             conv.ask_user = self.ask_sdk
-        from codeloop.cli.sdk_glue import SdkGlue
+        from codeloop.cli.headless.sdk_glue import SdkGlue
         self.glue = SdkGlue(self, mirror=bool(getattr(args, "session_mirror", False)))
 
     # -- stdin -------------------------------------------------------------------------------------
@@ -285,7 +285,7 @@ def run_stream_json_mode(args: argparse.Namespace) -> int:
         return EXIT_ERROR
 
     async def main() -> int:
-        from codeloop.cli.setup import SetupError, attach_mcp, build_conversation, use_permission_prompt_tool
+        from codeloop.cli.startup.setup import SetupError, attach_mcp, build_conversation, use_permission_prompt_tool
 
         try:
             conv, warnings = build_conversation(args, interactive=False)

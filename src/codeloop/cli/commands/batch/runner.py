@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from codeloop.cli.batch.results import Outcome
-from codeloop.cli.batch.tasks import TaskSpec
-from codeloop.cli.batch.workspace import WorkspaceError, diff, folder_name, prepare
+from codeloop.cli.commands.batch.results import Outcome
+from codeloop.cli.commands.batch.tasks import TaskSpec
+from codeloop.cli.commands.batch.workspace import WorkspaceError, diff, folder_name, prepare
 
 RATE_LIMIT_ERRORS = ("rate_limit", "overloaded")
 INTERRUPT_GRACE_S = 20.0

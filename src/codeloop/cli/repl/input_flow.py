@@ -103,7 +103,7 @@ def _build_with_settings_check(args: argparse.Namespace, build: Any) -> tuple[An
     """Broken settings files stop the session before any query: the user fixes them, or says
     explicitly to go on without them (their deny rules then do not apply, and they are told so)."""
     from prompt_toolkit import prompt
-    from codeloop.cli.setup import BrokenSettingsError
+    from codeloop.cli.startup.setup import BrokenSettingsError
 
     try:
         return build(args, interactive=True)

@@ -3,8 +3,8 @@
 Owns the terminal session: the trust question, the prompt_toolkit input (history, multi-line,
 paste), the always-available prompt while a query runs (input typed meanwhile is dispatched —
 queued or run at once — by `input.dispatch`), inline choices (permission prompts, the /resume
-picker), the status toolbar and an orderly exit. Rendering is `repl_render`, keys `repl_keys`,
-the permission dialog `repl_permission`, the live status `repl_progress`. The prompt line is
+picker), the status toolbar and an orderly exit. Rendering is `repl.render`, keys `repl.keys`,
+the permission dialog `repl_permission`, the live status `repl.progress`. The prompt line is
 erased on Enter and echoed here: at once when idle, and — for input typed while the model works —
 when it is actually taken up, so the screen shows things in the order they happened.
 
@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncIterator
 
 from codeloop.abort import AbortReason
-from codeloop.cli.repl_choices import ChoiceMixin, PendingChoice  # noqa: F401 (PendingChoice re-exported)
-from codeloop.cli.repl_flow import FlowMixin
+from codeloop.cli.repl.dialogs.choice import ChoiceMixin, PendingChoice  # noqa: F401 (PendingChoice re-exported)
+from codeloop.cli.repl.input_flow import FlowMixin
 from codeloop.loop.queue import QueueMode
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ FLASH_S = 2.5
 
 class Repl(ChoiceMixin, FlowMixin):
     def __init__(self, conv: "Conversation", registry: Any, *, started_bypass: bool, idle_mode: Any) -> None:
-        from codeloop.cli.repl_render import Renderer
+        from codeloop.cli.repl.render import Renderer
         from codeloop.input.dispatch import Dispatcher
 
         self.conv = conv
@@ -49,7 +49,7 @@ class Repl(ChoiceMixin, FlowMixin):
         self.dispatcher = Dispatcher(self, registry, idle_return=idle_mode)
         self.started_bypass = started_bypass
         self.pending: PendingChoice | None = None
-        self.picker: Any = None                 # a repl_picker.Picker while one is open
+        self.picker: Any = None                 # a repl.picker.Picker while one is open
         self._choice_lock = asyncio.Lock()
         self.tasks: set[asyncio.Task[Any]] = set()
         self.exiting = False
@@ -116,7 +116,7 @@ class Repl(ChoiceMixin, FlowMixin):
             self.renderer.busy = False
 
     async def switch_conversation(self, conv: "Conversation", *, reason: str) -> None:
-        from codeloop.cli.repl_progress import restore_cost
+        from codeloop.cli.repl.progress import restore_cost
 
         old, self.conv = self.conv, conv
         self._attach(conv)
@@ -134,7 +134,7 @@ class Repl(ChoiceMixin, FlowMixin):
 
     # -- permission prompts -------------------------------------------------------------------------------
     async def ask_user(self, tool: "Tool", inp: Any, block: dict[str, Any]) -> "PermissionDecision":
-        from codeloop.cli.repl_permission import ask_user
+        from codeloop.cli.repl.dialogs.permission import ask_user
 
         return await ask_user(self, tool, inp, block)
 
@@ -243,8 +243,8 @@ class Repl(ChoiceMixin, FlowMixin):
         from prompt_toolkit.history import FileHistory
         from prompt_toolkit.styles import Style
 
-        from codeloop.cli.repl_complete import FileIndex, ReplCompleter
-        from codeloop.cli.repl_keys import build_bindings
+        from codeloop.cli.repl.complete import FileIndex, ReplCompleter
+        from codeloop.cli.repl.keys import build_bindings
         from codeloop.session.store import config_dir
 
         cfg = config_dir()
@@ -252,7 +252,7 @@ class Repl(ChoiceMixin, FlowMixin):
         style = Style.from_dict({"bottom-toolbar": "noreverse", "status": "ansiyellow", "mode": "ansibrightblack",
                                  "queued": "ansicyan", "flash": "ansiyellow", "choice": "bold ansicyan",
                                  "prompt": "bold"})
-        from codeloop.cli.repl_flow import _setting
+        from codeloop.cli.repl.input_flow import _setting
 
         keys = _setting("keybindings", self.conv.config.cwd) or {}
         bindings, problems = build_bindings(self, keys if isinstance(keys, dict) else {})
@@ -294,7 +294,7 @@ class Repl(ChoiceMixin, FlowMixin):
                 self._submit(text)
             await self._shutdown()
         ticker.cancel()
-        from codeloop.cli.repl_progress import exit_summary
+        from codeloop.cli.repl.progress import exit_summary
         self._write(exit_summary(self.conv, time.monotonic() - self.started_at))
         return 0
 
@@ -307,7 +307,7 @@ class Repl(ChoiceMixin, FlowMixin):
         for w in warnings:
             self.show(f"⚠ {w}", style="warning")
         if c.messages:
-            from codeloop.cli.repl_progress import restore_cost
+            from codeloop.cli.repl.progress import restore_cost
             restore_cost(c)
             self.show(f"Resumed session {c.session_id} ({len(c.messages)} messages)", style="info")
             self.renderer.history(c.messages)
@@ -325,7 +325,7 @@ class Repl(ChoiceMixin, FlowMixin):
 
 
 def run_repl(args: argparse.Namespace) -> int:
-    from codeloop.cli.setup import NoKeyError, SetupError, build_conversation
+    from codeloop.cli.startup.setup import NoKeyError, SetupError, build_conversation
     from codeloop.config.trust import needs_trust, trust
     from codeloop.input.commands import CommandRegistry
     from codeloop.input.dispatch import IdleReturnMode
@@ -334,7 +334,7 @@ def run_repl(args: argparse.Namespace) -> int:
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         sys.stderr.write("codeloop: the interactive session needs a terminal; use -p \"prompt\" for scripts.\n")
         return 1
-    from codeloop.cli.repl_flow import _ask_trust, _build_with_settings_check, _setting
+    from codeloop.cli.repl.input_flow import _ask_trust, _build_with_settings_check, _setting
 
     cwd = Path.cwd().resolve()
     if not args.trust and needs_trust(cwd) and _ask_trust(cwd):
@@ -343,7 +343,7 @@ def run_repl(args: argparse.Namespace) -> int:
         try:
             conv, warnings = _build_with_settings_check(args, build_conversation)
         except NoKeyError as exc:  # first run without a key: offer the local model, never pick it silently
-            from codeloop.cli.local_profile import offer_local_first_run
+            from codeloop.cli.startup.local_profile import offer_local_first_run
 
             sys.stderr.write(f"{exc}\n")
             if not offer_local_first_run(config_dir()):

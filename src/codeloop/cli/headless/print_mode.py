@@ -17,7 +17,7 @@ import time
 from typing import Any, TextIO
 
 from codeloop.abort import AbortController, AbortReason
-from codeloop.cli.output import (EXIT_ERROR, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM, STRUCTURED_RETRY_LIMIT, Printer,
+from codeloop.cli.headless.output import (EXIT_ERROR, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM, STRUCTURED_RETRY_LIMIT, Printer,
                                  apply_structured, build_result, emit, error_result)
 from codeloop.events import SystemEvent, UserEvent
 
@@ -63,7 +63,7 @@ def _read_stdin() -> str:
 
 async def _run(args: argparse.Namespace, prompt: str, out: TextIO) -> int:
     from codeloop.cli.lifecycle import ExitGuard, hard_exit, install_daemon_executor
-    from codeloop.cli.setup import SetupError, attach_mcp, build_conversation, use_permission_prompt_tool
+    from codeloop.cli.startup.setup import SetupError, attach_mcp, build_conversation, use_permission_prompt_tool
 
     started = time.monotonic()
     install_daemon_executor(asyncio.get_running_loop())   # no tool thread can hold the exit
@@ -117,7 +117,7 @@ async def _run(args: argparse.Namespace, prompt: str, out: TextIO) -> int:
     printer.init()
     conv.side_listeners.append(printer.side_event)
     if args.output_format == "stream-json" and getattr(args, "include_hook_events", False):
-        from codeloop.cli.sdk_glue import install_hook_events
+        from codeloop.cli.headless.sdk_glue import install_hook_events
         install_hook_events(conv, out)
     command, _, focus = prompt.strip().partition(" ")
     structured: dict[str, Any] = {}
@@ -168,7 +168,7 @@ def run_print_mode(args: argparse.Namespace) -> int:
         sys.stderr.write("Error: When using --print, --output-format=stream-json requires --verbose\n")
         return EXIT_ERROR
     if getattr(args, "input_format", "text") == "stream-json":  # multi-turn JSONL session (SDKs)
-        from codeloop.cli.stream_json import run_stream_json_mode
+        from codeloop.cli.headless.stream_json import run_stream_json_mode
         return run_stream_json_mode(args)
     prompt = _read_prompt(args)
     if not prompt.strip():

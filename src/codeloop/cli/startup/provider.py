@@ -11,7 +11,7 @@ import argparse
 import os
 from typing import Any
 
-from codeloop.cli.setup_errors import NoKeyError, SetupError
+from codeloop.session.options import NoKeyError, SetupError
 from codeloop.providers.aliases import resolve_model
 
 
@@ -58,7 +58,7 @@ def _provider_and_model(args: argparse.Namespace, settings: Any, session_id: str
     except ValueError as exc:
         raise SetupError(str(exc)) from None
     if name == "local":
-        from codeloop.cli.local_profile import start_local
+        from codeloop.cli.startup.local_profile import start_local
         from codeloop.providers.local import context_size
         from codeloop.providers.local_model import LocalModelError
         from codeloop.session.store import config_dir
@@ -86,7 +86,7 @@ def _provider_and_model(args: argparse.Namespace, settings: Any, session_id: str
     except AuthenticationError as exc:
         if name != "anthropic":
             raise SetupError(str(exc)) from None
-        from codeloop.cli.local_profile import no_key_message
+        from codeloop.cli.startup.local_profile import no_key_message
         from codeloop.session.store import config_dir
 
         raise NoKeyError(no_key_message(str(exc), config_dir())) from None

@@ -99,13 +99,13 @@ def check_edit(repl: Any, tool_name: str, raw: dict[str, Any]) -> tuple[str | No
 
 async def ask_user(repl: Any, tool: Any, inp: Any, block: dict[str, Any]) -> Any:
     from codeloop.abort import AbortReason
-    from codeloop.cli.repl_render import tool_label
+    from codeloop.cli.repl.render import tool_label
     from codeloop.permissions.policy import PermissionMode, denial_message
     from codeloop.tools.base import PermissionBehavior, PermissionDecision
 
     raw = dict(block.get("input") or {})
-    if tool.name in ("AskUserQuestion", "ExitPlanMode"):  # forms, not yes/no prompts (repl_ask.py)
-        from codeloop.cli.repl_ask import approve_plan, ask_questions
+    if tool.name in ("AskUserQuestion", "ExitPlanMode"):  # forms, not yes/no prompts (dialogs/tool_forms.py)
+        from codeloop.cli.repl.dialogs.tool_forms import approve_plan, ask_questions
         return await (ask_questions if tool.name == "AskUserQuestion" else approve_plan)(repl, raw)
     policy = repl.conv.config.policy
     cwd: Path = repl.conv.config.cwd

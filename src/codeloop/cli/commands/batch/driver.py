@@ -17,12 +17,12 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from codeloop.cli.batch.progress import Progress
-from codeloop.cli.batch.report import render, summarize
-from codeloop.cli.batch.results import (ResultsBusy, ResultsFile, latest_by_id, predictions_path, read_records, should_run,
+from codeloop.cli.commands.batch.progress import Progress
+from codeloop.cli.commands.batch.report import render, summarize
+from codeloop.cli.commands.batch.results import (ResultsBusy, ResultsFile, latest_by_id, predictions_path, read_records, should_run,
                                         write_predictions)
-from codeloop.cli.batch.runner import RunContext
-from codeloop.cli.batch.tasks import TaskDefaults, TaskKind, load_tasks
+from codeloop.cli.commands.batch.runner import RunContext
+from codeloop.cli.commands.batch.tasks import TaskDefaults, TaskKind, load_tasks
 
 EXIT_OK, EXIT_ERROR, EXIT_SIGINT = 0, 1, 130
 _POLL_S = 0.25
@@ -80,7 +80,7 @@ class _Stops:
 
 def _backend(o: BatchOptions, ctx: RunContext):
     if o.backend is BackendKind.RAY:
-        from codeloop.cli.batch.ray_backend import RayBackend, RayMissing
+        from codeloop.cli.commands.batch.ray_backend import RayBackend, RayMissing
         try:
             return RayBackend(ctx, o.workers, address=o.ray_address, task_cpus=o.ray_task_cpus,
                               task_memory_mb=o.ray_task_memory_mb, max_retries=o.ray_max_retries)
@@ -89,7 +89,7 @@ def _backend(o: BatchOptions, ctx: RunContext):
         except Exception as exc:  # Ray could not start or reach the cluster
             raise BatchError(f"could not start Ray: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}") \
                 from None
-    from codeloop.cli.batch.local import LocalBackend
+    from codeloop.cli.commands.batch.local import LocalBackend
     return LocalBackend(ctx, o.workers)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from codeloop.cli.batch.results import Outcome, latest_by_id
+from codeloop.cli.commands.batch.results import Outcome, latest_by_id
 
 TOP_N = 5
 TOKEN_KEYS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")

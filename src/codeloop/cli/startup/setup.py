@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from codeloop.providers.aliases import resolve_model
-from codeloop.cli.setup_errors import BrokenSettingsError, NoKeyError, SetupError  # noqa: F401 (re-exported)
-from codeloop.cli.setup_provider import _key_source, _provider_and_model, _wants_local
+from codeloop.session.options import BrokenSettingsError, NoKeyError, SetupError  # noqa: F401 (re-exported)
+from codeloop.cli.startup.provider import _key_source, _provider_and_model, _wants_local
 from codeloop.session.conversation import Conversation, ConversationConfig
 
 
@@ -128,7 +128,7 @@ def _load_history(args: argparse.Namespace, cwd: Path) -> tuple[str, list, list,
         try:
             sid = store.validate_session_id(args.resume)
         except ValueError as exc:
-            from codeloop.cli.cc_flags import find_session_by_name
+            from codeloop.cli.startup.preflight import find_session_by_name
             named = find_session_by_name(cwd, args.resume)  # a name given with -n/--name
             if named is None:
                 raise SetupError(str(exc)) from None
@@ -250,7 +250,7 @@ def build_conversation(args: argparse.Namespace, *, interactive: bool) -> tuple[
     settings, trusted, warnings = _load_settings(args, cwd)
     local = _wants_local(args, settings)
     if local:  # the local-model profile narrows tools/prompt and switches the sandbox on
-        from codeloop.cli.local_profile import ProfileError, apply_profile
+        from codeloop.cli.startup.local_profile import ProfileError, apply_profile
 
         try:
             warnings = apply_profile(args)
@@ -262,7 +262,7 @@ def build_conversation(args: argparse.Namespace, *, interactive: bool) -> tuple[
     os.environ.update({k: str(v) for k, v in settings.env().items()})
     session_id, messages, denials, history_warnings, entries = _load_history(args, cwd)
     warnings += history_warnings
-    from codeloop.cli.cc_flags import FlagError, apply_main_agent
+    from codeloop.cli.startup.preflight import FlagError, apply_main_agent
     from codeloop.tools.agents import load_agent_definitions
 
     definitions = load_agent_definitions(cwd, store.config_dir())

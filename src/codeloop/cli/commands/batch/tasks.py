@@ -112,7 +112,7 @@ def _tools(obj: dict[str, Any], key: str) -> list[str] | None:
         value = [value]
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise TaskLineError(f'"{key}" must be a list of tool names or a comma-separated string')
-    from codeloop.cli.tool_lists import tool_list as _tool_list
+    from codeloop.cli.startup.tool_lists import tool_list as _tool_list
     return _tool_list(value) or []
 
 

@@ -12,9 +12,9 @@ import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
 
-from codeloop.cli.batch.results import Outcome
-from codeloop.cli.batch.runner import RunContext, base_record, run_task
-from codeloop.cli.batch.tasks import TaskSpec
+from codeloop.cli.commands.batch.results import Outcome
+from codeloop.cli.commands.batch.runner import RunContext, base_record, run_task
+from codeloop.cli.commands.batch.tasks import TaskSpec
 
 
 class LocalControl:

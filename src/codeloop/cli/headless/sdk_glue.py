@@ -19,8 +19,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from codeloop.cli import control
-from codeloop.cli.control import ControlSubtype
+from codeloop.cli.headless import control
+from codeloop.cli.headless.control import ControlSubtype
 from codeloop.messages import new_uuid
 from codeloop.hooks.events import (DEFAULT_TIMEOUT_S, MATCH_FIELD, CallbackSource, HookCallback, HookEvent,
                                    OnFailure, matcher_matches)
@@ -159,7 +159,7 @@ class SdkGlue:
 
 def install_hook_events(conv: Any, out: Any) -> None:
     """--include-hook-events: hook_started / hook_response system lines on stdout, as they happen."""
-    from codeloop.cli.output import emit
+    from codeloop.cli.headless.output import emit
 
     runner = conv.hooks.runner
     if runner is not None:

@@ -5,7 +5,7 @@ code fence completes, so nothing is ever re-drawn and nothing flickers), tool ca
 cells (`● Bash(ls)` then `  ⎿  result`, cut to a few lines; Ctrl+O toggles the expanded view,
 which reprints the recent cells in full), diffs for Edit/Write from the result's structuredPatch,
 the TodoWrite checklist, clean messages for refused or failed tools, and notices. The status
-line's text is `repl_progress`. It never reads input and never touches the prompt: output
+line's text is `repl.progress`. It never reads input and never touches the prompt: output
 goes through `write`, which the REPL points at prompt_toolkit's patched stdout.
 
 rich is imported here, so this module is only imported once the REPL starts.
@@ -25,7 +25,7 @@ from rich.text import Text
 
 from codeloop.events import (ApiCallEvent, AssistantEvent, CompactBoundary, Event, PermissionDenied, StreamEvent,
                              SystemEvent, Terminal, Tombstone, UserEvent)
-from codeloop.cli.repl_progress import Progress, duration
+from codeloop.cli.repl.progress import Progress, duration
 from codeloop.loop.state import TerminalReason
 from codeloop.messages import Message
 

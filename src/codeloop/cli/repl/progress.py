@@ -44,7 +44,7 @@ class TurnStats:
 
 class Progress:
     def __init__(self, label: Callable[[str, dict[str, Any]], str]) -> None:
-        self.label = label      # `Bash(ls)` for a tool call (repl_render.tool_label)
+        self.label = label      # `Bash(ls)` for a tool call (repl.render.tool_label)
         self.stats = TurnStats()
         self.running: dict[str, Running] = {}
         # tool_use_id → the last output of a running tool (ToolContext.live_output), when wired

@@ -10,7 +10,7 @@ import sys
 import time
 from typing import Any, TextIO
 
-from codeloop.cli.batch.results import Outcome
+from codeloop.cli.commands.batch.results import Outcome
 
 
 def _duration(seconds: float) -> str:

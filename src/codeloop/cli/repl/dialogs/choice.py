@@ -42,8 +42,8 @@ class ChoiceMixin:
         return t in ("y", "yes", "n", "no") or (t.isdigit() and 1 <= int(t) <= len(keys))
 
     async def pick(self, title: str, items: list[tuple[str, str, str]]) -> str | None:
-        """A searchable list of (key, label, preview) in the toolbar (repl_picker); the chosen key."""
-        from codeloop.cli.repl_picker import PickItem, Picker
+        """A searchable list of (key, label, preview) in the toolbar (repl.picker); the chosen key."""
+        from codeloop.cli.repl.picker import PickItem, Picker
 
         async with self._choice_lock:
             self.picker = Picker(title, [PickItem(*it) for it in items], asyncio.get_running_loop().create_future())

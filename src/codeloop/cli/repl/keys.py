@@ -40,7 +40,7 @@ PASTE_COLLAPSE_LINES = 10
 class KeyActions(Protocol):
     """What the keys may do: the narrow interface the REPL hands in (not the REPL module)."""
     pending: Any                                # a pending choice, or None
-    picker: Any                                 # an open repl_picker.Picker, or None
+    picker: Any                                 # an open repl.picker.Picker, or None
 
     def answer_choice(self, text: str | None) -> None: ...
     def interrupt(self) -> None: ...
@@ -167,7 +167,7 @@ def build_bindings(repl: KeyActions, commands: dict[str, str] | None = None) -> 
 
     @kb.add("?", filter=~choosing & Condition(lambda: not repl.app_buffer_text()))
     def _shortcuts(event) -> None:
-        from codeloop.cli.repl_complete import SHORTCUTS
+        from codeloop.cli.repl.complete import SHORTCUTS
         repl.show(SHORTCUTS, style="info")
 
     @kb.add(Keys.BracketedPaste)

@@ -1,0 +1,1 @@
+"""Subcommands beside the session: `codeloop sessions`, `codeloop mcp`, `codeloop batch`."""

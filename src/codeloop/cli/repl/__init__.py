@@ -1,0 +1,1 @@
+"""The interactive front end: the terminal session, its rendering, keys and dialogs."""

@@ -1,0 +1,160 @@
+"""RunOptions: everything a session is built from, resolved and validated once, at the door.
+
+The command line (`cli.startup.options.resolve_options`), the library (`QueryEngine`) and a
+subagent's definition each produce one of these; `session.assembly` is the only thing that
+turns it into a running Conversation. Every field is resolved already — flags over settings
+over environment, Claude Code's precedence — so nothing downstream guesses a default or reads
+a flag again. Frozen: a changed option (a model switch, a new permission mode) goes through the
+session, never through the options it was built from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping
+
+if TYPE_CHECKING:
+    from codeloop.config.settings import LoadedSettings
+    from codeloop.permissions.policy import PermissionMode
+    from codeloop.tools.agents import AgentDefinition
+
+
+class SetupError(Exception):
+    """A problem with the user's flags, environment or session files: one line for the user."""
+
+
+class NoKeyError(SetupError):
+    """No API key for the chosen hosted provider (the REPL offers the local model instead)."""
+
+
+class BrokenSettingsError(SetupError):
+    """Settings files that cannot be used: the run stops rather than drop the rules they hold."""
+
+    def __init__(self, problems: list[Any]) -> None:
+        self.problems = list(problems)
+        super().__init__("\n".join(f"broken settings file: {p} (fix it; codeloop will not run without "
+                                    "the rules it may hold)" for p in self.problems))
+
+
+class OutputFormat(str, Enum):
+    """`--output-format`: what a headless run writes."""
+    TEXT = "text"
+    JSON = "json"
+    STREAM_JSON = "stream-json"
+
+
+class InputFormat(str, Enum):
+    """`--input-format`: a prompt (text) or a JSONL session (stream-json, the SDKs)."""
+    TEXT = "text"
+    STREAM_JSON = "stream-json"
+
+
+class SessionEntry(str, Enum):
+    """Which history a session starts from."""
+    NEW = "new"              # a fresh session (with --session-id: that id)
+    RESUME = "resume"        # --resume ID or NAME
+    CONTINUE = "continue"    # --continue: the latest session in this folder
+
+
+@dataclass(frozen=True)
+class HistoryOptions:
+    """Where the history comes from and where it is written."""
+    entry: SessionEntry = SessionEntry.NEW
+    resume: str | None = None          # --resume: an id or a session name (-n)
+    session_id: str | None = None      # --session-id for a new session (validated)
+    fork: bool = False                 # --fork-session
+    resume_at: str | None = None       # --resume-session-at (a message uuid)
+    resume_drops_turn: str | None = None
+    persist: bool = True               # False: --no-session-persistence
+    name: str | None = None            # -n/--name: recorded as a custom-title entry
+
+    @property
+    def requested_id(self) -> str:
+        """The id a failed start-up reports (what the user asked for, if anything)."""
+        return self.resume or self.session_id or ""
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    """The model and how it is asked."""
+    provider: str = "anthropic"        # providers.select.ProviderKind value
+    model: str | None = None           # resolved id; None: the provider's default (local: its default file)
+    fallback: tuple[str, ...] = ()     # --fallback-model, resolved ids in order
+    thinking: Mapping[str, Any] | None = None  # the request's `thinking` block (+ effort)
+    betas: tuple[str, ...] = ()
+    api_key_helper: str | None = None  # settings apiKeyHelper (trusted sources only)
+
+
+@dataclass(frozen=True)
+class PermissionOptions:
+    """Rules, mode, directories and the sandbox request."""
+    mode: PermissionMode
+    allow: tuple[str, ...] = ()        # --allowedTools
+    deny: tuple[str, ...] = ()         # --disallowedTools
+    add_dirs: tuple[Path, ...] = ()    # --add-dir + settings additionalDirectories, resolved, existing
+    sandbox: bool = False              # --sandbox (settings `sandbox` is read from the settings)
+    prompt_tool: str | None = None     # --permission-prompt-tool: "stdio" or an MCP tool name
+    # Rule problems found in the command line's own rules: shown as warnings at start.
+    cli_rules_typed: bool = False
+
+
+@dataclass(frozen=True)
+class PromptOptions:
+    """The system prompt and the instructions around it."""
+    system_prompt: str | None = None   # replaces the default (--system-prompt[-file], --agent, local profile)
+    append: str | None = None          # --append-system-prompt[-file]
+    claude_md: bool = True             # False: --bare (no CLAUDE.md discovery)
+
+
+@dataclass(frozen=True)
+class McpOptions:
+    configs: tuple[str, ...] = ()      # --mcp-config files or JSON strings
+    strict: bool = False               # --strict-mcp-config (--bare too)
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_turns: int | None = None
+    max_budget_usd: float | None = None
+    token_budget: int | None = None
+    json_schema: Mapping[str, Any] | None = None   # parsed --json-schema
+    max_output_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class OutputOptions:
+    """What the headless front ends write (ignored by the REPL)."""
+    format: OutputFormat = OutputFormat.TEXT
+    input_format: InputFormat = InputFormat.TEXT
+    verbose: bool = False
+    include_partial_messages: bool = False
+    replay_user_messages: bool = False
+    include_hook_events: bool = False
+    session_mirror: bool = False
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """One session's whole configuration. Built only by a resolver; read by the assembly."""
+    cwd: Path
+    settings: LoadedSettings
+    permissions: PermissionOptions
+    trusted: bool = False
+    interactive: bool = False
+    entrypoint: str = "cli"
+    prompt: str | None = None                      # the first prompt, as given on the command line
+    setting_sources: frozenset[str] | None = None  # None: user, project and local
+    local_profile: bool = False                    # the embedded model's profile is applied
+    history: HistoryOptions = field(default_factory=HistoryOptions)
+    model: ModelOptions = field(default_factory=ModelOptions)
+    prompts: PromptOptions = field(default_factory=PromptOptions)
+    tools: tuple[str, ...] | None = None           # --tools: the only built-ins offered (None: all)
+    mcp: McpOptions = field(default_factory=McpOptions)
+    limits: Limits = field(default_factory=Limits)
+    output: OutputOptions = field(default_factory=OutputOptions)
+    agents: Mapping[str, AgentDefinition] = field(default_factory=dict)  # files, then --agents
+    feature_flags: Mapping[str, Any] = field(default_factory=dict)
+    hooks: bool = True                             # False: --bare (no settings hooks)
+    warnings: tuple[str, ...] = ()                 # found while resolving; the front end shows them
