@@ -70,8 +70,8 @@ def bench_first_request(runs: int) -> float:
 
 
 async def _loop_overhead(turns: int) -> tuple[float, float, float]:
-    from codeloop.cli.main import build_parser
-    from codeloop.cli.startup.setup import build_conversation
+    from codeloop.cli.startup.options import options_from_argv
+    from codeloop.session.assembly import open_session
     from codeloop.events import UserEvent
     from codeloop.providers.anthropic import AnthropicProvider
 
@@ -80,10 +80,9 @@ async def _loop_overhead(turns: int) -> tuple[float, float, float]:
         os.environ["CODELOOP_CONFIG_DIR"] = tmp
         os.environ["ANTHROPIC_API_KEY"] = "bench"
         os.chdir(tmp)
-        args = build_parser().parse_args(["-p", "x", "--dangerously-skip-permissions"])
-        args.allowed_tools, args.disallowed_tools = [], []
-        conv, _ = build_conversation(args, interactive=False)
-        conv.provider = AnthropicProvider(api_key="k", base_url="http://fake", transport=api.transport())
+        conv, _ = await open_session(options_from_argv(["-p", "x", "--dangerously-skip-permissions"]),
+                                     provider=AnthropicProvider(api_key="k", base_url="http://fake",
+                                                                transport=api.transport()))
         bash = next(t for t in conv.config.tools if t.name == "Bash")
         in_tool: list[float] = []
         real_call = bash.call

@@ -29,7 +29,7 @@ SDK_FLAGS = ("--permission-prompt-tool",)
 SHIM = '''#!{python}
 import sys
 from codeloop.cli.main import _tool_list, build_parser
-from codeloop.cli.headless.print_mode import run_print_mode
+from codeloop.cli.headless.entry import run_headless
 
 p = build_parser()
 known = {{s for a in p._actions for s in a.option_strings}}
@@ -46,7 +46,7 @@ args.print_mode = True   # the SDK never passes -p: stream-json input implies it
 args.allowed_tools = _tool_list(args.allowed_tools) or []
 args.disallowed_tools = _tool_list(args.disallowed_tools) or []
 args.tools = _tool_list(args.tools)
-sys.exit(run_print_mode(args))
+sys.exit(run_headless(args))
 '''
 
 

@@ -2,7 +2,6 @@
 protocol (initialize, interrupt, set_permission_mode, set_model, can_use_tool, hook_callback),
 driven in-process through `run_stream_json` with fake stdin/stdout, plus the CLI as a subprocess."""
 
-import argparse
 import asyncio
 import json
 import os
@@ -12,7 +11,11 @@ import sys
 import pytest
 
 from fakeapi import ScriptedAPI, sse, text, tool_use
-from codeloop.cli.headless.stream_json import run_stream_json
+from codeloop.cli.headless.stream_json import StreamJsonSession, serve
+from codeloop.config.settings import LoadedSettings
+from codeloop.session.options import (InputFormat, Limits, OutputFormat, OutputOptions, PermissionOptions,
+                                      RunOptions)
+from codeloop.session.parts import SessionParts
 from codeloop.permissions.policy import PermissionMode, PermissionPolicy
 from codeloop.providers.anthropic import AnthropicProvider
 from codeloop.session.conversation import Conversation, ConversationConfig
@@ -68,23 +71,30 @@ class Pipe:
         return await asyncio.wait_for(poll(), 30)   # a hang guard, not a timing assertion
 
 
-def args(**kw):
-    base = dict(output_format="stream-json", include_partial_messages=False, replay_user_messages=False,
-                permission_prompt_tool=None, json_schema=None, max_budget_usd=None)
-    base.update(kw)
-    return argparse.Namespace(**base)
+def options_for(tmp_path, mode, *, replay_user_messages=False, permission_prompt_tool=None, json_schema=None,
+                max_budget_usd=None, include_partial_messages=False):
+    return RunOptions(cwd=tmp_path, settings=LoadedSettings(),
+                      permissions=PermissionOptions(mode=mode, prompt_tool=permission_prompt_tool),
+                      limits=Limits(json_schema=json_schema, max_budget_usd=max_budget_usd),
+                      output=OutputOptions(format=OutputFormat.STREAM_JSON, input_format=InputFormat.STREAM_JSON,
+                                           verbose=True, include_partial_messages=include_partial_messages,
+                                           replay_user_messages=replay_user_messages))
 
 
-def conv_for(api, tmp_path, mode=PermissionMode.DEFAULT):
+def conv_for(api, tmp_path, mode=PermissionMode.DEFAULT, session=None):
     cfg = ConversationConfig(cwd=tmp_path, model="claude-sonnet-4-5", tools=builtin_tools(), system_prompt=["t"],
                              user_context={}, policy=PermissionPolicy(mode=mode))
+    host = session.host() if session is not None else None
     return Conversation(cfg, AnthropicProvider(api_key="k", base_url="http://fake", transport=api.transport()),
-                        session_id=SID)
+                        session_id=SID, ask_user=host.ask_user if host else None,
+                        parts=SessionParts(listeners=list(host.listeners) if host else []))
 
 
 def start(api, tmp_path, pipe, **kw):
-    conv = conv_for(api, tmp_path, kw.pop("mode", PermissionMode.DEFAULT))
-    return conv, asyncio.ensure_future(run_stream_json(args(**kw), conv, pipe, pipe.stdin()))
+    mode = kw.pop("mode", PermissionMode.DEFAULT)
+    session = StreamJsonSession(options_for(tmp_path, mode, **kw), pipe, pipe.stdin())
+    conv = conv_for(api, tmp_path, mode, session)
+    return conv, asyncio.ensure_future(serve(session, conv))
 
 
 def kinds(lines):
@@ -287,7 +297,7 @@ async def test_bad_lines_and_empty_messages(tmp_path, capsys):
 async def test_json_schema_and_budget(tmp_path):
     api = ScriptedAPI(sse(text("nope")), sse(text('{"ok": true}')), sse(text("more")))
     pipe = Pipe()
-    _, task = start(api, tmp_path, pipe, json_schema='{"type": "object", "required": ["ok"]}', max_budget_usd=0.0005)
+    _, task = start(api, tmp_path, pipe, json_schema={"type": "object", "required": ["ok"]}, max_budget_usd=0.0005)
     pipe.user("answer in JSON")
     pipe.user("and again")
     pipe.eof()

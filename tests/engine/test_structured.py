@@ -176,7 +176,7 @@ async def test_tool_not_offered_to_a_model_without_tool_use(tmp_path, monkeypatc
 
 
 async def test_tool_schema_shapes_and_validation_errors(tmp_path):
-    from codeloop.tools.base import ENDS_TURN_KEY, ToolContext, ToolError
+    from codeloop.tools.base import StructuredAnswer, ToolContext, ToolError
     from codeloop.tools.builtin.structured_output import StructuredOutputTool
 
     untyped = {"properties": {"a": {"type": "integer"}}, "required": ["a"]}
@@ -185,9 +185,9 @@ async def test_tool_schema_shapes_and_validation_errors(tmp_path):
     ctx = ToolContext(cwd=tmp_path, project_dir=tmp_path)
     with pytest.raises(ToolError, match=r"\$\.a"):
         await tool.call(tool.input_model.model_validate({"a": "x"}), ctx)
-    assert "structured_output" not in ctx.extra and ENDS_TURN_KEY not in ctx.extra
+    assert ctx.structured_output is None and not ctx.ends_turn
     result = await tool.call(tool.input_model.model_validate({"a": 2}), ctx)
-    assert ctx.extra["structured_output"] == {"a": 2} and ctx.extra[ENDS_TURN_KEY] is True
+    assert ctx.structured_output == StructuredAnswer({"a": 2}) and ctx.ends_turn is True
     assert result.data == {"structured_output": {"a": 2}} and not result.is_error
     wrapped = StructuredOutputTool({"type": "string"}, validate)
     with pytest.raises(ToolError, match="'value' is a required property"):

@@ -8,44 +8,43 @@ from pathlib import Path
 
 import pytest
 
-from codeloop.cli.startup.local_profile import (LOCAL_SYSTEM_PROMPT, LOCAL_TOOLS, ProfileError, SHORT_DESCRIPTIONS,
-                                        apply_profile, no_key_message)
-from codeloop.cli.main import build_parser
+from codeloop.cli.startup.options import options_from_argv
+from codeloop.session.local_profile import LOCAL_SYSTEM_PROMPT, LOCAL_TOOLS, SHORT_DESCRIPTIONS, no_key_message, profile
+from codeloop.session.options import SetupError
 from codeloop.providers.base import ModelRequest
 from codeloop.providers.local import LocalProvider, LocalRuntime, context_size, model_name
 from codeloop.providers.select import api_key_source, resolve_provider, split_model_flag
 
 
-def args(*argv):
-    a = build_parser().parse_args(["-p", "x", *argv])
-    a.tools = None if a.tools is None else list(a.tools)
-    return a
-
-
 def test_profile_narrows_tools_prompt_and_turns_the_sandbox_on():
-    a = args("--model", "local")
-    assert apply_profile(a) == []
-    assert a.tools == list(LOCAL_TOOLS) and a.system_prompt == LOCAL_SYSTEM_PROMPT
-    assert json.loads(a.settings) == {"sandbox": {"enabled": True}}
+    tools, prompt, settings, warnings = profile(None, None, None)
+    assert warnings == [] and tools == list(LOCAL_TOOLS) and prompt == LOCAL_SYSTEM_PROMPT
+    assert json.loads(settings) == {"sandbox": {"enabled": True}}
 
 
 def test_profile_keeps_user_choices_and_settings(tmp_path):
-    a = args("--model", "local", "--system-prompt", "mine", "--settings", json.dumps({"model": "x"}))
-    a.tools = ["Read", "WebFetch"]
-    warnings = apply_profile(a)
-    assert a.tools == ["Read"] and "ignoring WebFetch" in warnings[0] and a.system_prompt == "mine"
-    assert json.loads(a.settings) == {"model": "x", "sandbox": {"enabled": True}}
+    tools, prompt, settings, warnings = profile(["Read", "WebFetch"], "mine", json.dumps({"model": "x"}))
+    assert tools == ["Read"] and "ignoring WebFetch" in warnings[0] and prompt == "mine"
+    assert json.loads(settings) == {"model": "x", "sandbox": {"enabled": True}}
     f = tmp_path / "s.json"
     f.write_text(json.dumps({"sandbox": {"enabled": False}}))
-    b = args("--settings", str(f))
-    apply_profile(b)
-    assert json.loads(b.settings) == {"sandbox": {"enabled": False}}  # an explicit user choice wins
+    assert json.loads(profile(None, None, str(f))[2]) == {"sandbox": {"enabled": False}}  # the user's choice wins
+
+
+def test_profile_reaches_the_options(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CODELOOP_CONFIG_DIR", str(tmp_path / "cfg"))
+    options = options_from_argv(["-p", "x", "--model", "local"])
+    assert options.local_profile and options.tools == LOCAL_TOOLS and options.prompts.system_prompt == LOCAL_SYSTEM_PROMPT
+    assert options.settings.merged["sandbox"] == {"enabled": True}
 
 
 @pytest.mark.parametrize("flags", [["--dangerously-skip-permissions"], ["--permission-mode", "bypassPermissions"]])
-def test_profile_refuses_bypass(flags):
-    with pytest.raises(ProfileError, match="never runs with bypassPermissions"):
-        apply_profile(args(*flags))
+def test_profile_refuses_bypass(flags, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CODELOOP_CONFIG_DIR", str(tmp_path / "cfg"))
+    with pytest.raises(SetupError, match="never runs with bypassPermissions"):
+        options_from_argv(["-p", "x", "--model", "local", *flags])
 
 
 def test_model_flag_resolution():

@@ -38,7 +38,7 @@ async def test_ctx_model_is_the_fallback_but_end_conversation_judges_the_primary
     overloaded = error(529, "overloaded_error", "Overloaded")
     api = ScriptedAPI(overloaded, overloaded, overloaded, sse(tool_use("ModelProbe", {}, id="p1")), sse(text("done")))
     ctx = ToolContext(cwd=tmp_path, project_dir=tmp_path, model=PRIMARY, main_model=PRIMARY, entrypoint="cli")
-    ctx.extra["feature_flags"] = {"end_conversation": True}
+    ctx.feature_flags = {"end_conversation": True}
     events = await run(make_params(api, tmp_path, tools=[ModelProbe()], model=PRIMARY, tool_context=ctx,
                                    fallback_models=[FALLBACK]))
     assert terminal(events).reason is TerminalReason.COMPLETED

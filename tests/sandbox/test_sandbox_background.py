@@ -12,7 +12,7 @@ from sandbox_helpers import make_sandbox, needs_bwrap
 
 from codeloop.tools.base import ToolContext
 from codeloop.tools.builtin.bash import BashTool
-from codeloop.tools.builtin.bash_background import REGISTRY_KEY, TaskStatus
+from codeloop.tools.builtin.bash_background import TaskStatus
 from codeloop.tools.builtin.task_output import TaskOutputTool, TaskStopTool
 from codeloop.tools.registry import parse_tool_input
 
@@ -35,7 +35,7 @@ async def test_sandboxed_background_command_runs_contained_after_the_call_return
     ctx = context(tmp_path)
     res = await call(BashTool(), ctx, run_in_background=True,
                      command=f"sleep 1; echo inside > made.txt; echo escaped > {outside}/x.txt; echo done")
-    task = ctx.extra[REGISTRY_KEY].get(res.data["backgroundTaskId"])
+    task = ctx.background.get(res.data["backgroundTaskId"])
     assert task.status is TaskStatus.RUNNING
     out = await call(TaskOutputTool(), ctx, task_id=task.id, block=True, timeout=60_000)
     assert "done" in out.content and "<status>completed</status>" in out.content
@@ -65,5 +65,5 @@ async def test_stopping_a_sandboxed_background_task_ends_the_pid_namespace(tmp_p
         if alive(marker):
             break
         await asyncio.sleep(0.05)
-    assert alive(marker) and ctx.extra[REGISTRY_KEY].kill_all() == 1
+    assert alive(marker) and ctx.background.kill_all() == 1
     assert await gone(marker)

@@ -52,17 +52,17 @@ def test_nested_claude_md_is_attached_once_per_session(tmp_path):
     assert sent_text(api.requests[3]).count("Use tabs in pkg.") == 1     # …and not again in the second
 
 
-def test_the_cli_wires_the_per_query_reload(tmp_path, monkeypatch):
-    """The REPL and stream-json sessions are built by cli.setup: their conversations re-read too."""
-    from codeloop.cli.main import build_parser
-    from codeloop.cli.startup.setup import build_conversation
+async def test_the_cli_wires_the_per_query_reload(tmp_path, monkeypatch):
+    """Every front end's session comes from session.assembly: its conversation re-reads too."""
+    from codeloop.cli.startup.options import options_from_argv
+    from codeloop.session.assembly import open_session
 
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
     (tmp_path / "CLAUDE.md").write_text("Rule: version one.")
-    args = build_parser().parse_args(["-p", "x", "--append-system-prompt", "Be kind."])
-    args.allowed_tools, args.disallowed_tools = [], []     # as cli.main normalises them
-    conv, _ = build_conversation(args, interactive=False)
+    conv, _ = await open_session(options_from_argv(["-p", "x", "--append-system-prompt", "Be kind."]))
     assert conv.config.user_context["claudeMd"].endswith("Rule: version one.")
     (tmp_path / "CLAUDE.md").write_text("Rule: version two.")
     system_prompt, user_context = conv.config.load_context()
     assert user_context["claudeMd"].endswith("Rule: version two.") and system_prompt[-1] == "Be kind."
+    await conv.aclose()

@@ -30,7 +30,7 @@ QUESTIONS = [{"question": "Which database should we use?", "header": "Database",
 
 def ctx_with(tmp_path: Path, policy: PermissionPolicy) -> ToolContext:
     ctx = ToolContext(cwd=tmp_path, project_dir=tmp_path)
-    ctx.extra["policy"] = policy
+    ctx.policy = policy
     return ctx
 
 

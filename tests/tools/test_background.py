@@ -15,7 +15,7 @@ from codeloop.loop.continuation import take_task_notifications, task_notificatio
 from codeloop.loop.queue import CommandQueue
 from codeloop.tools.base import ToolContext, ToolError
 from codeloop.tools.builtin.bash import BashTool
-from codeloop.tools.builtin.bash_background import REGISTRY_KEY, TaskStatus, registry
+from codeloop.tools.builtin.bash_background import TaskStatus, registry
 from codeloop.tools.builtin.task_output import TaskOutputTool, TaskStopTool
 from codeloop.tools.registry import builtin_tools, find_tool, parse_tool_input
 
@@ -55,7 +55,6 @@ def bg_ctx(tmp_path: Path) -> ToolContext:
     ctx = ToolContext(cwd=tmp_path, project_dir=tmp_path, session_dir=tmp_path / "session")
     events: list = []
     ctx.emit = events.append
-    ctx.extra["events"] = events
     return ctx
 
 
@@ -70,7 +69,7 @@ async def test_background_command_writes_its_output_to_a_session_file_and_is_ann
                      run_in_background=True, description="slow job")
     task_id = res.data["backgroundTaskId"]
     assert task_id in res.content and not res.is_error
-    task = bg_ctx.extra[REGISTRY_KEY].get(task_id)
+    task = bg_ctx.background.get(task_id)
     assert task.output_file.parent == tmp_path / "session" / "tasks"
     assert task.status is TaskStatus.RUNNING  # the call returned before the command ended
 
@@ -85,7 +84,7 @@ async def test_background_command_writes_its_output_to_a_session_file_and_is_ann
     assert "start\ndone" in note and str(task.output_file) in note
     assert take_task_notifications(queue) == []
     # system/task_started and task_notification, in the shapes claude-agent-sdk parses
-    subtypes = [(e.subtype, e.data) for e in bg_ctx.extra["events"]]
+    subtypes = [(e.subtype, e.data) for e in bg_ctx.emit.__self__]
     assert subtypes[0][0] == "task_started" and subtypes[0][1]["task_type"] == "local_bash"
     assert subtypes[0][1]["description"] == "slow job"
     assert subtypes[1][0] == "task_notification" and subtypes[1][1]["status"] == "failed"
@@ -108,8 +107,8 @@ async def test_non_blocking_output_and_stop_kill_the_whole_group(bg_ctx):
     stopped = await call(TaskStopTool(), bg_ctx, task_id=task_id)
     assert task_id in stopped.content and stopped.data["task_type"] == "local_bash"
     assert await gone(marker)
-    assert bg_ctx.extra[REGISTRY_KEY].get(task_id).status is TaskStatus.KILLED
-    notes = [e for e in bg_ctx.extra["events"] if e.subtype == "task_notification"]
+    assert bg_ctx.background.get(task_id).status is TaskStatus.KILLED
+    notes = [e for e in bg_ctx.emit.__self__ if e.subtype == "task_notification"]
     assert notes[-1].data["status"] == "stopped"
     with pytest.raises(ToolError, match="not running"):
         await call(TaskStopTool(), bg_ctx, task_id=task_id)
@@ -135,7 +134,7 @@ async def test_kill_all_and_the_tasks_listing(bg_ctx):
     command, marker = marker_sleep()
     await call(BashTool(), bg_ctx, command=command, run_in_background=True)
     res = await call(BashTool(), bg_ctx, command="true", run_in_background=True)
-    reg = bg_ctx.extra[REGISTRY_KEY]
+    reg = bg_ctx.background
     await reg.wait(reg.get(res.data["backgroundTaskId"]), 60)
     listing = reg.listing()
     assert any("running" in line and command in line for line in listing)
@@ -148,7 +147,7 @@ async def test_background_command_refused_like_a_foreground_one(bg_ctx, tmp_path
     # a missing working directory falls back to the project, and an unknown shell error is a ToolError
     bg_ctx.cwd = tmp_path / "gone"
     res = await call(BashTool(), bg_ctx, command="pwd", run_in_background=True)
-    reg = bg_ctx.extra[REGISTRY_KEY]
+    reg = bg_ctx.background
     task = reg.get(res.data["backgroundTaskId"])
     await reg.wait(task, 60)
     assert task.output().strip() == str(tmp_path)

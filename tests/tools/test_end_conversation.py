@@ -141,7 +141,7 @@ def test_messages_without_ids_are_one_response_per_assistant_run():
 def ctx_for(tmp_path: Path, history: list[Message], **kw) -> ToolContext:
     ctx = ToolContext(cwd=tmp_path, project_dir=tmp_path, model="claude-opus-4-8", entrypoint="cli",
                       session_id="11111111-2222-3333-4444-555555555555", messages=lambda: list(history), **kw)
-    ctx.extra["feature_flags"] = {"end_conversation": True}
+    ctx.feature_flags = {"end_conversation": True}
     return ctx
 
 
@@ -186,13 +186,13 @@ def test_is_enabled_follows_the_gate(tmp_path):
             setattr(ctx, k, v)
         assert tool.is_enabled(ctx) is False, change
     off = ctx_for(tmp_path, [])
-    off.extra["feature_flags"] = {}
+    off.feature_flags = {}
     assert tool.is_enabled(off) is False
 
 
 async def test_a_gated_off_call_is_an_error_and_ends_nothing(tmp_path):
     ctx = ctx_for(tmp_path, [*FIRST, result("e1"), asst("m2", call_block("e2"))])
-    ctx.extra["feature_flags"] = {"end_conversation": False}
+    ctx.feature_flags = {"end_conversation": False}
     tool = EndConversationTool()
     with pytest.raises(ToolError):
         await tool.call(parse_tool_input(tool, {}), ctx)

@@ -39,7 +39,7 @@ def test_stale_or_corrupt_cache_is_rebuilt(tmp_path):
 
 def test_cli_first_request_path_does_not_import_pydantic(tmp_path):
     code = ("import sys; sys.modules['trio'] = None\n"
-            "import codeloop.cli.startup.setup, codeloop.cli.headless.print_mode\n"
+            "import codeloop.cli.startup.options, codeloop.session.assembly, codeloop.cli.headless.print_mode\n"
             "print('pydantic' in sys.modules, any('.builtin.' in m for m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
@@ -63,7 +63,7 @@ def test_registry_gates_agree_with_the_tools_is_enabled(tmp_path, monkeypatch):
                                          ("claude-opus-4-7", {"end_conversation": True}, None, False),
                                          ("claude-opus-4-8", {}, "a1", True)]:
         ctx = ToolContext(cwd=tmp_path, project_dir=tmp_path, model=model, agent_id=agent)
-        ctx.extra["feature_flags"] = flags
+        ctx.feature_flags = flags
         if runtime:
             ctx.spawn_subagent = object()  # the session's capability; only its presence is gated on
         ctxs.append(ctx)

@@ -87,7 +87,7 @@ async def test_byte_limit_and_broken_files(ctx, run, tmp_path, monkeypatch):
 
 
 async def test_text_only_when_images_are_off(ctx, run):
-    ctx.extra["images_supported"] = False
+    ctx.images_supported = False
     res = await run(ReadTool(), ctx, file_path=str(REPORT))
     assert isinstance(res.content, str) and "revenue grew" in res.content
 

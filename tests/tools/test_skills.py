@@ -66,7 +66,7 @@ def test_discovery_order_sources_and_allowed_tools(skills_env):
 
 def skill_ctx(project: Path, policy: PermissionPolicy | None = None) -> ToolContext:
     ctx = ToolContext(cwd=project, project_dir=project)
-    ctx.extra["policy"] = policy or PermissionPolicy(cwd=project)
+    ctx.policy = policy or PermissionPolicy(cwd=project)
     return ctx
 
 
@@ -105,7 +105,7 @@ async def test_permissions_and_allowed_tools_grants(skills_env):
     assert res.data["granted"] == ["Read", "Bash(python:*)"] and "Bash(python:*)" in policy.allow
     res = await call(ctx, skill="release")                                 # untrusted project: not granted
     assert res.data["granted"] == [] and "not trusted" in res.content and "Bash(git tag:*)" not in policy.allow
-    ctx.extra["project_trusted"] = True
+    ctx.project_trusted = True
     assert (await call(ctx, skill="release")).data["granted"] == ["Bash(git tag:*)"]
 
 

@@ -18,7 +18,10 @@ from codeloop.tools.agents import (DEFAULT_SUBAGENT_PROMPT, GENERAL_PURPOSE, Age
 from codeloop.tools.base import PermissionBehavior, PermissionDecision, Tool, ToolContext, ToolError, ToolResult
 from codeloop.tools.builtin.end_conversation import EndConversationTool
 from codeloop.tools.builtin.read import ReadTool
-from codeloop.session.subagent import SubagentRuntime, transcript_path
+from codeloop.permissions.policy import PermissionMode, PermissionPolicy
+from codeloop.session.conversation import Conversation, ConversationConfig
+from codeloop.session.parts import SessionParts
+from codeloop.session.wiring import subagent_transcript_path
 from codeloop.tools.builtin.task import CURRENT_TOOL_USE_ID, ENDED_REFUSAL, TaskTool
 from codeloop.tools.builtin.tool_search import ToolSearchTool
 from codeloop.tools.registry import parse_tool_input
@@ -56,15 +59,15 @@ def definition(name="reader", tools=("Read", "Probe", "Task"), model=None, max_t
 
 
 def setup(tmp_path: Path, api: ScriptedAPI, *defs: AgentDefinition, pool=None, emitted=None):
+    """The parent session (a Conversation, as the assembly builds one): its tool context runs subagents."""
     provider = AnthropicProvider(api_key="k", base_url="http://fake", transport=api.transport())
     tools = pool if pool is not None else [ReadTool(), ProbeTool(), TaskTool()]
-    runtime = SubagentRuntime(provider=provider, model="claude-sonnet-4-5", tools=tools, can_use_tool=allow_all,
-                              user_context={"claudeMd": "Be brief."}, cwd=tmp_path, session_dir=tmp_path / "sess",
-                              definitions={d.name: d for d in defs})
-    ctx = ToolContext(cwd=tmp_path, project_dir=tmp_path, session_id="11111111-2222-3333-4444-555555555555",
-                      model="claude-sonnet-4-5", emit=emitted.append if emitted is not None else None)
-    ctx.spawn_subagent = runtime.spawn
-    return ctx
+    config = ConversationConfig(cwd=tmp_path, model="claude-sonnet-4-5", tools=tools, system_prompt=["main"],
+                                user_context={"claudeMd": "Be brief."}, agent_definitions={d.name: d for d in defs},
+                                policy=PermissionPolicy(mode=PermissionMode.BYPASS, cwd=tmp_path))
+    conv = Conversation(config, provider, session_id="11111111-2222-3333-4444-555555555555",
+                        parts=SessionParts(listeners=[emitted.append] if emitted is not None else []))
+    return conv.tool_context
 
 
 async def launch(ctx: ToolContext, subagent_type: str, prompt: str = "Read notes.txt and tell me the number"):
@@ -119,8 +122,8 @@ async def test_subagent_reads_a_file_and_answers(tmp_path):
     assert messages[-1].text == "The number is 42."
 
     # its own transcript under <session>/subagents/
-    path = transcript_path(tmp_path / "sess", agent_id)
-    assert path == tmp_path / "sess" / "subagents" / f"agent-{agent_id}.jsonl" and path.is_file()
+    path = subagent_transcript_path(ctx.session_dir, agent_id)
+    assert path == ctx.session_dir / "subagents" / f"agent-{agent_id}.jsonl" and path.is_file()
     entries = [json.loads(line) for line in path.read_text().splitlines()]
     assert all(e["isSidechain"] is True and e["agentId"] == agent_id for e in entries)
     assert any(b.get("name") == "Read" for e in entries if e["type"] == "assistant" for b in e["message"]["content"])
@@ -205,7 +208,7 @@ async def test_end_conversation_inside_a_subagent_ends_nothing(tmp_path):
                       sse(text("I stopped: welfare concern.")))
     pool = [ReadTool(), EndConversationTool(), ToolSearchTool(), TaskTool()]
     ctx = setup(tmp_path, api, definition(tools=None, model="claude-opus-4-8"), pool=pool)
-    ctx.extra["feature_flags"] = {"end_conversation": True}
+    ctx.feature_flags = {"end_conversation": True}
     res = await launch(ctx, "reader")
     assert res.content == "I stopped: welfare concern."
     assert "EndConversation" not in api.requests[0].tool_names

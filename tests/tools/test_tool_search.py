@@ -48,7 +48,7 @@ def _no_flag_env(monkeypatch):
 
 def gated_ctx(tmp_path: Path, *, on: bool = True, model: str = "claude-opus-4-8") -> ToolContext:
     ctx = ToolContext(cwd=tmp_path, project_dir=tmp_path, model=model, entrypoint="cli")
-    ctx.extra["feature_flags"] = {"end_conversation": on}
+    ctx.feature_flags = {"end_conversation": on}
     return ctx
 
 
@@ -101,8 +101,8 @@ def test_hint_for_lists_enabled_deferred_tools_only(tmp_path):
 
 async def test_select_returns_full_schema_and_marks_loaded(tmp_path):
     ctx = gated_ctx(tmp_path)
-    ctx.extra["tool_pool"] = pool()
-    assert "EndConversation" not in names(request_tools(ctx.extra["tool_pool"], ctx))
+    ctx.tool_pool = pool()
+    assert "EndConversation" not in names(request_tools(ctx.tool_pool, ctx))
     result = await search(ctx, query="select:EndConversation,NotebookEdit")
     entries = listed(result)
     assert [e["name"] for e in entries] == ["EndConversation", "NotebookEdit"]
@@ -111,13 +111,13 @@ async def test_select_returns_full_schema_and_marks_loaded(tmp_path):
     assert "self-harm" in end["description"] and "abusive" in end["description"]
     assert result.content.startswith("<functions>") and result.content.endswith("</functions>")
     assert loaded_deferred(ctx) == {"EndConversation", "NotebookEdit"}
-    assert names(request_tools(ctx.extra["tool_pool"], ctx)) == ["Read", "EndConversation", "NotebookEdit",
+    assert names(request_tools(ctx.tool_pool, ctx)) == ["Read", "EndConversation", "NotebookEdit",
                                                                  "ToolSearch"]
 
 
 async def test_select_reports_unknown_names_and_is_case_tolerant(tmp_path):
     ctx = gated_ctx(tmp_path)
-    ctx.extra["tool_pool"] = pool()
+    ctx.tool_pool = pool()
     result = await search(ctx, query="select:notebookedit,Nope")
     assert [e["name"] for e in listed(result)] == ["NotebookEdit"]
     assert result.data["not_found"] == ["Nope"] and "Not found: Nope" in result.content
@@ -125,7 +125,7 @@ async def test_select_reports_unknown_names_and_is_case_tolerant(tmp_path):
 
 async def test_keyword_search_ranks_name_parts_and_descriptions(tmp_path):
     ctx = gated_ctx(tmp_path)
-    ctx.extra["tool_pool"] = pool()
+    ctx.tool_pool = pool()
     assert [e["name"] for e in listed(await search(ctx, query="slack"))] == ["mcp__slack__send_message"]
     assert [e["name"] for e in listed(await search(ctx, query="jupyter cell"))] == ["NotebookEdit"]
     assert [e["name"] for e in listed(await search(ctx, query="note"))] == ["NotebookEdit"]  # name-part prefix
@@ -138,7 +138,7 @@ async def test_keyword_search_ranks_name_parts_and_descriptions(tmp_path):
 
 async def test_no_match_loads_nothing_and_lists_what_exists(tmp_path):
     ctx = gated_ctx(tmp_path)
-    ctx.extra["tool_pool"] = pool()
+    ctx.tool_pool = pool()
     result = await search(ctx, query="kubernetes")
     assert not result.is_error and listed(result) == []
     assert "NotebookEdit" in result.content and loaded_deferred(ctx) == set()
@@ -146,18 +146,18 @@ async def test_no_match_loads_nothing_and_lists_what_exists(tmp_path):
 
 async def test_a_gated_off_tool_is_not_searchable(tmp_path):
     ctx = gated_ctx(tmp_path, on=False)
-    ctx.extra["tool_pool"] = pool()
+    ctx.tool_pool = pool()
     result = await search(ctx, query="select:EndConversation")
     assert listed(result) == [] and result.data["not_found"] == ["EndConversation"]
     assert "EndConversation" not in loaded_deferred(ctx)
     found = [e["name"] for e in listed(await search(ctx, query="end conversation"))]
     assert "EndConversation" not in found
-    assert "EndConversation" not in names(request_tools(ctx.extra["tool_pool"], ctx))
+    assert "EndConversation" not in names(request_tools(ctx.tool_pool, ctx))
 
 
 async def test_non_deferred_tools_are_not_search_results(tmp_path):
     ctx = gated_ctx(tmp_path)
-    ctx.extra["tool_pool"] = pool()
+    ctx.tool_pool = pool()
     assert listed(await search(ctx, query="select:Read")) == []
 
 
@@ -181,7 +181,7 @@ async def test_loop_sends_a_deferred_schema_only_after_tool_search(tmp_path):
     )
     ctx = gated_ctx(tmp_path)
     tools = pool()
-    ctx.extra["tool_pool"] = tools
+    ctx.tool_pool = tools
     params = make_params(api, tmp_path, tools=request_tools(tools, ctx), tool_context=ctx,
                          refresh_tools=lambda: request_tools(tools, ctx),
                          system_prompt=["You are a test.", hint_for(tools, ctx)])
@@ -199,7 +199,7 @@ async def test_loop_refuses_a_deferred_tool_that_was_never_loaded(tmp_path):
     api = ScriptedAPI(sse(tool_use("NotebookEdit", {"cell": 1})), sse(text("ok")))
     ctx = gated_ctx(tmp_path)
     tools = pool()
-    ctx.extra["tool_pool"] = tools
+    ctx.tool_pool = tools
     params = make_params(api, tmp_path, tools=request_tools(tools, ctx), tool_context=ctx,
                          refresh_tools=lambda: request_tools(tools, ctx))
     await run(params)

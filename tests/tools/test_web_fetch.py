@@ -35,7 +35,7 @@ def pages():
 
 def side_ctx(tmp_path: Path, api: ScriptedAPI) -> ToolContext:
     ctx = ToolContext(cwd=tmp_path, project_dir=tmp_path, model="claude-sonnet-4-5")
-    ctx.extra["side_provider"] = AnthropicProvider("k", base_url="http://fake", transport=api.transport())
+    ctx.side_provider = AnthropicProvider("k", base_url="http://fake", transport=api.transport())
     return ctx
 
 

@@ -49,7 +49,7 @@ def with_searches(resp, n: int, stop: str | None = None):
 def ctx_for(tmp_path, api, on_usage=None):
     ctx = ToolContext(cwd=tmp_path, project_dir=tmp_path, model="claude-sonnet-4-5")
     provider = AnthropicProvider("k", base_url="http://fake", transport=api.transport())
-    ctx.extra["side_provider"] = MeteredProvider(provider, on_usage) if on_usage else provider
+    ctx.side_provider = MeteredProvider(provider, on_usage) if on_usage else provider
     return ctx
 
 
@@ -118,11 +118,11 @@ def test_gate_offers_it_only_on_the_anthropic_provider(tmp_path):
     ctx = ToolContext(cwd=tmp_path, project_dir=tmp_path)
     tool = next(t for t in builtin_tools(lazy=True) if t.name == "WebSearch")
     assert not tool.is_enabled(ctx) and "no model provider" in web_search_unavailable(ctx)
-    ctx.extra["side_provider"] = _Named("openai")
+    ctx.side_provider = _Named("openai")
     assert not tool.is_enabled(ctx)
     assert web_search_unavailable(ctx) == ("WebSearch is off: it uses the Anthropic API's server-side web search, "
                                            "which the openai provider lacks")
-    ctx.extra["side_provider"] = _Named("anthropic")
+    ctx.side_provider = _Named("anthropic")
     assert tool.is_enabled(ctx) and web_search_unavailable(ctx) is None and WebSearchTool().is_enabled(ctx)
 
 

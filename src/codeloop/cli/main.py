@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         codecache.install()
         atexit.register(codecache.save)
     for name in UNSUPPORTED:
-        if getattr(args, name, None):
+        if vars(args)[name]:
             sys.stderr.write(f"codeloop: warning: --{name.replace('_', '-')} is not supported yet; ignored\n")
     from codeloop.cli.startup.preflight import FlagError, prepare
     try:
@@ -193,16 +193,20 @@ def main(argv: list[str] | None = None) -> int:
     args.tools = _tool_list(args.tools)
     _check_model(args)
     if args.print_mode or args.input_format == "stream-json":  # SDKs drive stream-json without -p
-        from codeloop.cli.headless.print_mode import run_print_mode
-        code = run_print_mode(args)
+        from codeloop.cli.headless.entry import run_headless
+        code = run_headless(args)
         if owns_process:
             # The run has returned: transcript synced and closed, tools' processes reaped, the
             # result line written. Skip the interpreter's teardown (flushes stdout/stderr first).
             from codeloop.cli.lifecycle import hard_exit
             hard_exit(code)
         return code
+    from codeloop.cli.startup.interactive import interactive_options
+    options = interactive_options(args)
+    if isinstance(options, int):
+        return options
     from codeloop.cli.repl.app import run_repl
-    return run_repl(args)
+    return run_repl(options)
 
 
 _VARIADIC = (("allowed_tools", "--allowedTools"), ("disallowed_tools", "--disallowedTools"), ("tools", "--tools"))
@@ -215,21 +219,21 @@ def _check_tool_flags(args: argparse.Namespace) -> str | None:
     names get a warning with the closest real one."""
     from codeloop.cli.startup.flag_hints import looks_like_rule, tool_warnings
 
-    given = [(dest, flag) for dest, flag in _VARIADIC if getattr(args, dest, None)]
+    given = [(dest, flag) for dest, flag in _VARIADIC if vars(args)[dest]]
     if args.prompt is None and given:
         dest, flag = given[-1]
-        values = getattr(args, dest)
+        values = vars(args)[dest]
         last = values[-1] if values else ""
         # Tool names are CamelCase (or mcp__…); a lower-case word or a sentence is the prompt.
         if last and "," not in last and (not looks_like_rule(last) or last[:1].islower() and "(" not in last
                                          and not last.startswith("mcp__")):
             args.prompt = values.pop()
     for dest, flag in given:
-        for line in tool_warnings(flag, [v for v in _tool_list(getattr(args, dest)) or [] if v]):
+        for line in tool_warnings(flag, [v for v in _tool_list(vars(args)[dest]) or [] if v]):
             sys.stderr.write(f"codeloop: warning: {line}\n")
     if args.prompt is None and given and args.print_mode and sys.stdin.isatty():
         dest, flag = given[-1]
-        last = getattr(args, dest)[-1] if getattr(args, dest) else ""
+        last = vars(args)[dest][-1] if vars(args)[dest] else ""
         return (f"no prompt: {flag} took every word after it as a tool name (the last was {last!r}); "
                 f"put the prompt before {flag}, or end the list with --  (codeloop -p {flag} Read Edit -- "
                 '"your prompt")')

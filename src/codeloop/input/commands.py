@@ -10,7 +10,7 @@ LOCAL commands act on the session through a `CommandHost` — the REPL implement
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Protocol
@@ -136,17 +136,13 @@ def from_custom(c: CustomCommand) -> Command:
 # -- conversation switching (/clear, /resume, /continue) ------------------------------------------
 
 def conversation_like(conv: "Conversation", *, session_id: str | None = None, messages: list | None = None,
-                      denials: list | None = None, entries: list | None = None) -> "Conversation":
-    """A new Conversation with `conv`'s config, provider and callbacks; a fresh session by default."""
-    from codeloop.session import store
-    from codeloop.session.conversation import Conversation
+                      denials: list | None = None, entries: list | None = None,
+                      keep_checkpoints: bool = False) -> "Conversation":
+    """The session that follows `conv` (session.assembly.successor); a fresh session by default."""
+    from codeloop.session.assembly import successor
 
-    config = replace(conv.config, resumed=bool(messages))
-    new = Conversation(config, conv.provider, session_id=session_id or store.new_session_id(),
-                       messages=messages, denials=denials, entries=entries, ask_user=conv.ask_user)
-    new.side_listeners = conv.side_listeners
-    new.queue = conv.queue  # input typed meanwhile survives the switch
-    return new
+    return successor(conv, session_id=session_id, messages=messages, denials=denials, entries=entries,
+                     keep_checkpoints=keep_checkpoints)
 
 
 def load_session(conv: "Conversation", session_id: str) -> "Conversation":
@@ -243,13 +239,11 @@ async def _model(host: CommandHost, args: str) -> CommandOutcome:
     if not args:
         return CommandOutcome(f"Model: {host.conv.config.model}  (change with /model <name>; "
                               "aliases: sonnet, opus, haiku)")
-    from codeloop.providers.aliases import resolve_model
     from codeloop.providers.select import model_problem
 
     if getattr(host.conv.provider, "name", "anthropic") == "anthropic" and (why := model_problem(args.strip())):
         return CommandOutcome(f"Model not changed: {why}")
-    host.conv.config.model = host.conv.tool_context.model = resolve_model(args)
-    return CommandOutcome(f"Model set to {host.conv.config.model}")
+    return CommandOutcome(f"Model set to {host.conv.set_model(args.strip())}")
 
 
 def cost_text(conv: "Conversation") -> str:
@@ -330,9 +324,7 @@ async def _config(host: CommandHost, args: str) -> CommandOutcome:
 
 async def _tasks(host: CommandHost, args: str) -> CommandOutcome:
     """/tasks (/bashes): the session's background shells and agents; `/tasks stop <id>` stops one."""
-    from codeloop.tools.builtin.bash_background import REGISTRY_KEY
-
-    background = host.conv.tool_context.extra.get(REGISTRY_KEY)
+    background = host.conv.tool_context.background
     verb, _, task_id = args.strip().partition(" ")
     if verb in ("stop", "kill"):
         task = background.get(task_id.strip()) if background is not None else None

@@ -136,8 +136,7 @@ def query_overrides(conv: "Conversation", allowed_tools: tuple[str, ...], model:
         policy.allow.extend(added)
         policy._rules = None  # rebuilt from the lists on next use
     if model:
-        from codeloop.providers.aliases import resolve_model
-        conv.config.model = conv.tool_context.model = resolve_model(model)
+        conv.set_model(model)
     try:
         yield
     finally:
@@ -145,7 +144,8 @@ def query_overrides(conv: "Conversation", allowed_tools: tuple[str, ...], model:
             for r in added:
                 policy.allow.remove(r)
             policy._rules = None
-        conv.config.model = conv.tool_context.model = old_model
+        if model:
+            conv.set_model(old_model)
 
 
 class Dispatcher:

@@ -66,22 +66,11 @@ async def rewind(host: Any, args: str, conversation_like: Callable[..., Any]) ->
         lines.append(f"Restored {len(restored)} file{'s' if len(restored) != 1 else ''}: "
                      + ", ".join(_short(p, conv.config.cwd) for p in restored))
     if mode in ("both", "conversation"):
-        new = conversation_like(conv, messages=conv.messages[:index])
-        carry_file_history(conv, new)
+        new = conversation_like(conv, messages=conv.messages[:index], keep_checkpoints=True)
         await host.switch_conversation(new, reason="rewind")
         lines.append(f"Conversation rewound to before that prompt ({index} messages kept). It was:\n"
                      f"  {message.text.strip()}")
     return "\n".join(lines)
-
-
-def carry_file_history(old: Any, new: Any) -> None:
-    """The new conversation keeps the old one's checkpoints (still valid for the kept prompts)."""
-    history = getattr(old, "file_history", None)
-    if history is None:
-        return
-    new.file_history = history
-    new.tool_context.before_write = history.before_write
-    history.append_entry = new._write_entry if getattr(new, "writer", None) is not None else None
 
 
 def _short(path: str, cwd: Any) -> str:

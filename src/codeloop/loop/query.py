@@ -27,7 +27,7 @@ from codeloop.messages import (ENDED_BY_MODEL_TOOL_RESULT, INTERRUPT_MESSAGE, IN
                                missing_tool_results, user_message)
 from codeloop.providers.base import Provider
 from codeloop.providers.retry import RetryPolicy
-from codeloop.tools.base import ENDS_TURN_KEY, Tool, ToolContext
+from codeloop.tools.base import Tool, ToolContext
 
 MAX_TOKENS_NOT_RUN = ("Tool call not executed: the response was cut off at the output token limit, "
                       "so its input may be incomplete.")
@@ -260,7 +260,8 @@ async def query(p: QueryParams) -> AsyncIterator[Event]:
                 yield Terminal(TerminalReason.HOOK_STOPPED, turn_count, hook_stop)
                 return
             # -- a tool's result was the turn's answer (StructuredOutput: Claude Code's endsTurn) ---------
-            if ctx.extra.pop(ENDS_TURN_KEY, False):
+            if ctx.ends_turn:
+                ctx.ends_turn = False
                 yield Terminal(TerminalReason.COMPLETED, turn_count)
                 return
 

@@ -70,7 +70,7 @@ async def run_tool_use(block: dict[str, Any], tools: list[Tool], ctx: ToolContex
     token = CURRENT_TOOL_USE_ID.set(tid)
     started = time.monotonic()
     # hook payloads name the subagent a tool ran in (Claude Code's agent_id / agent_type)
-    agent = {"agent_id": ctx.agent_id, "agent_type": ctx.extra.get("agent_type", "")} if ctx.agent_id else None
+    agent = {"agent_id": ctx.agent_id, "agent_type": ctx.agent_type} if ctx.agent_id else None
     failure: str | None = None
     try:
         result: ToolResult = await tool.call(inp, ctx)

@@ -21,8 +21,5 @@ def wire_background(ctx: Any, queue: Any) -> None:
 
 def stop_background(ctx: Any) -> None:
     """Kill every background shell and agent of the session (it is ending)."""
-    from codeloop.tools.builtin.bash_background import REGISTRY_KEY
-
-    background = ctx.extra.get(REGISTRY_KEY)
-    if background is not None:
-        background.kill_all()
+    if ctx.background is not None:
+        ctx.background.kill_all()

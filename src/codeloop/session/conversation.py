@@ -1,29 +1,38 @@
-"""A Conversation: one session's history, transcript, totals and permission state.
+"""A Conversation: one session's history, transcript, totals, permission state and model.
 
-Front ends (print mode, REPL, library) submit prompts here. `submit()` runs the query loop
-and records what it yields: messages into history and the transcript (written as they happen,
-fsynced at turn ends), usage and cost per model, permission denials.
+Built only by `session.assembly` (or directly by tests and the library from a config), never
+patched afterwards. Front ends submit prompts here. `submit()` runs the query loop and records
+what it yields: messages into history and the transcript (written as they happen, fsynced at
+turn ends), usage and cost per model, permission denials. The same class runs a subagent (its
+`SessionParts.sidechain` set): same loop, context pipeline, compaction and recoveries, its own
+history and sidechain transcript, the parent's hooks, policy, MCP tools and totals.
+
+One model switch (`set_model`) for everything that names the model: requests, compaction, token
+counting, the tools' gates and cost; a fallback after overload moves all of them for the rest of
+its query (`SystemEvent("model_fallback")`).
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable
 
 from codeloop.abort import AbortController, AbortReason
-from codeloop.events import (ApiCallEvent, SystemEvent, AssistantEvent, CompactBoundary, Event, PermissionDenied, Terminal,
-                             Tombstone, TranscriptEntry, UserEvent)
-from codeloop.loop.query import QueryParams, query
+from codeloop.events import (ApiCallEvent, AssistantEvent, CompactBoundary, Event, PermissionDenied, SystemEvent,
+                             Terminal, Tombstone, TranscriptEntry, UserEvent)
 from codeloop.loop.state import TerminalReason
 from codeloop.messages import Message, user_message
 from codeloop.permissions.policy import PermissionPolicy, denial_record
 from codeloop.providers.base import Provider
 from codeloop.providers.pricing import cost_usd
 from codeloop.session.hooks_bridge import ConversationHooks
+from codeloop.session.parts import SessionParts, SessionPersistence
 from codeloop.tools.base import PermissionDecision, Tool, ToolContext
 from codeloop.usage import Usage
 
+log = logging.getLogger(__name__)
 AskUser = Callable[[Tool, Any, dict[str, Any]], Awaitable[PermissionDecision]]  # Any: the parsed input model
 
 
@@ -58,13 +67,14 @@ class ConversationConfig:
 class Conversation:
     def __init__(self, config: ConversationConfig, provider: Provider, *, session_id: str,
                  messages: list[Message] | None = None, denials: list[dict[str, Any]] | None = None,
-                 ask_user: AskUser | None = None, entries: list[dict[str, Any]] | None = None) -> None:
-        from codeloop.session import store
-        from codeloop.session.transcript import TranscriptWriter
+                 ask_user: AskUser | None = None, entries: list[dict[str, Any]] | None = None,
+                 parts: SessionParts | None = None) -> None:
+        from codeloop.loop.queue import CommandQueue
+        from codeloop.session.wiring import make_context, make_writer, setup_context
 
-        self.config = config
-        self.provider = provider
-        self.session_id = session_id
+        parts = parts or SessionParts()
+        self.config, self.provider, self.session_id, self.parts = config, provider, session_id, parts
+        self.sidechain = parts.sidechain
         self.messages: list[Message] = list(messages or [])
         self.permission_denials: list[dict[str, Any]] = list(denials or [])
         self.ask_user = ask_user
@@ -72,39 +82,61 @@ class Conversation:
         self.cost_usd = 0.0
         self.api_duration_ms = 0.0
         self.last_terminal: Terminal | None = None
-        self.transcript_path = store.session_path(config.cwd, session_id)
-        self.writer = (TranscriptWriter(self.transcript_path, session_id, str(config.cwd))
-                       if config.persist else None)
-        self.tool_context = ToolContext(cwd=config.cwd, project_dir=config.cwd,
-                                        session_dir=store.session_dir(config.cwd, session_id),
-                                        non_interactive=not config.interactive)
+        self.settings, self.trusted, self.mcp = parts.settings, parts.trusted, parts.mcp
+        self.output_style, self.api_key_source = parts.output_style, parts.api_key_source
+        self.side_listeners: list[Callable[[Event], None]] = parts.listeners
+        self.queue = parts.queue or CommandQueue()
         self.abort: AbortController | None = None
-        from codeloop.context.memory import NestedMemory
-        from codeloop.loop.queue import CommandQueue
-
-        self.queue = CommandQueue()
-        self.nested_memory = NestedMemory(config.cwd)   # nested CLAUDE.md: once per session
-        # A session the model ended stays ended (spec 000): the marker survives resume.
-        self.ended_by_model = any(e.get("type") == "ended-by-model" for e in entries or [])
-        self.side_listeners: list[Callable[[Event], None]] = []
-        self.mcp: Any = None
         self._started = False
         self.read_filter_ready = False
-        self.hooks = ConversationHooks(self._hook_runner())
-        self._wire_tool_context()
-        self._setup_context(entries or [])
-        from codeloop.session.checkpoints import FileHistory
-        self.file_history = FileHistory(store.config_dir() / "file-history" / session_id,
-                                        self._write_entry if self.writer is not None else None)
-        self.tool_context.before_write = self.file_history.before_write
+        # A session the model ended stays ended (spec 000): the marker survives resume.
+        self.ended_by_model = any(e.get("type") == "ended-by-model" for e in entries or [])
+        self.hooks = self.sidechain.hooks if self.sidechain is not None else ConversationHooks(self._hook_runner())
+        self.transcript_path, writer = make_writer(self)
+        self.persistence = SessionPersistence(writer, self._notice)
+        self.tool_context: ToolContext = make_context(self)
+        setup_context(self, entries or [])
 
+    @property
+    def writer(self) -> Any:
+        return self.persistence.writer
+
+    # -- tools and model ---------------------------------------------------------------------------
     def tool_pool(self) -> list[Tool]:
         """Built-in tools plus the tools of connected MCP servers (which can come and go)."""
-        return [*self.config.tools, *(self.mcp.tools() if self.mcp is not None else [])]
+        from codeloop.session.wiring import mcp_tools
 
-    def attach_mcp(self, manager: Any) -> None:
-        self.mcp = manager
-        self.tool_context.extra["tool_pool"] = self.tool_pool()
+        return [*self.config.tools, *mcp_tools(self)]
+
+    @property
+    def model(self) -> str:
+        """The model answering now: the configured one, or its fallback for the rest of a query."""
+        return self.tool_context.model or self.config.model
+
+    def set_model(self, model: str | None) -> str:
+        """The one model switch (/model, the SDK's set_model, a custom command's model): requests,
+        compaction, token counting, the tools' gates and cost all follow it. `None` or
+        "default": the default model. Returns the resolved id."""
+        from codeloop.providers.aliases import resolve_model
+
+        resolved = resolve_model(None if model in (None, "", "default") else model)
+        self.config.model = resolved
+        self._use_model(resolved, configured=True)
+        return resolved
+
+    def _use_model(self, model: str, *, configured: bool) -> None:
+        self.tool_context.model = model
+        if configured:
+            self.tool_context.main_model = model
+        self.compactor.model = model
+
+    def _notice(self, ev: SystemEvent) -> None:
+        """A notice for the user, shown with the next event; a subagent's are logged (its transcript
+        trouble is its own, and the main thread's notices are the main thread's)."""
+        if self.sidechain is None:
+            self.hooks.pending_notices.append(ev)
+        else:
+            log.warning("subagent %s: %s", self.sidechain.agent_id, ev.text)
 
     def _hook_runner(self) -> Any | None:
         if not self.config.hooks:
@@ -115,22 +147,24 @@ class Conversation:
                           cwd=self.config.cwd, permission_mode_getter=lambda: self.config.policy.mode.value,
                           env=self.config.hook_env)
 
-    def _wire_tool_context(self) -> None:
-        ctx, cfg = self.tool_context, self.config
-        ctx.session_id, ctx.model, ctx.entrypoint = self.session_id, cfg.model, cfg.entrypoint
-        ctx.ended_by_model = self.ended_by_model
-        ctx.messages = lambda: self.messages
-        ctx.append_entry = self._write_entry
-        ctx.emit = self._on_side_event
-        ctx.post_tool_use = self.hooks.post_tool  # a no-op without hooks; SDK hooks may arrive later
-        ctx.path_guard = self.config.policy.guard_path
-        ctx.denied_inodes = self.config.policy.denied_inodes
-        ctx.extra.update(feature_flags=dict(cfg.feature_flags), policy=cfg.policy)  # policy: ExitPlanMode, Skill
-        ctx.extra["tool_pool"] = self.tool_pool()
-        if any(t.name == "Agent" for t in cfg.tools):
-            ctx.spawn_subagent = self._spawn_subagent
-        from codeloop.session.background import wire_background
-        wire_background(ctx, self.queue)  # each background shell or agent that ends is announced
+    def add_hook_callbacks(self, source: Any) -> None:
+        """Hook callbacks registered at run time (the SDK's `initialize`), beside settings hooks."""
+        if self.hooks.runner is None:
+            from codeloop.hooks.runner import HookRunner
+
+            self.hooks.runner = HookRunner({}, session_id=self.session_id, transcript_path=self.transcript_path,
+                                           cwd=self.config.cwd, env=self.config.hook_env,
+                                           permission_mode_getter=lambda: self.config.policy.mode.value)
+        self.hooks.runner.callbacks = source
+
+    def add_agents(self, definitions: dict[str, Any]) -> None:
+        """Agent definitions added at run time (the SDK's `initialize`): the Agent tool offers them."""
+        self.config.agent_definitions.update(definitions)
+        if any(t.name == "Agent" for t in self.config.tools):   # its description lists the agent types
+            from codeloop.tools.builtin.task import TaskTool
+
+            task = TaskTool(dict(self.config.agent_definitions))
+            self.config.tools = [task if t.name == "Agent" else t for t in self.config.tools]
 
     async def _spawn_subagent(self, *args: Any, **kw: Any) -> Any:
         """The Agent tool's capability (`session.subagent.spawn_for`, imported on first use)."""
@@ -143,35 +177,6 @@ class Conversation:
             self._record_api_call(ev)
         for listener in list(self.side_listeners):
             listener(ev)
-
-    def _setup_context(self, entries: list[dict[str, Any]]) -> None:
-        """The five-stage pipeline (spec 004 §8) and its compactor, with state that survives resume."""
-        from codeloop.context.collapse import ContextCollapse
-        from codeloop.context.compact import Compactor
-        from codeloop.context.pipeline import ContentReplacementState, ContextPipeline
-
-        from codeloop.providers.metered import MeteredProvider
-
-        self.collapse = ContextCollapse()
-        # summaries and labels are paid for too: their usage joins the session's totals
-        self.side_provider = self.tool_context.extra["side_provider"] = MeteredProvider(
-            self.provider, lambda model, usage, ms: self._record_api_call(ApiCallEvent(model, usage, ms, None)))
-        self.compactor = Compactor(self.side_provider, self.config.model, context=self.compact_context,
-                                   before_compact=self.hooks.pre_compact, after_compact=self.hooks.post_compact)
-        self.pipeline = ContextPipeline(
-            compactor=self.compactor, session_dir=self.tool_context.session_dir,
-            exempt_tools=ContextPipeline.exempt_from_tools(self.config.tools), collapse=self.collapse,
-            replacement_state=ContentReplacementState.from_entries(entries), count_tokens=self._count_tokens)
-
-    async def _count_tokens(self, messages: list[Message]) -> int | None:
-        counter = getattr(self.provider, "count_tokens", None)
-        if counter is None:
-            return None
-        from codeloop.loop.request import build_request
-
-        return await counter(build_request(model=self.config.model, messages=messages,
-                                           system_prompt=self.config.system_prompt,
-                                           user_context=self.config.user_context, tools=self.config.tools))
 
     def compact_context(self) -> dict[str, Any]:
         """What a compaction must carry over: instructions, the todo list, where we are."""
@@ -205,34 +210,24 @@ class Conversation:
 
     # -- transcript ------------------------------------------------------------------------------
     def _write(self, msg: Message) -> None:
-        self._persist(lambda w: w.append_message(msg))
+        self.persistence.message(msg)
 
     def _write_entry(self, entry: dict[str, Any]) -> None:
-        self._persist(lambda w: w.append_entry(entry))
-
-    def _persist(self, write: Callable[[Any], Any]) -> None:
-        """A transcript that cannot be written (disk full, read-only) must not end the session:
-        say so once, loudly, and carry on without one."""
-        if self.writer is None:
-            return
-        from codeloop.session.transcript import TranscriptError
-
-        try:
-            write(self.writer)
-        except TranscriptError as exc:
-            self.writer = None
-            self.hooks.pending_notices.append(SystemEvent(
-                "transcript_error", f"{exc}. Continuing WITHOUT a transcript: this session cannot be resumed.",
-                "error"))
+        self.persistence.entry(entry)
 
     async def aclose(self, reason: str = "other") -> None:
         """End the session: SessionEnd hooks, then the transcript is synced and closed."""
         try:
-            await self.hooks.session_end(reason)
+            if self.sidechain is None:
+                await self.hooks.session_end(reason)
         finally:
             self.close()
-            if self.mcp is not None:
+            if self.mcp is not None and self.parts.owns_mcp:
                 await self.mcp.aclose()
+
+    def hand_over(self) -> None:
+        """A successor (/clear, /resume, /rewind) takes the shared parts: closing this one keeps them."""
+        self.parts.owns_mcp = False
 
     def add_messages(self, messages: list[Message]) -> None:
         """Add messages to the history without a model call (REPL `!cmd` output, @file attachments)."""
@@ -244,38 +239,33 @@ class Conversation:
 
     def sync(self) -> None:
         """fsync the transcript (turn ends)."""
-        self._persist(lambda w: w.sync())
+        self.persistence.sync()
 
     def close(self) -> None:
-        from codeloop.session.background import stop_background
-        stop_background(self.tool_context)  # no background task outlives its session
-        self.sync()
-        if self.writer is not None:
-            self.writer.close()
+        if self.sidechain is None:
+            from codeloop.session.background import stop_background
+            stop_background(self.tool_context)  # no background task outlives its session
+        self.persistence.close()
 
     # -- the turn --------------------------------------------------------------------------------
-    async def submit(self, prompt: str | list[dict[str, Any]] | Message, *,
-                     abort: AbortController | None = None) -> AsyncIterator[Event]:
-        if self.ended_by_model:
-            yield SystemEvent("session_ended", "The model ended this conversation. Start a new session (or /clear).",
-                              "error")
-            done = Terminal(TerminalReason.ENDED_BY_MODEL, 0, "the session was ended by the model")
-            self._record(done)
-            yield done
-            return
-        if self.budget_exhausted:
-            yield SystemEvent("budget_exceeded", f"The session's budget of ${self.config.max_budget_usd} is spent.",
-                              "error")
-            done = Terminal(TerminalReason.BUDGET_EXCEEDED, 0, "max budget reached")
-            self._record(done)
-            yield done
+    async def submit(self, prompt: str | list[dict[str, Any]] | Message, *, abort: AbortController | None = None,
+                     context: list[Message] | None = None) -> AsyncIterator[Event]:
+        """Run one prompt to its end. `context`: messages that follow the prompt (a subagent's
+        SubagentStart hook context)."""
+        from codeloop.session.turn import refusal, turn_params
+
+        if (refused := refusal(self)) is not None:
+            for ev in refused:
+                if isinstance(ev, Terminal):
+                    self._record(ev)
+                yield ev
             return
         msg = prompt if isinstance(prompt, Message) else user_message(prompt)
-        context: list[Message] = []
-        if not self._started:
-            self._started = True
-            context += await self.hooks.session_start("resume" if self.config.resumed else "startup")
-        if not msg.is_meta:
+        extra: list[Message] = list(context or [])
+        if not self._started and self.sidechain is None:
+            extra += await self.hooks.session_start("resume" if self.config.resumed else "startup")
+        self._started = True
+        if not msg.is_meta and self.sidechain is None:
             verdict = await self.hooks.user_prompt(msg.text, msg.uuid)
             for ev in [*self.hooks.drain_notices(), *verdict.events]:
                 yield ev
@@ -284,51 +274,29 @@ class Conversation:
                 self._record(done)
                 yield done
                 return
-            context += verdict.context
+            extra += verdict.context
         from codeloop.loop.continuation import take_task_notifications
-        context += take_task_notifications(self.queue)  # tasks that ended while no query ran
-        for m in [msg, *context]:
+        extra += take_task_notifications(self.queue)  # tasks that ended while no query ran
+        for m in [msg, *extra]:
             self.messages.append(m)
             self._write(m)
-        if not msg.is_meta:
+        if not msg.is_meta and self.sidechain is None:
             self.file_history.begin_prompt(msg.uuid)  # files are checkpointed per prompt (/rewind)
         yield UserEvent(msg)
         self._reload_context()
-        self.abort = abort or AbortController()
+        self.abort = abort or (self.sidechain.abort if self.sidechain is not None else AbortController())
         self.tool_context.abort = self.abort
-        # each query starts on the configured model; a fallback moves ctx.model for its rest only
-        self.tool_context.model = self.tool_context.main_model = self.config.model
-        from codeloop.tools.deferred import hint_for, request_tools
-        from codeloop.tools.session_notes import session_notes
+        # each query starts on the configured model; a fallback moves it for the rest of that query
+        self._use_model(self.config.model, configured=True)
+        from codeloop.loop.query import query
 
-        ctx = self.tool_context
-        ctx.extra["tool_pool"] = pool = self.tool_pool()
-        hint = "\n\n".join(filter(None, [hint_for(pool, ctx), *session_notes(ctx)]))  # + skills, plan mode
-
-        def refresh() -> list[Tool]:
-            # a server that connected (or died) since the last turn changes what the model is offered
-            ctx.extra["tool_pool"] = fresh = self.tool_pool()
-            return request_tools(fresh, ctx)
-
-        params = QueryParams(messages=list(self.messages),
-                             system_prompt=[*self.config.system_prompt, *([hint] if hint else [])],
-                             user_context=self.config.user_context, tools=request_tools(pool, ctx),
-                             refresh_tools=refresh,
-                             provider=self.provider, model=self.config.model, tool_context=self.tool_context,
-                             can_use_tool=self.can_use_tool, max_turns=self.config.max_turns,
-                             max_output_tokens=self.config.max_output_tokens,
-                             fallback_models=list(self.config.fallback_models), queue=self.queue,
-                             token_budget=self._token_budget(msg),
-                             reactive_compact=self.compactor, context_pipeline=self.pipeline,
-                             context_collapse=self.collapse, compact_context=self.compact_context,
-                             stop_hooks=self.hooks.stop_hooks(), thinking=self.config.thinking,
-                             memory=self.nested_memory.start)
         try:
-            async for ev in query(params):
+            async for ev in query(turn_params(self, msg)):
                 self._record(ev)
                 yield ev
-                for notice in self.hooks.drain_notices():
-                    yield notice
+                if self.sidechain is None:   # hook notices are the main thread's to show
+                    for notice in self.hooks.drain_notices():
+                        yield notice
         finally:
             self.sync()
 
@@ -340,6 +308,7 @@ class Conversation:
             self._record(done)
             yield done
             return
+        self.compactor.model = self.config.model
         outcome = await self.compactor.compact(self.messages, trigger="manual", focus=focus or None,
                                                **self.compact_context())
         ev = CompactBoundary("manual", outcome.pre_tokens, outcome.messages)
@@ -359,11 +328,6 @@ class Conversation:
         except OSError as exc:  # an unreadable CLAUDE.md keeps the last good context
             self.hooks.pending_notices.append(SystemEvent("context_warning", f"could not re-read instructions: {exc}",
                                                           "warning"))
-
-    def _token_budget(self, msg: Message) -> int | None:
-        from codeloop.loop.budget import parse_token_budget
-
-        return parse_token_budget(msg.text) or self.config.token_budget
 
     def _record(self, ev: Event) -> None:
         if isinstance(ev, (AssistantEvent, UserEvent)):
@@ -385,12 +349,16 @@ class Conversation:
             self._write_entry(ev.entry)
         elif isinstance(ev, ApiCallEvent):
             self._record_api_call(ev)
+            if self.sidechain is not None:
+                self.sidechain.record_usage(ev)   # the parent's totals include its subagents
             if self.budget_exhausted and self.abort is not None:
                 self.abort.abort(AbortReason.BUDGET)
         elif isinstance(ev, PermissionDenied):
             record = denial_record(ev.tool_name, ev.tool_use_id, ev.tool_input)
             self.permission_denials.append(record)
             self._write_entry({"type": "permission-denial", **record})
+        elif isinstance(ev, SystemEvent) and ev.subtype == "model_fallback" and ev.data.get("to_model"):
+            self._use_model(str(ev.data["to_model"]), configured=False)   # compaction follows the fallback
         elif isinstance(ev, Terminal):
             self.last_terminal = ev
             if ev.reason is TerminalReason.ENDED_BY_MODEL:

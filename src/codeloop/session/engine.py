@@ -24,7 +24,7 @@ from typing import Any, AsyncIterator, Iterator
 from codeloop.events import AssistantEvent, CompactBoundary, PermissionDenied, SystemEvent, Terminal
 from codeloop.fsutil import atomic_write_json
 from codeloop.session import store
-from codeloop.session.conversation import Conversation, ConversationConfig
+from codeloop.session.conversation import Conversation
 from codeloop.session.engine_types import (ENGINE_FILE, FORMAT_VERSION, TERMINAL_TO_STOP, EngineError, PermissionDenial,
                                            QueryEngineConfig, SlashCommand, StopReason, TurnResult, UsageSummary,
                                            match_commands)
@@ -280,37 +280,40 @@ def _count_prompts(path: Path) -> int:
 def _build_conversation(config: QueryEngineConfig, provider: Any, session_id: str | None, *,
                         messages: list | None = None, denials: list | None = None,
                         entries: list | None = None) -> Conversation:
+    """The engine's session, through the one assembly (session.assembly): no settings files are
+    read — the library's caller configures it — and the engine's cwd is the working directory its
+    rules judge paths against (not the process's)."""
+    from codeloop.config.settings import LoadedSettings
+    from codeloop.permissions.policy import PermissionMode
     from codeloop.providers.aliases import resolve_model
-    from codeloop.context.prompt import context_loader
-    from codeloop.permissions.policy import PermissionMode, PermissionPolicy
-    from codeloop.tools.registry import builtin_tools, select_tools
+    from codeloop.session.assembly import SessionHost, build_session
+    from codeloop.session.assembly_parts import History
+    from codeloop.session.options import (HistoryOptions, Limits, ModelOptions, PermissionOptions, PromptOptions,
+                                          RunOptions, SetupError)
+    from codeloop.tools.registry import BUILTINS
 
     cwd = Path(config.cwd if config.cwd is not None else Path.cwd()).resolve()
     if provider is None:
         from codeloop.providers.anthropic import AnthropicProvider
         provider = AnthropicProvider()
-    if session_id is None:
-        session_id = store.new_session_id()
-    session_id = store.validate_session_id(session_id)
-    known = builtin_tools()
-    names = {t.name for t in known}
+    session_id = store.validate_session_id(session_id if session_id is not None else store.new_session_id())
+    names = {n for n, _, _ in BUILTINS}
     unknown = [n for n in (config.tools or ()) if n not in names]
     if unknown:
         raise ValueError(f"unknown tool(s): {', '.join(unknown)} (known: {', '.join(sorted(names))})")
-    tools = select_tools(known, allowed=None if config.tools is None else list(config.tools),
-                         disallowed=config.disallowed_tools)
-    # the engine's cwd is the working directory its rules judge paths against (not the process's)
-    policy = PermissionPolicy(mode=PermissionMode(config.permission_mode), allow=list(config.allowed_tools),
-                              deny=list(config.disallowed_tools), cwd=cwd)
-    load_context = context_loader(cwd, store.config_dir(), custom=config.system_prompt,
-                                  append=config.append_system_prompt)
-    system_prompt, user_ctx = load_context()
-    conv_config = ConversationConfig(
-        cwd=cwd, model=resolve_model(config.model), tools=tools, policy=policy, load_context=load_context,
-        system_prompt=system_prompt, user_context=user_ctx, max_turns=config.loop_max_turns,
-        persist=config.persist, entrypoint="library")
-    return Conversation(conv_config, provider, session_id=session_id, messages=messages, denials=denials,
-                        entries=entries)
+    model = resolve_model(config.model)
+    options = RunOptions(
+        cwd=cwd, settings=LoadedSettings(), entrypoint="library",
+        permissions=PermissionOptions(mode=PermissionMode(config.permission_mode), allow=tuple(config.allowed_tools),
+                                      deny=tuple(config.disallowed_tools)),
+        model=ModelOptions(model=model), tools=tuple(config.tools) if config.tools is not None else None,
+        prompts=PromptOptions(system_prompt=config.system_prompt, append=config.append_system_prompt),
+        limits=Limits(max_turns=config.loop_max_turns), history=HistoryOptions(persist=config.persist))
+    history = History(session_id, list(messages or []), list(denials or []), list(entries or []))
+    try:
+        return build_session(options, SessionHost(), provider=provider, model=model, history=history)
+    except SetupError as exc:
+        raise ValueError(str(exc)) from None
 
 
 __all__ = ["ENGINE_FILE", "EngineError", "FORMAT_VERSION", "PermissionDenial", "QueryEngine", "QueryEngineConfig",

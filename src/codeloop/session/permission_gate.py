@@ -19,7 +19,7 @@ async def decide_tool_use(conv: Any, tool: Tool, inp: Any, block: dict[str, Any]
                           ctx: ToolContext) -> PermissionDecision:
     """`conv` is the session.conversation.Conversation asking."""
     raw = dict(block.get("input") or {})
-    agent = {"agent_id": ctx.agent_id, "agent_type": ctx.extra.get("agent_type", "")} if ctx.agent_id else None
+    agent = {"agent_id": ctx.agent_id, "agent_type": ctx.agent_type} if ctx.agent_id else None
     hook = await conv.hooks.pre_tool(tool.name, raw, block.get("id", ""), agent)
     hook_says = hook.permission_decision if hook is not None else None
     if hook is not None and (hook.blocked or hook_says == "deny" or hook.prevent_continuation):

@@ -209,3 +209,31 @@ def _first_prompt(path: Path) -> str | None:
             text = text[:_PROMPT_PREVIEW_LEN - 1] + "…"
         return text
     return None
+
+
+def find_session_by_name(cwd: Path | str, name: str) -> str | None:
+    """The newest session in this project whose `custom-title` is `name` (Claude Code's `-n`)."""
+    needle = b'"custom-title"'
+    best: tuple[float, str] | None = None
+    try:
+        files = list(project_dir(cwd).glob("*.jsonl"))
+    except OSError:
+        return None
+    for path in files:
+        try:
+            data = path.read_bytes()
+            mtime = path.stat().st_mtime
+        except OSError:
+            continue
+        if needle not in data:
+            continue
+        title = None
+        for line in data.splitlines():
+            if needle in line:
+                try:
+                    title = json.loads(line).get("customTitle", title)
+                except ValueError:
+                    continue
+        if title == name and (best is None or mtime > best[0]):
+            best = (mtime, path.stem)
+    return best[1] if best else None

@@ -229,17 +229,16 @@ async def run_structured(conv: Conversation, prompt: Any, schema: dict[str, Any]
     the caller reports that Terminal, not a schema failure.
     """
     from codeloop.messages import user_message
-    from codeloop.tools.base import ENDS_TURN_KEY
-    from codeloop.tools.builtin.structured_output import NAME, RESULT_KEY
+    from codeloop.tools.builtin.structured_output import NAME
 
     offered = offer_tool(conv, schema)
-    extra = conv.tool_context.extra
+    ctx = conv.tool_context
     next_input: Any = prompt
     errors: list[str] = []
     for attempt in range(retry_limit + 1):
         final_id, final_text, terminal = None, "", None
-        extra.pop(RESULT_KEY, None)
-        extra.pop(ENDS_TURN_KEY, None)   # a stale mark (an interrupted turn) must not end this one
+        ctx.structured_output = None
+        ctx.ends_turn = False   # a stale mark (an interrupted turn) must not end this one
         async for ev in conv.submit(next_input, abort=abort):
             if isinstance(ev, AssistantEvent) and not ev.message.is_api_error:
                 if ev.message.id != final_id:  # only the last response's text is the answer
@@ -250,8 +249,9 @@ async def run_structured(conv: Conversation, prompt: Any, schema: dict[str, Any]
             yield ev
         if terminal is None or terminal.reason is not TerminalReason.COMPLETED:
             return
-        if RESULT_KEY in extra:   # the model answered through the tool (validated there)
-            yield SystemEvent(StructuredEvent.OUTPUT.value, data={"structured_output": extra.pop(RESULT_KEY),
+        answer, ctx.structured_output = ctx.structured_output, None
+        if answer is not None:   # the model answered through the tool (validated there)
+            yield SystemEvent(StructuredEvent.OUTPUT.value, data={"structured_output": answer.value,
                                                                   "attempts": attempt + 1, "via": NAME})
             return
         value, errors = check_answer(final_text, schema)

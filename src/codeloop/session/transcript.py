@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import json
+import contextlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -134,12 +135,13 @@ class TranscriptWriter:
     """Appends entries to one session file; each record is a single os.write of a whole line.
 
     Pass `last_uuid` when resuming with the value from `load_transcript`; otherwise the writer
-    finds it by reading the file's tail on first use.
+    finds it by reading the file's tail on first use. `tags` go into every record (a subagent's
+    sidechain: `isSidechain`, `agentId`).
     """
 
     def __init__(self, path: Path | str, session_id: str, cwd: Path | str, *,
-                 last_uuid: str | None = None):
-        self.path = Path(path)
+                 last_uuid: str | None = None, tags: dict[str, Any] | None = None):
+        self.path, self.tags = Path(path), dict(tags or {})
         self.session_id = session_id
         self.cwd = os.fspath(cwd)
         self._fd: int | None = None
@@ -219,6 +221,7 @@ class TranscriptWriter:
                 raise TranscriptError(self.path, f"close failed: {e}") from e
 
     def _append(self, entry: dict[str, Any]) -> None:
+        entry = {**entry, **self.tags} if self.tags else entry
         try:
             data = encode_entry(entry)
         except (TypeError, ValueError, RecursionError) as e:
@@ -286,12 +289,9 @@ def _fsync_dir(path: Path) -> None:
         dfd = os.open(path, os.O_RDONLY)
     except OSError:
         return
-    try:
+    with contextlib.suppress(OSError):
         os.fsync(dfd)
-    except OSError:
-        pass
-    finally:
-        os.close(dfd)
+    os.close(dfd)
 
 
 def _write_all(fd: int, data: bytes) -> None:

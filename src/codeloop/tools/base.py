@@ -12,11 +12,17 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from codeloop.permissions.policy import PermissionPolicy
+    from codeloop.providers.base import Provider
+    from codeloop.sandbox.runtime import Sandbox
+    from codeloop.tools.builtin.bash_background import BackgroundTasks
+    from codeloop.tools.skills import Skill
+
 import math
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable, ClassVar
+from typing import Any, Awaitable, Callable, ClassVar, Mapping
 
 
 from codeloop.abort import AbortController
@@ -26,9 +32,6 @@ from codeloop.config.permission_behavior import PermissionBehavior  # noqa: F401
 # The tool_use id of the tool running in this task: the tool runner sets it around each call
 # (a contextvar, because tools run in parallel tasks); the Task tool tags its subagent with it.
 CURRENT_TOOL_USE_ID: ContextVar[str | None] = ContextVar("CURRENT_TOOL_USE_ID", default=None)
-# A tool that sets ctx.extra[ENDS_TURN_KEY] ends the turn once its results are in: no further
-# request (StructuredOutput, like Claude Code's `endsTurn`).
-ENDS_TURN_KEY = "ends_turn"
 
 
 class ToolError(Exception):
@@ -43,6 +46,12 @@ class ToolResult:
     is_error: bool = False
     # Structured result for front ends (stream-json `tool_use_result`, REPL diff cells).
     data: Any = None
+
+
+@dataclass(frozen=True)
+class StructuredAnswer:
+    """A schema-valid answer given through the StructuredOutput tool (any JSON value, None too)."""
+    value: Any
 
 
 @dataclass
@@ -96,7 +105,30 @@ class ToolContext:
     # File checkpoints: (path, bytes before | None if absent), called right before a file tool
     # replaces a file (session.checkpoints records it for /rewind). None: no checkpoints.
     before_write: Callable[[Path, bytes | None], None] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    # -- the session's capabilities, set by the assembly (session.assembly) --------------------
+    # The whole pool, deferred tools included: ToolSearch searches it, session notes list it.
+    tool_pool: list[Tool] = field(default_factory=list)
+    # Deferred tools whose full schema ToolSearch loaded (per context: a subagent loads its own).
+    loaded_deferred: set[str] = field(default_factory=set)
+    # Settings `featureFlags` (config.flags names), as the gates read them.
+    feature_flags: Mapping[str, Any] = field(default_factory=dict)
+    # The session's permission policy: ExitPlanMode switches its mode; Skill and plan notes read it.
+    policy: PermissionPolicy | None = None
+    # The OS sandbox Bash commands run in (None: unsandboxed, or no sandbox configured).
+    sandbox: Sandbox | None = None
+    # Side model calls (WebFetch's summary, WebSearch), metered into the session's totals.
+    side_provider: Provider | None = None
+    # Background shells and agents of the session (created on first use; stopped with it).
+    background: BackgroundTasks | None = None
+    agent_type: str = ""                        # the subagent's type ("" on the main thread)
+    project_trusted: bool = False               # the folder is trusted: its own skills may load
+    images_supported: bool = True               # the model takes images (Read of PDF pages)
+    skills: list[Skill] | None = None           # discovered on first use (tools.skills)
+    # Set by a tool that answers the turn (StructuredOutput): no further request once its
+    # results are in (Claude Code's `endsTurn`); the loop clears it.
+    ends_turn: bool = False
+    # The answer a StructuredOutput call gave (validated); the structured-output driver takes it.
+    structured_output: StructuredAnswer | None = None
 
     @property
     def gate_model(self) -> str:

@@ -2,12 +2,12 @@
 
 A tool with `should_defer = True` is shown to the model only by name until it is loaded through
 ToolSearch; after that its full schema is part of every request. The set of loaded names lives in
-`ctx.extra["loaded_deferred_tools"]` (per ToolContext, so a subagent loads its own).
+`ctx.loaded_deferred` (per ToolContext, so a subagent loads its own).
 
 Deferral changes schema residency only, never the gates: every helper here first drops tools
 whose `is_enabled(ctx)` is False, so a gated-off tool is neither visible, hinted nor searchable.
 
-Wiring (the loop/Conversation side): keep the whole pool in `ctx.extra["tool_pool"]` (ToolSearch
+Wiring (the loop/Conversation side): keep the whole pool in `ctx.tool_pool` (ToolSearch
 searches it), send `request_tools(pool, ctx)` as the request's tools (and as `refresh_tools`, so a
 tool loaded in one turn is sent from the next), and put `deferred_hint(...)` in the system prompt.
 """
@@ -23,8 +23,6 @@ from codeloop.tools.base import Tool, ToolContext
 
 log = logging.getLogger(__name__)
 
-LOADED_KEY = "loaded_deferred_tools"
-POOL_KEY = "tool_pool"
 TOOL_SEARCH_NAME = "ToolSearch"
 
 HINT_INTRO = (
@@ -35,12 +33,12 @@ HINT_INTRO = (
 
 
 def loaded_deferred(ctx: ToolContext) -> set[str]:
-    """The names of deferred tools loaded in this context (created on first use)."""
-    return ctx.extra.setdefault(LOADED_KEY, set())
+    """The names of deferred tools loaded in this context."""
+    return ctx.loaded_deferred
 
 
 def tool_pool(ctx: ToolContext) -> list[Tool]:
-    return list(ctx.extra.get(POOL_KEY) or [])
+    return list(ctx.tool_pool)
 
 
 def _enabled(tool: Tool, ctx: ToolContext | None) -> bool:

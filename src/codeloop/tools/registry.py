@@ -51,7 +51,7 @@ def _end_conversation_gate(ctx: Any) -> bool:
     from codeloop.config.flags import end_conversation_enabled
 
     return end_conversation_enabled(entrypoint=ctx.entrypoint, model=ctx.gate_model,
-                                    flags=ctx.extra.get("feature_flags") or {})
+                                    flags=ctx.feature_flags)
 
 
 def _task_gate(ctx: Any) -> bool:
@@ -60,7 +60,7 @@ def _task_gate(ctx: Any) -> bool:
 
 def web_search_unavailable(ctx: Any) -> str | None:
     """Why WebSearch is not offered in this session (one line for /status), or None when it is."""
-    provider = ctx.extra.get("side_provider")
+    provider = ctx.side_provider
     if provider is None:
         return "WebSearch is off: this session has no model provider for side calls"
     name = getattr(provider, "name", "provider")

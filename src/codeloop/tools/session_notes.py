@@ -6,7 +6,7 @@ they change only when the mode or the skill set does, so the prompt cache mostly
 
 from __future__ import annotations
 
-from typing import Any
+from codeloop.tools.base import ToolContext
 
 PLAN_MODE_NOTE = """\
 Plan mode is active. The user indicated that they do not want you to execute yet -- you MUST NOT make any \
@@ -16,17 +16,15 @@ clarifying questions with AskUserQuestion if needed, and when your plan is ready
 ExitPlanMode tool with the plan. Do not write the plan to a file."""
 
 
-def session_notes(ctx: Any) -> list[str]:
+def session_notes(ctx: ToolContext) -> list[str]:
     notes: list[str] = []
-    names = {getattr(t, "name", "") for t in ctx.extra.get("tool_pool") or []}
+    names = {t.name for t in ctx.tool_pool}
     if "Skill" in names and ctx.agent_id is None:
         from codeloop.tools.skills import listing, session_skills
 
         text = listing(session_skills(ctx))
         if text:
             notes.append(text)
-    policy = ctx.extra.get("policy")
-    mode = getattr(getattr(policy, "mode", None), "value", None)
-    if mode == "plan" and "ExitPlanMode" in names:
+    if ctx.policy is not None and ctx.policy.mode.value == "plan" and "ExitPlanMode" in names:
         notes.append(PLAN_MODE_NOTE)
     return notes

@@ -11,7 +11,7 @@ Discovery order (the first skill of a name wins): the project's `.codeloop/skill
     ---
 
 Only names and descriptions go to the model (`listing`); the body is read when the Skill tool
-loads it. Discovery runs once per ToolContext (cached in `ctx.extra["skills"]`) and costs a few
+loads it. Discovery runs once per ToolContext (cached in `ctx.skills`) and costs a few
 directory listings; nothing here is imported at start-up.
 """
 
@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 SKILL_FILE = "SKILL.md"
-CACHE_KEY = "skills"
 MAX_DESCRIPTION = 1024
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,63}$")
 
@@ -157,10 +156,9 @@ def discover(project_dir: Path, env: dict[str, str] | None = None) -> list[Skill
 
 def session_skills(ctx: Any) -> list[Skill]:
     """The skills of this context's project, discovered on first use."""
-    skills = ctx.extra.get(CACHE_KEY)
-    if skills is None:
-        skills = ctx.extra[CACHE_KEY] = discover(Path(ctx.project_dir))
-    return skills
+    if ctx.skills is None:
+        ctx.skills = discover(Path(ctx.project_dir))
+    return ctx.skills
 
 
 def find_skill(ctx: Any, name: str) -> Skill | None:

@@ -80,8 +80,7 @@ class HookRegistry:
 def initialize_response(conv: Any) -> dict[str, Any]:
     """What `initialize` answers: the fields the SDK reads (`get_server_info()`), minimal but valid."""
     return {"commands": _COMMANDS, "output_style": "default", "available_output_styles": ["default"],
-            "models": _MODELS, "account": {"apiKeySource": getattr(conv, "api_key_source", None) or (
-                "ANTHROPIC_API_KEY" if os.environ.get("ANTHROPIC_API_KEY") else "none")}, "pid": os.getpid(),
+            "models": _MODELS, "account": {"apiKeySource": conv.api_key_source}, "pid": os.getpid(),
             # every registered event runs; a matcher with onFailure "block" fails closed
             "hook_on_failure_supported": True}
 
@@ -99,16 +98,10 @@ def handle_simple(conv: Any, req: dict[str, Any]) -> dict[str, Any]:
                                f"{', '.join(m.value for m in PermissionMode)})") from None
         return {"mode": conv.config.policy.mode.value}
     if subtype == ControlSubtype.SET_MODEL.value:
-        from codeloop.providers.aliases import resolve_model
-
         model = req.get("model")
-        resolved = resolve_model(None if model in (None, "", "default") else str(model))
-        conv.config.model = conv.tool_context.model = resolved
-        if getattr(conv, "compactor", None) is not None:
-            conv.compactor.model = resolved
-        return {"model": resolved}
+        return {"model": conv.set_model(None if model is None else str(model))}
     if subtype == ControlSubtype.MCP_STATUS.value:
-        return {"mcpServers": conv.mcp.statuses() if getattr(conv, "mcp", None) is not None else []}
+        return {"mcpServers": conv.mcp.statuses() if conv.mcp is not None else []}
     if subtype == ControlSubtype.GET_CONTEXT_USAGE.value:
         from codeloop.providers.models import model_info
 
@@ -116,7 +109,7 @@ def handle_simple(conv: Any, req: dict[str, Any]) -> dict[str, Any]:
         return {"model": conv.config.model, "totalTokens": usage.total_input + usage.output_tokens,
                 "maxTokens": model_info(conv.config.model).context_window, "categories": []}
     if subtype == ControlSubtype.REWIND_FILES.value:  # the SDK's rewind_files (file checkpoints)
-        history, uid = getattr(conv, "file_history", None), str(req.get("user_message_id") or "")
+        history, uid = conv.file_history, str(req.get("user_message_id") or "")
         index = history.prompt_index(uid) if history is not None else None
         if index is None:
             raise ControlError(f"No file checkpoint for user message {uid!r}")

@@ -9,7 +9,6 @@ assistant/user line) and `Printer`, which writes events in text | json | stream-
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
@@ -19,6 +18,7 @@ from typing import Any, TextIO
 from codeloop.events import (ApiCallEvent, AssistantEvent, CompactBoundary, Event, StreamEvent, SystemEvent, Terminal,
                              TerminalReason, Tombstone, UserEvent)
 from codeloop.messages import new_uuid
+from codeloop.session.options import OutputOptions
 
 EXIT_OK, EXIT_ERROR, EXIT_SIGINT, EXIT_SIGTERM = 0, 1, 130, 143
 STRUCTURED_RETRY_LIMIT = 2
@@ -139,8 +139,8 @@ def message_line(msg, session_id: str) -> dict[str, Any]:
 class Printer:
     """Writes events in the chosen format; tracks what the final result needs."""
 
-    def __init__(self, args: argparse.Namespace, conv, out: TextIO) -> None:
-        self.fmt, self.partial, self.conv, self.out = args.output_format, args.include_partial_messages, conv, out
+    def __init__(self, output: OutputOptions, out: TextIO, conv: Any = None) -> None:
+        self.fmt, self.partial, self.conv, self.out = output.format.value, output.include_partial_messages, conv, out
         self.final_text, self.stop_reason = "", None
         self._final_parts: list[tuple[str, str]] = []   # (uuid, text) of the final response so far
         self.prompt_uuid: str | None = None
@@ -158,8 +158,8 @@ class Printer:
         emit(self.out, {"type": "system", "subtype": "init", "cwd": str(c.config.cwd), "session_id": c.session_id,
                          "tools": tools, "mcp_servers": mcp_servers, "model": c.config.model,
                          "permissionMode": c.config.policy.mode.value, "slash_commands": [],
-                         "apiKeySource": getattr(c, "api_key_source", "none"), "claude_code_version": _version(),
-                         "output_style": getattr(c, "output_style", "default"), "agents": agents,
+                         "apiKeySource": c.api_key_source, "claude_code_version": _version(),
+                         "output_style": c.output_style, "agents": agents,
                          "skills": _skills(c, tools), "plugins": [],
                          "uuid": new_uuid()})
 

@@ -9,7 +9,6 @@ and the process ends (`lifecycle.ExitGuard`).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import signal
 import sys
@@ -18,8 +17,9 @@ from typing import Any, TextIO
 
 from codeloop.abort import AbortController, AbortReason
 from codeloop.cli.headless.output import (EXIT_ERROR, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM, STRUCTURED_RETRY_LIMIT, Printer,
-                                 apply_structured, build_result, emit, error_result)
+                                          apply_structured, build_result, emit, error_result)
 from codeloop.events import SystemEvent, UserEvent
+from codeloop.session.options import OutputFormat, RunOptions
 
 # With a prompt argument, piped input is optional: wait this long for its first byte (Claude Code
 # waits 3 s too), so `codeloop -p "q"` started from a script with an idle stdin does not hang.
@@ -43,16 +43,16 @@ def join_stdin(piped: str, prompt: str) -> str:
     return f"{piped.rstrip(chr(10))}\n\n{prompt}"
 
 
-def _read_prompt(args: argparse.Namespace) -> str:
+def _read_prompt(given: str | None) -> str:
     if sys.stdin is None or sys.stdin.isatty():
-        return args.prompt or ""
-    if args.prompt is None:
+        return given or ""
+    if given is None:
         return _read_stdin()
     if not _stdin_ready(STDIN_WAIT_S):
         sys.stderr.write(f"codeloop: warning: no input on stdin after {STDIN_WAIT_S:.0f}s; "
                          "going on with the prompt alone (redirect stdin from /dev/null to skip the wait)\n")
-        return args.prompt
-    return join_stdin(_read_stdin(), args.prompt)
+        return given
+    return join_stdin(_read_stdin(), given)
 
 
 def _read_stdin() -> str:
@@ -61,28 +61,33 @@ def _read_stdin() -> str:
     return raw.read().decode("utf-8", "surrogateescape") if raw is not None else sys.stdin.read()
 
 
-async def _run(args: argparse.Namespace, prompt: str, out: TextIO) -> int:
+async def _run(options: RunOptions, prompt: str, out: TextIO) -> int:
+    from codeloop.cli.headless.entry import report_setup_error
     from codeloop.cli.lifecycle import ExitGuard, hard_exit, install_daemon_executor
-    from codeloop.cli.startup.setup import SetupError, attach_mcp, build_conversation, use_permission_prompt_tool
+    from codeloop.cli.startup.local_offer import progress_bar, startup_notice
+    from codeloop.session.assembly import SessionHost, open_session
+    from codeloop.session.options import SetupError
 
     started = time.monotonic()
     install_daemon_executor(asyncio.get_running_loop())   # no tool thread can hold the exit
+    text = options.output.format is OutputFormat.TEXT
+    printer = Printer(options.output, out)
+    update, finish = progress_bar()   # the embedded model's one-time assembly, if it comes to that
     try:
-        conv, warnings = build_conversation(args, interactive=False)
-        warnings += await attach_mcp(conv, args)
-        use_permission_prompt_tool(conv, args)
+        conv, warnings = await open_session(options, SessionHost(listeners=[printer.side_event],
+                                                                 notice=startup_notice, progress=update))
     except SetupError as exc:
-        if args.output_format == "text":
-            sys.stderr.write(f"Error: {exc}\n")
-        else:
-            emit(out, error_result(args.resume or args.session_id or "", [str(exc)]))
+        report_setup_error(str(exc), options.output.format, options.history.requested_id)
         return EXIT_ERROR
+    finally:
+        finish()
+    printer.conv = conv
     for w in warnings:
         sys.stderr.write(f"codeloop: warning: {w}\n")
     if conv.ended_by_model:
         message = (f"Session {conv.session_id} was ended by the model and cannot be resumed. "
                    "Start a new session.")
-        if args.output_format == "text":
+        if text:
             sys.stderr.write(f"Error: {message}\n")
         else:
             emit(out, {**error_result(conv.session_id, [message]), "terminal_reason": "ended_by_model"})
@@ -98,7 +103,7 @@ async def _run(args: argparse.Namespace, prompt: str, out: TextIO) -> int:
         res = {**error_result(conv.session_id, [f"Interrupted by {name}: stopped without waiting for the "
                                                 "running tool"], duration_ms=(time.monotonic() - started) * 1000),
                "terminal_reason": "aborted_tools"}
-        if args.output_format == "text":
+        if text:
             sys.stderr.write(f"Error: {res['errors'][0]}\n")
         else:
             emit(out, res)
@@ -113,19 +118,17 @@ async def _run(args: argparse.Namespace, prompt: str, out: TextIO) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, on_signal, signum)
 
-    printer = Printer(args, conv, out)
     printer.init()
-    conv.side_listeners.append(printer.side_event)
-    if args.output_format == "stream-json" and getattr(args, "include_hook_events", False):
+    if options.output.format is OutputFormat.STREAM_JSON and options.output.include_hook_events:
         from codeloop.cli.headless.sdk_glue import install_hook_events
         install_hook_events(conv, out)
     command, _, focus = prompt.strip().partition(" ")
     structured: dict[str, Any] = {}
     if command == "/compact" and _slash_commands_enabled():
         events = conv.compact(focus.strip())
-    elif args.json_schema:
-        from codeloop.session.structured import parse_schema, run_structured
-        events = run_structured(conv, prompt, parse_schema(args.json_schema), STRUCTURED_RETRY_LIMIT, abort=abort)
+    elif options.limits.json_schema is not None:
+        from codeloop.session.structured import run_structured
+        events = run_structured(conv, prompt, dict(options.limits.json_schema), STRUCTURED_RETRY_LIMIT, abort=abort)
     else:
         from codeloop.config.flags import ATTACH_NAMED_FILES
         # @file mentions, as in the REPL (no "@" and no named-file attaching: skip the import)
@@ -163,20 +166,14 @@ def _slash_commands_enabled() -> bool:
     return slash_commands_enabled()
 
 
-def run_print_mode(args: argparse.Namespace) -> int:
-    if args.output_format == "stream-json" and not args.verbose:
-        sys.stderr.write("Error: When using --print, --output-format=stream-json requires --verbose\n")
-        return EXIT_ERROR
-    if getattr(args, "input_format", "text") == "stream-json":  # multi-turn JSONL session (SDKs)
-        from codeloop.cli.headless.stream_json import run_stream_json_mode
-        return run_stream_json_mode(args)
-    prompt = _read_prompt(args)
+def run_print_mode(options: RunOptions) -> int:
+    prompt = _read_prompt(options.prompt)
     if not prompt.strip():
         sys.stderr.write("Error: Input must be provided either through stdin or as a prompt argument "
                          "when using --print\n")
         return EXIT_ERROR
     try:
-        return asyncio.run(_run(args, prompt, sys.stdout))
+        return asyncio.run(_run(options, prompt, sys.stdout))
     except KeyboardInterrupt:
         return EXIT_SIGINT
 

@@ -60,7 +60,7 @@ class SdkGlue:
         self.ready_task: asyncio.Future | None = None
         self.mirror_offset = 0 if mirror else None  # None: --session-mirror is off
         self.offsets: dict[Path, int] = {}
-        if getattr(session.args, "include_hook_events", False):
+        if session.options.output.include_hook_events:
             install_hook_events(session.conv, session.out)
 
     @property
@@ -81,16 +81,9 @@ class SdkGlue:
         return control.initialize_response(self.conv)
 
     def _install_hooks(self, registry: control.HookRegistry) -> None:
-        conv = self.conv
-        if conv.hooks.runner is None:
-            from codeloop.hooks.runner import HookRunner
-
-            conv.hooks.runner = HookRunner({}, session_id=conv.session_id, transcript_path=conv.transcript_path,
-                                           cwd=conv.config.cwd, env=conv.config.hook_env,
-                                           permission_mode_getter=lambda: conv.config.policy.mode.value)
-        conv.hooks.runner.callbacks = SdkHooks(registry, self.session.ask)
-        if getattr(self.session.args, "include_hook_events", False):
-            install_hook_events(conv, self.session.out)
+        self.conv.add_hook_callbacks(SdkHooks(registry, self.session.ask))
+        if self.session.options.output.include_hook_events:
+            install_hook_events(self.conv, self.session.out)
 
     def _add_agents(self, raw: Any) -> None:
         from codeloop.tools.agents import definitions_from_json
@@ -99,14 +92,7 @@ class SdkGlue:
             added = definitions_from_json(raw)
         except ValueError as exc:
             raise control.ControlError(str(exc).replace("--agents", "agents")) from None
-        conv = self.conv
-        conv.config.agent_definitions.update(added)
-        # Agent's description lists the agent types: offer an Agent that knows the new ones
-        if any(t.name == "Agent" for t in conv.config.tools):
-            from codeloop.tools.builtin.task import TaskTool
-
-            task = TaskTool(dict(conv.config.agent_definitions))
-            conv.config.tools = [task if t.name == "Agent" else t for t in conv.config.tools]
+        self.conv.add_agents(added)
 
     async def mcp_send(self, server: str, message: dict[str, Any]) -> dict[str, Any] | None:
         answer = await self.session.ask(ControlSubtype.MCP_MESSAGE, server_name=server, message=message)

@@ -10,7 +10,6 @@ Output shapes are print mode's (`cli.output`: `Printer`, `build_result`), so eve
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import signal
@@ -22,11 +21,13 @@ from typing import Any, AsyncIterator, TextIO
 from codeloop.abort import AbortController, AbortReason
 from codeloop.cli.headless import control
 from codeloop.cli.headless.control import ControlError, ControlSubtype
-from codeloop.cli.headless.output import (EXIT_ERROR, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM, STRUCTURED_RETRY_LIMIT, BudgetGuard,
-                                 Printer, apply_structured, build_result, emit, error_result, message_line)
-from codeloop.events import SystemEvent, UserEvent
-from codeloop.session.structured import StructuredEvent, parse_schema, run_structured
+from codeloop.cli.headless.output import (EXIT_ERROR, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM, STRUCTURED_RETRY_LIMIT,
+                                          BudgetGuard, Printer, apply_structured, build_result, emit, error_result,
+                                          message_line)
+from codeloop.events import Event, SystemEvent, UserEvent
 from codeloop.messages import Message, user_message
+from codeloop.session.options import RunOptions
+from codeloop.session.structured import StructuredEvent, run_structured
 from codeloop.tools.base import PermissionBehavior, PermissionDecision
 
 _EOF = object()
@@ -57,8 +58,12 @@ async def stdin_lines() -> AsyncIterator[str]:
 
 
 class StreamJsonSession:
-    def __init__(self, args: argparse.Namespace, conv: Any, out: TextIO, lines: AsyncIterator[str]) -> None:
-        self.args, self.conv, self.out, self.lines = args, conv, out, lines
+    """One stream-json session. Made before its Conversation: the session's permission prompts
+    (`--permission-prompt-tool stdio`) and side events are this object's to answer and print."""
+
+    def __init__(self, options: RunOptions, out: TextIO, lines: AsyncIterator[str]) -> None:
+        self.options, self.out, self.lines = options, out, lines
+        self.conv: Any = None
         self.inbox: asyncio.Queue[Any] = asyncio.Queue()
         self.pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self.abort: AbortController | None = None
@@ -66,14 +71,29 @@ class StreamJsonSession:
         self.stdin_closed = False
         self.last_error = False
         self.signal: int | None = None
-        schema = getattr(args, "json_schema", None)
-        self.schema = parse_schema(schema) if isinstance(schema, str) else schema
-        budget = getattr(args, "max_budget_usd", None)
+        self.printer: Printer | None = None     # the running query's
+        schema = options.limits.json_schema
+        self.schema = dict(schema) if schema is not None else None
+        budget = options.limits.max_budget_usd
         self.budget = BudgetGuard(budget) if budget is not None else None
-        if getattr(args, "permission_prompt_tool", None) == _STDIO:
-            conv.ask_user = self.ask_sdk
+
+    def host(self) -> Any:
+        """What this session lends the assembly: the SDK answers permission prompts (stdio)."""
+        from codeloop.session.assembly import SessionHost
+
+        ask = self.ask_sdk if self.options.permissions.prompt_tool == _STDIO else None
+        return SessionHost(ask_user=ask, listeners=[self.side_event])
+
+    def attach(self, conv: Any) -> None:
         from codeloop.cli.headless.sdk_glue import SdkGlue
-        self.glue = SdkGlue(self, mirror=bool(getattr(args, "session_mirror", False)))
+
+        self.conv = conv
+        self.glue = SdkGlue(self, mirror=self.options.output.session_mirror)
+
+    def side_event(self, ev: Event) -> None:
+        """Subagent messages and task events go out with the running query's printer."""
+        if self.printer is not None:
+            self.printer.side_event(ev)
 
     # -- stdin -------------------------------------------------------------------------------------
     async def read(self) -> None:
@@ -196,11 +216,10 @@ class StreamJsonSession:
             self._result(error_result(conv.session_id, [self.budget.error_text(conv)], subtype="error_max_budget_usd"))
             return
         await self.glue.ready()
-        printer = Printer(self.args, conv, self.out)
+        printer = self.printer = Printer(self.options.output, self.out, conv)
         printer.init()  # Claude Code sends system/init at the start of every turn
-        conv.side_listeners.append(printer.side_event)  # subagent messages and task events
         printer.prompt_uuid = prompt.uuid
-        if getattr(self.args, "replay_user_messages", False):
+        if self.options.output.replay_user_messages:
             emit(self.out, {**message_line(prompt, conv.session_id), "isReplay": True})
         self.abort = abort = AbortController()
         conv.last_terminal = None
@@ -228,7 +247,7 @@ class StreamJsonSession:
             return
         finally:
             self.abort = None
-            conv.side_listeners.remove(printer.side_event)
+            self.printer = None
             conv.sync()
             self.glue.mirror(lambda frame: emit(self.out, frame))
         result = build_result(conv, conv.last_terminal, started=started, final_text=printer.final_text,
@@ -250,16 +269,30 @@ class StreamJsonSession:
         self.inbox.put_nowait(_EOF)
 
 
-async def run_stream_json(args: argparse.Namespace, conv: Any, out: TextIO,
-                          lines: AsyncIterator[str] | None = None) -> int:
-    """Serve one stream-json session on `conv`; the exit status. Closes the conversation."""
+async def run_stream_json(options: RunOptions, out: TextIO, lines: AsyncIterator[str] | None = None) -> int:
+    """Serve one stream-json session for `options`; the exit status. Closes the conversation."""
     from codeloop.cli.lifecycle import install_daemon_executor
+    from codeloop.session.assembly import open_session
+    from codeloop.session.options import SetupError
 
+    install_daemon_executor(asyncio.get_running_loop())   # a stuck tool thread never holds the process at exit
+    session = StreamJsonSession(options, out, lines if lines is not None else stdin_lines())
+    try:
+        conv, warnings = await open_session(options, session.host())
+    except SetupError as exc:
+        emit(out, error_result(options.history.requested_id, [str(exc)]))
+        return EXIT_ERROR
+    for w in warnings:
+        sys.stderr.write(f"codeloop: warning: {w}\n")
+    return await serve(session, conv)
+
+
+async def serve(session: StreamJsonSession, conv: Any) -> int:
+    """Run `session` on `conv` (built with `session.host()`) until stdin ends; closes the conversation."""
     loop = asyncio.get_running_loop()
-    install_daemon_executor(loop)   # a stuck tool thread never holds the process at exit
+    session.attach(conv)
     installed: list[int] = []
     try:
-        session = StreamJsonSession(args, conv, out, lines if lines is not None else stdin_lines())
         if threading.current_thread() is threading.main_thread():
             for signum in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(signum, session.on_signal, signum)
@@ -274,34 +307,9 @@ async def run_stream_json(args: argparse.Namespace, conv: Any, out: TextIO,
             await closer()
 
 
-def run_stream_json_mode(args: argparse.Namespace) -> int:
-    """Print mode's entry for `--input-format stream-json`: checks, the conversation, the session."""
-    if args.output_format != "stream-json":
-        sys.stderr.write("Error: --input-format=stream-json requires output-format=stream-json.\n")
-        return EXIT_ERROR
-    if getattr(args, "prompt", None):
-        sys.stderr.write("Error: with --input-format=stream-json the prompt is read from stdin, not the "
-                         "command line.\n")
-        return EXIT_ERROR
-
-    async def main() -> int:
-        from codeloop.cli.startup.setup import SetupError, attach_mcp, build_conversation, use_permission_prompt_tool
-
-        try:
-            conv, warnings = build_conversation(args, interactive=False)
-            warnings += await attach_mcp(conv, args)
-            use_permission_prompt_tool(conv, args)
-        except SetupError as exc:
-            emit(sys.stdout, error_result(args.resume or args.session_id or "", [str(exc)]))
-            return EXIT_ERROR
-        for w in warnings:
-            sys.stderr.write(f"codeloop: warning: {w}\n")
-        return await run_stream_json(args, conv, sys.stdout)
-
+def run_stream_json_mode(options: RunOptions) -> int:
+    """The headless entry for `--input-format stream-json`."""
     try:
-        return asyncio.run(main())
+        return asyncio.run(run_stream_json(options, sys.stdout))
     except KeyboardInterrupt:
         return EXIT_SIGINT
-    except ValueError as exc:  # a bad --json-schema / --max-budget-usd
-        sys.stderr.write(f"Error: {exc}\n")
-        return EXIT_ERROR

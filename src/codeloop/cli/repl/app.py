@@ -15,7 +15,6 @@ tool_use, and the transcript is synced and closed on the way out.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 import signal
@@ -32,6 +31,7 @@ from codeloop.loop.queue import QueueMode
 if TYPE_CHECKING:
     from codeloop.events import Event
     from codeloop.session.conversation import Conversation
+    from codeloop.session.options import RunOptions
     from codeloop.tools.base import PermissionDecision, Tool
 
 CTRL_C_EXIT_WINDOW_S = 2.0
@@ -39,15 +39,16 @@ FLASH_S = 2.5
 
 
 class Repl(ChoiceMixin, FlowMixin):
-    def __init__(self, conv: "Conversation", registry: Any, *, started_bypass: bool, idle_mode: Any) -> None:
+    def __init__(self, options: RunOptions, registry: Any, *, idle_mode: Any) -> None:
         from codeloop.cli.repl.render import Renderer
         from codeloop.input.dispatch import Dispatcher
 
-        self.conv = conv
+        self.options = options
+        self.conv: Conversation = None  # type: ignore[assignment]  # set by open(), before anything runs
         self.registry = registry
         self.renderer = Renderer(self._write, color=not os.environ.get("NO_COLOR"))
         self.dispatcher = Dispatcher(self, registry, idle_return=idle_mode)
-        self.started_bypass = started_bypass
+        self.started_bypass = options.permissions.mode.value == "bypassPermissions"
         self.pending: PendingChoice | None = None
         self.picker: Any = None                 # a repl.picker.Picker while one is open
         self._choice_lock = asyncio.Lock()
@@ -60,13 +61,21 @@ class Repl(ChoiceMixin, FlowMixin):
         self.session: Any = None
         self.queued_echo: list[str] = []   # input typed while busy, drawn when taken up
         self.started_at = time.monotonic()
-        self._attach(conv)
-
-    def _attach(self, conv: "Conversation") -> None:
-        conv.ask_user = self.ask_user
-        if self._side_event not in conv.side_listeners:
-            conv.side_listeners.append(self._side_event)
         self.renderer.progress.live_output = lambda: self.conv.tool_context.live_output
+
+    async def open(self) -> list[str]:
+        """The session, from the one assembly: this REPL answers its permission prompts and hears
+        its side events (subagents, background tasks). Warnings for the banner."""
+        from codeloop.cli.startup.local_offer import progress_bar, startup_notice
+        from codeloop.session.assembly import SessionHost, open_session
+
+        update, finish = progress_bar()
+        try:
+            self.conv, warnings = await open_session(self.options, SessionHost(
+                ask_user=self.ask_user, listeners=[self._side_event], progress=update, notice=startup_notice))
+        finally:
+            finish()
+        return warnings
 
     @property
     def cwd(self) -> Path:
@@ -118,8 +127,7 @@ class Repl(ChoiceMixin, FlowMixin):
     async def switch_conversation(self, conv: "Conversation", *, reason: str) -> None:
         from codeloop.cli.repl.progress import restore_cost
 
-        old, self.conv = self.conv, conv
-        self._attach(conv)
+        old, self.conv = self.conv, conv   # a successor (session.assembly): same host, same listeners
         await old.aclose(reason)
         if reason == "resume" and conv.messages:
             restore_cost(conv)
@@ -252,9 +260,7 @@ class Repl(ChoiceMixin, FlowMixin):
         style = Style.from_dict({"bottom-toolbar": "noreverse", "status": "ansiyellow", "mode": "ansibrightblack",
                                  "queued": "ansicyan", "flash": "ansiyellow", "choice": "bold ansicyan",
                                  "prompt": "bold"})
-        from codeloop.cli.repl.input_flow import _setting
-
-        keys = _setting("keybindings", self.conv.config.cwd) or {}
+        keys = self.options.settings.merged.get("keybindings") or {}
         bindings, problems = build_bindings(self, keys if isinstance(keys, dict) else {})
         if not isinstance(keys, dict):
             problems.append("keybindings: expected an object of key → /command; ignored")
@@ -324,43 +330,24 @@ class Repl(ChoiceMixin, FlowMixin):
             await self.conv.provider.aclose()
 
 
-def run_repl(args: argparse.Namespace) -> int:
-    from codeloop.cli.startup.setup import NoKeyError, SetupError, build_conversation
-    from codeloop.config.trust import needs_trust, trust
+def run_repl(options: RunOptions) -> int:
     from codeloop.input.commands import CommandRegistry
     from codeloop.input.dispatch import IdleReturnMode
+    from codeloop.session.options import SetupError
     from codeloop.session.store import config_dir
 
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        sys.stderr.write("codeloop: the interactive session needs a terminal; use -p \"prompt\" for scripts.\n")
-        return 1
-    from codeloop.cli.repl.input_flow import _ask_trust, _build_with_settings_check, _setting
-
-    cwd = Path.cwd().resolve()
-    if not args.trust and needs_trust(cwd) and _ask_trust(cwd):
-        trust(cwd)
-    try:
-        try:
-            conv, warnings = _build_with_settings_check(args, build_conversation)
-        except NoKeyError as exc:  # first run without a key: offer the local model, never pick it silently
-            from codeloop.cli.startup.local_profile import offer_local_first_run
-
-            sys.stderr.write(f"{exc}\n")
-            if not offer_local_first_run(config_dir()):
-                return 1
-            args.model = "local"
-            conv, warnings = _build_with_settings_check(args, build_conversation)
-    except SetupError as exc:
-        sys.stderr.write(f"Error: {exc}\n")
-        return 1
-    registry = CommandRegistry.load(cwd, config_dir())
-    idle_mode = IdleReturnMode.resolve(_setting("idleReturn", cwd))
-    started_bypass = conv.config.policy.mode.value == "bypassPermissions"
+    registry = CommandRegistry.load(options.cwd, config_dir())
+    idle_mode = IdleReturnMode.resolve(options.settings.merged.get("idleReturn"))
 
     async def main() -> int:
         from codeloop.cli.lifecycle import install_daemon_executor
         install_daemon_executor(asyncio.get_running_loop())   # a stuck tool thread never blocks /exit
-        repl = Repl(conv, registry, started_bypass=started_bypass, idle_mode=idle_mode)
-        return await repl.run([*warnings, *registry.warnings], first_prompt=args.prompt)
+        repl = Repl(options, registry, idle_mode=idle_mode)
+        try:
+            warnings = await repl.open()
+        except SetupError as exc:
+            sys.stderr.write(f"Error: {exc}\n")
+            return 1
+        return await repl.run([*warnings, *registry.warnings], first_prompt=options.prompt)
 
     return asyncio.run(main())

@@ -3,16 +3,13 @@ happened, and what keeps work from being lost on the way out.
 
 Owns the echo of submitted input (at once when idle; input typed while the model works is drawn
 when it is taken up — folded into the running query, or run after it), the Ctrl+D confirmation
-while the model works, the Ctrl+O transcript toggle, the subagent/Bash progress feed, and the
-start-up questions (folder trust, broken settings files). A mixin of `repl.Repl`.
+while the model works, the Ctrl+O transcript toggle and the subagent/Bash progress feed. A mixin of `repl.Repl`. (The
+questions asked before the REPL starts are `cli.startup.interactive`'s.)
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -82,47 +79,3 @@ class FlowMixin:
     def toggle_transcript(self) -> None:
         self.renderer.toggle_expanded()
         self._invalidate()
-
-
-def _ask_trust(cwd: Path) -> bool:
-    from prompt_toolkit import prompt
-
-    from codeloop.config.trust import project_config_files
-
-    files = "\n".join(f"  {p}" for p in project_config_files(cwd))
-    sys.stdout.write(f"Do you trust the files in this folder?\n\n  {cwd}\n\nIts configuration can run commands "
-                     f"(hooks, MCP servers, environment):\n{files}\n\n")
-    try:
-        answer = prompt("Trust this folder? 1) Yes, proceed  2) No, continue without its configuration  > ")
-    except (EOFError, KeyboardInterrupt):
-        return False
-    return answer.strip().lower() in ("1", "y", "yes")
-
-
-def _build_with_settings_check(args: argparse.Namespace, build: Any) -> tuple[Any, list[str]]:
-    """Broken settings files stop the session before any query: the user fixes them, or says
-    explicitly to go on without them (their deny rules then do not apply, and they are told so)."""
-    from prompt_toolkit import prompt
-    from codeloop.cli.startup.setup import BrokenSettingsError
-
-    try:
-        return build(args, interactive=True)
-    except BrokenSettingsError as exc:
-        sys.stdout.write(f"{exc}\n\nFix the file(s) and restart, or continue WITHOUT them "
-                         "(none of their settings, including permission deny rules, will apply).\n")
-        try:
-            go_on = prompt("Continue without these settings files? [y/N] > ").strip().lower() in ("y", "yes")
-        except (EOFError, KeyboardInterrupt):
-            go_on = False
-        if not go_on:
-            raise
-        args.skip_settings_files = [p.path for p in exc.problems]
-        conv, warnings = build(args, interactive=True)
-        return conv, [*warnings, *(f"settings file ignored at your request: {p.path}" for p in exc.problems)]
-
-
-def _setting(key: str, cwd: Path) -> Any:
-    from codeloop.config.settings import load_settings
-    from codeloop.config.trust import is_trusted
-
-    return load_settings(cwd, trusted=is_trusted(cwd)).merged.get(key)

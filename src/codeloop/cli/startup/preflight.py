@@ -1,12 +1,11 @@
 """Claude Code's remaining command-line flags: their definitions and what they do at start-up.
 
 Owns the flags added for drop-in compatibility beyond the core set in main.py, and `prepare()`,
-which main runs once after parsing: it applies the flags that act before a conversation exists
-(`--debug`, `--append-system-prompt-file`, `--bare`, `--worktree`, `--file`,
-`--disable-slash-commands`, `--permission-mode auto`) and prints one warning line for each flag
-codeloop accepts but cannot honour (IDE, browser, remote and tmux integrations). Session naming
-(`-n/--name`, `--resume <name>`) is `find_session_by_name` + a `custom-title` transcript entry,
-as Claude Code records it.
+which main runs once after parsing: it applies the flags that act on the process before a
+session exists (`--debug`, `--worktree`, `--file`, `--disable-slash-commands`, `--bare`'s
+environment mark, the `--permission-mode auto` warning) and prints one warning line for each flag
+codeloop accepts but cannot honour (IDE, browser, remote and tmux integrations). What the other
+flags mean for the session is resolved into RunOptions (`cli.startup.options`).
 """
 
 from __future__ import annotations
@@ -73,38 +72,28 @@ def add_claude_flags(p: argparse.ArgumentParser) -> None:
 
 
 def prepare(args: argparse.Namespace) -> None:
-    """Apply the start-up flags (in this order: logging, cwd, files, prompt, modes). FlagError on bad input."""
+    """Apply the start-up flags that act on the process before a session exists (in this order:
+    logging, cwd, files, environment). FlagError on bad input. Everything else is resolved into
+    RunOptions (cli.startup.options)."""
     for name, why in NOT_SUPPORTED.items():
-        value = getattr(args, name, None)
+        value = vars(args)[name]
         if why and value not in (None, False):
             sys.stderr.write(f"codeloop: warning: --{name.replace('_', '-')} is not supported ({why}); ignored\n")
     _debug(args)
     from pathlib import Path
 
-    if getattr(args, "worktree", None) is not None:
+    if args.worktree is not None:
         os.chdir(make_worktree(Path.cwd(), args.worktree))
-    if getattr(args, "file", None):
+    if args.file:
         download_files(args.file, Path.cwd())
-    if getattr(args, "append_system_prompt_file", None):
-        path = Path(args.append_system_prompt_file).expanduser()
-        try:
-            extra = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeError) as exc:
-            raise FlagError(f"--append-system-prompt-file: cannot read {path}: {getattr(exc, 'strerror', exc)}") \
-                from None
-        args.append_system_prompt = "\n\n".join(x for x in (args.append_system_prompt, extra) if x)
-    if getattr(args, "disable_slash_commands", False):
+    if args.disable_slash_commands:
         os.environ[DISABLE_SLASH_ENV] = "1"  # read by input.commands.parse_slash (and the REPL it serves)
-    if getattr(args, "safe_mode", False):
-        args.bare, args.mcp_config = True, []
-    if getattr(args, "bare", False):
-        args.strict_mcp_config = True  # only --mcp-config servers
+    if args.bare or args.safe_mode:
         os.environ.setdefault("CLAUDE_CODE_SIMPLE", "1")  # as Claude Code marks a bare run
-    if getattr(args, "permission_mode", None) == "auto":
+    if args.permission_mode == "auto":   # resolved as default mode (cli.startup.options)
         sys.stderr.write("codeloop: warning: --permission-mode auto needs Claude Code's safety classifier, which "
                          "codeloop does not have; running in default mode (actions that need approval are asked "
                          "for, or denied in print mode)\n")
-        args.permission_mode = "default"
 
 
 def _category_filter(spec: str):
@@ -124,10 +113,10 @@ def _category_filter(spec: str):
 
 
 def _debug(args: argparse.Namespace) -> None:
-    spec = getattr(args, "debug", None)
-    if getattr(args, "mcp_debug", False) and spec is None:
+    spec = args.debug
+    if args.mcp_debug and spec is None:
         spec = "mcp"
-    target = getattr(args, "debug_file", None)
+    target = args.debug_file
     if spec is None and not target:
         return
     import logging
@@ -193,58 +182,3 @@ def download_files(specs: list[str], cwd: Path) -> None:
             raise FlagError(f"--file {file_id}: the API answered {resp.status_code}: {resp.text[:200]}")
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_bytes(resp.content)
-
-
-def apply_main_agent(args: argparse.Namespace, definitions: dict) -> None:
-    """`--agent NAME`: the agent's prompt becomes the system prompt, its tools the only tools and
-    its model the model — each unless the command line says otherwise."""
-    name = getattr(args, "agent", None)
-    if not name:
-        return
-    agent = definitions.get(name)
-    if agent is None:
-        raise FlagError(f"--agent: no agent named {name!r} (known: {', '.join(sorted(definitions))})")
-    if args.system_prompt is None and not args.system_prompt_file:
-        args.system_prompt = agent.system_prompt
-    if agent.tools is not None and args.tools is None:
-        from codeloop.tools.registry import BUILTINS
-
-        from codeloop.tools.registry import canonical_name
-
-        known = {n for n, _, _ in BUILTINS} | {"Agent"}
-        args.tools = [canonical_name(t) for t in agent.tools if canonical_name(t) in known]  # MCP tool names are not built-ins
-    args.disallowed_tools = [*args.disallowed_tools, *getattr(agent, "disallowed_tools", ())]
-    if not args.model and agent.model and agent.model != "inherit":
-        args.model = agent.model
-
-
-def find_session_by_name(cwd: Path, name: str) -> str | None:
-    """The newest session in this project whose `custom-title` is `name` (Claude Code's `-n`)."""
-    import json
-
-    from codeloop.session.store import project_dir
-
-    needle = b'"custom-title"'
-    best: tuple[float, str] | None = None
-    try:
-        files = list(project_dir(cwd).glob("*.jsonl"))
-    except OSError:
-        return None
-    for path in files:
-        try:
-            data = path.read_bytes()
-            mtime = path.stat().st_mtime
-        except OSError:
-            continue
-        if needle not in data:
-            continue
-        title = None
-        for line in data.splitlines():
-            if needle in line:
-                try:
-                    title = json.loads(line).get("customTitle", title)
-                except ValueError:
-                    continue
-        if title == name and (best is None or mtime > best[0]):
-            best = (mtime, path.stem)
-    return best[1] if best else None

@@ -5,7 +5,7 @@ from /dev/null; timeout, abort and cancellation kill the whole group; a backgrou
 keeps the output pipes open cannot hang the call; the shell's final directory (`pwd -P`,
 written by an EXIT trap so `exit N` still reports it) becomes the next call's cwd.
 
-When the session has a sandbox (`ctx.extra["sandbox"]`, a `codeloop.sandbox.runtime.Sandbox`)
+When the session has a sandbox (`ctx.sandbox`, a `codeloop.sandbox.runtime.Sandbox`)
 the shell runs inside bubblewrap; a sandbox that is enabled but cannot start refuses the call
 (fail closed) unless the settings allow the unsandboxed fallback.
 """
@@ -33,7 +33,6 @@ KILL_GRACE_S = 2.0
 # How long pipes may stay open after the shell exits before we assume a background child holds them.
 PIPE_DRAIN_S = 1.0
 POLL_S = 0.02
-SANDBOX_KEY = "sandbox"   # ctx.extra key of the session's Sandbox
 
 DESCRIPTION = f"""\
 Executes a given bash command and returns its output (stdout, then stderr).
@@ -202,7 +201,7 @@ class BashTool(Tool):
         fd, cwd_file = tempfile.mkstemp(prefix="codeloop-cwd-", suffix=".txt", dir=tmp_dir)
         os.close(fd)
         try:
-            with _sandboxed(inp.command, cwd, cwd_file, ctx.extra.get(SANDBOX_KEY)) as (prefix, env):
+            with _sandboxed(inp.command, cwd, cwd_file, ctx.sandbox) as (prefix, env):
                 rc, out, err, outcome = await self._run(inp.command, cwd, cwd_file, timeout_ms, ctx, prefix, env)
             new_cwd = Path(cwd_file).read_text(errors="replace").strip()
         finally:
@@ -246,7 +245,7 @@ class BashTool(Tool):
         from codeloop.tools.builtin.bash_background import registry
 
         cwd = ctx.cwd if ctx.cwd.is_dir() else ctx.project_dir
-        guard = _sandboxed(inp.command, cwd, None, ctx.extra.get(SANDBOX_KEY))
+        guard = _sandboxed(inp.command, cwd, None, ctx.sandbox)
         prefix, env = guard.__enter__()  # the sandbox's layout stays up until the task ends
 
         def cleanup() -> None:

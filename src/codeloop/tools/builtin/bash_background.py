@@ -1,7 +1,7 @@
 """Background tasks: `Bash` with `run_in_background` and `Agent` with `run_in_background`.
 
 Owns the session's registry of background work (`BackgroundTasks`, kept in
-`ctx.extra["background_tasks"]`): starting a shell whose stdout and stderr go to a file under the
+`ctx.background`): starting a shell whose stdout and stderr go to a file under the
 session folder (`<session_dir>/tasks/<id>.output`), tracking a background subagent, waiting,
 stopping, the `/bashes` listing and killing everything on exit. When a task ends the registry
 emits `system/task_notification` (the shape claude-agent-sdk parses) and calls its `listeners`;
@@ -26,7 +26,6 @@ from typing import Any, Callable
 
 from codeloop.messages import new_uuid
 
-REGISTRY_KEY = "background_tasks"   # ctx.extra key
 TAIL_CHARS = 2_000                  # output tail carried by a notification
 READ_BYTES = 256 * 1024             # head and tail read from a big output file
 KILL_GRACE_S = 2.0
@@ -110,11 +109,10 @@ def notification_text(task: BackgroundTask) -> str:
 
 
 def registry(ctx: Any) -> BackgroundTasks:
-    """The session's registry, created on first use."""
-    reg = ctx.extra.get(REGISTRY_KEY)
-    if reg is None:
-        reg = ctx.extra[REGISTRY_KEY] = BackgroundTasks(ctx.session_dir, emit=ctx.emit)
-    return reg
+    """The session's registry, created on first use (the session creates it at start)."""
+    if ctx.background is None:
+        ctx.background = BackgroundTasks(ctx.session_dir, emit=ctx.emit)
+    return ctx.background
 
 
 def _kill_group(pgid: int, sig: int) -> None:

@@ -232,7 +232,7 @@ class EndConversationTool(Tool):
         from codeloop.config.flags import end_conversation_enabled
 
         return end_conversation_enabled(entrypoint=ctx.entrypoint, model=ctx.gate_model,
-                                        flags=ctx.extra.get("feature_flags") or {})
+                                        flags=ctx.feature_flags)
 
     def is_read_only(self, inp: BaseModel) -> bool:
         return True  # metadata only; see the module docstring for its side effects

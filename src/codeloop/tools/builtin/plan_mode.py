@@ -7,7 +7,7 @@ the REPL shows the plan and offers "yes, auto-accept edits" / "yes, approve edit
 to approve a plan; the plan is in the transcript and the result). Approval switches the mode —
 to what the approver chose, or to `default` when it chose nothing — so the next tool calls run.
 
-The session's permission policy reaches the tool as `ctx.extra["policy"]` (a capability set by
+The session's permission policy reaches the tool as `ctx.policy` (a capability set by
 the Conversation), so the tool can tell whether plan mode is on and leave it.
 """
 
@@ -60,13 +60,11 @@ class ExitPlanModeInput(BaseModel):
 
 
 def current_mode(ctx: ToolContext) -> str | None:
-    policy = ctx.extra.get("policy")
-    mode = getattr(policy, "mode", None)
-    return None if mode is None else str(getattr(mode, "value", mode))
+    return None if ctx.policy is None else ctx.policy.mode.value
 
 
 def leave_plan_mode(ctx: ToolContext, to: str = "default") -> None:
-    policy: Any = ctx.extra.get("policy")
+    policy = ctx.policy
     if policy is None or current_mode(ctx) != PLAN_MODE:
         return  # the approver already chose a mode (the REPL sets it before the call runs)
     mode_type = type(policy.mode)

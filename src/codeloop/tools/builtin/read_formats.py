@@ -17,7 +17,7 @@ def read_document(path: Path, data: bytes, pages: str | None, ctx: ToolContext) 
         from codeloop.tools.builtin.read_pdf import read_pdf
 
         # Page images only for models that take images (providers may say otherwise).
-        result = read_pdf(path, data, pages, images=bool(ctx.extra.get("images_supported", True)))
+        result = read_pdf(path, data, pages, images=ctx.images_supported)
     else:
         from codeloop.tools.builtin.read_notebook import read_notebook
 

@@ -7,7 +7,7 @@ base directory (so relative paths in it resolve) and `$ARGUMENTS` replaced by `a
 Permissions, as Claude Code: a skill that only adds instructions loads without a question; one
 whose front matter grants `allowed-tools` asks first (or is allowed by a `Skill(name)` rule).
 Once loaded, those tools are allowed for the rest of the session — for user skills always, for a
-project's skills only when the folder is trusted (`ctx.extra["project_trusted"]`), so an untrusted
+project's skills only when the folder is trusted (`ctx.project_trusted`), so an untrusted
 checkout cannot grant itself Bash.
 """
 
@@ -52,10 +52,10 @@ def _grant(ctx: ToolContext, skill: Any) -> list[str]:
     """Allow the skill's tools for the rest of the session, where the skill may be trusted."""
     from codeloop.tools.skills import SkillSource
 
-    policy = ctx.extra.get("policy")
+    policy = ctx.policy
     if not skill.allowed_tools or policy is None:
         return []
-    if skill.source is SkillSource.PROJECT and not ctx.extra.get("project_trusted"):
+    if skill.source is SkillSource.PROJECT and not ctx.project_trusted:
         return []
     new = [t for t in skill.allowed_tools if t not in policy.allow]
     if new:
@@ -106,7 +106,7 @@ class SkillTool(Tool):
         granted = _grant(ctx, skill)
         text = f"Launching skill: {skill.name}\n\nBase directory for this skill: {skill.base_dir}\n\n{body.strip()}"
         if skill.allowed_tools and not granted and skill.source.value == "project" \
-                and not ctx.extra.get("project_trusted"):
+                and not ctx.project_trusted:
             text += ("\n\n(This project's skill lists allowed-tools, but the folder is not trusted, so they "
                      "still ask for permission.)")
         return ToolResult(text, data={"success": True, "commandName": skill.name, "allowedTools":

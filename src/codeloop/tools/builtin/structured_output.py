@@ -3,7 +3,7 @@
 Its input schema *is* the user's schema, so the model sees the shape it must produce in the first
 request and answers by calling the tool — no failed answer and retry. A call whose input does not
 validate is an error result the model can correct in the same turn; a valid one is kept in
-`ctx.extra[RESULT_KEY]` for the structured-output driver (session layer) to report, and ends the
+`ctx.structured_output` for the structured-output driver (session layer) to report, and ends the
 turn (no request after it, as Claude Code's `endsTurn`). Validation is
 a capability passed in (the session owns the validator), so this layer imports nothing above it.
 A schema whose top level is not an object (the API wants object input schemas) is offered wrapped
@@ -16,10 +16,9 @@ from typing import Any, Callable, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
-from codeloop.tools.base import ENDS_TURN_KEY, PermissionBehavior, PermissionDecision, Tool, ToolContext, ToolError, ToolResult
+from codeloop.tools.base import PermissionBehavior, StructuredAnswer, PermissionDecision, Tool, ToolContext, ToolError, ToolResult
 
 NAME = "StructuredOutput"
-RESULT_KEY = "structured_output"
 RESULT_TEXT = "Structured output provided successfully"
 _WRAP = "value"
 
@@ -71,6 +70,6 @@ class StructuredOutputTool(Tool):
         if errors:
             listed = "\n".join(f"- {e}" for e in errors)
             raise ToolError(f"Output does not match the required schema:\n{listed}")
-        ctx.extra[RESULT_KEY] = value
-        ctx.extra[ENDS_TURN_KEY] = True   # the answer is given: no further request this turn
+        ctx.structured_output = StructuredAnswer(value)
+        ctx.ends_turn = True   # the answer is given: no further request this turn
         return ToolResult(RESULT_TEXT, data={"structured_output": value})

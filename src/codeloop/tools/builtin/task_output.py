@@ -16,7 +16,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from codeloop.tools.base import PermissionBehavior, PermissionDecision, Tool, ToolContext, ToolError, ToolResult
 from codeloop.tools.builtin.bash import truncate
-from codeloop.tools.builtin.bash_background import REGISTRY_KEY, BackgroundTask, TaskStatus
+from codeloop.tools.builtin.bash_background import BackgroundTask, TaskStatus
 
 DEFAULT_WAIT_MS = 30_000
 MAX_WAIT_MS = 600_000
@@ -46,7 +46,7 @@ class TaskStopInput(BaseModel):
 
 
 def _find(ctx: ToolContext, task_id: str | None) -> tuple[Any, BackgroundTask]:
-    reg = ctx.extra.get(REGISTRY_KEY)
+    reg = ctx.background
     if not task_id:
         raise ToolError("Give the task_id of a background task.")
     task = reg.get(task_id) if reg is not None else None

@@ -1,8 +1,8 @@
 """The ToolSearch tool: loads deferred tools' full descriptions and schemas on demand.
 
-Searches the enabled deferred tools of the pool (`ctx.extra["tool_pool"]`, or the pool given to
+Searches the enabled deferred tools of the pool (`ctx.tool_pool`, or the pool given to
 the constructor), returns the matches as a `<functions>` listing and marks them loaded in
-`ctx.extra["loaded_deferred_tools"]`, so the next request carries their full schema. A tool whose
+`ctx.loaded_deferred`, so the next request carries their full schema. A tool whose
 gate is off is not searchable: deferral never bypasses `is_enabled`.
 """
 
@@ -13,7 +13,7 @@ from typing import Any, Callable, ClassVar, Iterable
 from pydantic import BaseModel, ConfigDict, Field
 
 from codeloop.tools.base import Tool, ToolContext, ToolResult
-from codeloop.tools.deferred import (POOL_KEY, TOOL_SEARCH_NAME, loaded_deferred, render_functions, search_tools,
+from codeloop.tools.deferred import (TOOL_SEARCH_NAME, loaded_deferred, render_functions, search_tools,
                                      searchable_tools)
 
 DESCRIPTION = f"""\
@@ -53,7 +53,7 @@ class ToolSearchTool(Tool):
     def _candidates(self, ctx: ToolContext) -> list[Tool]:
         pool: Any = self._pool() if callable(self._pool) else self._pool
         if pool is None:
-            pool = ctx.extra.get(POOL_KEY) or []
+            pool = ctx.tool_pool
         return [t for t in searchable_tools(pool, ctx) if t.name != self.name]
 
     def is_read_only(self, inp: BaseModel) -> bool:

@@ -7,7 +7,7 @@ is reported to the model instead of followed, so a permission granted for one do
 quietly reaches another. Pages are kept for 15 minutes.
 
 The prompt is applied by a small fast model through the session's side provider
-(`ctx.extra["side_provider"]`, metered, so it counts in usage and cost); pages from the
+(`ctx.side_provider`, metered, so it counts in usage and cost); pages from the
 preapproved documentation hosts that are already short markdown skip that call.
 
 Permissions: read-only (plan mode may use it), but every domain asks unless a
@@ -256,7 +256,7 @@ def side_model(ctx: ToolContext, provider: Any) -> str:
 
 
 async def apply_prompt(ctx: ToolContext, content: str, prompt: str) -> str:
-    provider = ctx.extra.get("side_provider")
+    provider = ctx.side_provider
     if provider is None:
         raise ToolError("WebFetch cannot apply its prompt: this session has no model for side calls.")
     from codeloop.providers.assembly import assemble, text_of

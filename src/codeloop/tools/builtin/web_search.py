@@ -150,7 +150,7 @@ class WebSearchTool(Tool):
         from codeloop.providers.errors import ProviderError
 
         try:
-            blocks, searches = await nested_search(ctx.extra["side_provider"], ctx.model, inp)
+            blocks, searches = await nested_search(ctx.side_provider, ctx.model, inp)
         except ProviderError as exc:
             raise ToolError(f"Web search failed: {exc}") from None
         text, results = format_results(inp.query, blocks)

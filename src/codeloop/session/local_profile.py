@@ -9,14 +9,13 @@ Read, Edit, Write, Bash, Glob and Grep with one-line descriptions, schema-constr
 (the provider's job), the sandbox switched on through settings (`sandbox.enabled`, read by
 the sandbox layer where it exists) and never bypassPermissions.
 
-Also owns the offers of the local model: in the no-key error and in the REPL's first run.
+Also owns starting the embedded model and the no-key error's offer of it (the REPL's first-run
+offer and the progress bar are the front ends': `cli.startup.local_offer`).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -52,10 +51,6 @@ SANDBOX_SETTINGS = {"sandbox": {"enabled": True}}
 KEY_URL = "https://console.anthropic.com/settings/keys"
 
 
-class ProfileError(ValueError):
-    """A flag combination the local profile refuses (the message is for the user)."""
-
-
 def _with_sandbox(settings_arg: str | None) -> str:
     """`--settings` with the sandbox switched on underneath whatever the user passed."""
     if settings_arg is None:
@@ -71,55 +66,36 @@ def _with_sandbox(settings_arg: str | None) -> str:
     return json.dumps({**user, "sandbox": sandbox})
 
 
-def apply_profile(args: argparse.Namespace) -> list[str]:
-    """Narrow the session to what a small local model can use; returns warnings for the user."""
+NO_BYPASS = ("the local model never runs with bypassPermissions: small models issue destructive "
+             "commands; use --allowedTools or --permission-mode acceptEdits instead")
+
+
+def profile(tools: list[str] | None, system_prompt: str | None,
+            settings_arg: str | None) -> tuple[list[str], str, str, list[str]]:
+    """(tools, system prompt, --settings value, warnings) narrowed to what a small local model can use."""
     warnings: list[str] = []
-    if args.dangerously_skip_permissions or args.permission_mode == "bypassPermissions":
-        raise ProfileError("the local model never runs with bypassPermissions: small models issue destructive "
-                           "commands; use --allowedTools or --permission-mode acceptEdits instead")
-    if args.tools is None:
-        args.tools = list(LOCAL_TOOLS)
-    elif [t for t in args.tools if t not in LOCAL_TOOLS]:
-        extra = [t for t in args.tools if t not in LOCAL_TOOLS]
+    if tools is None:
+        tools = list(LOCAL_TOOLS)
+    elif [t for t in tools if t not in LOCAL_TOOLS]:
+        extra = [t for t in tools if t not in LOCAL_TOOLS]
         warnings.append(f"the local model profile offers only {', '.join(LOCAL_TOOLS)}; "
                         f"ignoring {', '.join(extra)}")
-        args.tools = [t for t in args.tools if t in LOCAL_TOOLS]
-    if args.system_prompt is None and args.system_prompt_file is None:
-        args.system_prompt = LOCAL_SYSTEM_PROMPT
-    args.settings = _with_sandbox(args.settings)
-    return warnings
+        tools = [t for t in tools if t in LOCAL_TOOLS]
+    return tools, system_prompt if system_prompt is not None else LOCAL_SYSTEM_PROMPT, _with_sandbox(settings_arg), \
+        warnings
 
 
-def progress_bar() -> tuple[Any, Any]:
-    """(callback, finish) drawing a rich progress bar on stderr while the model is assembled."""
-    state: dict[str, Any] = {}
-
-    def update(done: int, total: int) -> None:
-        if "bar" not in state:
-            from rich.console import Console
-            from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
-
-            bar = Progress(TextColumn("preparing the local model"), BarColumn(), DownloadColumn(),
-                           TimeRemainingColumn(), console=Console(stderr=True), transient=True)
-            bar.start()
-            state["bar"], state["task"] = bar, bar.add_task("model", total=total)
-        state["bar"].update(state["task"], completed=done)
-
-    def finish() -> None:
-        if "bar" in state:
-            state.pop("bar").stop()
-
-    return update, finish
-
-
-def start_local(spec: str | None, config_dir: Path) -> tuple[Any, str]:
+def start_local(spec: str | None, *, progress: Any = None, notice: Any = None) -> tuple[Any, str]:
     """(provider, model name) for `--model local[:spec]`: the model assembled and verified if
-    needed (with a progress bar), the runtime started. Raises LocalModelError."""
+    needed (`progress(done, total)` shows it), the runtime started. Raises LocalModelError."""
     import importlib.util
     import os
 
     from codeloop.providers.local import RUNTIME_HINT, start_local_provider
     from codeloop.providers.local_model import LocalModelError
+    from codeloop.session.store import config_dir as _config_dir
+
+    config_dir = _config_dir()
 
     base_url = os.environ.get("CODELOOP_LOCAL_BASE_URL", "").strip() or None
     if base_url:  # a llama.cpp server the user runs (or a test's fake one): nothing to load
@@ -127,15 +103,11 @@ def start_local(spec: str | None, config_dir: Path) -> tuple[Any, str]:
                                     input_defaults=INPUT_DEFAULTS, base_url=base_url)
     if importlib.util.find_spec("xllamacpp") is None:
         raise LocalModelError(f"the local model runtime is not installed: {RUNTIME_HINT}")
-    update, finish = progress_bar()
-    try:
-        if sys.stderr.isatty():
-            sys.stderr.write("codeloop: loading the local model (a small model on this machine: expect slower, "
-                             "weaker answers than a hosted one)…\n")
-        return start_local_provider(spec, config_dir / "models", progress=update, descriptions=SHORT_DESCRIPTIONS,
-                                    input_defaults=INPUT_DEFAULTS)
-    finally:
-        finish()
+    if notice is not None:
+        notice("loading the local model (a small model on this machine: expect slower, weaker answers than a "
+               "hosted one)…")
+    return start_local_provider(spec, config_dir / "models", progress=progress, descriptions=SHORT_DESCRIPTIONS,
+                                input_defaults=INPUT_DEFAULTS)
 
 
 def local_model_status(config_dir: Path) -> str:
@@ -153,15 +125,3 @@ def no_key_message(first_line: str, config_dir: Path) -> str:
     return (f"{first_line} Get a key at {KEY_URL}, or use another model: --model local (a small model on "
             f"this machine, no key needed; {local_model_status(config_dir)}), --model ollama:<model> (a model "
             "served by Ollama), --model openai:<model> (OPENAI_API_KEY).")
-
-
-def offer_local_first_run(config_dir: Path, ask: Any = input) -> bool:
-    """The REPL's first run without a key: offer the local model; True when the user takes it."""
-    sys.stdout.write("\nNo API key is set. codeloop can run a small model on this machine instead "
-                     "(slower and much weaker than a hosted model; "
-                     f"{local_model_status(config_dir)}).\n")
-    try:
-        answer = ask("Use the local model for this session? [y/N] ")
-    except (EOFError, KeyboardInterrupt):
-        return False
-    return answer.strip().lower() in ("y", "yes")

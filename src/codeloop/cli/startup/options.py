@@ -1,0 +1,319 @@
+"""The door: the parsed command line, settings files and environment → one frozen RunOptions.
+
+Resolution happens here and only here, in this order: the folder's trust and the settings
+hierarchy (`--settings`, `--setting-sources`, trust), the local-model profile (narrower tools and
+prompt, the sandbox on), settings `env` into the process environment, agent definitions (files,
+then `--agents`, then `--agent NAME` applied to the main thread), the provider and model (flag >
+`ANTHROPIC_MODEL`/`CODELOOP_PROVIDER` > settings), permissions (flag > settings `defaultMode`),
+limits, output, and the history to start from. Every bad value is a `SetupError` with one line
+for the user. Nothing outside start-up sees the Namespace.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+from codeloop.session.options import (BrokenSettingsError, HistoryOptions, InputFormat, Limits, McpOptions,
+                                      ModelOptions, OutputFormat, OutputOptions, PermissionOptions, PromptOptions,
+                                      RunOptions, SessionEntry, SetupError)
+
+DEFAULT_THINKING_BUDGET = 10_000
+# --effort without a budget: codeloop's thinking budget per level ("max" is Claude Code's ultrathink).
+EFFORT_BUDGETS = {"low": 4_096, "medium": DEFAULT_THINKING_BUDGET, "high": 16_000, "xhigh": 24_000, "max": 31_999}
+SOURCES = ("user", "project", "local")
+
+
+def options_from_argv(argv: list[str], *, interactive: bool = False) -> RunOptions:
+    """RunOptions for a command line, parsed as `codeloop` parses it (the library's and tests' way in)."""
+    from codeloop.cli.main import build_parser
+    from codeloop.cli.startup.tool_lists import tool_list
+
+    args = build_parser().parse_args(argv)
+    args.allowed_tools = tool_list(args.allowed_tools) or []
+    args.disallowed_tools = tool_list(args.disallowed_tools) or []
+    args.tools = tool_list(args.tools)
+    return resolve_options(args, interactive=interactive)
+
+
+def resolve_options(args: argparse.Namespace, *, interactive: bool, skip_settings: frozenset[str] = frozenset(),
+                    model: str | None = None) -> RunOptions:
+    """RunOptions for this run. `skip_settings`: broken settings files the user chose to go on
+    without; `model`: a model chosen at the door instead of `--model` (the REPL's local offer)."""
+    from codeloop.session import local_profile
+    from codeloop.session import store
+
+    cwd = Path.cwd().resolve()
+    model_flag = model or args.model
+    _check_numbers(args)
+    sources = _setting_sources(args.setting_sources)
+    settings_arg, tools, system_prompt = args.settings, args.tools, _custom_system_prompt(args)
+    settings, trusted, warnings = _load_settings(args, cwd, settings_arg, sources, skip_settings)
+    local = _wants_local(model_flag, settings)
+    if local:  # the local-model profile narrows tools and prompt and switches the sandbox on
+        if args.dangerously_skip_permissions or args.permission_mode == "bypassPermissions":
+            raise SetupError(local_profile.NO_BYPASS)
+        tools, system_prompt, settings_arg, more = local_profile.profile(tools, system_prompt, settings_arg)
+        warnings += more
+        settings, trusted, more = _load_settings(args, cwd, settings_arg, sources, skip_settings)
+        warnings += more
+    # settings "env" applies to this process (a trusted folder's own env only — see _load_settings)
+    os.environ.update({k: str(v) for k, v in settings.env().items()})
+    agents, agent_warnings = _agents(args, cwd, store.config_dir())
+    warnings += agent_warnings
+    disallowed = list(args.disallowed_tools)
+    main_agent = agents.get(args.agent) if args.agent else None
+    if args.agent and main_agent is None:
+        raise SetupError(f"--agent: no agent named {args.agent!r} (known: {', '.join(sorted(agents))})")
+    if main_agent is not None:  # its prompt, tools and model, each unless the command line says otherwise
+        system_prompt, tools, model_flag = _main_agent(main_agent, system_prompt, tools, model_flag)
+        disallowed += list(main_agent.disallowed_tools)
+    permissions = _permissions(args, settings, cwd, disallowed)
+    if local and permissions.mode.value == "bypassPermissions":
+        raise SetupError("the local model never runs with bypassPermissions (settings defaultMode)")
+    return RunOptions(
+        cwd=cwd, settings=settings, trusted=trusted, interactive=interactive, entrypoint=_entrypoint(),
+        prompt=args.prompt, setting_sources=frozenset(sources) if sources is not None else None,
+        local_profile=local, history=_history(args), model=_model(args, model_flag, settings),
+        permissions=permissions, tools=tuple(tools) if tools is not None else None,
+        prompts=PromptOptions(system_prompt=system_prompt, append=_appended_prompt(args), claude_md=not (args.bare or args.safe_mode)),
+        mcp=McpOptions(configs=tuple(args.mcp_config or ()) if not args.safe_mode else (),
+                       strict=bool(args.strict_mcp_config or args.bare or args.safe_mode)),
+        limits=Limits(max_turns=args.max_turns, max_budget_usd=args.max_budget_usd, token_budget=args.token_budget,
+                      json_schema=_json_schema(args.json_schema)),
+        output=_output(args), agents=agents, feature_flags=_feature_flags(settings, local), hooks=not (args.bare or args.safe_mode),
+        warnings=tuple(warnings))
+
+
+# -- settings ------------------------------------------------------------------------------------
+
+def _load_settings(args: argparse.Namespace, cwd: Path, settings_arg: str | None, sources: set[str] | None,
+                   skip: frozenset[str]) -> tuple[Any, bool, list[str]]:
+    """The settings hierarchy, with the folder's own configuration only if the folder is trusted."""
+    from codeloop.config.settings import load_settings
+    from codeloop.config.trust import check_trust
+
+    status = check_trust(cwd)
+    warnings = [status.warning] if status.warning else []
+    trusted = bool(args.trust) or status.trusted
+    settings = load_settings(cwd, cli_settings=settings_arg, trusted=trusted, sources=sources, skip=skip)
+    if settings.broken:
+        raise BrokenSettingsError(settings.broken)
+    warnings += [f"settings: {e}" for e in settings.errors]
+    warnings += settings.ignored_untrusted
+    return settings, trusted, warnings
+
+
+def _setting_sources(value: str | None) -> set[str] | None:
+    """--setting-sources as a set (None: all sources)."""
+    if value is None:
+        return None
+    sources = {x.strip() for x in value.split(",") if x.strip()}
+    unknown = sources - set(SOURCES)
+    if unknown:
+        raise SetupError(f"--setting-sources: unknown source(s) {', '.join(sorted(unknown))} "
+                         "(use user, project, local)")
+    return sources
+
+
+def _feature_flags(settings: Any, local: bool) -> dict[str, Any]:
+    flags = dict(settings.feature_flags())
+    if local:  # the local profile attaches the files a prompt names (see input.process.named_files)
+        from codeloop.config.flags import ATTACH_NAMED_FILES
+        flags[ATTACH_NAMED_FILES] = True
+    return flags
+
+
+# -- prompts, agents, model ------------------------------------------------------------------------
+
+def _custom_system_prompt(args: argparse.Namespace) -> str | None:
+    if args.system_prompt_file:
+        try:
+            return Path(args.system_prompt_file).read_text()
+        except OSError as exc:
+            raise SetupError(f"--system-prompt-file: cannot read {args.system_prompt_file}: {exc.strerror}") from None
+    return args.system_prompt
+
+
+def _appended_prompt(args: argparse.Namespace) -> str | None:
+    """--append-system-prompt, then the text of --append-system-prompt-file."""
+    extra = None
+    if args.append_system_prompt_file:
+        path = Path(args.append_system_prompt_file).expanduser()
+        try:
+            extra = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeError) as exc:
+            raise SetupError(f"--append-system-prompt-file: cannot read {path}: "
+                             f"{getattr(exc, 'strerror', None) or exc}") from None
+    return "\n\n".join(x for x in (args.append_system_prompt, extra) if x) or None
+
+
+def _agents(args: argparse.Namespace, cwd: Path, config_dir: Path) -> tuple[dict[str, Any], list[str]]:
+    """Agent definitions: built-in and files, then --agents JSON (Claude Code's definitions, above files)."""
+    from codeloop.tools.agents import definitions_from_json, load_agent_definitions
+
+    definitions = load_agent_definitions(cwd, config_dir)
+    warnings = list(getattr(definitions, "warnings", []))
+    if args.agents:
+        try:
+            definitions.update(definitions_from_json(args.agents))
+        except ValueError as exc:
+            raise SetupError(str(exc)) from None
+    return dict(definitions), warnings
+
+
+def _main_agent(agent: Any, system_prompt: str | None, tools: list[str] | None,
+                model: str | None) -> tuple[str | None, list[str] | None, str | None]:
+    """`--agent NAME`: the agent's prompt becomes the system prompt, its tools the only tools and
+    its model the model — each unless the command line says otherwise."""
+    from codeloop.tools.registry import BUILTINS, canonical_name
+
+    if system_prompt is None:
+        system_prompt = agent.system_prompt
+    if agent.tools is not None and tools is None:
+        known = {n for n, _, _ in BUILTINS} | {"Agent"}
+        tools = [canonical_name(t) for t in agent.tools if canonical_name(t) in known]  # MCP names are no built-ins
+    if not model and agent.model and agent.model != "inherit":
+        model = agent.model
+    return system_prompt, tools, model
+
+
+def _wants_local(model_flag: str | None, settings: Any) -> bool:
+    from codeloop.providers.select import resolve_provider
+
+    try:
+        return resolve_provider(model_flag or settings.model(), env=os.environ,
+                                settings=settings.merged)[0] == "local"
+    except ValueError:
+        return False
+
+
+def _model(args: argparse.Namespace, model_flag: str | None, settings: Any) -> ModelOptions:
+    from codeloop.providers.aliases import resolve_model
+    from codeloop.providers.betas import split_betas
+    from codeloop.providers.select import resolve_provider
+
+    try:
+        provider, model = resolve_provider(model_flag or settings.model(), env=os.environ, settings=settings.merged)
+    except ValueError as exc:
+        raise SetupError(str(exc)) from None
+    if provider == "anthropic":
+        model = resolve_model(model)
+    elif provider != "local" and not model:
+        raise SetupError(f"--model is required with the {provider} provider (e.g. --model {provider}:<model>)")
+    fallback = tuple(resolve_model(m) for m in (args.fallback_model or "").split(",") if m.strip())
+    return ModelOptions(provider=provider, model=model, fallback=fallback, thinking=_thinking(args),
+                        betas=tuple(split_betas(args.betas or [])),
+                        api_key_helper=settings.api_key_helper() if provider == "anthropic" else None)
+
+
+def _thinking(args: argparse.Namespace) -> dict[str, Any] | None:
+    """Extended thinking for the API: on with --max-thinking-tokens / MAX_THINKING_TOKENS,
+    --thinking enabled|adaptive, or --effort (which also rides along as `effort`)."""
+    if args.thinking == "disabled":
+        return None
+    budget, source = args.max_thinking_tokens, "--max-thinking-tokens"
+    env = os.environ.get("MAX_THINKING_TOKENS", "").strip()
+    if budget is None and env:
+        if not env.isdigit():
+            raise SetupError(f"MAX_THINKING_TOKENS must be a whole number of tokens, not {env!r}")
+        budget, source = int(env), "MAX_THINKING_TOKENS"
+        if budget == 0:   # Claude Code: 0 turns thinking off
+            return None
+    effort = args.effort
+    config: dict[str, Any] | None = None
+    if budget is not None:
+        if budget < 1024:
+            raise SetupError(f"{source} must be at least 1024 (the API's minimum thinking budget)")
+        config = {"type": "enabled", "budget_tokens": budget}
+    elif effort:
+        config = {"type": "enabled", "budget_tokens": EFFORT_BUDGETS[effort]}
+    elif args.thinking in ("enabled", "adaptive"):
+        config = {"type": "enabled", "budget_tokens": DEFAULT_THINKING_BUDGET}
+    if config is not None and effort:
+        config["effort"] = effort
+    return config
+
+
+# -- permissions, limits, output, history ----------------------------------------------------------
+
+def _permissions(args: argparse.Namespace, settings: Any, cwd: Path, disallowed: list[str]) -> PermissionOptions:
+    from codeloop.permissions.policy import PermissionMode
+
+    requested = ("bypassPermissions" if args.dangerously_skip_permissions else args.permission_mode) \
+        or settings.default_mode() or "default"
+    if requested == "auto":   # needs Claude Code's classifier (preflight warned); default mode here
+        requested = "default"
+    if requested == "bypassPermissions" and settings.bypass_disabled():
+        raise SetupError("bypassPermissions mode is disabled by managed settings "
+                         "(permissions.disableBypassPermissionsMode)")
+    try:
+        mode = PermissionMode(requested)
+    except ValueError:
+        raise SetupError(f"unknown permission mode {requested!r} (settings defaultMode)") from None
+    dirs = [(cwd / d).resolve() for d in [*settings.additional_directories(), *(args.add_dir or [])]]
+    for d in dirs:
+        if not d.is_dir():
+            raise SetupError(f"--add-dir: {d} is not a directory")
+    allow = tuple(args.allowed_tools)
+    return PermissionOptions(mode=mode, allow=allow, deny=tuple(disallowed), add_dirs=tuple(dirs),
+                             sandbox=bool(args.sandbox), prompt_tool=args.permission_prompt_tool or None,
+                             cli_rules_typed=any("(" in r for r in [*allow, *disallowed]))
+
+
+def _check_numbers(args: argparse.Namespace) -> None:
+    if args.max_turns is not None and args.max_turns < 1:
+        raise SetupError("--max-turns must be a positive integer")
+    if args.max_budget_usd is not None and not (math.isfinite(args.max_budget_usd) and args.max_budget_usd > 0):
+        raise SetupError("--max-budget-usd must be a positive amount of dollars")
+    if args.token_budget is not None and args.token_budget < 1:
+        raise SetupError("--token-budget must be a positive number of tokens")
+
+
+def _json_schema(value: str | None) -> dict[str, Any] | None:
+    if not value:
+        return None
+    from codeloop.session.structured import parse_schema
+
+    try:
+        return parse_schema(value)
+    except Exception as exc:  # noqa: BLE001 — any unusable schema is the user's input error
+        raise SetupError(f"--json-schema: {exc}") from None
+
+
+def _output(args: argparse.Namespace) -> OutputOptions:
+    return OutputOptions(format=OutputFormat(args.output_format), input_format=InputFormat(args.input_format),
+                         verbose=bool(args.verbose), include_partial_messages=bool(args.include_partial_messages),
+                         replay_user_messages=bool(args.replay_user_messages),
+                         include_hook_events=bool(args.include_hook_events), session_mirror=bool(args.session_mirror))
+
+
+def _history(args: argparse.Namespace) -> HistoryOptions:
+    from codeloop.session import store
+
+    if args.resume and args.continue_:
+        raise SetupError("--resume and --continue cannot be used together")
+    if args.session_id and (args.resume or args.continue_):
+        raise SetupError("--session-id starts a new session; it cannot be combined with --resume/--continue")
+    if args.fork_session and not (args.resume or args.continue_):
+        raise SetupError("--fork-session needs --resume or --continue")
+    if args.resume_session_at and not (args.resume or args.continue_):
+        raise SetupError("--resume-session-at needs --resume or --continue")
+    session_id = None
+    if args.session_id:
+        try:
+            session_id = store.validate_session_id(args.session_id)
+        except ValueError as exc:
+            raise SetupError(str(exc)) from None
+    entry = SessionEntry.RESUME if args.resume else SessionEntry.CONTINUE if args.continue_ else SessionEntry.NEW
+    return HistoryOptions(entry=entry, resume=args.resume or None, session_id=session_id, fork=bool(args.fork_session),
+                          resume_at=args.resume_session_at or None, resume_drops_turn=args.resume_drops_turn or None,
+                          persist=not args.no_session_persistence, name=args.name or None)
+
+
+def _entrypoint() -> str:
+    """Who drives us: `cli` unless a wrapping runtime (an SDK) says otherwise."""
+    return (os.environ.get("CODELOOP_ENTRYPOINT") or os.environ.get("CLAUDE_CODE_ENTRYPOINT") or "cli").strip()

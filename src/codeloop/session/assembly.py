@@ -1,0 +1,166 @@
+"""The one assembly: RunOptions → a ready Conversation, for every front end, the library and
+every subagent. Front ends render events and collect input; they never assemble capabilities.
+
+    options ─▶ history        new · resume · continue · fork · truncating resume (assembly_parts)
+            ─▶ provider       + model + fallback; the embedded model started with the host's progress
+            ─▶ policy         rules from flags and settings, directories, the sandbox
+            ─▶ tools          built-ins narrowed by --tools / --disallowedTools; agents for Agent
+            ─▶ prompt         system prompt, output style, CLAUDE.md (re-read per query), hooks, flags
+            ─▶ MCP servers    started before the session exists; their tools join every pool
+            ─▶ Conversation   transcript, typed tool context, pipeline + compactor, memory, tasks
+            ─▶ permissions    asked through the host, or --permission-prompt-tool's MCP tool
+
+`successor` builds the session that follows /clear, /resume or /rewind from the same options
+and shared parts; `session.subagent` builds a subagent's Conversation on top of its parent's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Callable
+
+from codeloop.session.assembly_parts import (History, load_history, make_policy, make_provider, make_tools,
+                                             output_style, permission_prompt_tool, start_mcp)
+from codeloop.session.conversation import AskUser, Conversation, ConversationConfig
+from codeloop.session.options import RunOptions, SetupError
+from codeloop.session.parts import SessionParts
+
+if TYPE_CHECKING:
+    from codeloop.events import Event
+
+
+@dataclass
+class SessionHost:
+    """What a front end lends the session it opens."""
+    ask_user: AskUser | None = None            # who answers permission prompts (None: denied when asked)
+    listeners: list[Callable[[Event], None]] = field(default_factory=list)   # side events (subagents, tasks)
+    progress: Callable[[int, int], None] | None = None   # the embedded model's one-time assembly (done, total)
+    notice: Callable[[str], None] | None = None          # one-line start-up notices
+
+
+async def open_session(options: RunOptions, host: SessionHost | None = None, *,
+                       provider: Any = None) -> tuple[Conversation, list[str]]:
+    """The session for `options`, MCP servers started; (conversation, warnings for the user).
+    SetupError (one line for the user) when it cannot be built."""
+    host = host or SessionHost()
+    history = load_history(options)
+    prov, model = (provider, options.model.model or "") if provider is not None else make_provider(options, host,
+                                                                                                    history.session_id)
+    try:
+        manager, warnings = await start_mcp(options)
+        style, style_warnings = output_style(options)
+        warnings += style_warnings
+        try:
+            conv = build_session(options, host, provider=prov, model=model, history=history, mcp=manager,
+                                 style=style)
+        except BaseException:
+            if manager is not None:
+                await manager.aclose()
+            raise
+    except BaseException:
+        if provider is None:
+            await _close_provider(prov)
+        raise
+    warnings += [f"mcp: server {name} failed: {err}" for name, err in (manager.errors() if manager else {}).items()]
+    return conv, [*options.warnings, *history.warnings, *warnings, *_rule_warnings(conv, options)]
+
+
+def build_session(options: RunOptions, host: SessionHost, *, provider: Any, model: str, history: History,
+                  mcp: Any = None, style: Any = None) -> Conversation:
+    """The Conversation itself, from parts already made (the library calls this without MCP).
+    `style`: the output style in use (None: the default)."""
+    from codeloop.context.prompt import context_loader
+    from codeloop.session import store
+
+    cwd, settings = options.cwd, options.settings
+    load_context = context_loader(cwd, store.config_dir(), custom=options.prompts.system_prompt,
+                                  append=options.prompts.append, output_style=style,
+                                  sources=options.setting_sources, claude_md=options.prompts.claude_md)
+    system_prompt, user_ctx = load_context()
+    config = ConversationConfig(
+        cwd=cwd, model=model, tools=make_tools(options), load_context=load_context,
+        fallback_models=list(options.model.fallback), agent_definitions=dict(options.agents),
+        entrypoint=options.entrypoint, feature_flags=dict(options.feature_flags), hook_env=settings.env(),
+        hooks=settings.hooks() if options.hooks else {}, resumed=bool(history.messages),
+        token_budget=options.limits.token_budget, system_prompt=system_prompt,
+        max_budget_usd=options.limits.max_budget_usd,
+        thinking=dict(options.model.thinking) if options.model.thinking is not None else None,
+        user_context=user_ctx, policy=make_policy(options), max_turns=options.limits.max_turns,
+        max_output_tokens=options.limits.max_output_tokens, persist=options.history.persist,
+        interactive=options.interactive)
+    records = [{"type": "permission-mode", "permissionMode": config.policy.mode.value, "sessionId": history.session_id}]
+    holder: list[Conversation] = []
+    tool_name = options.permissions.prompt_tool
+    ask = host.ask_user
+    if tool_name and tool_name != "stdio":   # an MCP tool answers permission prompts
+        ask = permission_prompt_tool(mcp, tool_name, lambda: holder[0])
+    parts = SessionParts(settings=settings, trusted=options.trusted, mcp=mcp, output_style=style.name if style else
+                         "default", api_key_source=_key_source(provider, options), listeners=list(host.listeners),
+                         claude_records=True, records=records, memory_file_names=_memory_names(options),
+                         options=options)
+    conv = Conversation(config, provider, session_id=history.session_id, messages=history.messages,
+                        denials=history.denials, entries=history.entries, ask_user=ask, parts=parts)
+    holder.append(conv)
+    if options.history.name:   # -n/--name, as Claude Code records it
+        conv._write_entry({"type": "custom-title", "customTitle": options.history.name, "sessionId": conv.session_id})
+    return conv
+
+
+def successor(conv: Conversation, *, session_id: str | None = None, messages: list[Any] | None = None,
+              denials: list[Any] | None = None, entries: list[Any] | None = None,
+              keep_checkpoints: bool = False) -> Conversation:
+    """The session that follows `conv` in the same front end (/clear, /resume, /rewind): the same
+    config, provider, MCP servers, listeners and typed-ahead input; a fresh session by default.
+    `keep_checkpoints`: the file checkpoints go on with it (/rewind keeps their prompts)."""
+    from codeloop.session import store
+
+    config = replace(conv.config, resumed=bool(messages))
+    sid = session_id or store.new_session_id()
+    records = [{"type": "permission-mode", "permissionMode": config.policy.mode.value, "sessionId": sid}]
+    parts = replace(conv.parts, records=records, queue=conv.queue, owns_mcp=True, listeners=conv.side_listeners,
+                    file_history=conv.file_history if keep_checkpoints else None)
+    conv.hand_over()
+    new = Conversation(config, conv.provider, session_id=sid, messages=messages, denials=denials, entries=entries,
+                       ask_user=conv.ask_user, parts=parts)
+    new.hooks.runner = conv.hooks.runner if new.hooks.runner is None else new.hooks.runner  # SDK callbacks stay
+    return new
+
+
+def _memory_names(options: RunOptions) -> tuple[str, ...] | None:
+    if options.setting_sources is None:
+        return None
+    from codeloop.context.memory import memory_file_names
+
+    return tuple(memory_file_names(set(options.setting_sources)))
+
+
+def _key_source(provider: Any, options: RunOptions) -> str:
+    from codeloop.providers.select import api_key_source
+
+    name = getattr(provider, "name", "anthropic")
+    try:
+        return api_key_source(name, helper=name == "anthropic" and bool(options.model.api_key_helper))
+    except ValueError:
+        return "none"
+
+
+def _rule_warnings(conv: Conversation, options: RunOptions) -> list[str]:
+    """Problems in the rules typed on this command line (settings files' are reported as they load)."""
+    policy = conv.config.policy
+    if not options.permissions.cli_rules_typed or policy.rules is None:
+        return []
+    warnings = list(policy.rule_errors)
+    policy.rule_errors.clear()
+    return warnings
+
+
+async def _close_provider(provider: Any) -> None:
+    runtime = getattr(provider, "runtime", None)
+    if runtime is not None:
+        runtime.stop()
+    closer = getattr(provider, "aclose", None)
+    if closer is not None:
+        await closer()
+
+
+__all__ = ["SessionHost", "SetupError", "build_session", "open_session", "successor"]

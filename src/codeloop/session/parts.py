@@ -1,0 +1,97 @@
+"""What a Conversation is given besides its config: the parts the assembly decided.
+
+`SessionParts` is handed to the Conversation whole, so nothing is patched onto a session after
+it is built (settings, trust, MCP servers, output style, the key's source, front-end listeners,
+transcript records). `Sidechain` makes a Conversation a subagent's: its place in the parent
+session, and what it shares with it (hooks, background tasks, file checkpoints, the usage
+totals). `SessionPersistence` owns writing the transcript, which must never end a session.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from codeloop.abort import AbortController
+    from codeloop.events import Event, SystemEvent
+    from codeloop.loop.queue import CommandQueue
+    from codeloop.messages import Message
+    from codeloop.session.hooks_bridge import ConversationHooks
+    from codeloop.session.options import RunOptions
+    from codeloop.tools.base import ToolContext
+
+
+@dataclass
+class Sidechain:
+    """A subagent's place in its parent session: who it is, and what it shares with the parent."""
+    agent_id: str
+    agent_type: str
+    parent: ToolContext                       # the parent's context: background tasks, checkpoints, emit
+    parent_tool_use_id: str | None
+    abort: AbortController                    # the parent's (foreground) or its own (background)
+    hooks: ConversationHooks                  # the parent session's hooks (PreToolUse, PostToolUse…)
+    record_usage: Callable[[Event], None]     # the parent's side-event sink: its totals include ours
+    stop_hooks: Any = None                    # SubagentStop hooks (loop.recovery.StopHooks) or None
+    file_history: Any = None                  # the parent's checkpoints: its edits rewind with the parent's prompt
+    # The definition's tools (None: all) and disallowed tools: MCP tools are filtered like built-ins.
+    allowed_tools: tuple[str, ...] | None = None
+    disallowed_tools: tuple[str, ...] = ()
+
+
+@dataclass
+class SessionParts:
+    """What the assembly decided for a Conversation beyond its config."""
+    settings: Any = None                      # config.settings.LoadedSettings (None: library, no files)
+    trusted: bool = False                     # the folder's own configuration counts
+    mcp: Any = None                           # mcp.client.McpManager: its tools join the pool
+    owns_mcp: bool = True                     # closes the servers when the session ends
+    output_style: str = "default"             # the outputStyle in use (system/init)
+    api_key_source: str = "none"              # system/init's apiKeySource
+    listeners: list[Callable[[Event], None]] = field(default_factory=list)  # front ends' side events
+    claude_records: bool = False              # Claude Code's metadata records in the transcript
+    records: list[dict[str, Any]] = field(default_factory=list)   # written before the first message
+    memory_file_names: tuple[str, ...] | None = None   # nested memory's file names (--setting-sources)
+    options: RunOptions | None = None         # what the session was built from (successors, subagents)
+    queue: CommandQueue | None = None         # a successor keeps the input typed ahead
+    file_history: Any = None                  # checkpoints a successor carries over (/rewind)
+    sidechain: Sidechain | None = None        # set for a subagent's conversation
+
+
+class SessionPersistence:
+    """The transcript writer of a Conversation. A transcript that cannot be written (disk full,
+    read-only) must not end the session: the failure is said once, loudly, and the session goes
+    on without one."""
+
+    def __init__(self, writer: Any, notify: Callable[[SystemEvent], None]) -> None:
+        self.writer = writer
+        self.notify = notify
+
+    def message(self, msg: Message) -> None:
+        self._persist(lambda w: w.append_message(msg))
+
+    def entry(self, entry: dict[str, Any]) -> None:
+        self._persist(lambda w: w.append_entry(entry))
+
+    def sync(self) -> None:
+        """fsync the transcript (turn ends)."""
+        self._persist(lambda w: w.sync())
+
+    def close(self) -> None:
+        self.sync()
+        if self.writer is not None:
+            self.writer.close()
+
+    def _persist(self, write: Callable[[Any], Any]) -> None:
+        if self.writer is None:
+            return
+        from codeloop.events import SystemEvent
+        from codeloop.session.transcript import TranscriptError
+
+        try:
+            write(self.writer)
+        except TranscriptError as exc:
+            self.writer = None
+            self.notify(SystemEvent(
+                "transcript_error", f"{exc}. Continuing WITHOUT a transcript: this session cannot be resumed.",
+                "error"))
