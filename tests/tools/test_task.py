@@ -21,6 +21,7 @@ from codeloop.tools.builtin.read import ReadTool
 from codeloop.permissions.policy import PermissionMode, PermissionPolicy
 from codeloop.session.conversation import Conversation, ConversationConfig
 from codeloop.session.parts import SessionParts
+from codeloop.session.subagent import spawn_for
 from codeloop.session.wiring import subagent_transcript_path
 from codeloop.tools.builtin.task import CURRENT_TOOL_USE_ID, ENDED_REFUSAL, TaskTool
 from codeloop.tools.builtin.tool_search import ToolSearchTool
@@ -66,7 +67,7 @@ def setup(tmp_path: Path, api: ScriptedAPI, *defs: AgentDefinition, pool=None, e
                                 user_context={"claudeMd": "Be brief."}, agent_definitions={d.name: d for d in defs},
                                 policy=PermissionPolicy(mode=PermissionMode.BYPASS, cwd=tmp_path))
     conv = Conversation(config, provider, session_id="11111111-2222-3333-4444-555555555555",
-                        parts=SessionParts(listeners=[emitted.append] if emitted is not None else []))
+                        parts=SessionParts(listeners=[emitted.append] if emitted is not None else [], spawn=spawn_for))
     return conv.tool_context
 
 

@@ -20,7 +20,6 @@ from codeloop.hooks.events import HookEvent
 from codeloop.messages import Message, user_message
 
 if TYPE_CHECKING:  # the loop imports this module for StopHookOutcome: keep it light
-    from codeloop.hooks.outcome import HookOutcome
     from codeloop.hooks.runner import HookRunner
 
 STOP_FEEDBACK_PREFIX = "Stop hook feedback:\n"

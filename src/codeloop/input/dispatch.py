@@ -130,20 +130,15 @@ def _builtin_interruptible(name: str) -> bool:
 def query_overrides(conv: "Conversation", allowed_tools: tuple[str, ...], model: str | None) -> Iterator[None]:
     """A custom command's `allowed-tools` and `model` hold for its own query only."""
     policy = conv.config.policy
-    added = [r for r in allowed_tools if r not in policy.allow]
+    added = policy.allow_rules(list(allowed_tools))
     old_model = conv.config.model
-    if added:
-        policy.allow.extend(added)
-        policy._rules = None  # rebuilt from the lists on next use
     if model:
         conv.set_model(model)
     try:
         yield
     finally:
         if added:
-            for r in added:
-                policy.allow.remove(r)
-            policy._rules = None
+            policy.withdraw_rules(added)
         if model:
             conv.set_model(old_model)
 

@@ -13,7 +13,6 @@ if TYPE_CHECKING:
 
 import logging
 import time
-from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 

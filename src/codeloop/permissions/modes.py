@@ -22,12 +22,15 @@ class PermissionMode(str, Enum):
     BYPASS = "bypassPermissions"
 
 
+# The tools that write files: Edit rules govern them, acceptEdits allows them.
 EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
 # Read-only commands whose arguments name files they read (checked against Read rules and the
 # working directories before they are auto-allowed).
 FILE_READERS = frozenset({"cat", "head", "tail", "wc", "grep", "egrep", "fgrep", "rg", "ls", "stat", "du",
                            "diff", "cmp", "find", "tree", "file", "sort", "uniq", "sed", "readlink", "realpath"})
-READ_TOOLS = frozenset({"Read", "Glob", "Grep"})
+# The tools that read files: Read rules govern them (Claude Code's LS and NotebookRead too, so a
+# rule written for them means the same here), and they ask outside the working directories.
+READ_TOOLS = frozenset({"Read", "Glob", "Grep", "LS", "NotebookRead"})
 # Tools that touch only the session's own state: allowed in every mode unless a rule denies them.
 SESSION_TOOLS = frozenset({"TodoWrite"})
 _PATH_KEYS = ("file_path", "notebook_path", "path")

@@ -71,6 +71,21 @@ class PermissionPolicy:
             raise ValueError("bypassPermissions mode is disabled by managed settings")
         self.mode = mode
 
+    def allow_rules(self, rules: list[str]) -> list[str]:
+        """Add allow rules for the rest of the session (or until withdrawn); the ones that were new."""
+        new = [r for r in dict.fromkeys(rules) if r not in self.allow]
+        if new:
+            self.allow.extend(new)
+            self._rules = None  # rebuilt from the lists on next use
+        return new
+
+    def withdraw_rules(self, rules: list[str]) -> None:
+        """Take back allow rules added with `allow_rules` (a custom command's, after its query)."""
+        for r in rules:
+            if r in self.allow:
+                self.allow.remove(r)
+        self._rules = None
+
     def _inside_workdirs(self, raw: dict[str, Any]) -> bool:
         path = next((raw[k] for k in _PATH_KEYS if raw.get(k)), None)
         return True if path is None else self.inside_workdirs(str(path))
@@ -142,9 +157,7 @@ class PermissionPolicy:
         """(st_dev, st_ino) of the files a deny rule for `tool_name` names: a hard link to one of
         them is refused at I/O time. None when there are too many to list (fail closed)."""
         from codeloop.permissions.paths import inodes_named
-        from codeloop.permissions.rules import EDIT_TOOLS as EDITS, READ_TOOLS as READS
-
-        family = "Edit" if tool_name in EDITS else "Read" if tool_name in READS else tool_name
+        family = "Edit" if tool_name in EDIT_TOOLS else "Read" if tool_name in READ_TOOLS else tool_name
         specs = [(r.specifier, r.origin) for r in self.rules.deny if r.specifier and r.tool in (tool_name, family)]
         if not specs:
             return frozenset()

@@ -21,6 +21,7 @@ from typing import Any, Iterable
 from urllib.parse import urlsplit
 
 from codeloop.permissions import bash as sh
+from codeloop.permissions.modes import EDIT_TOOLS, READ_TOOLS
 from codeloop.permissions.paths import path_forms, path_matches
 
 
@@ -41,8 +42,6 @@ class DecisionBehavior(str, Enum):
     PASSTHROUGH = "passthrough"   # no rule decided: the permission mode / tool opinion does
 
 
-EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
-READ_TOOLS = frozenset({"Read", "Glob", "Grep", "LS", "NotebookRead"})
 _PATH_KEYS = ("file_path", "notebook_path", "path")
 _TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]*")
 _MCP_SERVER_WILDCARD = re.compile(r"(mcp__[A-Za-z0-9_\-]+?)__\*")

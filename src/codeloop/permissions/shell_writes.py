@@ -289,7 +289,6 @@ def _command_targets(name: str, args: list[str], dyn: set[int], r: Resolver,
 
 def write_targets(split: SplitResult, cwd: str, home: str | None = None) -> list[WriteTarget]:
     """Every write the command line makes (see the module docstring)."""
-    from codeloop.permissions.shell_cmd import command_name, unwrap
 
     return _targets(split, Resolver(cwd, home or os.path.expanduser("~")), 0)
 

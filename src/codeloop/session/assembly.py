@@ -16,26 +16,15 @@ and shared parts; `session.subagent` builds a subagent's Conversation on top of 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Callable
+from dataclasses import replace
+from typing import Any
 
 from codeloop.session.assembly_parts import (History, load_history, make_policy, make_provider, make_tools,
                                              output_style, permission_prompt_tool, start_mcp)
-from codeloop.session.conversation import AskUser, Conversation, ConversationConfig
+from codeloop.session.conversation import Conversation, ConversationConfig
 from codeloop.session.options import RunOptions, SetupError
-from codeloop.session.parts import SessionParts
-
-if TYPE_CHECKING:
-    from codeloop.events import Event
-
-
-@dataclass
-class SessionHost:
-    """What a front end lends the session it opens."""
-    ask_user: AskUser | None = None            # who answers permission prompts (None: denied when asked)
-    listeners: list[Callable[[Event], None]] = field(default_factory=list)   # side events (subagents, tasks)
-    progress: Callable[[int, int], None] | None = None   # the embedded model's one-time assembly (done, total)
-    notice: Callable[[str], None] | None = None          # one-line start-up notices
+from codeloop.session.subagent import spawn_for
+from codeloop.session.parts import SessionHost, SessionParts
 
 
 async def open_session(options: RunOptions, host: SessionHost | None = None, *,
@@ -97,7 +86,7 @@ def build_session(options: RunOptions, host: SessionHost, *, provider: Any, mode
     parts = SessionParts(settings=settings, trusted=options.trusted, mcp=mcp, output_style=style.name if style else
                          "default", api_key_source=_key_source(provider, options), listeners=list(host.listeners),
                          claude_records=True, records=records, memory_file_names=_memory_names(options),
-                         options=options)
+                         options=options, spawn=spawn_for)
     conv = Conversation(config, provider, session_id=history.session_id, messages=history.messages,
                         denials=history.denials, entries=history.entries, ask_user=ask, parts=parts)
     holder.append(conv)

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from codeloop.session.options import NoKeyError, RunOptions, SessionEntry, SetupError
 
 if TYPE_CHECKING:
-    from codeloop.session.assembly import SessionHost
     from codeloop.session.conversation import Conversation
+    from codeloop.session.parts import SessionHost
 
 
 @dataclass

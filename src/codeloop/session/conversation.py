@@ -29,6 +29,7 @@ from codeloop.providers.base import Provider
 from codeloop.providers.pricing import cost_usd
 from codeloop.session.hooks_bridge import ConversationHooks
 from codeloop.session.parts import SessionParts, SessionPersistence
+from codeloop.session.wiring import SessionWiring
 from codeloop.tools.base import PermissionDecision, Tool, ToolContext
 from codeloop.usage import Usage
 
@@ -64,13 +65,12 @@ class ConversationConfig:
     load_context: Callable[[], tuple[list[str], dict[str, str]]] | None = None
 
 
-class Conversation:
+class Conversation(SessionWiring):
     def __init__(self, config: ConversationConfig, provider: Provider, *, session_id: str,
                  messages: list[Message] | None = None, denials: list[dict[str, Any]] | None = None,
                  ask_user: AskUser | None = None, entries: list[dict[str, Any]] | None = None,
                  parts: SessionParts | None = None) -> None:
         from codeloop.loop.queue import CommandQueue
-        from codeloop.session.wiring import make_context, make_writer, setup_context
 
         parts = parts or SessionParts()
         self.config, self.provider, self.session_id, self.parts = config, provider, session_id, parts
@@ -92,22 +92,16 @@ class Conversation:
         # A session the model ended stays ended (spec 000): the marker survives resume.
         self.ended_by_model = any(e.get("type") == "ended-by-model" for e in entries or [])
         self.hooks = self.sidechain.hooks if self.sidechain is not None else ConversationHooks(self._hook_runner())
-        self.transcript_path, writer = make_writer(self)
+        self.transcript_path, writer = self._make_writer()
         self.persistence = SessionPersistence(writer, self._notice)
-        self.tool_context: ToolContext = make_context(self)
-        setup_context(self, entries or [])
+        self.tool_context = self._make_context()
+        self._setup_context(entries or [])
 
     @property
     def writer(self) -> Any:
         return self.persistence.writer
 
-    # -- tools and model ---------------------------------------------------------------------------
-    def tool_pool(self) -> list[Tool]:
-        """Built-in tools plus the tools of connected MCP servers (which can come and go)."""
-        from codeloop.session.wiring import mcp_tools
-
-        return [*self.config.tools, *mcp_tools(self)]
-
+    # -- model -------------------------------------------------------------------------------------
     @property
     def model(self) -> str:
         """The model answering now: the configured one, or its fallback for the rest of a query."""
@@ -165,11 +159,6 @@ class Conversation:
 
             task = TaskTool(dict(self.config.agent_definitions))
             self.config.tools = [task if t.name == "Agent" else t for t in self.config.tools]
-
-    async def _spawn_subagent(self, *args: Any, **kw: Any) -> Any:
-        """The Agent tool's capability (`session.subagent.spawn_for`, imported on first use)."""
-        from codeloop.session.subagent import spawn_for
-        return await spawn_for(self, *args, **kw)
 
     def _on_side_event(self, ev: Event) -> None:
         """Events from inside a tool (a subagent's messages): counted, shown, never added to history."""
@@ -252,9 +241,7 @@ class Conversation:
                      context: list[Message] | None = None) -> AsyncIterator[Event]:
         """Run one prompt to its end. `context`: messages that follow the prompt (a subagent's
         SubagentStart hook context)."""
-        from codeloop.session.turn import refusal, turn_params
-
-        if (refused := refusal(self)) is not None:
+        if (refused := self._refusal()) is not None:
             for ev in refused:
                 if isinstance(ev, Terminal):
                     self._record(ev)
@@ -291,7 +278,7 @@ class Conversation:
         from codeloop.loop.query import query
 
         try:
-            async for ev in query(turn_params(self, msg)):
+            async for ev in query(self._turn_params(msg)):
                 self._record(ev)
                 yield ev
                 if self.sidechain is None:   # hook notices are the main thread's to show

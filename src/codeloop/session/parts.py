@@ -10,7 +10,7 @@ totals). `SessionPersistence` owns writing the transcript, which must never end 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 if TYPE_CHECKING:
     from codeloop.abort import AbortController
@@ -20,6 +20,15 @@ if TYPE_CHECKING:
     from codeloop.session.hooks_bridge import ConversationHooks
     from codeloop.session.options import RunOptions
     from codeloop.tools.base import ToolContext
+
+
+@dataclass
+class SessionHost:
+    """What a front end lends the session it opens (session.assembly.open_session)."""
+    ask_user: Callable[..., Awaitable[Any]] | None = None   # answers permission prompts (None: denied)
+    listeners: list[Callable[[Event], None]] = field(default_factory=list)   # side events (subagents, tasks)
+    progress: Callable[[int, int], None] | None = None   # the embedded model's one-time assembly (done, total)
+    notice: Callable[[str], None] | None = None          # one-line start-up notices
 
 
 @dataclass
@@ -56,6 +65,9 @@ class SessionParts:
     queue: CommandQueue | None = None         # a successor keeps the input typed ahead
     file_history: Any = None                  # checkpoints a successor carries over (/rewind)
     sidechain: Sidechain | None = None        # set for a subagent's conversation
+    # Runs a subagent for the Agent tool: (conversation, type, prompt, ctx, **kw) → SubagentOutcome
+    # (session.subagent.spawn_for, given by the assembly). None: no subagents in this session.
+    spawn: Callable[..., Awaitable[Any]] | None = None
 
 
 class SessionPersistence:

@@ -55,6 +55,7 @@ def subagent_conversation(parent: Conversation, definition: Any, parent_ctx: Too
     tools = [t for t in subagent_tools(list(cfg.tools), definition.tools) if t.name not in denied]
     system_prompt = [definition.system_prompt or DEFAULT_SUBAGENT_PROMPT, environment_block(cfg.cwd)]
     config = replace(cfg, model=resolve_agent_model(definition, parent.model), tools=tools,
+                     policy=subagent_policy(cfg.policy, definition, trusted=parent.trusted),
                      system_prompt=system_prompt, user_context=dict(cfg.user_context), load_context=None,
                      max_turns=definition.max_turns or DEFAULT_MAX_TURNS, token_budget=None, max_budget_usd=None,
                      thinking=None, resumed=False, feature_flags=dict(parent_ctx.feature_flags))
@@ -66,6 +67,31 @@ def subagent_conversation(parent: Conversation, definition: Any, parent_ctx: Too
                          output_style=parent.output_style, api_key_source=parent.api_key_source,
                          listeners=[_forward(parent_ctx)], options=parent.parts.options, sidechain=side)
     return Conversation(config, parent.provider, session_id=parent.session_id, ask_user=parent.ask_user, parts=parts)
+
+
+# How much a mode lets through without asking: a definition from an untrusted project may not widen it.
+_REACH = {"plan": 0, "dontAsk": 0, "default": 1, "acceptEdits": 2, "bypassPermissions": 3}
+
+
+def subagent_policy(policy: Any, definition: Any, *, trusted: bool) -> Any:
+    """The parent's policy (rules, directories, sandbox), in the definition's `permissionMode`.
+    A parent in bypassPermissions keeps it (Claude Code: it cannot be overridden); a mode that
+    lets more through than the parent's is taken only from the user's own definitions (user
+    folder, --agents, the SDK) or a trusted project's — a hostile repository's agent file cannot
+    turn prompts off."""
+    from codeloop.permissions.policy import PermissionMode
+    from codeloop.tools.agents import AgentSource
+
+    wanted = definition.permission_mode
+    if not wanted or wanted == policy.mode.value or policy.mode is PermissionMode.BYPASS:
+        return policy
+    widens = _REACH[wanted] > _REACH.get(policy.mode.value, 1)
+    if widens and definition.source is AgentSource.PROJECT and not trusted:
+        log.warning("agent %s: permissionMode %s ignored (an untrusted project's definition)", definition.name, wanted)
+        return policy
+    if wanted == PermissionMode.BYPASS.value and policy.bypass_disabled:
+        return policy
+    return dataclasses.replace(policy, mode=PermissionMode(wanted))
 
 
 def _forward(parent_ctx: ToolContext) -> Any:

@@ -1,142 +1,226 @@
-"""How a Conversation's own parts are wired at construction: transcript writer, the tools' typed
-context, the context pipeline with its compactor, nested memory and file checkpoints.
+"""How a Conversation's own parts are wired (a base class of `session.conversation.Conversation`):
+its transcript writer, the tools' typed context, the context pipeline with its compactor, nested
+memory and file checkpoints; and each submitted prompt's query parameters.
 
-For the main thread these are the session's own; for a subagent (`conv.sidechain`) the transcript
+For the main thread these are the session's own; for a subagent (`sidechain` set) the transcript
 is a sidechain file beside the parent's, and the tool context shares the parent's background
 tasks, checkpoints, live output and usage totals — but gets its own history, pipeline and
 compactor, so a long subagent run compacts and recovers exactly as the main thread does.
+
+`_turn_params` gathers what the loop needs for a query — the same for the main thread and a
+subagent: the tool pool as it is now (MCP servers come and go), the system prompt with the
+deferred-tools hint and session notes, the context pipeline and its compactor (autocompact,
+collapse-drain and reactive compaction), fallback models, the queue, nested memory and the Stop
+(or SubagentStop) hooks.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
-from codeloop.events import ApiCallEvent
+from codeloop.events import ApiCallEvent, Event, SystemEvent, Terminal
+from codeloop.loop.state import TerminalReason
+from codeloop.messages import Message
 from codeloop.tools.base import Tool, ToolContext
 
 if TYPE_CHECKING:
-    from codeloop.session.conversation import Conversation
+    from codeloop.loop.query import QueryParams
+    from codeloop.session.parts import SessionParts, Sidechain
 
 
 def subagent_transcript_path(session_dir: Path, agent_id: str) -> Path:
     return session_dir / "subagents" / f"agent-{agent_id}.jsonl"
 
 
-def make_writer(conv: Conversation) -> tuple[Path, Any]:
-    """(transcript path, writer or None)."""
-    from codeloop.session import store
-    from codeloop.session.transcript import TranscriptWriter
+class SessionWiring:
+    """The construction-time wiring and per-query parameters of a Conversation."""
+    config: Any                                 # session.conversation.ConversationConfig
+    provider: Any
+    session_id: str
+    parts: SessionParts
+    sidechain: Sidechain | None
+    messages: list[Message]
+    mcp: Any
+    trusted: bool
+    ended_by_model: bool
+    hooks: Any
+    queue: Any
+    tool_context: ToolContext
+    collapse: Any
+    compactor: Any
+    pipeline: Any
+    nested_memory: Any
+    side_provider: Any
+    file_history: Any
 
-    side = conv.sidechain
-    if side is not None:
-        parent_dir = side.parent.session_dir
-        path = subagent_transcript_path(parent_dir, side.agent_id) if parent_dir is not None else None
-        if path is None or not conv.config.persist:
-            return path or Path(), None
-        return path, TranscriptWriter(path, conv.session_id, str(conv.config.cwd),
-                                      tags={"isSidechain": True, "agentId": side.agent_id})
-    path = store.session_path(conv.config.cwd, conv.session_id)
-    if not conv.config.persist:
-        return path, None
-    writer = TranscriptWriter(path, conv.session_id, str(conv.config.cwd))
-    writer.claude_records = conv.parts.claude_records   # Claude Code's (and the SDK's) session readers
-    writer.pending_records.extend(conv.parts.records)
-    return path, writer
+    @property
+    def writer(self) -> Any: ...
+    @property
+    def model(self) -> str: ...
+    @property
+    def budget_exhausted(self) -> bool: ...
+    def _write_entry(self, entry: dict[str, Any]) -> None: ...
+    def _on_side_event(self, ev: Event) -> None: ...
+    def _record_api_call(self, ev: ApiCallEvent) -> None: ...
+    def compact_context(self) -> dict[str, Any]: ...
+    async def can_use_tool(self, tool: Tool, inp: Any, block: dict[str, Any], ctx: ToolContext) -> Any: ...
 
+    def tool_pool(self) -> list[Tool]:
+        """Built-in tools plus the tools of connected MCP servers (which can come and go)."""
+        return [*self.config.tools, *self._mcp_tools()]
 
-def make_context(conv: Conversation) -> ToolContext:
-    """The tools' typed capabilities for this conversation."""
-    from codeloop.session import store
+    def _mcp_tools(self) -> list[Tool]:
+        """The tools of the connected MCP servers (shared with subagents), as this session may use them."""
+        tools = list(self.mcp.tools()) if self.mcp is not None else []
+        side = self.sidechain
+        if side is None or not tools:
+            return tools
+        from codeloop.tools.registry import canonical_name
 
-    cfg, side = conv.config, conv.sidechain
-    policy = cfg.policy
-    ctx = ToolContext(
-        cwd=cfg.cwd, project_dir=cfg.cwd, non_interactive=not cfg.interactive, session_id=conv.session_id,
-        model=cfg.model, main_model=cfg.model, entrypoint=cfg.entrypoint, ended_by_model=conv.ended_by_model,
-        messages=lambda: conv.messages, append_entry=conv._write_entry, emit=conv._on_side_event,
-        post_tool_use=conv.hooks.post_tool,  # a no-op without hooks; SDK hooks may arrive later
-        path_guard=policy.guard_path, denied_inodes=policy.denied_inodes, feature_flags=dict(cfg.feature_flags),
-        policy=policy, sandbox=policy.sandbox, project_trusted=conv.trusted)
-    if side is None:
-        ctx.session_dir = store.session_dir(cfg.cwd, conv.session_id)
-        if any(t.name == "Agent" for t in cfg.tools):
-            ctx.spawn_subagent = conv._spawn_subagent
-        from codeloop.session.background import wire_background
-        wire_background(ctx, conv.queue)  # each background shell or agent that ends is announced
-    else:
-        parent = side.parent
-        ctx.cwd, ctx.project_dir = parent.cwd, parent.project_dir
-        ctx.session_dir = parent.session_dir / "subagents" / f"agent-{side.agent_id}" if parent.session_dir else None
-        ctx.agent_id, ctx.agent_type, ctx.abort = side.agent_id, side.agent_type, side.abort
-        ctx.non_interactive, ctx.entrypoint = parent.non_interactive, parent.entrypoint
-        ctx.read_denied, ctx.background, ctx.live_output = parent.read_denied, parent.background, parent.live_output
-        ctx.project_trusted = parent.project_trusted
-    ctx.tool_pool = conv.tool_pool()
-    return ctx
+        keep = None if side.allowed_tools is None else {canonical_name(t) for t in side.allowed_tools}
+        return [t for t in tools if (keep is None or t.name in keep) and t.name not in side.disallowed_tools]
 
-
-def setup_context(conv: Conversation, entries: list[dict[str, Any]]) -> None:
-    """The five-stage pipeline (spec 004 §8) and its compactor, with state that survives resume;
-    nested memory and file checkpoints."""
-    from codeloop.context.collapse import ContextCollapse
-    from codeloop.context.compact import Compactor
-    from codeloop.context.memory import NestedMemory
-    from codeloop.context.pipeline import ContentReplacementState, ContextPipeline
-    from codeloop.providers.metered import MeteredProvider
-
-    side = conv.sidechain
-
-    def metered(model: str, usage: Any, ms: float) -> None:
-        ev = ApiCallEvent(model, usage, ms, None)
-        conv._record_api_call(ev)
-        if side is not None:
-            side.record_usage(ev)   # summaries and side calls count in the parent's totals too
-
-    conv.collapse = ContextCollapse()
-    # summaries and labels are paid for too: their usage joins the session's totals
-    conv.side_provider = conv.tool_context.side_provider = MeteredProvider(conv.provider, metered)
-    conv.compactor = Compactor(conv.side_provider, conv.config.model, context=conv.compact_context,
-                               before_compact=conv.hooks.pre_compact, after_compact=conv.hooks.post_compact)
-    conv.pipeline = ContextPipeline(
-        compactor=conv.compactor, session_dir=conv.tool_context.session_dir,
-        exempt_tools=ContextPipeline.exempt_from_tools(conv.config.tools), collapse=conv.collapse,
-        replacement_state=ContentReplacementState.from_entries(entries), count_tokens=lambda m: count_tokens(conv, m))
-    conv.nested_memory = NestedMemory(conv.config.cwd)   # nested CLAUDE.md: attached as folders are touched
-    if conv.parts.memory_file_names is not None:
-        conv.nested_memory.file_names = conv.parts.memory_file_names
-    if side is not None:
-        conv.file_history = side.file_history
-    elif conv.parts.file_history is not None:   # the old checkpoints stay valid for the kept prompts
-        conv.file_history = conv.parts.file_history
-        conv.file_history.append_entry = conv._write_entry if conv.writer is not None else None
-    else:
+    def _make_writer(self) -> tuple[Path, Any]:
+        """(transcript path, writer or None)."""
         from codeloop.session import store
-        from codeloop.session.checkpoints import FileHistory
+        from codeloop.session.transcript import TranscriptWriter
 
-        conv.file_history = FileHistory(store.config_dir() / "file-history" / conv.session_id,
-                                        conv._write_entry if conv.writer is not None else None)
-    conv.tool_context.before_write = conv.file_history.before_write if conv.file_history is not None else None
+        side, cfg = self.sidechain, self.config
+        if side is not None:
+            parent_dir = side.parent.session_dir
+            path = subagent_transcript_path(parent_dir, side.agent_id) if parent_dir is not None else None
+            if path is None or not cfg.persist:
+                return path or Path(), None
+            return path, TranscriptWriter(path, self.session_id, str(cfg.cwd),
+                                          tags={"isSidechain": True, "agentId": side.agent_id})
+        path = store.session_path(cfg.cwd, self.session_id)
+        if not cfg.persist:
+            return path, None
+        writer = TranscriptWriter(path, self.session_id, str(cfg.cwd))
+        writer.claude_records = self.parts.claude_records   # Claude Code's (and the SDK's) session readers
+        writer.pending_records.extend(self.parts.records)
+        return path, writer
 
+    def _make_context(self) -> ToolContext:
+        """The tools' typed capabilities for this conversation."""
+        from codeloop.session import store
 
-async def count_tokens(conv: Conversation, messages: list[Any]) -> int | None:
-    """The provider's token count for these messages with the session's prompt, on the model in use."""
-    counter = getattr(conv.provider, "count_tokens", None)
-    if counter is None:
+        cfg, side = self.config, self.sidechain
+        policy = cfg.policy
+        ctx = ToolContext(
+            cwd=cfg.cwd, project_dir=cfg.cwd, non_interactive=not cfg.interactive, session_id=self.session_id,
+            model=cfg.model, main_model=cfg.model, entrypoint=cfg.entrypoint, ended_by_model=self.ended_by_model,
+            messages=lambda: self.messages, append_entry=self._write_entry, emit=self._on_side_event,
+            post_tool_use=self.hooks.post_tool,  # a no-op without hooks; SDK hooks may arrive later
+            path_guard=policy.guard_path, denied_inodes=policy.denied_inodes, feature_flags=dict(cfg.feature_flags),
+            policy=policy, sandbox=policy.sandbox, project_trusted=self.trusted)
+        if side is None:
+            ctx.session_dir = store.session_dir(cfg.cwd, self.session_id)
+            if self.parts.spawn is not None and any(t.name == "Agent" for t in cfg.tools):
+                ctx.spawn_subagent = partial(self.parts.spawn, self)
+            from codeloop.session.background import wire_background
+            wire_background(ctx, self.queue)  # each background shell or agent that ends is announced
+        else:
+            parent = side.parent
+            ctx.cwd, ctx.project_dir = parent.cwd, parent.project_dir
+            ctx.session_dir = parent.session_dir / "subagents" / f"agent-{side.agent_id}" if parent.session_dir else None
+            ctx.agent_id, ctx.agent_type, ctx.abort = side.agent_id, side.agent_type, side.abort
+            ctx.non_interactive, ctx.entrypoint = parent.non_interactive, parent.entrypoint
+            ctx.read_denied, ctx.background, ctx.live_output = parent.read_denied, parent.background, parent.live_output
+            ctx.project_trusted = parent.project_trusted
+        ctx.tool_pool = self.tool_pool()
+        return ctx
+
+    def _setup_context(self, entries: list[dict[str, Any]]) -> None:
+        """The five-stage pipeline (spec 004 §8) and its compactor, with state that survives resume;
+        nested memory and file checkpoints."""
+        from codeloop.context.collapse import ContextCollapse
+        from codeloop.context.compact import Compactor
+        from codeloop.context.memory import NestedMemory
+        from codeloop.context.pipeline import ContentReplacementState, ContextPipeline
+        from codeloop.providers.metered import MeteredProvider
+
+        side = self.sidechain
+
+        def metered(model: str, usage: Any, ms: float) -> None:
+            ev = ApiCallEvent(model, usage, ms, None)
+            self._record_api_call(ev)
+            if side is not None:
+                side.record_usage(ev)   # summaries and side calls count in the parent's totals too
+
+        self.collapse = ContextCollapse()
+        # summaries and labels are paid for too: their usage joins the session's totals
+        self.side_provider = self.tool_context.side_provider = MeteredProvider(self.provider, metered)
+        self.compactor = Compactor(self.side_provider, self.config.model, context=self.compact_context,
+                                   before_compact=self.hooks.pre_compact, after_compact=self.hooks.post_compact)
+        self.pipeline = ContextPipeline(
+            compactor=self.compactor, session_dir=self.tool_context.session_dir,
+            exempt_tools=ContextPipeline.exempt_from_tools(self.config.tools), collapse=self.collapse,
+            replacement_state=ContentReplacementState.from_entries(entries), count_tokens=self.count_tokens)
+        self.nested_memory = NestedMemory(self.config.cwd)   # nested CLAUDE.md: attached as folders are touched
+        if self.parts.memory_file_names is not None:
+            self.nested_memory.file_names = self.parts.memory_file_names
+        if side is not None:
+            self.file_history = side.file_history
+        elif self.parts.file_history is not None:   # the old checkpoints stay valid for the kept prompts
+            self.file_history = self.parts.file_history
+            self.file_history.append_entry = self._write_entry if self.writer is not None else None
+        else:
+            from codeloop.session import store
+            from codeloop.session.checkpoints import FileHistory
+
+            self.file_history = FileHistory(store.config_dir() / "file-history" / self.session_id,
+                                            self._write_entry if self.writer is not None else None)
+        self.tool_context.before_write = self.file_history.before_write if self.file_history is not None else None
+
+    async def count_tokens(self, messages: list[Any]) -> int | None:
+        """The provider's token count for these messages with the session's prompt, on the model in use."""
+        counter = getattr(self.provider, "count_tokens", None)
+        if counter is None:
+            return None
+        from codeloop.loop.request import build_request
+
+        return await counter(build_request(model=self.model, messages=messages, system_prompt=self.config.system_prompt,
+                                           user_context=self.config.user_context, tools=self.config.tools))
+
+    # -- a submitted prompt ------------------------------------------------------------------------
+    def _refusal(self) -> list[Event] | None:
+        """The events that answer a prompt the session cannot take (ended by the model, budget spent)."""
+        if self.ended_by_model:
+            return [SystemEvent("session_ended", "The model ended this conversation. Start a new session (or "
+                                "/clear).", "error"),
+                    Terminal(TerminalReason.ENDED_BY_MODEL, 0, "the session was ended by the model")]
+        if self.budget_exhausted:
+            return [SystemEvent("budget_exceeded", f"The session's budget of ${self.config.max_budget_usd} is "
+                                "spent.", "error"),
+                    Terminal(TerminalReason.BUDGET_EXCEEDED, 0, "max budget reached")]
         return None
-    from codeloop.loop.request import build_request
 
-    return await counter(build_request(model=conv.model, messages=messages, system_prompt=conv.config.system_prompt,
-                                       user_context=conv.config.user_context, tools=conv.config.tools))
+    def _turn_params(self, msg: Message) -> QueryParams:
+        from codeloop.loop.budget import parse_token_budget
+        from codeloop.loop.query import QueryParams
+        from codeloop.tools.deferred import hint_for, request_tools
+        from codeloop.tools.session_notes import session_notes
 
+        ctx = self.tool_context
+        ctx.tool_pool = pool = self.tool_pool()
+        hint = "\n\n".join(filter(None, [hint_for(pool, ctx), *session_notes(ctx)]))  # + skills, plan mode
 
-def mcp_tools(conv: Conversation) -> list[Tool]:
-    """The tools of the connected MCP servers (shared with subagents), as the session may use them."""
-    tools = list(conv.mcp.tools()) if conv.mcp is not None else []
-    side = conv.sidechain
-    if side is None or not tools:
-        return tools
-    from codeloop.tools.registry import canonical_name
+        def refresh() -> list[Tool]:
+            # a server that connected (or died) since the last turn changes what the model is offered
+            ctx.tool_pool = fresh = self.tool_pool()
+            return request_tools(fresh, ctx)
 
-    keep = None if side.allowed_tools is None else {canonical_name(t) for t in side.allowed_tools}
-    return [t for t in tools if (keep is None or t.name in keep) and t.name not in side.disallowed_tools]
+        side, cfg = self.sidechain, self.config
+        stop_hooks: Callable[..., Any] | None = side.stop_hooks if side is not None else self.hooks.stop_hooks()
+        return QueryParams(messages=list(self.messages), system_prompt=[*cfg.system_prompt, *([hint] if hint else [])],
+                           user_context=cfg.user_context, tools=request_tools(pool, ctx), refresh_tools=refresh,
+                           provider=self.provider, model=cfg.model, tool_context=ctx, can_use_tool=self.can_use_tool,
+                           max_turns=cfg.max_turns, max_output_tokens=cfg.max_output_tokens,
+                           fallback_models=list(cfg.fallback_models), queue=self.queue,
+                           token_budget=parse_token_budget(msg.text) or cfg.token_budget,
+                           reactive_compact=self.compactor, context_pipeline=self.pipeline,
+                           context_collapse=self.collapse, compact_context=self.compact_context,
+                           stop_hooks=stop_hooks, thinking=cfg.thinking, memory=self.nested_memory.start)

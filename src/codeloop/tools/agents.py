@@ -70,6 +70,7 @@ class AgentDefinition:
     source: AgentSource = AgentSource.BUILTIN
     path: Path | None = None
     disallowed_tools: tuple[str, ...] = ()   # removed from the subagent's tools
+    permission_mode: str | None = None       # Claude Code's `permissionMode` (None: the parent's)
 
 
 BUILTIN_AGENTS: tuple[AgentDefinition, ...] = (
@@ -195,12 +196,23 @@ def parse_agent_file(path: Path, source: AgentSource) -> AgentDefinition:
     return AgentDefinition(name=name, description=description.strip(),
                            system_prompt=body or DEFAULT_SUBAGENT_PROMPT, tools=_tool_list(fields.get("tools")),
                            model=None if model in (None, INHERIT) else model.strip(), max_turns=max_turns,
-                           source=source, path=path)
+                           source=source, path=path, disallowed_tools=_tool_list(fields.get("disallowedTools")) or (),
+                           permission_mode=_permission_mode(fields.get("permissionMode"), FrontmatterError))
+
+
+PERMISSION_MODES = ("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions")
+
+
+def _permission_mode(value: Any, error: type[Exception], name: str = "") -> str | None:
+    if value is None or value == "":
+        return None
+    if value not in PERMISSION_MODES:
+        raise error(f"{name}'permissionMode' must be one of {', '.join(PERMISSION_MODES)}")
+    return str(value)
 
 
 # Fields of Claude Code's AgentDefinition codeloop does not act on (accepted, not an error).
-_IGNORED_FIELDS = frozenset({"skills", "memory", "mcpServers", "initialPrompt", "background", "effort",
-                             "permissionMode", "color"})
+_IGNORED_FIELDS = frozenset({"skills", "memory", "mcpServers", "initialPrompt", "background", "effort", "color"})
 
 
 def definition_from_dict(name: str, raw: Any) -> AgentDefinition:
@@ -225,7 +237,8 @@ def definition_from_dict(name: str, raw: Any) -> AgentDefinition:
     return AgentDefinition(name=str(name), description=description.strip(), system_prompt=prompt,
                            tools=_tool_list(raw.get("tools")), model=None if model in (None, INHERIT) else model,
                            max_turns=max_turns, source=AgentSource.CLI,
-                           disallowed_tools=_tool_list(raw.get("disallowedTools")) or ())
+                           disallowed_tools=_tool_list(raw.get("disallowedTools")) or (),
+                           permission_mode=_permission_mode(raw.get("permissionMode"), ValueError, f"agent {name!r}: "))
 
 
 def definitions_from_json(value: Any) -> AgentDefinitions:

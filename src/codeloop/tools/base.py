@@ -12,9 +12,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from codeloop.permissions.policy import PermissionPolicy
     from codeloop.providers.base import Provider
-    from codeloop.sandbox.runtime import Sandbox
     from codeloop.tools.builtin.bash_background import BackgroundTasks
     from codeloop.tools.skills import Skill
 
@@ -22,7 +20,7 @@ import math
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable, ClassVar, Mapping
+from typing import Any, Awaitable, Callable, ClassVar, Mapping, Protocol
 
 
 from codeloop.abort import AbortController
@@ -32,6 +30,25 @@ from codeloop.config.permission_behavior import PermissionBehavior  # noqa: F401
 # The tool_use id of the tool running in this task: the tool runner sets it around each call
 # (a contextvar, because tools run in parallel tasks); the Task tool tags its subagent with it.
 CURRENT_TOOL_USE_ID: ContextVar[str | None] = ContextVar("CURRENT_TOOL_USE_ID", default=None)
+
+
+class SessionPolicy(Protocol):
+    """The session's permission policy as tools use it (`permissions.policy.PermissionPolicy`,
+    which is built on this module: a protocol keeps the import one way)."""
+    mode: Any                                  # permissions.modes.PermissionMode
+    allow: list[str]
+
+    def set_mode(self, mode: Any) -> None: ...
+    def allow_rules(self, rules: list[str]) -> list[str]: ...
+
+
+class SessionSandbox(Protocol):
+    """The OS sandbox Bash runs in, as the tool uses it (`sandbox.runtime.Sandbox`)."""
+    @property
+    def enabled(self) -> bool: ...
+
+    def use_for(self, command: str) -> tuple[Any, str]: ...
+    def prepare(self, cwd: str, keep_writable: list[str]) -> Any: ...
 
 
 class ToolError(Exception):
@@ -113,9 +130,9 @@ class ToolContext:
     # Settings `featureFlags` (config.flags names), as the gates read them.
     feature_flags: Mapping[str, Any] = field(default_factory=dict)
     # The session's permission policy: ExitPlanMode switches its mode; Skill and plan notes read it.
-    policy: PermissionPolicy | None = None
+    policy: SessionPolicy | None = None
     # The OS sandbox Bash commands run in (None: unsandboxed, or no sandbox configured).
-    sandbox: Sandbox | None = None
+    sandbox: SessionSandbox | None = None
     # Side model calls (WebFetch's summary, WebSearch), metered into the session's totals.
     side_provider: Provider | None = None
     # Background shells and agents of the session (created on first use; stopped with it).

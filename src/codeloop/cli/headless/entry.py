@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from codeloop.cli.headless.output import EXIT_ERROR, emit, error_result
-from codeloop.session.options import InputFormat, OutputFormat, RunOptions, SetupError
+from codeloop.cli.headless.output import EXIT_ERROR, report_setup_error
+from codeloop.session.options import InputFormat, OutputFormat, SetupError
 
 
 def run_headless(args: argparse.Namespace) -> int:
@@ -40,11 +40,4 @@ def run_headless(args: argparse.Namespace) -> int:
     return run_print_mode(options)
 
 
-def report_setup_error(message: str, fmt: OutputFormat, session_id: str) -> None:
-    if fmt is OutputFormat.TEXT:
-        sys.stderr.write(f"Error: {message}\n")
-    else:
-        emit(sys.stdout, error_result(session_id, [message]))
-
-
-__all__ = ["RunOptions", "report_setup_error", "run_headless"]
+__all__ = ["run_headless"]

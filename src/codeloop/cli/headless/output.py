@@ -9,7 +9,6 @@ assistant/user line) and `Printer`, which writes events in text | json | stream-
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 import time
@@ -18,7 +17,7 @@ from typing import Any, TextIO
 from codeloop.events import (ApiCallEvent, AssistantEvent, CompactBoundary, Event, StreamEvent, SystemEvent, Terminal,
                              TerminalReason, Tombstone, UserEvent)
 from codeloop.messages import new_uuid
-from codeloop.session.options import OutputOptions
+from codeloop.session.options import OutputFormat, OutputOptions
 
 EXIT_OK, EXIT_ERROR, EXIT_SIGINT, EXIT_SIGTERM = 0, 1, 130, 143
 STRUCTURED_RETRY_LIMIT = 2
@@ -38,6 +37,15 @@ def error_result(session_id: str, errors: list[str], *, subtype: str = "error_du
             "duration_api_ms": 0, "num_turns": 0, "stop_reason": None, "session_id": session_id,
             "total_cost_usd": 0, "usage": {}, "modelUsage": {}, "permission_denials": [],
             "errors": errors, "uuid": new_uuid()}
+
+
+def report_setup_error(message: str, fmt: OutputFormat, session_id: str) -> None:
+    """A session that could not start, said the way its result would have been: a line on stderr
+    in text mode, a JSON error result otherwise (what a script or an SDK reads)."""
+    if fmt is OutputFormat.TEXT:
+        sys.stderr.write(f"Error: {message}\n")
+    else:
+        emit(sys.stdout, error_result(session_id, [message]))
 
 
 def build_result(conv, terminal: Terminal | None, *, started: float, final_text: str,

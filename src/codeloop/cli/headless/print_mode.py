@@ -17,7 +17,8 @@ from typing import Any, TextIO
 
 from codeloop.abort import AbortController, AbortReason
 from codeloop.cli.headless.output import (EXIT_ERROR, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM, STRUCTURED_RETRY_LIMIT, Printer,
-                                          apply_structured, build_result, emit, error_result)
+                                          apply_structured, build_result, emit, error_result,
+                                          report_setup_error)
 from codeloop.events import SystemEvent, UserEvent
 from codeloop.session.options import OutputFormat, RunOptions
 
@@ -62,7 +63,6 @@ def _read_stdin() -> str:
 
 
 async def _run(options: RunOptions, prompt: str, out: TextIO) -> int:
-    from codeloop.cli.headless.entry import report_setup_error
     from codeloop.cli.lifecycle import ExitGuard, hard_exit, install_daemon_executor
     from codeloop.cli.startup.local_offer import progress_bar, startup_notice
     from codeloop.session.assembly import SessionHost, open_session

@@ -29,7 +29,7 @@ SOURCES = ("user", "project", "local")
 
 def options_from_argv(argv: list[str], *, interactive: bool = False) -> RunOptions:
     """RunOptions for a command line, parsed as `codeloop` parses it (the library's and tests' way in)."""
-    from codeloop.cli.main import build_parser
+    from codeloop.cli.startup.parser import build_parser
     from codeloop.cli.startup.tool_lists import tool_list
 
     args = build_parser().parse_args(argv)

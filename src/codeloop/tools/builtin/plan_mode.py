@@ -13,7 +13,7 @@ the Conversation), so the tool can tell whether plan mode is on and leave it.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema

@@ -57,11 +57,7 @@ def _grant(ctx: ToolContext, skill: Any) -> list[str]:
         return []
     if skill.source is SkillSource.PROJECT and not ctx.project_trusted:
         return []
-    new = [t for t in skill.allowed_tools if t not in policy.allow]
-    if new:
-        policy.allow.extend(new)
-        policy._rules = None  # rebuilt with the new rules on next use
-    return new
+    return policy.allow_rules(list(skill.allowed_tools))
 
 
 class SkillTool(Tool):

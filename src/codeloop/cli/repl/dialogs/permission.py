@@ -135,8 +135,7 @@ async def ask_user(repl: Any, tool: Any, inp: Any, block: dict[str, Any]) -> Any
         policy.set_mode(PermissionMode.ACCEPT_EDITS)
         repl._invalidate()
     elif answer == "always" and rule is not None:
-        policy.allow.append(rule)
-        policy._rules = None  # rebuilt with the new rule on next use
+        policy.allow_rules([rule])
         if tool.name == "Bash":
             from codeloop.config.settings_write import SettingsWriteError, add_permission_rule
             try:
