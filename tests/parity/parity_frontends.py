@@ -27,7 +27,6 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable
 
 from paritykit import DONE, Project
@@ -255,9 +254,12 @@ class ReplSession:
                          timeout=HANG)
         self.screen = Screen(self.term, rows=self.ROWS, cols=self.COLS)
         self.seen = ""   # the screen at the last wait
-        got = self.wait_any(READY, TRUST_QUESTION)
-        if got == TRUST_QUESTION:
-            raise AssertionError(f"the REPL asked whether to trust the (trusted) project:\n{self.seen}")
+        try:
+            if self.wait_any(READY, TRUST_QUESTION) == TRUST_QUESTION:
+                raise AssertionError(f"the REPL asked whether to trust the (trusted) project:\n{self.seen}")
+        except BaseException:
+            self.term.close()
+            raise
 
     def wait_any(self, *needles: str) -> str:
         try:
@@ -270,10 +272,11 @@ class ReplSession:
     def submit(self, line: str) -> None:
         self.term.line(line)
 
-    def close(self) -> int | None:
+    def close(self, *, graceful: bool = True) -> int | None:
+        """/exit when the REPL is at its prompt (so it stops its MCP servers itself); killed otherwise."""
         code = None
         try:
-            if self.term.child.isalive():
+            if graceful and self.term.child.isalive() and not any(q in self.seen for q in QUESTIONS):
                 self.term.line("/exit")
                 code = self.term.wait_exit(timeout=30)
         except Exception:  # noqa: BLE001 — a REPL that will not exit is killed; the cell's verdict stands
@@ -292,15 +295,18 @@ class Repl:
 
     def ask(self, project: Project, url: str, prompt: str) -> Outcome:
         s = ReplSession(project, url)
+        ok = False
         try:
             s.submit(prompt)
             s.wait_any(DONE, *QUESTIONS)
+            ok = True
         finally:
-            code = s.close()
+            code = s.close(graceful=ok)
         return s.outcome(code)
 
     def model_then_compact(self, project: Project, url: str, start: str, new: str) -> Outcome:
         s = ReplSession(project, url, "--model", start)
+        ok = False
         try:
             s.submit("hello")
             s.wait_any(DONE)
@@ -308,12 +314,15 @@ class Repl:
             s.wait_any("Model set to")
             s.submit("/compact")
             s.wait_any("Conversation compacted", "ompaction failed", "Error")
+            ok = True
         finally:
-            code = s.close()
+            code = s.close(graceful=ok)
         return s.outcome(code)
 
 
 FRONT_ENDS = {fe.name: fe for fe in (Repl(), PrintMode(), StreamJson(), Sdk())}
+# the conftest fixtures that skip a front end's cells on a machine that cannot run it
+NEEDS = {"repl": ("need_pty",), "sdk": ("need_sdk",)}
 
 
 def pty_problem() -> str | None:
@@ -338,5 +347,3 @@ def sandbox_problem() -> str | None:
 
     return probe().error
 
-
-REPL_DIR = Path(__file__).resolve().parent.parent / "repl"

@@ -37,7 +37,7 @@ from typing import Any, Callable
 
 import pytest
 
-from parity_frontends import FRONT_ENDS, Outcome, PrintMode
+from parity_frontends import FRONT_ENDS, NEEDS, Outcome, PrintMode
 from paritykit import (AGENT_ID, CALL_ID, DONE, SUB_DONE, FakeModel, Project, Step, calls, delegates,
                        result_text, says, tool_description, tool_result)
 
@@ -76,8 +76,9 @@ def prep_mcp(p: Project, ctx: dict) -> None:
 def check_mcp(c: Cell) -> None:
     res = c.call_result()
     body = result_text(res)
+    offered = any("mcp__parity__echo" in r.tool_names for r in c.thread)
     assert res is not None and not res.get("is_error") and "echo: PARITY-MCP-PING" in body, \
-        c.why(f"the MCP tool's answer did not come back: {body!r}")
+        c.why(f"the MCP tool's answer did not come back (tool offered: {offered}): {body!r}")
 
 
 def prep_hook(p: Project, ctx: dict) -> None:
@@ -203,7 +204,6 @@ CAPABILITIES = {c.name: c for c in (
     Capability("agent", prep_agent, lambda ctx: [delegates("parity-reviewer")], check_agent, in_subagent=False),
 )}
 SUBAGENT = "subagent"
-FRONT_END_NEEDS = {"repl": ("need_pty",), "sdk": ("need_sdk",)}
 
 
 def run_cell(cap: Capability, front_end: str, project: Project) -> Cell:
@@ -238,7 +238,7 @@ def _cells():
 @pytest.mark.parametrize("capability,front_end", list(_cells()))
 def test_parity(capability, front_end, project, request):
     cap = CAPABILITIES[capability]
-    for need in (*cap.needs, *FRONT_END_NEEDS.get(front_end, ())):
+    for need in (*cap.needs, *NEEDS.get(front_end, ())):
         request.getfixturevalue(need)
     cell = run_cell(cap, front_end, project)
     # the capability acted; the run also went on to the end, as a user or caller sees it

@@ -17,16 +17,15 @@ from __future__ import annotations
 
 import pytest
 
-from parity_frontends import FRONT_ENDS, StreamJsonProc
+from parity_frontends import FRONT_ENDS, NEEDS, StreamJsonProc
 from paritykit import DONE, SUB_DONE, FakeModel, delegates, says
 
 START, NEW = "sonnet", "haiku"
-FRONT_END_NEEDS = {"repl": ("need_pty",), "sdk": ("need_sdk",)}
 
 
 @pytest.mark.parametrize("front_end", list(FRONT_ENDS))
 def test_model_switch_then_compact(front_end, project, request):
-    for need in FRONT_END_NEEDS.get(front_end, ()):
+    for need in NEEDS.get(front_end, ()):
         request.getfixturevalue(need)
     model = FakeModel(main=[says(DONE)])
     with model.api.serve() as url:
