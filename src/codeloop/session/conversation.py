@@ -91,8 +91,8 @@ class Conversation(SessionWiring):
         self.read_filter_ready = False
         # A session the model ended stays ended (spec 000): the marker survives resume.
         self.ended_by_model = any(e.get("type") == "ended-by-model" for e in entries or [])
-        self.hooks = self.sidechain.hooks if self.sidechain is not None else ConversationHooks(self._hook_runner())
         self.transcript_path, writer = self._make_writer()
+        self.hooks = self.sidechain.hooks if self.sidechain is not None else ConversationHooks(self._hook_runner())
         self.persistence = SessionPersistence(writer, self._notice)
         self.tool_context = self._make_context()
         self._setup_context(entries or [])
