@@ -119,3 +119,45 @@ def test_a_back_pointing_import_inside_a_function_breaks_the_build(tmp_path):
     run = _lint(tmp_path, {**os.environ, "PYTHONPATH": str(tmp_path / "src")})
     assert run.returncode == 1, run.stdout + run.stderr
     assert "codeloop.loop.state -> codeloop.cli.headless.output" in run.stdout
+
+
+# -- one way in (issue 24) ----------------------------------------------------------------------------
+SRC = ROOT / "src" / "codeloop"
+# Where the parsed command line may be seen: the entry point, start-up, and the subcommands' own parsers.
+NAMESPACE_ALLOWED = ("cli/main.py", "cli/startup/", "cli/commands/")
+
+
+def _sources():
+    for path in sorted(SRC.rglob("*.py")):
+        yield path.relative_to(SRC).as_posix(), path.read_text(encoding="utf-8")
+
+
+def test_only_start_up_code_sees_the_command_line():
+    """Flags are resolved once into RunOptions; front ends, the session and below never see a Namespace."""
+    leaks = [rel for rel, text in _sources()
+             if ("argparse" in text or "Namespace" in text) and not rel.startswith(NAMESPACE_ALLOWED)]
+    assert leaks == []
+
+
+def test_no_guessed_flag_defaults():
+    """`getattr(args, "flag", default)` guessed at a flag's presence; RunOptions fields are typed instead."""
+    guesses = [rel for rel, text in _sources() if "getattr(args" in text or ".args, " in text and "getattr(" in text]
+    assert guesses == []
+
+
+def test_tools_get_typed_capabilities_not_a_dict_of_string_keys():
+    from dataclasses import fields
+
+    from codeloop.tools.base import ToolContext
+
+    names = {f.name for f in fields(ToolContext)}
+    assert "extra" not in names
+    assert {"tool_pool", "policy", "sandbox", "side_provider", "background", "feature_flags"} <= names
+    assert [rel for rel, text in _sources() if ".extra[" in text or ".extra.get(" in text] == []
+
+
+def test_sessions_are_built_only_by_the_assembly():
+    """Front ends and input commands never construct a Conversation themselves."""
+    builders = [rel for rel, text in _sources() if "Conversation(" in text
+                and not rel.startswith(("session/",)) and "class Conversation(" not in text]
+    assert builders == []

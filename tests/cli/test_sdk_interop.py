@@ -29,7 +29,7 @@ SDK_FLAGS = ("--permission-prompt-tool",)
 SHIM = '''#!{python}
 import sys
 from codeloop.cli.main import _tool_list, build_parser
-from codeloop.cli.headless.entry import run_headless
+from codeloop.cli.main import run_headless
 
 p = build_parser()
 known = {{s for a in p._actions for s in a.option_strings}}
