@@ -1,1 +1,6 @@
-"""Subcommands beside the session: `codeloop sessions`, `codeloop mcp`, `codeloop batch`."""
+"""Subcommands beside the session, each with its own parser.
+
+    sessions.py   `codeloop sessions list|show|export`
+    mcp.py        `codeloop mcp add|add-json|list|get|remove`
+    batch/        `codeloop batch`: many headless sessions at once, locally or on Ray
+"""

@@ -1,1 +1,11 @@
-"""Start-up: flags parsed, resolved once into typed options, checked; the session assembled."""
+"""Start-up: the only code that reads the parsed command line.
+
+    parser.py        Claude Code's flags (and codeloop's), usage errors in one line
+    preflight.py     flags that act on the process before a session exists (debug, worktree, files)
+    options.py       the door: Namespace + settings + environment → a frozen RunOptions
+    interactive.py   the REPL's start-up questions (trust, broken settings, no key), then its options
+    local_offer.py   the embedded model's progress bar and first-run offer
+    flag_hints.py    "did you mean" for flags, tools and models
+    tool_lists.py    tool-list flags as Claude Code takes them
+    codecache.py     the compiled-dataclass cache that shortens start-up
+"""
