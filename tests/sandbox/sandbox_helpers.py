@@ -34,7 +34,7 @@ def make_sandbox(root: Path, *, deny_read=(), extra_roots=(), **block) -> Sandbo
 def run_bash(sandbox: Sandbox | None, cwd: Path, *commands: str, timeout: int | None = None) -> list:
     """Run each command through the real Bash tool (sharing one context, like a session)."""
     async def go():
-        ctx = ToolContext(cwd=cwd, project_dir=cwd, extra={"sandbox": sandbox})
+        ctx = ToolContext(cwd=cwd, project_dir=cwd, sandbox=sandbox)
         out = []
         for c in commands:
             raw = {"command": c} if timeout is None else {"command": c, "timeout": timeout}

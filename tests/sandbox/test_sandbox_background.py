@@ -27,7 +27,7 @@ async def call(tool, ctx, **raw):
 def context(tmp_path: Path) -> ToolContext:
     (tmp_path / "home").mkdir(exist_ok=True)
     return ToolContext(cwd=tmp_path, project_dir=tmp_path, session_dir=tmp_path / "session",
-                       extra={"sandbox": make_sandbox(tmp_path)})
+                       sandbox=make_sandbox(tmp_path))
 
 
 @needs_bwrap

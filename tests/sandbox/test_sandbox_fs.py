@@ -151,7 +151,7 @@ def test_concurrent_calls_keep_a_shared_placeholder_until_the_last_one_ends(tmp_
     sandbox = make_sandbox(tmp_path, deny_read=["./nothing"])
 
     async def one(command):
-        ctx = ToolContext(cwd=tmp_path, project_dir=tmp_path, extra={"sandbox": sandbox})
+        ctx = ToolContext(cwd=tmp_path, project_dir=tmp_path, sandbox=sandbox)
         return await BashTool().call(parse_tool_input(BashTool(), {"command": command}), ctx)
 
     async def both():
