@@ -23,7 +23,6 @@ from codeloop.session.assembly_parts import (History, load_history, make_policy,
                                              output_style, permission_prompt_tool, start_mcp)
 from codeloop.session.conversation import Conversation, ConversationConfig
 from codeloop.session.options import RunOptions, SetupError
-from codeloop.session.subagent import spawn_for
 from codeloop.session.parts import SessionHost, SessionParts
 
 
@@ -86,7 +85,7 @@ def build_session(options: RunOptions, host: SessionHost, *, provider: Any, mode
     parts = SessionParts(settings=settings, trusted=options.trusted, mcp=mcp, output_style=style.name if style else
                          "default", api_key_source=_key_source(provider, options), listeners=list(host.listeners),
                          claude_records=True, records=records, memory_file_names=_memory_names(options),
-                         options=options, spawn=spawn_for)
+                         options=options, spawn=_spawn_subagent)
     conv = Conversation(config, provider, session_id=history.session_id, messages=history.messages,
                         denials=history.denials, entries=history.entries, ask_user=ask, parts=parts)
     holder.append(conv)
@@ -113,6 +112,14 @@ def successor(conv: Conversation, *, session_id: str | None = None, messages: li
                        ask_user=conv.ask_user, parts=parts)
     new.hooks.runner = conv.hooks.runner if new.hooks.runner is None else new.hooks.runner  # SDK callbacks stay
     return new
+
+
+async def _spawn_subagent(conv: Conversation, *args: Any, **kw: Any) -> Any:
+    """The Agent tool's capability: session.subagent, imported when a subagent first runs (it
+    brings the Agent tool's pydantic model, which the first request does not need)."""
+    from codeloop.session.subagent import spawn_for
+
+    return await spawn_for(conv, *args, **kw)
 
 
 def _memory_names(options: RunOptions) -> tuple[str, ...] | None:

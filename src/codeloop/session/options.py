@@ -110,12 +110,14 @@ class PromptOptions:
 
 @dataclass(frozen=True)
 class McpOptions:
+    """The MCP servers of the command line (settings and `.mcp.json` are read by the assembly)."""
     configs: tuple[str, ...] = ()      # --mcp-config files or JSON strings
     strict: bool = False               # --strict-mcp-config (--bare too)
 
 
 @dataclass(frozen=True)
 class Limits:
+    """Where a run stops: turns, dollars, output tokens; the answer's JSON schema."""
     max_turns: int | None = None
     max_budget_usd: float | None = None
     token_budget: int | None = None
