@@ -136,7 +136,7 @@ def _refusal(model: str, messages: list[Message], fixed: int, history: int, wind
     latest = sum(_block_chars(b) for b in messages[at].content) if at is not None else 0
     total = fixed + history
     head = (f"Prompt is too long for {model}: about {total // CHARS_PER_TOKEN:,} tokens ({total:,} characters) "
-            f"against a context window of {window:,} tokens, so nothing was sent.")
+            f"against a context window of {window:,} tokens: nothing was sent and nothing was cut.")
 
     def size(n: int) -> str:
         return f"{n:,} characters, about {n // CHARS_PER_TOKEN:,} tokens"
