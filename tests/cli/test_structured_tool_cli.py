@@ -43,6 +43,18 @@ def test_cli_stream_json_with_a_corrected_call(tmp_path):
     assert len(api.requests) == 2
 
 
+
+def test_cli_invalid_calls_count_against_the_retry_limit(tmp_path):
+    # print mode allows 2 retries: the third invalid call is the last, and no fourth request is made
+    api = ScriptedAPI(*[sse(tool_use("StructuredOutput", {"city": f"City {i}"}, id=f"c{i}")) for i in range(6)])
+    with api.serve() as url:
+        r = codeloop(["-p", "city?", "--json-schema", json.dumps(SCHEMA), "--output-format", "json"],
+                     cwd=tmp_path, base_url=url)
+    assert r.returncode == 1, r.stderr
+    result = json.loads(r.stdout)
+    assert result["subtype"] == "error_max_structured_output_retries" and result["is_error"]
+    assert any("population" in e for e in result["errors"]) and len(api.requests) == 3
+
 async def test_sdk_output_format(tmp_path):
     pytest.importorskip("claude_agent_sdk", reason="claude-agent-sdk is not installed")
     from claude_agent_sdk import ResultMessage, query

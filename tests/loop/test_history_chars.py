@@ -3,7 +3,7 @@ and always comes to what measuring every message would."""
 
 import random
 
-from codeloop.loop.model_call import _chars, _history_chars
+from codeloop.loop.overflow import _chars, _history_chars
 from codeloop.messages import Message, tool_result_message, user_message
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Awaitable, Any, Callable
 
@@ -206,6 +206,9 @@ class Compactor:
     before_compact: Callable[[str, str | None], Awaitable[None]] | None = None
     # (trigger, summary) → messages to append to the compacted history (PostCompact/SessionStart hooks)
     after_compact: Callable[[str, str], Awaitable[list[Message]]] | None = None
+    # Told after every compaction that succeeded, whatever its trigger (the context pipeline
+    # listens: its autocompact breaker re-arms).
+    on_success: list[Callable[[CompactOutcome], None]] = field(default_factory=list)
 
     async def _request(self, api_messages: list[dict[str, Any]]) -> str:
         request = ModelRequest(model=self.model, messages=api_messages, max_tokens=self.max_summary_tokens,
@@ -286,7 +289,10 @@ class Compactor:
                                            extra_context=extra_context, cwd=Path(cwd) if cwd else None)
         if self.after_compact is not None:
             post = [*post, *await self.after_compact(trigger, summary)]
-        return CompactOutcome(messages=post, pre_tokens=pre_tokens, trigger=trigger, summary=summary)
+        outcome = CompactOutcome(messages=post, pre_tokens=pre_tokens, trigger=trigger, summary=summary)
+        for listener in self.on_success:
+            listener(outcome)
+        return outcome
 
     async def try_reactive_compact(self, *, has_attempted: bool, messages: list[Message],
                                    model: str) -> CompactOutcome | None:

@@ -4,9 +4,11 @@ The user context already carries the CLAUDE.md files of cwd and its ancestors. S
 can hold their own (`sub/CLAUDE.md`, `sub/CLAUDE.local.md`, `sub/.claude/CLAUDE.md`); those
 matter only once the model works in that subtree. This module owns finding them in the
 background when a query starts, and handing the relevant ones to the loop between turns
-without ever making the loop wait. `NestedMemory` is the session's state: which files were
-already attached, so each is attached once per session however many queries run; its `start`
-is the capability the loop receives (`QueryParams.memory`). The loop only yields what it gets.
+without ever making the loop wait. `NestedMemory` is the session's state: which files are
+attached (and by which message), so each is attached once however many queries run — until a
+compaction summarises its attachment away; then it is attached again once its folder is read
+again. Its `start` is the capability the loop receives (`QueryParams.memory`). The loop only
+yields what it gets.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Collection, Iterable, Mapping
 
 from codeloop.messages import Message, user_message
 
@@ -124,23 +126,27 @@ class MemoryPrefetch:
     def files(self) -> list[MemoryFile]:
         return list(self._files)
 
-    def take_attachments(self, read_paths: Iterable[str], already: set[str]) -> list[dict[str, Any]]:
+    def take_attachments(self, read_paths: Iterable[str], already: Collection[str],
+                         stale: Mapping[str, Collection[str]] | None = None) -> list[dict[str, Any]]:
         """Attachments for memory files governing something the model read; never waits.
 
         Returns [] until the walk has settled, so the loop simply tries again next iteration.
-        Adds each attached path to `already` so a file is attached once per session.
+        Adds each attached path to `already` (when it is a set) so a file is attached once; reads
+        listed in `stale` for a memory file (made before it was forgotten) do not bring it back.
         """
         if self.settled_at is None or not self._files:
             return []
-        touched = [os.path.abspath(p if os.path.isabs(p) else self.cwd / p) for p in read_paths]
+        touched = [(p, os.path.abspath(p if os.path.isabs(p) else self.cwd / p)) for p in read_paths]
         out = []
         for mem in self._files:
-            if mem.path in already or not any(_is_within(p, mem.directory) for p in touched):
+            old = (stale or {}).get(mem.path, ())
+            if mem.path in already or not any(_is_within(full, mem.directory) for p, full in touched if p not in old):
                 continue
             content = _read_capped(mem.path)
             if content is None:
                 continue  # vanished or unreadable since the walk; maybe next time
-            already.add(mem.path)
+            if isinstance(already, set):
+                already.add(mem.path)
             out.append({"type": "nested_memory", "path": mem.path, "content": content})
         return out
 
@@ -173,31 +179,64 @@ def _read_capped(path: str) -> str | None:
 
 
 class NestedMemory:
-    """Nested CLAUDE.md for one session: attached once per session (spec 004 §13.2).
+    """Nested CLAUDE.md for one session: attached once while its attachment is in the history
+    (spec 004 §13.2).
 
-    The attached set outlives each query's prefetch, so a file read again in a later prompt is
-    not attached a second time (the first attachment is still in the history).
+    The state outlives each query's prefetch, so a file read again in a later prompt is not
+    attached a second time (the first attachment is still in the history). A compaction drops
+    the attachment from the history: the file is forgotten then, and attached again when its
+    folder is read again — the reads made before it was forgotten do not count (`stale`).
     """
 
     def __init__(self, cwd: Path) -> None:
         self.cwd = cwd
-        self.attached: set[str] = set()
+        self.attached: dict[str, str] = {}   # memory file → uuid of its attachment message
+        # forgotten memory file → the reads made before it was forgotten (path → read record)
+        self._stale_records: dict[str, dict[str, Any]] = {}
         self.file_names = MEMORY_FILE_NAMES   # narrowed by --setting-sources (memory_file_names)
 
     def start(self) -> "QueryMemory":
-        """One query's view: a fresh walk (files may have appeared), the session's attached set."""
-        return QueryMemory(start_memory_prefetch(self.cwd, names=self.file_names), self.attached)
+        """One query's view: a fresh walk (files may have appeared), the session's state."""
+        return QueryMemory(start_memory_prefetch(self.cwd, names=self.file_names), self)
+
+    def forget_missing(self, history: list[Message], read_files: Mapping[str, Any]) -> None:
+        if not self.attached:
+            return
+        present = {m.uuid for m in history}
+        for path, uuid in list(self.attached.items()):
+            if uuid not in present:
+                del self.attached[path]
+                # a read counts again once its record changes: every read stores a new one
+                self._stale_records[path] = dict(read_files)
+
+    def stale_reads(self, read_files: Mapping[str, Any]) -> dict[str, frozenset[str]]:
+        """Per forgotten file, the reads that have not been made again since it was forgotten."""
+        return {mem: frozenset(p for p, rec in before.items() if read_files.get(p) is rec)
+                for mem, before in self._stale_records.items()}
+
+    def remember(self, path: str, message: Message) -> None:
+        self.attached[path] = message.uuid
+        self._stale_records.pop(path, None)
 
 
 class QueryMemory:
     """What the loop holds for one query (`loop.continuation.NestedMemory`)."""
 
-    def __init__(self, prefetch: MemoryPrefetch, attached: set[str]) -> None:
-        self.prefetch, self.attached = prefetch, attached
+    def __init__(self, prefetch: MemoryPrefetch, session: NestedMemory) -> None:
+        self.prefetch, self.session = prefetch, session
 
-    def take(self, read_paths: list[str]) -> list[tuple[dict[str, Any], Message]]:
-        return [({"type": att["type"], "path": att["path"]}, attachment_message(att))
-                for att in self.prefetch.take_attachments(read_paths, self.attached)]
+    def take(self, read_files: Mapping[str, Any] | Iterable[str]) -> list[tuple[dict[str, Any], Message]]:
+        records = read_files if isinstance(read_files, Mapping) else dict.fromkeys(read_files)
+        out = []
+        for att in self.prefetch.take_attachments(list(records), self.session.attached,
+                                                  self.session.stale_reads(records)):
+            message = attachment_message(att)
+            self.session.remember(att["path"], message)
+            out.append(({"type": att["type"], "path": att["path"]}, message))
+        return out
+
+    def forget_missing(self, history: list[Message], read_files: Mapping[str, Any]) -> None:
+        self.session.forget_missing(history, read_files)
 
     def close(self) -> None:
         self.prefetch.close()

@@ -36,6 +36,7 @@ from codeloop.context.microcompact import (CLEARABLE_TOOLS, DEFAULT_KEEP_RECENT_
 from codeloop.context.rewrite import Reuse, tool_names_from  # noqa: F401
 from codeloop.context.scan import CLEARED_STUB, facts, trim  # noqa: F401
 from codeloop.context.tokens import TokenCounter, find_last_usage
+from codeloop.events import SystemEvent
 from codeloop.loop.recovery import CompactOutcome
 from codeloop.messages import Message
 
@@ -132,6 +133,7 @@ class PipelineResult:
     compacted: CompactOutcome | None = None
     replacements: list[dict[str, Any]] = field(default_factory=list)   # content-replacement entries
     token_estimate: int = 0
+    notices: list[SystemEvent] = field(default_factory=list)   # autocompact turned off or back on
 
 
 class ContextPipeline:
@@ -157,6 +159,21 @@ class ContextPipeline:
         self.microcompact_state = microcompact_state or MicrocompactState()
         self.snip_state = SnipState()
         self.tracking = tracking or CompactTracking()
+        # Every compaction the compactor makes — reactive and /compact too, which happen outside
+        # this pipeline — re-arms the autocompact breaker and ends the stages' old decisions.
+        listeners = getattr(compactor, "on_success", None)
+        if listeners is not None:
+            listeners.append(self.compacted)
+
+    def compacted(self, outcome: CompactOutcome | None = None) -> None:
+        """A compaction replaced the history: the breaker re-arms and old decisions are dropped."""
+        self.tracking.succeeded()
+        # Old tool_use_ids are gone from the history; their decisions need not be kept…
+        self.microcompact_state.cleared.clear()
+        self.microcompact_state.memo.clear()
+        self.replacements.memo.clear()
+        # … nor the old history itself: the next call is a full pass anyway.
+        self.microcompact_state.last = self.replacements.last = self.snip_state.last = None
 
     @classmethod
     def exempt_from_tools(cls, tools: Iterable[Any]) -> set[str]:
@@ -188,7 +205,8 @@ class ContextPipeline:
         replacements = self.replacements.drain_records()
         if _new_prompt_overflows(msgs, model):
             # Summarising would cut the user's new prompt itself; the model call refuses it whole.
-            return PipelineResult(messages=msgs, replacements=replacements, token_estimate=estimate)
+            return PipelineResult(messages=msgs, replacements=replacements, token_estimate=estimate,
+                                  notices=self.tracking.drain_notices())
         if self.count_tokens is not None and self.compactor is not None and should_autocompact(
                 estimate, model, threshold_ratio=cfg.threshold_ratio, output_reserve=cfg.output_reserve):
             exact = await self.count_tokens(msgs)
@@ -198,13 +216,8 @@ class ContextPipeline:
                                       threshold_ratio=cfg.threshold_ratio, output_reserve=cfg.output_reserve,
                                       **compact_kwargs)
         if compacted is not None:
-            # Old tool_use_ids are gone from the history; their decisions need not be kept.
-            self.microcompact_state.cleared.clear()
-            self.microcompact_state.memo.clear()
-            self.replacements.memo.clear()
-            # … nor the old history itself: the next call is a full pass anyway.
-            self.microcompact_state.last = self.replacements.last = self.snip_state.last = None
+            self.compacted(compacted)   # (a Compactor has told us already; another compactor may not)
             msgs = compacted.messages
             estimate = self.counter.estimate(msgs)
         return PipelineResult(messages=msgs, compacted=compacted, replacements=replacements,
-                              token_estimate=estimate)
+                              token_estimate=estimate, notices=self.tracking.drain_notices())

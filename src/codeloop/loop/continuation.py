@@ -12,7 +12,7 @@ session provides), so the loop never reaches up into the context layer.
 
 from __future__ import annotations
 
-from typing import Any, AsyncIterator, Protocol
+from typing import Any, AsyncIterator, Mapping, Protocol
 
 from codeloop.events import AttachmentEvent, Event, SystemEvent, UserEvent
 from codeloop.messages import Message, user_message
@@ -21,8 +21,14 @@ from codeloop.messages import Message, user_message
 class NestedMemory(Protocol):
     """One query's view of nested CLAUDE.md files (context.memory provides it)."""
 
-    def take(self, read_paths: list[str]) -> list[tuple[dict[str, Any], Message]]:
-        """(attachment record, meta message) pairs for files governing what was read; never waits."""
+    def take(self, read_files: Mapping[str, Any]) -> list[tuple[dict[str, Any], Message]]:
+        """(attachment record, meta message) pairs for files governing what was read (path → the
+        record of its latest read, a new object at each read); never waits."""
+        ...
+
+    def forget_missing(self, history: list[Message], read_files: Mapping[str, Any]) -> None:
+        """Attachments no longer in `history` (summarised away by a compaction) are forgotten: they
+        come back when their folder is read again, not for the reads already made."""
         ...
 
     def close(self) -> None: ...
@@ -54,6 +60,13 @@ class Continuation:
         self.budget_tracker = BudgetTracker() if p.token_budget else None
         self.budget_report: SystemEvent | None = None   # how a budgeted run went, once it ends
         self.memory: NestedMemory | None = p.memory() if p.memory is not None else None
+        if self.memory is not None:   # a compaction between queries (/compact) dropped attachments too
+            self.memory.forget_missing(p.messages, p.tool_context.read_files)
+
+    def compacted(self, history: list[Message], ctx: Any) -> None:
+        """The history was just replaced by a compaction's: what it no longer holds is attached anew."""
+        if self.memory is not None:
+            self.memory.forget_missing(history, ctx.read_files)
 
     def record_output_tokens(self, n: int) -> None:
         self.turn_output_tokens += n
@@ -91,7 +104,7 @@ class Continuation:
                 yield UserEvent(queued_command_message(cmd))
             queue.remove(commands)
         if self.memory is not None:  # zero-wait: nothing until the walk has settled
-            for attachment, message in self.memory.take(list(ctx.read_files)):
+            for attachment, message in self.memory.take(ctx.read_files):
                 yield AttachmentEvent(attachment)
                 yield UserEvent(message)
 

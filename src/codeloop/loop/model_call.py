@@ -19,9 +19,10 @@ from codeloop.events import (ApiCallEvent, AssistantEvent, Event, PermissionDeni
 from codeloop.loop.recovery import strip_thinking, withheld_kind
 from codeloop.loop.request import build_request
 from codeloop.loop.streaming import StreamingToolExecutor, ToolUpdate
-from codeloop.messages import Message, extends, missing_tool_results
+from codeloop.loop.overflow import context_overflow
+from codeloop.messages import Message, missing_tool_results
 from codeloop.providers.assembly import ResponseAssembler
-from codeloop.providers.errors import ContextOverflowError, ProviderError
+from codeloop.providers.errors import ProviderError
 from codeloop.providers.retry import error_category, is_overloaded, is_retryable
 from codeloop.tools.base import ToolContext
 from codeloop.usage import Usage
@@ -82,55 +83,6 @@ async def _sleep_or_abort(seconds: float, ctx: ToolContext) -> None:
     raise Aborted
 
 
-CHARS_PER_TOKEN = 4   # a low estimate of tokens for prose and code: it never over-refuses
-
-
-def _chars(obj: Any) -> int:
-    if isinstance(obj, str):
-        return len(obj)
-    if isinstance(obj, dict):
-        return sum(_chars(v) for k, v in obj.items() if k not in ("source", "signature"))  # images: own budget
-    if isinstance(obj, list):
-        return sum(_chars(v) for v in obj)
-    return 0
-
-
-# Per-turn work must not grow with the session: id(first message) → (the history measured, its
-# chars). A history that extends the one measured last time (the same objects; the pipeline hands
-# over new messages rather than editing old ones) is measured in its new messages only. A few
-# conversations at once; a rewound or compacted history is measured afresh.
-_sums: dict[int, tuple[list[Message], int]] = {}
-
-
-def _history_chars(messages: list[Message]) -> int:
-    if not messages:
-        return 0
-    hit = _sums.pop(id(messages[0]), None)
-    start, total = (len(hit[0]), hit[1]) if hit is not None and extends(hit[0], messages) else (0, 0)
-    hit = None   # a rewound history's old list need not outlive this call
-    total += sum(_chars(messages[i].content) for i in range(start, len(messages)))
-    while len(_sums) >= 8:
-        del _sums[next(iter(_sums))]
-    _sums[id(messages[0])] = (list(messages), total)
-    return total
-
-
-def _context_overflow(model: str, messages: list[Message], system_prompt: list[str]) -> ContextOverflowError | None:
-    """A request that cannot fit the model's window fails here, whole and unsent, with the reason;
-    the history was compacted before this if it could be (context pipeline)."""
-    from codeloop.providers.models import context_window
-
-    chars = _history_chars(messages) + sum(len(s) for s in system_prompt)
-    window = context_window(model)
-    tokens = chars // CHARS_PER_TOKEN
-    if tokens <= window:
-        return None
-    return ContextOverflowError(
-        f"Prompt is too long for {model}: about {tokens:,} tokens ({chars:,} characters) against a context "
-        f"window of {window:,} tokens. Nothing was sent and nothing was cut: shorten the input, or save it "
-        "to a file and ask about the file instead.")
-
-
 def _short(err: ProviderError) -> str:
     text = getattr(err, "message", None) or str(err)
     return text if len(text) <= 120 else text[:117] + "..."
@@ -164,10 +116,11 @@ def _is_safe(block: dict[str, Any], tools: list) -> bool:
 async def call_model(p, turn: ModelTurn, *, tools: list, ctx: ToolContext, system_prompt: list[str],
                      max_tokens_override: int | None) -> AsyncIterator[Event]:
     """Stream one model response into `turn`, retrying and falling back as needed."""
-    overflow = _context_overflow(turn.model, turn.messages, system_prompt)
+    overflow = context_overflow(turn.model, turn.messages, system_prompt, p.user_context)
     if overflow is not None:
+        # unsent, but held back as a prompt-too-long answer would be: the loop recovers if it can
         turn.executor = StreamingToolExecutor(tools, p.can_use_tool, ctx)   # empty: nothing was asked
-        turn.error = overflow
+        turn.error, turn.withheld = overflow, withheld_kind(overflow)
         return
     attempt, overloaded_in_a_row = 0, 0
     first_started = time.monotonic()   # the retry budget counts from the first attempt

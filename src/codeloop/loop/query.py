@@ -8,17 +8,16 @@ tool_result for every tool_use it sent.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field, replace
 from typing import Any, AsyncIterator, Callable
 
 from codeloop.abort import AbortReason
 from codeloop.events import (AssistantEvent, AttachmentEvent, CompactBoundary, Event, PermissionDenied,
-                             SystemEvent, Terminal, Tombstone, TranscriptEntry, UserEvent)
+                             Terminal, Tombstone, TranscriptEntry, UserEvent)
 from codeloop.loop.continuation import Continuation, NestedMemory
 from codeloop.loop.model_call import ModelTurn, call_model
-from codeloop.loop.recovery import (DEFAULT_STOP_HOOK_BLOCK_CAP, MAX_OUTPUT_TOKENS_RECOVERY_LIMIT, ContextCollapse,
-                                    ReactiveCompact, StopHooks, max_output_tokens_error, recovery_message)
+from codeloop.loop.recovery import (MAX_OUTPUT_TOKENS_RECOVERY_LIMIT, ContextCollapse, ReactiveCompact, StopHooks,
+                                    can_recover, max_output_tokens_error, recovery_message, run_stop_hooks)
 from codeloop.loop.request import (ESCALATED_MAX_OUTPUT_TOKENS, can_escalate, env_max_output_tokens,
                                    max_output_tokens)
 from codeloop.loop.state import State, TerminalReason, Transition
@@ -78,11 +77,6 @@ def _unanswered_text(ctx: ToolContext) -> str:
     return ENDED_BY_MODEL_TOOL_RESULT if ctx.abort.reason is AbortReason.END_CONVERSATION else INTERRUPT_MESSAGE_FOR_TOOL_USE
 
 
-def _stop_hook_cap() -> int:
-    value = os.environ.get("CODELOOP_STOP_HOOK_BLOCK_CAP", "")
-    return int(value) if value.isdigit() and int(value) > 0 else DEFAULT_STOP_HOOK_BLOCK_CAP
-
-
 async def query(p: QueryParams) -> AsyncIterator[Event]:
     state = State(messages=list(p.messages), tool_context=p.tool_context,
                   max_output_tokens_override=p.max_output_tokens)
@@ -99,9 +93,12 @@ async def query(p: QueryParams) -> AsyncIterator[Event]:
                                                      **(p.compact_context() if p.compact_context else {}))
                 for record in piped.replacements:
                     yield TranscriptEntry(record)
+                for notice in piped.notices:   # autocompact turned off, or back on
+                    yield notice
                 messages_for_query = piped.messages
                 if piped.compacted is not None:
                     yield CompactBoundary(piped.compacted.trigger, piped.compacted.pre_tokens, piped.compacted.messages)
+                    cont.compacted(messages_for_query, ctx)
             elif p.context_collapse is not None:
                 messages_for_query = p.context_collapse.apply_collapses_if_needed(messages_for_query)
 
@@ -154,7 +151,7 @@ async def query(p: QueryParams) -> AsyncIterator[Event]:
 
             if not needs_follow_up:
                 # -- 1. collapse_drain_retry (§11.1) ----------------------------------------------------
-                if (turn.withheld == "prompt_too_long" and p.context_collapse is not None
+                if (turn.withheld == "prompt_too_long" and p.context_collapse is not None and can_recover(turn.error)
                         and state.transition is not Transition.COLLAPSE_DRAIN_RETRY):
                     drained = p.context_collapse.recover_from_overflow(messages_for_query)
                     if drained.committed > 0:
@@ -162,12 +159,14 @@ async def query(p: QueryParams) -> AsyncIterator[Event]:
                         continue
                 # -- 2. reactive_compact_retry (§11.2) ----------------------------------------------------
                 if turn.withheld is not None:
-                    if p.reactive_compact is not None and not state.has_attempted_reactive_compact:
+                    if (p.reactive_compact is not None and not state.has_attempted_reactive_compact
+                            and can_recover(turn.error)):
                         compacted = await p.reactive_compact.try_reactive_compact(
                             has_attempted=state.has_attempted_reactive_compact, messages=messages_for_query,
                             model=model)
                         if compacted is not None:
                             yield CompactBoundary(compacted.trigger, compacted.pre_tokens, compacted.messages)
+                            cont.compacted(compacted.messages, ctx)
                             state = replace(state, messages=compacted.messages, has_attempted_reactive_compact=True,
                                             transition=Transition.REACTIVE_COMPACT_RETRY)
                             continue
@@ -196,29 +195,19 @@ async def query(p: QueryParams) -> AsyncIterator[Event]:
                     yield AssistantEvent(max_output_tokens_error(
                         max_output_tokens(model, state.max_output_tokens_override)))
                 # -- 5. stop_hook_blocking (§11.5) --------------------------------------------------------
-                if p.stop_hooks is not None:
-                    outcome = await p.stop_hooks.run([*messages_for_query, *turn.assistant_messages],
-                                                     stop_hook_active=bool(state.stop_hook_active))
-                    for text in outcome.system_messages:
-                        yield SystemEvent("hook_warning", text, "warning")
-                    for text in outcome.errors:
-                        yield SystemEvent("hook_error", text, "warning")
-                    if outcome.prevent_continuation:
-                        yield Terminal(TerminalReason.HOOK_STOPPED, turn_count, outcome.stop_reason)
-                        return
-                    if outcome.blocking_messages:
-                        if state.stop_hook_blocks + 1 > _stop_hook_cap():
-                            yield SystemEvent("stop_hook_cap", f"Stop hooks blocked {_stop_hook_cap()} times in a "
-                                              "row; ending the turn so it cannot loop forever.", "warning")
-                            yield Terminal(TerminalReason.HOOK_STOPPED, turn_count, "stop hook block cap reached")
-                            return
-                        for m in outcome.blocking_messages:
-                            yield UserEvent(m)
-                        state = replace(state, messages=[*messages_for_query, *turn.assistant_messages,
-                                                         *outcome.blocking_messages],
-                                        stop_hook_active=True, stop_hook_blocks=state.stop_hook_blocks + 1,
-                                        transition=Transition.STOP_HOOK_BLOCKING)
-                        continue
+                verdict = await run_stop_hooks(p.stop_hooks, [*messages_for_query, *turn.assistant_messages],
+                                               active=bool(state.stop_hook_active), blocks=state.stop_hook_blocks,
+                                               turn_count=turn_count)
+                for ev in verdict.events:
+                    yield ev
+                if verdict.terminal is not None:
+                    yield verdict.terminal
+                    return
+                if verdict.blocking is not None:
+                    state = replace(state, messages=[*messages_for_query, *turn.assistant_messages, *verdict.blocking],
+                                    stop_hook_active=True, stop_hook_blocks=state.stop_hook_blocks + 1,
+                                    transition=Transition.STOP_HOOK_BLOCKING)
+                    continue
                 # -- 6. token_budget_continuation (§11.6) -------------------------------------------------
                 nudge = cont.budget_nudge(ctx)
                 if nudge is not None:
@@ -260,13 +249,23 @@ async def query(p: QueryParams) -> AsyncIterator[Event]:
                 yield Terminal(TerminalReason.HOOK_STOPPED, turn_count, hook_stop)
                 return
             # -- a tool's result was the turn's answer (StructuredOutput: Claude Code's endsTurn) ---------
+            # The turn ends as any other does: Stop hooks first (§11.5); a block sends the model on.
+            extra: list[Message] = []
+            transition = Transition.NEXT_TURN
             if ctx.ends_turn:
                 ctx.ends_turn = False
-                yield Terminal(TerminalReason.COMPLETED, turn_count)
-                return
+                verdict = await run_stop_hooks(p.stop_hooks, [*messages_for_query, *turn.assistant_messages,
+                                                              *tool_results],
+                                               active=bool(state.stop_hook_active), blocks=state.stop_hook_blocks,
+                                               turn_count=turn_count)
+                for ev in verdict.events:
+                    yield ev
+                if verdict.blocking is None:
+                    yield verdict.terminal or Terminal(TerminalReason.COMPLETED, turn_count)
+                    return
+                extra, transition = verdict.blocking, Transition.STOP_HOOK_BLOCKING
 
             # -- continuation pipeline (§13.2): queued commands, attachments, memory, tool refresh ---------
-            extra: list[Message] = []
             async for ev in cont.attachments(ctx):
                 if isinstance(ev, UserEvent):
                     extra.append(ev.message)
@@ -281,10 +280,13 @@ async def query(p: QueryParams) -> AsyncIterator[Event]:
                 yield Terminal(TerminalReason.MAX_TURNS, next_turn_count)
                 return
 
+            blocked = transition is Transition.STOP_HOOK_BLOCKING
             state = replace(state, messages=[*messages_for_query, *turn.assistant_messages, *tool_results, *extra],
                             turn_count=next_turn_count, max_output_tokens_recovery_count=0,
                             has_attempted_reactive_compact=False, max_output_tokens_override=p.max_output_tokens,
-                            stop_hook_blocks=0,
-                            transition=Transition.NEXT_TURN)
+                            # blocks in a row stay counted when a hook blocks an answer given by a tool
+                            stop_hook_active=True if blocked else state.stop_hook_active,
+                            stop_hook_blocks=state.stop_hook_blocks + 1 if blocked else 0,
+                            transition=transition)
     finally:
         cont.close()

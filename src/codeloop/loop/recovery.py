@@ -2,17 +2,20 @@
 
 The loop (`query.py`) decides *when* each transition fires, in priority order; the objects
 here do the work: context collapse and reactive compaction (the context package implements
-them), stop hooks (the hooks package), and the messages the recoveries inject.
+them), stop hooks (the hooks package, run through `run_stop_hooks` wherever a turn ends), and
+the messages the recoveries inject.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 from typing import Protocol
 
+from codeloop.events import Event, SystemEvent, Terminal, TerminalReason, UserEvent
 from codeloop.hooks.stop import StopHookOutcome
 from codeloop.messages import Message, api_error_message, user_message
-from codeloop.providers.errors import APIStatusError, ProviderError
+from codeloop.providers.errors import APIStatusError, ContextOverflowError, ProviderError
 
 MAX_OUTPUT_TOKENS_RECOVERY_LIMIT = 3
 DEFAULT_STOP_HOOK_BLOCK_CAP = 8
@@ -63,13 +66,59 @@ def max_output_tokens_error(limit: int) -> Message:
 
 
 def withheld_kind(error: ProviderError | None) -> str | None:
-    """'prompt_too_long' | 'media' for the errors the loop holds back while it tries to recover."""
+    """'prompt_too_long' | 'media' for the errors the loop holds back while it tries to recover.
+
+    A request refused unsent for its size (loop.overflow) is a prompt-too-long answer, given
+    before the API had to."""
+    if isinstance(error, ContextOverflowError):
+        return "prompt_too_long"
     if isinstance(error, APIStatusError):
         if error.is_prompt_too_long:
             return "prompt_too_long"
         if error.is_media_size:
             return "media"
     return None
+
+
+def can_recover(error: ProviderError | None) -> bool:
+    """False for a refusal no collapse or compaction can fix (what they keep alone overflows)."""
+    return getattr(error, "recoverable", True)
+
+
+def stop_hook_cap() -> int:
+    value = os.environ.get("CODELOOP_STOP_HOOK_BLOCK_CAP", "")
+    return int(value) if value.isdigit() and int(value) > 0 else DEFAULT_STOP_HOOK_BLOCK_CAP
+
+
+@dataclass
+class StopVerdict:
+    """What the Stop hooks decided at the end of a turn (§11.5), with the events to show first."""
+    events: list[Event] = field(default_factory=list)
+    terminal: Terminal | None = None         # the hooks ended the query
+    blocking: list[Message] | None = None    # the model goes on with these (already among `events`)
+
+
+async def run_stop_hooks(hooks: StopHooks | None, messages: list[Message], *, active: bool, blocks: int,
+                         turn_count: int) -> StopVerdict:
+    """Run the Stop hooks on a turn that is about to end. `blocks` counts the blocks in a row so
+    far; past the cap (CODELOOP_STOP_HOOK_BLOCK_CAP) the turn ends so a hook cannot loop forever."""
+    verdict = StopVerdict()
+    if hooks is None:
+        return verdict
+    outcome = await hooks.run(messages, stop_hook_active=active)
+    verdict.events += [SystemEvent("hook_warning", text, "warning") for text in outcome.system_messages]
+    verdict.events += [SystemEvent("hook_error", text, "warning") for text in outcome.errors]
+    if outcome.prevent_continuation:
+        verdict.terminal = Terminal(TerminalReason.HOOK_STOPPED, turn_count, outcome.stop_reason)
+    elif outcome.blocking_messages:
+        if blocks + 1 > stop_hook_cap():
+            verdict.events.append(SystemEvent("stop_hook_cap", f"Stop hooks blocked {stop_hook_cap()} times in a "
+                                              "row; ending the turn so it cannot loop forever.", "warning"))
+            verdict.terminal = Terminal(TerminalReason.HOOK_STOPPED, turn_count, "stop hook block cap reached")
+        else:
+            verdict.blocking = list(outcome.blocking_messages)
+            verdict.events += [UserEvent(m) for m in verdict.blocking]
+    return verdict
 
 
 def strip_thinking(messages: list[Message]) -> list[Message]:

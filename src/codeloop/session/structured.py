@@ -7,6 +7,8 @@ the common subset), the meta message that asks the model to try again (`retry_me
 offered the `StructuredOutput` tool whose input schema is the user's schema (one request, the
 tool input is the answer); a model that answers in text instead goes through the fallback
 answer → validate → retry cycle (providers or models without tool use, models that ignore it).
+The retry limit counts every invalid answer, text or tool call alike (`Attempts`): a limit of N
+allows N + 1 answers in all.
 Front ends map the two closing `SystemEvent`s: `structured_output` carries the value,
 `structured_output_failed` the errors of the last attempt (print mode: result subtype
 `error_max_structured_output_retries`). It drives a whole Conversation, so it lives in the
@@ -203,67 +205,78 @@ def check_answer(text: str, schema: dict[str, Any]) -> tuple[Any, list[str]]:
     return value, validate(value, schema)
 
 
-def offer_tool(conv: Conversation, schema: dict[str, Any]) -> bool:
+def offer_tool(conv: Conversation, schema: dict[str, Any], attempts: Any = None) -> bool:
     """Put the StructuredOutput tool for `schema` in the conversation's tools (replacing one for
-    another schema); False when the model cannot use tools, leaving the text cycle alone."""
+    another schema), its invalid calls spending `attempts`; False when the model cannot use tools,
+    leaving the text cycle alone."""
     from codeloop.providers.models import capabilities
     from codeloop.tools.builtin.structured_output import NAME, StructuredOutputTool
 
     current = next((t for t in conv.config.tools if t.name == NAME), None)
     if isinstance(current, StructuredOutputTool) and current.schema == schema:
+        current.attempts = attempts
         return True
     # a new list, not an in-place change: subagents hold the old one and are never offered it
     tools = [t for t in conv.config.tools if t.name != NAME]
     offered = capabilities(conv.config.model).supports_tools
-    conv.config.tools = [*tools, StructuredOutputTool(schema, validate)] if offered else tools
+    conv.config.tools = [*tools, StructuredOutputTool(schema, validate, attempts)] if offered else tools
     return offered
 
 
 async def run_structured(conv: Conversation, prompt: Any, schema: dict[str, Any], retry_limit: int, *,
                          abort: AbortController | None = None) -> AsyncIterator[Event]:
     """Submit `prompt` with the StructuredOutput tool offered; its valid input is the answer.
-    Otherwise validate the final text answer and ask again up to `retry_limit` times.
+    Otherwise validate the final text answer and ask again; `retry_limit` invalid answers (tool
+    calls or texts) are allowed before the run fails.
 
     Yields every event of every attempt, then one closing SystemEvent. A turn that does not
     complete (error, interrupt, max turns) ends the cycle at once: retrying would not help, and
     the caller reports that Terminal, not a schema failure.
     """
     from codeloop.messages import user_message
-    from codeloop.tools.builtin.structured_output import NAME
+    from codeloop.tools.builtin.structured_output import NAME, Attempts
 
-    offered = offer_tool(conv, schema)
+    attempts = Attempts(allowed=max(0, retry_limit) + 1)
+    offered = offer_tool(conv, schema, attempts)
     ctx = conv.tool_context
     next_input: Any = prompt
-    errors: list[str] = []
-    for attempt in range(retry_limit + 1):
-        final_id, final_text, terminal = None, "", None
-        ctx.structured_output = None
-        ctx.ends_turn = False   # a stale mark (an interrupted turn) must not end this one
-        async for ev in conv.submit(next_input, abort=abort):
-            if isinstance(ev, AssistantEvent) and not ev.message.is_api_error:
-                if ev.message.id != final_id:  # only the last response's text is the answer
-                    final_id, final_text = ev.message.id, ""
-                final_text += ev.message.text
-            elif isinstance(ev, Terminal):
-                terminal = ev
-            yield ev
-        if terminal is None or terminal.reason is not TerminalReason.COMPLETED:
-            return
-        answer, ctx.structured_output = ctx.structured_output, None
-        if answer is not None:   # the model answered through the tool (validated there)
-            yield SystemEvent(StructuredEvent.OUTPUT.value, data={"structured_output": answer.value,
-                                                                  "attempts": attempt + 1, "via": NAME})
-            return
-        value, errors = check_answer(final_text, schema)
-        if not errors:
-            yield SystemEvent(StructuredEvent.OUTPUT.value, data={"structured_output": value,
-                                                                  "attempts": attempt + 1})
-            return
-        if attempt < retry_limit:
-            text = retry_message(errors, schema)
-            if offered:
-                text += f"\n\n(Or call the {NAME} tool with that value as its input.)"
-            next_input = user_message(text, is_meta=True)
-    yield SystemEvent(StructuredEvent.FAILED.value,
-                      f"The answer did not match the JSON schema after {retry_limit + 1} attempt(s).",
-                      "error", data={"errors": errors, "attempts": retry_limit + 1})
+    try:
+        while not attempts.exhausted:
+            final_id, final_text, terminal = None, "", None
+            ctx.structured_output = None
+            ctx.ends_turn = False   # a stale mark (an interrupted turn) must not end this one
+            async for ev in conv.submit(next_input, abort=abort):
+                if isinstance(ev, AssistantEvent) and not ev.message.is_api_error:
+                    if ev.message.id != final_id:  # only the last response's text is the answer
+                        final_id, final_text = ev.message.id, ""
+                    final_text += ev.message.text
+                elif isinstance(ev, Terminal):
+                    terminal = ev
+                yield ev
+            if terminal is None or terminal.reason is not TerminalReason.COMPLETED:
+                return
+            answer, ctx.structured_output = ctx.structured_output, None
+            if answer is not None:   # the model answered through the tool (validated there)
+                yield SystemEvent(StructuredEvent.OUTPUT.value, data={"structured_output": answer.value,
+                                                                      "attempts": attempts.used + 1, "via": NAME})
+                return
+            if attempts.exhausted:    # invalid tool calls spent the last attempt and ended the turn
+                break
+            value, errors = check_answer(final_text, schema)
+            if not errors:
+                yield SystemEvent(StructuredEvent.OUTPUT.value, data={"structured_output": value,
+                                                                      "attempts": attempts.used + 1})
+                return
+            attempts.spend(errors)
+            if not attempts.exhausted:
+                text = retry_message(errors, schema)
+                if offered:
+                    text += f"\n\n(Or call the {NAME} tool with that value as its input.)"
+                next_input = user_message(text, is_meta=True)
+        yield SystemEvent(StructuredEvent.FAILED.value,
+                          f"The answer did not match the JSON schema after {attempts.used} attempt(s).",
+                          "error", data={"errors": attempts.errors, "attempts": attempts.used})
+    finally:
+        tool = next((t for t in conv.config.tools if t.name == NAME), None)
+        if getattr(tool, "attempts", None) is attempts:
+            tool.attempts = None   # the tool outlives the run: later calls are not this run's attempts
