@@ -60,9 +60,10 @@ async def test_the_breaker_says_when_it_trips_and_re_arms_after_a_manual_compact
 
     manual = [e async for e in conv.compact()]
     assert any(isinstance(e, CompactBoundary) and e.trigger == "manual" for e in manual)
-    sixth = await submit(conv, "turn 6")
-    [on] = notices(sixth, "autocompact_enabled")
+    [on] = notices(manual, "autocompact_enabled")                      # said with the /compact itself
     assert on.level == "info" and "back on" in on.text
+    sixth = await submit(conv, "turn 6")
+    assert not notices(sixth, "autocompact_enabled")
     seventh = await submit(conv, "turn 7")                                # and it compacts on its own again
     assert [e.trigger for e in seventh if isinstance(e, CompactBoundary)] == ["auto"]
     assert "automatic again" in " ".join(b.get("text", "") for m in api.requests[-1].messages for b in m["content"])

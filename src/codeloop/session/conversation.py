@@ -302,6 +302,8 @@ class Conversation(SessionWiring):
         self._record(ev)
         self.sync()
         yield ev
+        for notice in self.pipeline.tracking.drain_notices():   # autocompact back on, said now
+            yield notice
         done = Terminal(TerminalReason.COMPLETED, 0)
         self._record(done)
         yield done
