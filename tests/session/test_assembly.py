@@ -150,3 +150,26 @@ def test_agent_files_carry_permission_mode_and_disallowed_tools(tmp_path):
     f.write_text("---\nname: a\ndescription: d\npermissionMode: yolo\n---\nBody\n")
     with pytest.raises(FrontmatterError, match="permissionMode"):
         parse_agent_file(f, AgentSource.PROJECT)
+
+
+async def test_a_successor_keeps_the_mcp_servers_and_the_sdks_hook_callbacks(project):
+    from codeloop.hooks.events import CallbackSource
+    from codeloop.session.assembly import successor
+
+    (project / "mcp.json").write_text(json.dumps({"mcpServers": {"demo": {
+        "command": sys.executable, "args": [str(MCP_SERVER / "tools_server.py"), "stdio"]}}}))
+    conv, _ = await open_session(options_from_argv(["-p", "x", "--mcp-config", "mcp.json"]),
+                                 provider=provider(ScriptedAPI()))
+
+    class Registered(CallbackSource):
+        pass
+
+    conv.add_hook_callbacks(Registered())
+    new = successor(conv)                      # /clear
+    await conv.aclose("clear")                 # the old session ends; its servers are handed over
+    try:
+        assert new.mcp is conv.mcp and any(t.name.startswith("mcp__demo__") for t in new.tool_pool())
+        assert isinstance(new.hooks.runner.callbacks, Registered) and new.session_id != conv.session_id
+        assert new.mcp.statuses() and all(s["status"] == "connected" for s in new.mcp.statuses())
+    finally:
+        await new.aclose()

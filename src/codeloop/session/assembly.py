@@ -100,6 +100,7 @@ def successor(conv: Conversation, *, session_id: str | None = None, messages: li
     """The session that follows `conv` in the same front end (/clear, /resume, /rewind): the same
     config, provider, MCP servers, listeners and typed-ahead input; a fresh session by default.
     `keep_checkpoints`: the file checkpoints go on with it (/rewind keeps their prompts)."""
+    from codeloop.hooks.events import CallbackSource
     from codeloop.session import store
 
     config = replace(conv.config, resumed=bool(messages))
@@ -110,7 +111,10 @@ def successor(conv: Conversation, *, session_id: str | None = None, messages: li
     conv.hand_over()
     new = Conversation(config, conv.provider, session_id=sid, messages=messages, denials=denials, entries=entries,
                        ask_user=conv.ask_user, parts=parts)
-    new.hooks.runner = conv.hooks.runner if new.hooks.runner is None else new.hooks.runner  # SDK callbacks stay
+    old = conv.hooks.runner
+    if old is not None and type(old.callbacks) is not CallbackSource:   # the SDK's registrations stay
+        new.add_hook_callbacks(old.callbacks)
+        new.hooks.runner.observer = old.observer
     return new
 
 
