@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Awaitable, Any, Callable
+from typing import Any
 
 from codeloop.context.tokens import TokenCounter
 from codeloop.loop.recovery import CompactOutcome

@@ -10,8 +10,9 @@ for that prefix and only the tail needs work. `Reuse` records what is needed for
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from codeloop.context.scan import facts
 from codeloop.messages import Message, extends

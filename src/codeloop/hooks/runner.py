@@ -48,7 +48,7 @@ def _kill_group(proc: asyncio.subprocess.Process) -> None:
 async def _drain(comm: asyncio.Future[tuple[bytes, bytes]]) -> tuple[bytes, bytes]:
     try:
         return await asyncio.wait_for(comm, _DRAIN_AFTER_KILL_S)
-    except (asyncio.TimeoutError, OSError):
+    except (TimeoutError, OSError):
         comm.cancel()
         return b"", b""
 
@@ -147,7 +147,7 @@ class HookRunner:
     async def _call_one(cb: HookCallback, data: dict[str, Any]) -> tuple[HookCallback, dict | None, str | None]:
         try:
             out = await asyncio.wait_for(cb.call(dict(data)), cb.timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return cb, None, f"timed out after {cb.timeout:g}s"
         except asyncio.CancelledError:
             raise
@@ -180,7 +180,7 @@ class HookRunner:
         try:
             # shield: on timeout we still want what the hook wrote, after the kill closes its pipes.
             out, err = await asyncio.wait_for(asyncio.shield(comm), hook.timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             _kill_group(proc)
             out, err = await _drain(comm)
             return HookProcessResult(hook, None, _decode(out), _decode(err), timed_out=True)

@@ -22,8 +22,9 @@ import logging
 import math
 import os
 import tempfile
+from collections.abc import Iterable, Mapping
 from enum import Enum
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from codeloop.mcp.config import ServerConfig, Transport
 from codeloop.mcp.tools import McpTool
@@ -104,7 +105,7 @@ async def _list_tools(session: Any) -> list[dict[str, Any]]:
 
 
 class _Connection:
-    def __init__(self, config: ServerConfig, manager: "McpManager") -> None:
+    def __init__(self, config: ServerConfig, manager: McpManager) -> None:
         self.config, self.manager = config, manager
         self.status = ServerStatus.PENDING
         self.error: str | None = None

@@ -14,7 +14,8 @@ to notifications (the SDK acks them) are dropped — the client never asked for 
 from __future__ import annotations
 
 import contextlib
-from typing import Any, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 SdkSend = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any] | None]]
 

@@ -66,7 +66,7 @@ def decode_ansi_c(body: str) -> str:
             out.append(_ANSI_C[e])
         elif e in "xuU":
             width = {"x": 2, "u": 4, "U": 8}[e]
-            m = re.match(r"[0-9A-Fa-f]{1,%d}" % width, body[i:])
+            m = re.match(rf"[0-9A-Fa-f]{{1,{width}}}", body[i:])
             if m:
                 out.append(chr(min(int(m.group(), 16), 0x10FFFF)))
                 i += m.end()

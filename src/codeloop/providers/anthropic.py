@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
 
 from codeloop.providers.base import ModelRequest, encode_body
 from codeloop.providers.betas import request_betas
@@ -94,7 +95,7 @@ class AnthropicProvider:
         self._clients = HttpClients(self.base_url, headers, self.deadlines, transport)
 
     @property
-    def _client(self) -> "httpx.AsyncClient":
+    def _client(self) -> httpx.AsyncClient:
         return self._clients.httpx()
 
     async def aclose(self) -> None:
@@ -117,7 +118,8 @@ class AnthropicProvider:
             async for event in events:
                 yield event
         except APIConnectionError as err:   # a connection that never opened: name the setting
-            add_hint(err, base_url=self.base_url, base_env="ANTHROPIC_BASE_URL", key_env=self._key_env, model=request.model)
+            add_hint(err, base_url=self.base_url, base_env="ANTHROPIC_BASE_URL", key_env=self._key_env,
+                     model=request.model)
             raise
         finally:
             await events.aclose()

@@ -13,7 +13,8 @@ blocks or text.
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from codeloop.messages import READ_ATTACHMENT_HEAD
 from codeloop.providers.openai_translate import _text_of

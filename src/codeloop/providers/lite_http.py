@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import Any
 from urllib.parse import urlsplit
 
 READ_SIZE = 65536
@@ -132,7 +133,7 @@ class _Conn:
 
 
 class Response:
-    def __init__(self, client: "LiteClient", conn: _Conn, status: int, headers: Headers, keep: bool,
+    def __init__(self, client: LiteClient, conn: _Conn, status: int, headers: Headers, keep: bool,
                  method: str) -> None:
         self.status_code, self.headers = status, headers
         self._client, self._conn, self._keep = client, conn, keep
@@ -325,7 +326,7 @@ class LiteClient:
                                         server_hostname=self.host if ssl_ctx is not None else None,
                                         happy_eyeballs_delay=0.25),
                 self.connect_s)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise ConnectTimeout(f"no connection to {self.host}:{self.port} within {self.connect_s:g}s") from None
         except OSError as exc:   # refused, unreachable, DNS failure, TLS handshake failure
             raise ConnectError(str(exc) or type(exc).__name__) from None

@@ -7,7 +7,8 @@ use makes them show up in the session's usage, cost and budget like the main loo
 from __future__ import annotations
 
 import time
-from typing import Any, AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 from codeloop.providers.base import ModelRequest
 from codeloop.usage import Usage

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Callable, Iterable
 
 # Per writable root: (relative path, kind). A missing `.git` is protected as a whole, so the
 # sandbox cannot plant a repository whose config runs programs on the next `git status`.

@@ -15,10 +15,10 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Callable, Iterator
 
 from codeloop.config.sandbox import SandboxSettings
 
@@ -72,7 +72,7 @@ class Sandbox:
     home: str = field(default_factory=lambda: os.path.expanduser("~"))
     protected_dirs: list[str] = field(default_factory=list)   # config dirs, trust store
     # (specifier, origin) of every Read deny rule, read when a call is prepared
-    read_deny: Callable[[], list[tuple[str, str]]] = lambda: []
+    read_deny: Callable[[], list[tuple[str, str]]] = list
     _proxy: object | None = None
 
     @property

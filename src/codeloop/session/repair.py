@@ -5,7 +5,8 @@ orphaned or duplicate tool_results dropped — so a resumed session never sends 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from codeloop.messages import Message, tool_result_block
 

@@ -20,9 +20,10 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import AsyncIterator
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, AsyncIterator
+from typing import TYPE_CHECKING, Any
 
 from codeloop.events import AssistantEvent, Event, SystemEvent, Terminal, TerminalReason
 

@@ -16,9 +16,10 @@ collapse-drain and reactive compaction), fallback models, the queue, nested memo
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from codeloop.events import ApiCallEvent, Event, SystemEvent, Terminal
 from codeloop.loop.state import TerminalReason
@@ -125,7 +126,8 @@ class SessionWiring:
         else:
             parent = side.parent
             ctx.cwd, ctx.project_dir = parent.cwd, parent.project_dir
-            ctx.session_dir = parent.session_dir / "subagents" / f"agent-{side.agent_id}" if parent.session_dir else None
+            ctx.session_dir = (parent.session_dir / "subagents" / f"agent-{side.agent_id}"
+                               if parent.session_dir else None)
             ctx.agent_id, ctx.agent_type, ctx.abort = side.agent_id, side.agent_type, side.abort
             ctx.non_interactive, ctx.entrypoint = parent.non_interactive, parent.entrypoint
             ctx.read_denied, ctx.background, ctx.live_output = parent.read_denied, parent.background, parent.live_output

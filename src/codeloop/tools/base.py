@@ -17,10 +17,11 @@ if TYPE_CHECKING:
     from codeloop.tools.skills import Skill
 
 import math
+from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable, ClassVar, Mapping, Protocol
+from typing import Any, ClassVar, Protocol
 
 
 from codeloop.abort import AbortController

@@ -5,8 +5,9 @@ the model can act on).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 from codeloop.tools.base import Tool, ToolError
 

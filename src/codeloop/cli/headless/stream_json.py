@@ -16,7 +16,8 @@ import signal
 import sys
 import threading
 import time
-from typing import Any, AsyncIterator, TextIO
+from collections.abc import AsyncIterator
+from typing import Any, TextIO
 
 from codeloop.abort import AbortController, AbortReason
 from codeloop.cli.headless import control

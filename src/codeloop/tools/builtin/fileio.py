@@ -18,9 +18,10 @@ import errno
 import os
 import stat
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import TypeVar
 
 from codeloop.permissions.paths import open_dir_no_symlinks, open_no_symlinks, resolve_for_open
 from codeloop.tools.base import ToolContext, ToolError

@@ -13,9 +13,10 @@ import heapq
 import os
 import re
 import threading
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterator
+from typing import Any, ClassVar
 
 from codeloop.permissions.paths import open_dir_no_symlinks
 from codeloop.tools.base import LazyModel, Tool, ToolContext, ToolError, ToolResult

@@ -18,7 +18,7 @@ import re
 import stat
 import threading
 from collections import deque
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from codeloop.tools.base import ToolError
 from codeloop.tools.builtin.fileio import READ_FLAGS, Stopped

@@ -16,9 +16,9 @@ import sys
 import sysconfig
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable
 
 from codeloop.tools.base import ToolContext
 from codeloop.tools.builtin.fileio import run_cancellable

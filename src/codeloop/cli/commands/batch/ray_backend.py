@@ -1,10 +1,10 @@
 """The Ray backend: each batch task is a Ray task running the same `runner.run_task`.
 
 `pip install 'codeloop[ray]'`. Without --ray-address a local Ray instance is started (small
-object store: results are a few kB; services on loopback only); with it, the driver joins that cluster, and every node must
-have codeloop installed. Each task asks Ray for its CPU and memory share and is retried by Ray
-when its worker process or node is lost (max_retries); results come back as they finish
-(`ray.wait`). The interrupt flag and the rate-limit backoff live in a small actor that workers
+object store: results are a few kB; services on loopback only); with it, the driver joins that
+cluster, and every node must have codeloop installed. Each task asks Ray for its CPU and memory
+share and is retried by Ray when its worker process or node is lost (max_retries); results come
+back as they finish (`ray.wait`). The interrupt flag and the rate-limit backoff live in a small actor that workers
 poll and bump, so a 429 seen on one node slows new task starts everywhere.
 """
 

@@ -6,7 +6,8 @@ both read the latest result line of each task id.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from codeloop.cli.commands.batch.results import Outcome, latest_by_id
 

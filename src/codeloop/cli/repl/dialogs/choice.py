@@ -16,7 +16,7 @@ class PendingChoice:
     """A choice shown to the user in the REPL, and the future its answer resolves."""
     title: str
     options: list[tuple[str, str]]
-    future: "asyncio.Future[str | None]"
+    future: asyncio.Future[str | None]
 
 
 class ChoiceMixin:
