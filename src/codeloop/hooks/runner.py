@@ -116,7 +116,7 @@ class HookRunner:
         if self.observer is not None:
             name = f"{event.value}:{match_value}" if match_value else event.value
             jobs = [self._observed(job, event, name) for job in jobs]
-        done = await asyncio.gather(*jobs)
+        done: list[Any] = await asyncio.gather(*jobs)  # commands' results, then callbacks' (two types)
         return aggregate(event, list(done[:len(hooks)]), list(done[len(hooks):]))
 
     async def _observed(self, job: Any, event: HookEvent, name: str) -> Any:

@@ -329,7 +329,7 @@ async def _tasks(host: CommandHost, args: str) -> CommandOutcome:
     verb, _, task_id = args.strip().partition(" ")
     if verb in ("stop", "kill"):
         task = background.get(task_id.strip()) if background is not None else None
-        if task is None:
+        if background is None or task is None:
             return CommandOutcome(f"No background task with id {task_id.strip()!r}.")
         await background.stop(task)
         return CommandOutcome(f"Stopped {task.id}: {task.command or task.description}")

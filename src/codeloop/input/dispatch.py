@@ -266,7 +266,8 @@ class Dispatcher:
         try:
             self.guard.reserve()
             new_messages: list[Message] = []
-            should_query, allowed, model = False, (), None
+            should_query, model = False, None
+            allowed: tuple[str, ...] = ()
             for i, cmd in enumerate(commands):
                 result = await process_user_input(self.front, self.registry, cmd, skip_attachments=i > 0,
                                                   abort=abort)

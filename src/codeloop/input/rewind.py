@@ -42,7 +42,7 @@ async def rewind(host: Any, args: str, conversation_like: Callable[..., Any]) ->
     options = []
     for _i, m in reversed(prompts):
         k = history.prompt_index(m.uuid) if history is not None else None
-        changed = len(history.changed_since(k)) if k is not None else 0
+        changed = len(history.changed_since(k)) if history is not None and k is not None else 0
         when = (m.timestamp or "")[11:16]  # HH:MM (UTC) of the ISO timestamp
         files = f"  ({changed} file{'s' if changed != 1 else ''} changed since)" if changed else ""
         first = m.text.strip().splitlines()[0][:60]

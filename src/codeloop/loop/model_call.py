@@ -170,8 +170,8 @@ async def call_model(p, turn: ModelTurn, *, tools: list, ctx: ToolContext, syste
                     yield ev
         except Aborted:
             turn.aborted = True
-        except ProviderError as err:
-            turn.error = err
+        except ProviderError as exc:
+            turn.error = exc
         if pending is not None:
             yield AssistantEvent(pending)
         turn.yielded_results = yielded_results

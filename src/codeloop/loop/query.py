@@ -212,10 +212,10 @@ async def query(p: QueryParams) -> AsyncIterator[Event]:
                                     transition=Transition.STOP_HOOK_BLOCKING)
                     continue
                 # -- 6. token_budget_continuation (§11.6) -------------------------------------------------
-                nudge = cont.budget_nudge(ctx)
-                if nudge is not None:
-                    yield UserEvent(nudge)
-                    state = replace(state, messages=[*messages_for_query, *turn.assistant_messages, nudge],
+                budget_nudge = cont.budget_nudge(ctx)
+                if budget_nudge is not None:
+                    yield UserEvent(budget_nudge)
+                    state = replace(state, messages=[*messages_for_query, *turn.assistant_messages, budget_nudge],
                                     transition=Transition.TOKEN_BUDGET_CONTINUATION)
                     continue
                 if cont.budget_report is not None:

@@ -237,7 +237,8 @@ class StreamingToolExecutor:
 
 
 def _describe(block: dict[str, Any]) -> str:
-    inp = block.get("input") if isinstance(block.get("input"), dict) else {}
+    raw = block.get("input")
+    inp = raw if isinstance(raw, dict) else {}
     command, name = str(inp.get("command") or ""), block.get("name", "")
     if not command:
         return name

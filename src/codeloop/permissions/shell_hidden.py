@@ -155,6 +155,6 @@ def hidden_targets(name: str, args: list[str], resolve: Resolve, stdin_script: b
         return [(p, "link") for k, a in enumerate(args) if not a.startswith("-") for p in resolve(a, k)]
     if name == "cp" and any(a in ("--link", "-l") or (a.startswith("-") and not a.startswith("--") and "l" in a)
                             for a in args):
-        words = [(k, a) for k, a in enumerate(args) if not a.startswith("-")]
-        return [(p, "cp --link source") for k, a in words[:-1] for p in resolve(a, k)]
+        operands = [(k, a) for k, a in enumerate(args) if not a.startswith("-")]
+        return [(p, "cp --link source") for k, a in operands[:-1] for p in resolve(a, k)]
     return []

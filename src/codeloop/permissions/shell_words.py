@@ -74,6 +74,7 @@ def decode_ansi_c(body: str) -> str:
                 out.append("\\" + e)
         elif e in "01234567":
             m = re.match(r"[0-7]{0,2}", body[i:])
+            assert m is not None  # {0,2} matches the empty string too
             out.append(chr(int(e + m.group(), 8) & 0xFF))
             i += m.end()
         elif e == "c" and i < n:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from codeloop.providers.base import ModelRequest, encode_body
@@ -133,7 +133,7 @@ class AnthropicProvider:
         # the history's JSON is made once, not per request (encode_body)
         return encode_body(body), ({"anthropic-beta": ",".join(betas)} if betas else {})
 
-    async def _stream(self, request: ModelRequest) -> AsyncIterator[dict[str, Any]]:
+    async def _stream(self, request: ModelRequest) -> AsyncGenerator[dict[str, Any], None]:
         saw_stop = False
         payload, headers = self._wire(request)
         with transport_errors(self.base_url):
@@ -155,9 +155,9 @@ class AnthropicProvider:
                     if etype == "ping":
                         continue
                     if etype == "error":
-                        err = event.get("error") or {}
-                        kind = err.get("type", "api_error")
-                        raise APIStatusError(_ERROR_STATUS.get(kind), err.get("message", "stream error"), kind)
+                        error = event.get("error") or {}
+                        kind = error.get("type", "api_error")
+                        raise APIStatusError(_ERROR_STATUS.get(kind), error.get("message", "stream error"), kind)
                     yield event
                     if etype == "message_stop":
                         saw_stop = True

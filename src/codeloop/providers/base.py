@@ -52,7 +52,8 @@ class ModelRequest:
 
 
 class Provider(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...   # read-only: a wrapper (MeteredProvider) passes its inner one's on
 
     def stream(self, request: ModelRequest) -> AsyncIterator[dict[str, Any]]:
         ...

@@ -161,7 +161,7 @@ def render_messages(system: list[dict[str, Any]], messages: list[dict[str, Any]]
 
     request = ""
     for m in messages:
-        content = m.get("content")
+        content = m["content"]  # every API message has one (None would fail below all the same)
         if m.get("role") == "user" and not _has_results(m):
             request = _request_text(content)
         if m.get("role") == "assistant":

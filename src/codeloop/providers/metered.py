@@ -23,7 +23,8 @@ class MeteredProvider:
         return getattr(self.inner, "name", "provider")
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[dict[str, Any]]:
-        started, usage, model = time.monotonic(), {}, request.model
+        started, model = time.monotonic(), request.model
+        usage: dict[str, Any] = {}
         try:
             async for event in self.inner.stream(request):
                 etype = event.get("type")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
@@ -154,7 +154,7 @@ class OpenAICompatProvider:
         finally:
             await events.aclose()
 
-    async def _stream(self, request: ModelRequest) -> AsyncIterator[dict[str, Any]]:
+    async def _stream(self, request: ModelRequest) -> AsyncGenerator[dict[str, Any], None]:
         translator = self.translator(request)
         done = False
         with transport_errors(self.base_url):

@@ -140,9 +140,9 @@ def plan_layout(roots: Iterable[str], *, home: str, global_protected: Iterable[s
     for path, kind in extra:
         # resolve the parent (a symlinked home is fine), never the protected name itself
         path = os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(path))), os.path.basename(path))
-        root = _under_roots(path, real_roots)
-        if root is not None:
-            _protect(root, os.path.relpath(path, root), kind, layout)
+        under = _under_roots(path, real_roots)
+        if under is not None:
+            _protect(under, os.path.relpath(path, under), kind, layout)
     # a hard link to a protected file elsewhere in a root would be a writable alias of it
     linked = [(p.path, Kind.FILE) for p in layout.protected if p.exists and p.kind is Kind.FILE]
     for path, _ in _hard_links(linked, real_roots):

@@ -19,8 +19,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from codeloop.config.sandbox import SandboxSettings
+
+if TYPE_CHECKING:
+    from codeloop.sandbox.layout import Kind
 
 # Host sockets that hand out more power than the sandbox has (a path-based Unix socket is
 # reachable without a network device): hidden when present.
@@ -113,7 +117,7 @@ class Sandbox:
         return Use.UNSANDBOXED, f"the sandbox is unavailable ({p.error}); running unsandboxed"
 
     # -- one call ---------------------------------------------------------------------------
-    def _masks(self, roots: list[str]) -> list[tuple[str, object]]:
+    def _masks(self, roots: list[str]) -> list[tuple[str, Kind]]:
         from codeloop.permissions.paths import anchor_spec, deny_matcher
         from codeloop.sandbox.layout import Kind, find_masks
 
@@ -149,7 +153,7 @@ class Sandbox:
         roots = [*self.roots, *self._extra_paths(self.settings.allow_write)]
         layout = plan_layout(roots, home=self.home, global_protected=self.protected_dirs,
                              deny_write=self._extra_paths(self.settings.deny_write),
-                             masks=self._masks([os.path.realpath(r) for r in roots]))  # type: ignore[arg-type]
+                             masks=self._masks([os.path.realpath(r) for r in roots]))
         blanks = _blank_paths()
         net = self._network()
         argv = bwrap_argv(p.path, layout, cwd=os.path.realpath(cwd), blank_file=blanks["file"],

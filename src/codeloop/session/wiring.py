@@ -16,7 +16,6 @@ collapse-drain and reactive compaction), fallback models, the queue, nested memo
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +27,7 @@ from codeloop.tools.base import Tool, ToolContext
 
 if TYPE_CHECKING:
     from codeloop.loop.query import QueryParams
+    from codeloop.loop.recovery import StopHooks
     from codeloop.session.parts import SessionParts, Sidechain
 
 
@@ -56,17 +56,18 @@ class SessionWiring:
     side_provider: Any
     file_history: Any
 
-    @property
-    def writer(self) -> Any: ...
-    @property
-    def model(self) -> str: ...
-    @property
-    def budget_exhausted(self) -> bool: ...
-    def _write_entry(self, entry: dict[str, Any]) -> None: ...
-    def _on_side_event(self, ev: Event) -> None: ...
-    def _record_api_call(self, ev: ApiCallEvent) -> None: ...
-    def compact_context(self) -> dict[str, Any]: ...
-    async def can_use_tool(self, tool: Tool, inp: Any, block: dict[str, Any], ctx: ToolContext) -> Any: ...
+    if TYPE_CHECKING:  # Conversation defines these; declared here for the type checker only
+        @property
+        def writer(self) -> Any: ...
+        @property
+        def model(self) -> str: ...
+        @property
+        def budget_exhausted(self) -> bool: ...
+        def _write_entry(self, entry: dict[str, Any]) -> None: ...
+        def _on_side_event(self, ev: Event) -> None: ...
+        def _record_api_call(self, ev: ApiCallEvent) -> None: ...
+        def compact_context(self) -> dict[str, Any]: ...
+        async def can_use_tool(self, tool: Tool, inp: Any, block: dict[str, Any], ctx: ToolContext) -> Any: ...
 
     def tool_pool(self) -> list[Tool]:
         """Built-in tools plus the tools of connected MCP servers (which can come and go)."""
@@ -216,7 +217,7 @@ class SessionWiring:
             return request_tools(fresh, ctx)
 
         side, cfg = self.sidechain, self.config
-        stop_hooks: Callable[..., Any] | None = side.stop_hooks if side is not None else self.hooks.stop_hooks()
+        stop_hooks: StopHooks | None = side.stop_hooks if side is not None else self.hooks.stop_hooks()
         return QueryParams(messages=list(self.messages), system_prompt=[*cfg.system_prompt, *([hint] if hint else [])],
                            user_context=cfg.user_context, tools=request_tools(pool, ctx), refresh_tools=refresh,
                            provider=self.provider, model=cfg.model, tool_context=ctx, can_use_tool=self.can_use_tool,

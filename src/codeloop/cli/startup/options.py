@@ -137,7 +137,8 @@ def _custom_system_prompt(args: argparse.Namespace) -> str | None:
             return Path(args.system_prompt_file).read_text()
         except OSError as exc:
             raise SetupError(f"--system-prompt-file: cannot read {args.system_prompt_file}: {exc.strerror}") from None
-    return args.system_prompt
+    prompt: str | None = args.system_prompt   # a Namespace's attributes are Any
+    return prompt
 
 
 def _appended_prompt(args: argparse.Namespace) -> str | None:

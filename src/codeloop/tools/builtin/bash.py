@@ -186,7 +186,7 @@ class BashTool(Tool):
         from codeloop.permissions.bash import is_read_only
 
         command = getattr(inp, "command", None)
-        return bool(command) and is_read_only(command)
+        return is_read_only(command) if command else False
 
     async def call(self, inp: Any, ctx: ToolContext) -> ToolResult:
         if inp.run_in_background:

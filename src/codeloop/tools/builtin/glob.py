@@ -46,7 +46,9 @@ batch independent searches in a single response."""
 
 
 def _split_braces(body: str) -> list[str]:
-    parts, depth, cur = [], 0, []
+    parts: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for ch in body:
         if ch == "," and depth == 0:
             parts.append("".join(cur))

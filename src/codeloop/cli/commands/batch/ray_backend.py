@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from codeloop.cli.commands.batch.local import lost_record
@@ -80,9 +81,9 @@ def _remote_run(spec: TaskSpec, ctx: RunContext, actor) -> dict[str, Any]:
     return run_task(spec, ctx, RayWorkerControl(actor))
 
 
-def forwarded_env(environ: dict[str, str] | None = None) -> dict[str, str]:
-    environ = os.environ if environ is None else environ
-    return {k: v for k, v in environ.items() if k.startswith(FORWARD_ENV_PREFIXES)}
+def forwarded_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    source = os.environ if environ is None else environ
+    return {k: v for k, v in source.items() if k.startswith(FORWARD_ENV_PREFIXES)}
 
 
 class RayBackend:
