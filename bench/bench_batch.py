@@ -81,7 +81,8 @@ def run(backend: str, n: int, workers: int) -> dict[str, float]:
         return {"wall_s": wall, "tasks_per_min": n / wall * 60,
                 "tasks_per_min_steady": (n - 1) / max(last_done - first_done, 1e-6) * 60,
                 "overhead_median_s": statistics.median(overhead), "overhead_p90_s": _pct(overhead, 0.9),
-                "cpu_per_task_s": cpu / n, "model_median_s": statistics.median(model), **{f"{k}_median_s": v for k, v in phases.items()}}
+                "cpu_per_task_s": cpu / n, "model_median_s": statistics.median(model),
+                **{f"{k}_median_s": v for k, v in phases.items()}}
 
 
 def main() -> None:

@@ -11,6 +11,7 @@ here includes the server threads). Never run by tests.
 """
 import json as _json
 import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -29,26 +30,31 @@ class _J:
     def loads(b, *a, **k):
         return {} if isinstance(b, (bytes, bytearray)) and len(b) > 4096 else _json.loads(b, *a, **k)
 fakeapi.json = _J
-N = int(sys.argv[1]); persist = "--persist" in sys.argv
+N = int(sys.argv[1])
+persist = "--persist" in sys.argv
 home = tempfile.mkdtemp()
 clk = time.pthread_getcpuclockid(threading.main_thread().ident)
 cpu, wall = [], []
 def respond(req, last):
-    cpu.append(time.clock_gettime(clk)); wall.append(time.perf_counter()); api.requests.clear()
+    cpu.append(time.clock_gettime(clk))
+    wall.append(time.perf_counter())
+    api.requests.clear()
     return sse(text("done")) if last else sse(tool_use("Bash", {"command": "true"}))
 api = ScriptedAPI(*[lambda r, last=(i == N): respond(r, last) for i in range(N + 1)])
 with api.serve() as url:
     os.environ.update({"ANTHROPIC_API_KEY": "x", "ANTHROPIC_BASE_URL": url, "CODELOOP_CONFIG_DIR": home, "HOME": home})
     os.chdir(home)
     from codeloop.cli.main import main
-    so = sys.stdout; sys.stdout = open(os.devnull, "w")
+    so = sys.stdout
+    sys.stdout = open(os.devnull, "w")
     try:
-        main(["-p", "go", "--output-format", "stream-json", "--verbose", "--allowedTools", "Bash"] + ([] if persist else ["--no-session-persistence"]))
+        main(["-p", "go", "--output-format", "stream-json", "--verbose", "--allowedTools", "Bash"]
+             + ([] if persist else ["--no-session-persistence"]))
     except SystemExit:
         pass
     sys.stdout = so
-c = [(b - a) * 1000 for a, b in zip(cpu, cpu[1:])]; w = [(b - a) * 1000 for a, b in zip(wall, wall[1:])]
-import resource
+c = [(b - a) * 1000 for a, b in zip(cpu, cpu[1:])]
+w = [(b - a) * 1000 for a, b in zip(wall, wall[1:])]
 out = {"cpu": [statistics.median(c[1:51])] + [statistics.median(c[k-50:k]) for k in (500, 1000, 2000) if k <= N],
        "wall": [statistics.median(w[1:51])] + [statistics.median(w[k-50:k]) for k in (500, 1000, 2000) if k <= N],
        "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}

@@ -152,7 +152,8 @@ def main() -> None:
         for s in srcs:
             r = run_session(s, homes[s], a.growth_turns, ["--no-session-persistence"])
             add(s, "growth 2-51", _med(r["gaps"][1:51]))
-            add(s, f"growth {a.growth_turns - 49}-{a.growth_turns}", _med(r["gaps"][a.growth_turns - 50:a.growth_turns]))
+            add(s, f"growth {a.growth_turns - 49}-{a.growth_turns}",
+                _med(r["gaps"][a.growth_turns - 50:a.growth_turns]))
             add(s, f"rss @{a.growth_turns}", r["rss"])
     if "resume" in only:
         sessions = {}

@@ -16,9 +16,10 @@ import itertools
 import json
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import httpx
 
@@ -197,7 +198,7 @@ class ScriptedAPI:
         return httpx.MockTransport(handler)
 
     # -- loopback server ----------------------------------------------------------------------
-    def serve(self) -> "_Server":
+    def serve(self) -> _Server:
         return _Server(self)
 
 

@@ -115,7 +115,8 @@ def test_a_back_pointing_import_inside_a_function_breaks_the_build(tmp_path):
     shutil.copytree(ROOT / "src", tmp_path / "src", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(PYPROJECT, tmp_path / "pyproject.toml")
     state = tmp_path / "src" / "codeloop" / "loop" / "state.py"
-    state.write_text(state.read_text() + "\n\ndef _sneaky():\n    from codeloop.cli.headless import output  # noqa: F401\n")
+    sneaky = "\n\ndef _sneaky():\n    from codeloop.cli.headless import output  # noqa: F401\n"
+    state.write_text(state.read_text() + sneaky)
     run = _lint(tmp_path, {**os.environ, "PYTHONPATH": str(tmp_path / "src")})
     assert run.returncode == 1, run.stdout + run.stderr
     assert "codeloop.loop.state -> codeloop.cli.headless.output" in run.stdout

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 from codeloop.messages import Message
 from codeloop.usage import Usage
@@ -116,5 +116,5 @@ class Terminal:
     type: Literal["terminal"] = "terminal"
 
 
-Event = Union[StreamEvent, AssistantEvent, UserEvent, SystemEvent, Tombstone, AttachmentEvent,
-              ApiCallEvent, PermissionDenied, CompactBoundary, TranscriptEntry, Terminal]
+Event = (StreamEvent | AssistantEvent | UserEvent | SystemEvent | Tombstone | AttachmentEvent
+         | ApiCallEvent | PermissionDenied | CompactBoundary | TranscriptEntry | Terminal)

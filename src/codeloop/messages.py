@@ -20,6 +20,7 @@ import operator
 import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
+from datetime import UTC
 
 Role = Literal["user", "assistant"]
 
@@ -50,9 +51,9 @@ def new_uuid() -> str:
 
 def now_iso() -> str:
     """A record's timestamp: UTC, milliseconds, `Z` suffix (as Claude Code's transcripts)."""
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @dataclass
@@ -203,10 +204,10 @@ def to_api_messages(messages: list[Message], cache: ApiMessageCache | None = Non
     return out
 
 
-_SURROGATE: "re.Pattern[str] | None" = None   # compiled on first use: start-up time matters
+_SURROGATE: re.Pattern[str] | None = None   # compiled on first use: start-up time matters
 
 
-def _mark(m: "re.Match[str]") -> str:
+def _mark(m: re.Match[str]) -> str:
     code = ord(m.group())
     return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
 
@@ -243,7 +244,7 @@ def dumps_marked(obj: Any, **kw: Any) -> str:
     return text
 
 
-_WIRE: "json.JSONEncoder | None" = None   # json.dumps builds an encoder per call with these options
+_WIRE: json.JSONEncoder | None = None   # json.dumps builds an encoder per call with these options
 
 
 def wire_json(obj: Any) -> bytes:

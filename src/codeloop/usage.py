@@ -22,13 +22,13 @@ class Usage:
     web_search_requests: int = 0
 
     @classmethod
-    def from_api(cls, data: dict[str, Any] | None) -> "Usage":
+    def from_api(cls, data: dict[str, Any] | None) -> Usage:
         data = data or {}
         server = data.get("server_tool_use") or {}
         return cls(**{f.name: int((server if f.name == "web_search_requests" else data).get(f.name) or 0)
                       for f in fields(cls)})
 
-    def add(self, other: "Usage") -> None:
+    def add(self, other: Usage) -> None:
         for f in fields(self):
             setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
 

@@ -10,8 +10,9 @@ import sys
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from fakeapi import Request, Response, ScriptedAPI, sse, text, tool_use
 

@@ -11,7 +11,7 @@ import pytest
 
 from batchhelpers import (RoutedAPI, latest, make_repo, marker, read_results, run_batch, start_batch,
                           write_file_script, write_tasks)
-from fakeapi import Block, sse, text, tool_use
+from fakeapi import Block, sse, tool_use
 
 RAY_ARGS = ["--backend", "ray", "--workers", "4", "--ray-task-cpus", "0.25", "--ray-task-memory-mb", "64"]
 CRASH, OVER_BUDGET, WORKER_LOST, SLOW = "t03", "t05", "t07", "t01"
@@ -40,7 +40,8 @@ def test_twenty_tasks_on_local_ray(tmp_path):
     scripts[OVER_BUDGET] = (sse(tool_use("Bash", {"command": "echo spent"}), input_tokens=20000),)
     # the Ray worker process running the task dies (its loop's parent): Ray retries the task
     # (the command then waits: its loop must die with the worker, never get a further request out first)
-    scripts[WORKER_LOST] = [sse(tool_use("Bash", {"command": "kill -9 $(awk '{print $4}' /proc/$PPID/stat); sleep 60"})),
+    kill_worker = "kill -9 $(awk '{print $4}' /proc/$PPID/stat); sleep 60"
+    scripts[WORKER_LOST] = [sse(tool_use("Bash", {"command": kill_worker})),
                             *write_file_script(f"out_{WORKER_LOST}.txt", f"from {WORKER_LOST}")]
     # still running when the batch is stopped with SIGTERM: interrupted, then resumed
     slow = sse(Block({"type": "text", "text": ""}, [{"type": "text_delta", "text": "slow"}], delay=120))

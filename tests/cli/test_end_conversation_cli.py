@@ -32,7 +32,8 @@ def test_two_calls_end_the_session_exit_1_and_resume_refused(tmp_path):
     lines = jsonl(r.stdout)
     assert "EndConversation" in lines[0]["tools"]
     # deferred: only a hint until ToolSearch loads it, then the full schema rides along
-    assert "EndConversation" not in api.requests[0].tool_names and "EndConversation (deferred tool)" in api.requests[0].system_text
+    assert "EndConversation" not in api.requests[0].tool_names
+    assert "EndConversation (deferred tool)" in api.requests[0].system_text
     assert "EndConversation" in api.requests[1].tool_names
     first = json.loads(api.requests[2].messages[-1]["content"][0]["content"])
     assert first["ended"] is False and "again" in first["message"]

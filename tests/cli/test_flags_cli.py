@@ -37,14 +37,16 @@ def test_max_budget_usd_stops_the_run(tmp_path):
         r = codeloop(["-p", "loop", "--max-budget-usd", "0.8", "--allowedTools", "Bash", "--output-format", "json"],
                      cwd=tmp_path, base_url=url)
     res = json.loads(r.stdout)
-    assert r.returncode == 1 and res["subtype"] == "error_max_budget_usd" and res["terminal_reason"] == "budget_exceeded"
+    assert r.returncode == 1 and res["subtype"] == "error_max_budget_usd"
+    assert res["terminal_reason"] == "budget_exceeded"
     assert len(api.requests) == 2 and res["total_cost_usd"] >= 0.8
 
 
 def test_fork_session_leaves_the_original_alone(tmp_path):
     api = ScriptedAPI(sse(text("one")), sse(text("two")))
     with api.serve() as url:
-        sid = json.loads(codeloop(["-p", "first", "--output-format", "json"], cwd=tmp_path, base_url=url).stdout)["session_id"]
+        first = codeloop(["-p", "first", "--output-format", "json"], cwd=tmp_path, base_url=url)
+        sid = json.loads(first.stdout)["session_id"]
         before = transcripts(tmp_path)[0].read_bytes()
         r = codeloop(["-p", "second", "--resume", sid, "--fork-session", "--output-format", "json"], cwd=tmp_path,
                      base_url=url)
@@ -85,7 +87,8 @@ def test_system_prompt_file_thinking_and_betas(tmp_path):
 def test_sessions_subcommand_lists_and_exports(tmp_path):
     api = ScriptedAPI(sse(text("hello there")))
     with api.serve() as url:
-        sid = json.loads(codeloop(["-p", "greet me", "--output-format", "json"], cwd=tmp_path, base_url=url).stdout)["session_id"]
+        greeted = codeloop(["-p", "greet me", "--output-format", "json"], cwd=tmp_path, base_url=url)
+        sid = json.loads(greeted.stdout)["session_id"]
     listed = codeloop(["sessions", "list", "--json"], cwd=tmp_path)
     assert listed.returncode == 0 and sid in listed.stdout
     md = codeloop(["sessions", "export", sid, "--format", "markdown"], cwd=tmp_path)
@@ -95,8 +98,10 @@ def test_sessions_subcommand_lists_and_exports(tmp_path):
 
 
 def test_bad_flag_values_are_one_clear_line(tmp_path):
-    for args, needle in ((["--json-schema", "{bad"], "--json-schema"), (["--json-schema", '{"type": "nonsense"}'], "--json-schema"),
-                         (["--max-budget-usd", "nan"], "--max-budget-usd"), (["--max-budget-usd", "-1"], "--max-budget-usd"),
+    for args, needle in ((["--json-schema", "{bad"], "--json-schema"),
+                         (["--json-schema", '{"type": "nonsense"}'], "--json-schema"),
+                         (["--max-budget-usd", "nan"], "--max-budget-usd"),
+                         (["--max-budget-usd", "-1"], "--max-budget-usd"),
                          (["--allowedTools", "Bash(("], "ignored permission rule")):
         r = codeloop(["-p", "hi", *args], cwd=tmp_path)
         assert needle in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
@@ -112,7 +117,8 @@ def test_compaction_costs_are_counted(tmp_path):
     api = ScriptedAPI(sse(text("a"), input_tokens=100, output_tokens=10),
                       sse(text("<summary>s</summary>"), input_tokens=5000, output_tokens=700))
     with api.serve() as url:
-        sid = json.loads(codeloop(["-p", "x", "--output-format", "json"], cwd=tmp_path, base_url=url).stdout)["session_id"]
+        sid = json.loads(codeloop(["-p", "x", "--output-format", "json"], cwd=tmp_path,
+                                  base_url=url).stdout)["session_id"]
         r = codeloop(["-p", "/compact", "--resume", sid, "--output-format", "json"], cwd=tmp_path, base_url=url)
     res = json.loads(r.stdout)
     assert res["usage"]["input_tokens"] == 5000 and res["usage"]["output_tokens"] == 700 and res["total_cost_usd"] > 0

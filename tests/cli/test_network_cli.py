@@ -59,4 +59,5 @@ def test_retry_after_3600_is_not_waited_for(tmp_path):
 def test_401_names_the_key(tmp_path):
     with ScriptedAPI(error(401, "authentication_error", "invalid x-api-key")).serve() as url:
         r = run(tmp_path, ["-p", "hi"], url)
-    assert r.returncode == 1 and "invalid x-api-key" in r.stderr and "check your API key (ANTHROPIC_API_KEY)" in r.stderr
+    assert r.returncode == 1 and "invalid x-api-key" in r.stderr
+    assert "check your API key (ANTHROPIC_API_KEY)" in r.stderr

@@ -28,7 +28,8 @@ def delta(d=None, finish=None, usage=None):
 def test_openai_provider_end_to_end(tmp_path):
     (tmp_path / "a.txt").write_text("alpha\n")
     call = {"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
-                            "function": {"name": "Read", "arguments": json.dumps({"file_path": str(tmp_path / "a.txt")})}}]}
+                            "function": {"name": "Read",
+                                         "arguments": json.dumps({"file_path": str(tmp_path / "a.txt")})}}]}
     api = ScriptedAPI(openai_sse(delta(call), delta(finish="tool_calls"),
                                  delta(usage={"prompt_tokens": 50, "completion_tokens": 5})),
                       openai_sse(delta({"content": "It says alpha."}), delta(finish="stop")))

@@ -70,7 +70,8 @@ def test_effort_sets_thinking_and_output_config(tmp_path):
     assert opus.returncode == sonnet.returncode == 0, opus.stderr + sonnet.stderr
     assert "effort" not in opus.stderr                                    # no "ignored flag" warning any more
     body = api.requests[0].body
-    assert body["output_config"] == {"effort": "high"} and body["thinking"] == {"type": "enabled", "budget_tokens": 16000}
+    assert body["output_config"] == {"effort": "high"}
+    assert body["thinking"] == {"type": "enabled", "budget_tokens": 16000}
     assert "effort-2025-11-24" in api.requests[0].headers["anthropic-beta"].split(",")
     low = api.requests[1]
     assert "output_config" not in low.body and low.body["thinking"] == {"type": "enabled", "budget_tokens": 4096}

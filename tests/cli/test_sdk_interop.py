@@ -54,7 +54,8 @@ def _real_cli(tmp_path: Path) -> str:
     help_text = subprocess.run([sys.executable, "-m", "codeloop", "--help"], capture_output=True, text=True).stdout
     missing = [f for f in SDK_FLAGS if f not in help_text]
     if missing:
-        pytest.skip(f"codeloop's CLI does not accept {', '.join(missing)} yet (the lead wires the SDK flags in main.py)")
+        pytest.skip(f"codeloop's CLI does not accept {', '.join(missing)} yet "
+                    "(the lead wires the SDK flags in main.py)")
     exe = shutil.which("codeloop")
     if exe is None:
         exe = str(tmp_path / "codeloop")

@@ -35,7 +35,8 @@ def test_a_signal_ends_a_run_whose_tool_is_stuck(tmp_path, signum, code):
                       sse(text("resumed fine")))
     with api.serve() as url:
         proc = subprocess.Popen([sys.executable, "-m", "codeloop", "-p", "find the needle", "--output-format",
-                                 "stream-json", "--verbose", "--allowedTools", "Bash"], cwd=tmp_path, env=_env(tmp_path, url),
+                                 "stream-json", "--verbose", "--allowedTools", "Bash"],
+                                cwd=tmp_path, env=_env(tmp_path, url),
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.time() + 30
         while time.time() < deadline and not ((t := transcript(tmp_path)) and b"tool_use" in t.read_bytes()):

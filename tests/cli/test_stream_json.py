@@ -221,7 +221,7 @@ async def test_can_use_tool_allow_and_deny_over_stdio(tmp_path):
     answered = 0
     while answered < 2:
         req = await pipe.wait_for(lambda l: l["type"] == "control_request"
-                                  and l["request_id"] not in {r for r in getattr(pipe, "seen", set())})
+                                  and l["request_id"] not in set(getattr(pipe, "seen", set())))
         pipe.seen = getattr(pipe, "seen", set()) | {req["request_id"]}
         body = req["request"]
         assert body["subtype"] == "can_use_tool" and body["tool_name"] == "Write"

@@ -234,7 +234,8 @@ def test_managed_disable_bypass_is_exposed_and_suppresses_a_bypass_default(env):
 
 
 def test_cli_settings_as_json_string(env):
-    s = load_settings(env["project"], trusted=True, cli_settings='{"model": "from-json", "permissions": {"ask": ["Edit"]}}')
+    s = load_settings(env["project"], trusted=True,
+                      cli_settings='{"model": "from-json", "permissions": {"ask": ["Edit"]}}')
     assert s.model() == "from-json"
     assert s.sources[0].path == CLI_SETTINGS_LABEL and s.sources[0].scope is SettingsScope.CLI
     assert (PermissionBehavior.ASK, "Edit", CLI_SETTINGS_LABEL) in s.permission_rules()
@@ -283,7 +284,8 @@ BROKEN = {
     "trailing_comma": (b'{\n  "permissions": {"deny": ["Read(./secret.txt)"],}\n}', (2, 50), "trailing comma"),
     "comment": (b'{\n  // keep secrets out\n  "permissions": {"deny": ["Read(./secret.txt)"]}\n}', (2, 3),
                 "comments are not allowed"),
-    "not_utf8": (b'{\n  "permissions": {"deny": ["Read(./secret\xff.txt)"]}\n}', (2, 42), "not valid UTF-8 (byte 0xff)"),
+    "not_utf8": (b'{\n  "permissions": {"deny": ["Read(./secret\xff.txt)"]}\n}', (2, 42),
+                 "not valid UTF-8 (byte 0xff)"),
     "top_level_array": (b'[{"permissions": {"deny": ["Read(./secret.txt)"]}}]', (1, 1), "not a JSON array"),
     "deny_string": (b'{\n  "permissions": {\n    "deny": "Read(./secret.txt)"\n  }\n}', (3, 5),
                     "'permissions.deny' must be a list of strings, got a JSON string"),

@@ -3,9 +3,10 @@ whole history. The tests hold the incremental stages to exactly these results.""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from codeloop.context.budget import PREVIEW_CHARS, _persist, record_replacement, replacement_text
 from codeloop.context.microcompact import CLEARABLE_TOOLS, DEFAULT_KEEP_RECENT_TURNS

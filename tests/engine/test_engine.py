@@ -244,7 +244,8 @@ def test_budget_guard():
 
 
 def test_import_codeloop_is_cheap():
-    import subprocess, sys
+    import subprocess
+    import sys
     out = subprocess.run([sys.executable, "-c", "import sys, codeloop; print('codeloop.session.engine' in sys.modules,"
                           " 'httpx' in sys.modules); from codeloop import QueryEngine; print(QueryEngine.__name__)"],
                          capture_output=True, text=True, check=True).stdout.split()

@@ -59,7 +59,8 @@ async def test_missing_per_event_fields_get_defaults(lab):
 
 
 async def test_hooks_run_in_the_project_with_project_dir_env(lab):
-    cmd = lab.script(f'pwd -P > {lab.root}/pwd; echo "$CLAUDE_PROJECT_DIR|$CODELOOP_PROJECT_DIR|$EXTRA" > {lab.root}/env')
+    cmd = lab.script(f'pwd -P > {lab.root}/pwd; '
+                     f'echo "$CLAUDE_PROJECT_DIR|$CODELOOP_PROJECT_DIR|$EXTRA" > {lab.root}/env')
     await run(lab.runner({"Stop": [group(cmd)]}, env={"EXTRA": "x"}), HookEvent.STOP)
     assert (lab.root / "pwd").read_text().strip() == os.path.realpath(lab.cwd)
     assert (lab.root / "env").read_text().strip() == f"{lab.cwd}|{lab.cwd}|x"

@@ -35,7 +35,8 @@ def test_profile_reaches_the_options(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("CODELOOP_CONFIG_DIR", str(tmp_path / "cfg"))
     options = options_from_argv(["-p", "x", "--model", "local"])
-    assert options.local_profile and options.tools == LOCAL_TOOLS and options.prompts.system_prompt == LOCAL_SYSTEM_PROMPT
+    assert options.local_profile and options.tools == LOCAL_TOOLS
+    assert options.prompts.system_prompt == LOCAL_SYSTEM_PROMPT
     assert options.settings.merged["sandbox"] == {"enabled": True}
 
 

@@ -268,7 +268,8 @@ async def test_reactive_compact_recovers(tmp_path):
 
 
 async def test_media_error_without_recovery_is_image_error(tmp_path):
-    api = ScriptedAPI(error(400, "invalid_request_error", "messages.0.content.1.image.source.base64: image exceeds 5 MB maximum"))
+    api = ScriptedAPI(error(400, "invalid_request_error",
+                            "messages.0.content.1.image.source.base64: image exceeds 5 MB maximum"))
     events = await run(make_params(api, tmp_path))
     assert terminal(events).reason is TerminalReason.IMAGE_ERROR
 

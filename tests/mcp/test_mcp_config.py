@@ -25,7 +25,8 @@ def test_project_settings_and_cli_merge_with_later_sources_winning(tmp_path):
     assert (files.transport, files.command, files.args, dict(files.env), files.source) == (
         Transport.STDIO, "npx", ("-y", "fs-server"), {"A": "1"}, Source.PROJECT)
     assert servers["shared"].command == "from-settings" and servers["shared"].source is Source.SETTINGS
-    assert servers["remote"].transport is Transport.HTTP and dict(servers["remote"].headers) == {"Authorization": "Bearer t"}
+    assert servers["remote"].transport is Transport.HTTP
+    assert dict(servers["remote"].headers) == {"Authorization": "Bearer t"}
     assert servers["events"].transport is Transport.SSE and servers["events"].source is Source.CLI
 
 

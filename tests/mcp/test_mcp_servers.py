@@ -35,8 +35,8 @@ def tools_by_name(manager: McpManager) -> dict:
 
 
 async def call(tool, args: dict, tmp_path: Path):
-    return await asyncio.wait_for(tool.call(parse_tool_input(tool, args), ToolContext(cwd=tmp_path, project_dir=tmp_path)),
-                                  HANG_GUARD)
+    ctx = ToolContext(cwd=tmp_path, project_dir=tmp_path)
+    return await asyncio.wait_for(tool.call(parse_tool_input(tool, args), ctx), HANG_GUARD)
 
 
 @pytest.fixture

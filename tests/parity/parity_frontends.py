@@ -26,8 +26,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from paritykit import DONE, Project
 
@@ -196,8 +197,8 @@ class Sdk:
         # Claude Code's own prompt (the SDK's default is an empty --system-prompt, which has no
         # output style, as in Claude Code) and every settings source, as an SDK user asks for them
         return ClaudeAgentOptions(cli_path=project.cli_path(), cwd=str(project.dir), env=env,
-                                  setting_sources=SDK_SOURCES, system_prompt={"type": "preset", "preset": "claude_code"},
-                                  **kw)
+                                  setting_sources=SDK_SOURCES,
+                                  system_prompt={"type": "preset", "preset": "claude_code"}, **kw)
 
     @staticmethod
     def _outcome(messages: list[Any], stderr: list[str]) -> Outcome:

@@ -20,10 +20,11 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from fakeapi import Request, Response, ScriptedAPI, sse, text, tool_use
 
@@ -51,7 +52,7 @@ class Project:
         for d in (self.home, self.cfg, self.dir):
             d.mkdir(parents=True, exist_ok=True)
         self.dir = self.dir.resolve()
-        stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        stamp = datetime.now(UTC).isoformat(timespec="seconds")
         (self.cfg / "trusted-folders.json").write_text(json.dumps({"folders": {str(self.dir): {"trusted_at": stamp}}}))
 
     def write(self, rel: str, content: str) -> Path:

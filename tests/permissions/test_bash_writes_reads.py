@@ -163,7 +163,7 @@ READ_LEAKS = ["cat secret.txt", "cat < secret.txt", "cat *.txt", "cat secre?.txt
               "tail -n 5 *", "grep -r KEY .", "grep -rn KEY", "grep KEY -R", "git diff --no-index /dev/null secret.txt",
               "cd sub && cat ../secret.txt", "cat ./sub/../secret.txt", "cat $F", "cat s[e]cret.txt",
               "grep --file=secret.txt x README.txt", "git show HEAD:secret.txt", "cat \"$(echo secret.txt)\"",
-              "head -c 5 < ./secret.txt", "cat 0<secret.txt", f"cat {{a,b,secret}}.txt"]
+              "head -c 5 < ./secret.txt", "cat 0<secret.txt", "cat {a,b,secret}.txt"]
 
 
 @pytest.mark.parametrize("command", READ_LEAKS)

@@ -102,7 +102,8 @@ def test_bare_bash_allow_does_not_open_a_way_around_deny_rules(tmp_path, command
 
 def test_git_config_hooks_and_mcp_json_are_guarded_under_accept_edits(tmp_path):
     policy = PermissionPolicy(cwd=tmp_path, mode=PermissionMode.ACCEPT_EDITS)
-    for target, expected in ((".git/config", PermissionBehavior.DENY), (".git/hooks/pre-commit", PermissionBehavior.DENY),
+    for target, expected in ((".git/config", PermissionBehavior.DENY),
+                             (".git/hooks/pre-commit", PermissionBehavior.DENY),
                              (".mcp.json", PermissionBehavior.ASK), ("src/app.py", PermissionBehavior.ALLOW)):
         assert decide(policy, "Write", {"file_path": str(tmp_path / target), "content": "x"}) is expected, target
 

@@ -456,7 +456,8 @@ def test_one_excluded_part_does_not_auto_allow_the_whole_line(project, command):
 
 # -- 6. aliases that exist before the command: symlinks, worktrees ----------------------------------
 @pytest.mark.parametrize("command", ["echo x > gitlink/config", "cd gitlink/hooks && echo x > pre-commit",
-                                     "tee gitlink/config", "cp x gitlink/hooks/pre-push", "cd gitlink && git config x y",
+                                     "tee gitlink/config", "cp x gitlink/hooks/pre-push",
+                                     "cd gitlink && git config x y",
                                      "echo x > hooklink/post-merge", "sed -i s/a/b/ cfglink", "rm -rf gitlink/"])
 def test_writes_through_existing_symlinks_to_protected_paths_are_refused(project, command):
     os.symlink(project / ".git", project / "gitlink")

@@ -192,7 +192,8 @@ async def test_request_translation_tools_results_images_and_thinking():
             {"type": "tool_use", "id": "call_a", "name": "Read", "input": {"file_path": "/a"}},
             {"type": "tool_use", "id": "call_b", "name": "shot", "input": {}}]},
         {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": "call_a", "content": "file body", "cache_control": {"type": "ephemeral"}},
+            {"type": "tool_result", "tool_use_id": "call_a", "content": "file body",
+             "cache_control": {"type": "ephemeral"}},
             {"type": "tool_result", "tool_use_id": "call_b", "is_error": False,
              "content": [{"type": "text", "text": "a screenshot"}, img]},
             {"type": "text", "text": "and now?"}]},
@@ -211,7 +212,8 @@ async def test_request_translation_tools_results_images_and_thinking():
     msgs = body["messages"]
     assert msgs[0] == {"role": "system", "content": "You are terse."}
     assert msgs[1] == {"role": "user", "content": [{"type": "text", "text": "look at this"},
-                                                    {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBOR"}}]}
+                                                    {"type": "image_url",
+                                                     "image_url": {"url": "data:image/png;base64,iVBOR"}}]}
     assert msgs[2]["role"] == "assistant" and msgs[2]["content"] == "Calling tools."
     assert msgs[2]["tool_calls"] == [
         {"id": "call_a", "type": "function", "function": {"name": "Read", "arguments": '{"file_path": "/a"}'}},
@@ -230,7 +232,8 @@ async def test_request_translation_tools_results_images_and_thinking():
 async def test_error_tool_result_and_plain_string_content():
     server = Server(sse_body(chunk({"content": "ok"}), chunk(finish="stop")))
     messages = [{"role": "user", "content": "plain"},
-                {"role": "assistant", "content": [{"type": "tool_use", "id": "c", "name": "Bash", "input": {"command": "x"}}]},
+                {"role": "assistant",
+                 "content": [{"type": "tool_use", "id": "c", "name": "Bash", "input": {"command": "x"}}]},
                 {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c", "is_error": True,
                                               "content": [{"type": "text", "text": "exit 1"}]}]}]
     await collect(provider(server), request(messages=messages))

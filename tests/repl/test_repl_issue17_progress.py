@@ -6,7 +6,6 @@ import json
 import re
 import time
 
-import pytest
 
 from fakeapi import ScriptedAPI, sse, text, tool_use
 from ptyterm import write_session

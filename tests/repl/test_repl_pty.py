@@ -3,8 +3,6 @@
 import json
 import time
 
-import pexpect
-import pytest
 
 from fakeapi import ScriptedAPI, sse, text, tool_use
 from ptyterm import write_session
@@ -74,7 +72,8 @@ def test_escape_interrupts_and_the_transcript_stays_clean(tmp_path, run):
     entries = transcript_entries(tmp_path)
     uses = {b["id"] for e in entries if e.get("type") == "assistant"
             for b in e["message"]["content"] if b.get("type") == "tool_use"}
-    results = {b["tool_use_id"] for e in entries if e.get("type") == "user" and isinstance(e["message"]["content"], list)
+    results = {b["tool_use_id"] for e in entries
+               if e.get("type") == "user" and isinstance(e["message"]["content"], list)
                for b in e["message"]["content"] if b.get("type") == "tool_result"}
     assert uses and uses <= results
     second = api.requests[1].messages

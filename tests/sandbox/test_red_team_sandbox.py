@@ -86,10 +86,12 @@ HOSTILE = [
     "unshare -Um python3 -c \"" + _MOUNT_PY + "l.umount2(b'.git/config', 2); "
     "print(l.mount(os.getcwd().encode(), b'/tmp/r', None, 4096, None), ctypes.get_errno()); "
     "open('/tmp/r/.git/config', 'a').write('evil'); open('.git/config', 'a').write('evil')\"",
-    "unshare -Um python3 -c \"" + _MOUNT_PY + "l.mount(b'.git/config', b'.git/config', None, 4096 | 32 | 1 << 14, None); "
+    "unshare -Um python3 -c \"" + _MOUNT_PY
+    + "l.mount(b'.git/config', b'.git/config', None, 4096 | 32 | 1 << 14, None); "
     "print(l.mount(None, b'.git/config', None, 4096 | 32, None), ctypes.get_errno()); "
     "open('.git/config', 'a').write('evil')\"",
-    "python3 -c \"import os; fd=os.open('.git', os.O_RDONLY); os.rename('config', 'c2', src_dir_fd=fd, dst_dir_fd=fd)\"",
+    "python3 -c \"import os; fd=os.open('.git', os.O_RDONLY); "
+    "os.rename('config', 'c2', src_dir_fd=fd, dst_dir_fd=fd)\"",
     "git config core.hooksPath /tmp; git config --file .git/config core.fsmonitor 'touch pwned'",
 ]
 
@@ -105,7 +107,8 @@ def test_protected_files_stay_byte_identical(repo, command):
 
 def test_a_missing_git_folder_cannot_be_planted_as_a_gitfile(tmp_path):
     [res] = run_bash(make_sandbox(tmp_path), tmp_path,
-                     "mkdir -p evil/hooks; echo 'gitdir: evil' > .git; mkdir -p .git/hooks; echo x > .git/hooks/pre-commit")
+                     "mkdir -p evil/hooks; echo 'gitdir: evil' > .git; "
+                     "mkdir -p .git/hooks; echo x > .git/hooks/pre-commit")
     assert not (tmp_path / ".git").exists()
     assert "Permission denied" in text(res) or "Read-only" in text(res) or res.is_error
 
@@ -135,13 +138,15 @@ def test_writes_outside_through_proc_and_tmpdir_fail(tmp_path, outside):
     [res] = run_bash(make_sandbox(tmp_path), tmp_path,
                      f"echo x > /proc/self/root{outside}/a; echo x > /proc/1/root{outside}/b; "
                      f"TMPDIR={outside} mktemp; cd /proc/self/root{outside} && touch c; "
-                     f"unshare -Urm sh -c 'mount --bind {outside} /mnt; touch /mnt/d; mount -o remount,rw {outside}; touch {outside}/e'")
+                     f"unshare -Urm sh -c 'mount --bind {outside} /mnt; touch /mnt/d; "
+                     f"mount -o remount,rw {outside}; touch {outside}/e'")
     assert os.listdir(outside) == [] and res.is_error
 
 
 def test_dev_shm_is_private(tmp_path):
     name = f"codeloop-red-{uuid.uuid4().hex}"
-    run_bash(make_sandbox(tmp_path), tmp_path, f"mkdir -p /dev/shm; echo x > /dev/shm/{name}; echo y > /dev/mqueue/{name}")
+    run_bash(make_sandbox(tmp_path), tmp_path,
+             f"mkdir -p /dev/shm; echo x > /dev/shm/{name}; echo y > /dev/mqueue/{name}")
     assert not os.path.exists(f"/dev/shm/{name}") and not os.path.exists(f"/dev/mqueue/{name}")
 
 

@@ -50,10 +50,10 @@ def test_hostile_commands_from_the_issue_are_refused_in_print_mode(tmp_path):
 @needs_bwrap
 def test_sandboxed_commands_are_auto_allowed_and_contained(tmp_path):
     setup(tmp_path, {"sandbox": {"enabled": True}})
-    api = ScriptedAPI(sse(tool_use("Bash", {"command": "mkdir -p build && echo built > build/out.txt && cat build/out.txt"},
-                                   id="ok")),
-                      sse(tool_use("Bash", {"command": "cat secret.txt; echo evil > .mcp.json; touch /var/tmp/escaped-$$"},
-                                   id="contained")),
+    built = "mkdir -p build && echo built > build/out.txt && cat build/out.txt"
+    escapes = "cat secret.txt; echo evil > .mcp.json; touch /var/tmp/escaped-$$"
+    api = ScriptedAPI(sse(tool_use("Bash", {"command": built}, id="ok")),
+                      sse(tool_use("Bash", {"command": escapes}, id="contained")),
                       sse(tool_use("Bash", {"command": "echo '{}' > .codeloop/settings.json"}, id="protected")),
                       sse(text("done")))
     with api.serve() as url:

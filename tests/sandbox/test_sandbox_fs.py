@@ -25,7 +25,8 @@ def test_writes_inside_the_project_land_and_outside_fail(tmp_path, outside):
     (res_in, res_out, res_tmp) = run_bash(make_sandbox(tmp_path), tmp_path,
                                           "echo made > made.txt && mkdir -p sub && echo ok > sub/f",
                                           f"echo x > {target}; touch {outside}/t2; cp made.txt {outside}/",
-                                          "echo private > /tmp/codeloop-private-probe && cat /tmp/codeloop-private-probe")
+                                          "echo private > /tmp/codeloop-private-probe "
+                                          "&& cat /tmp/codeloop-private-probe")
     assert (tmp_path / "made.txt").read_text() == "made\n" and (tmp_path / "sub" / "f").exists()
     assert not res_in.is_error
     assert os.listdir(outside) == [] and res_out.is_error and "Read-only file system" in text(res_out)
@@ -126,7 +127,8 @@ def test_read_deny_paths_are_masked(tmp_path):
 
 def test_pid_namespace_and_no_capabilities(tmp_path):
     [res] = run_bash(make_sandbox(tmp_path), tmp_path,
-                     f"kill -0 {os.getpid()} 2>/dev/null && echo SEES-HOST; grep CapEff /proc/self/status; ls /proc | grep -c '^[0-9]'")
+                     f"kill -0 {os.getpid()} 2>/dev/null && echo SEES-HOST; grep CapEff /proc/self/status; "
+                     "ls /proc | grep -c '^[0-9]'")
     out = text(res)
     assert "SEES-HOST" not in out and "0000000000000000" in out
     assert int(out.strip().splitlines()[-1]) < 10      # only the sandbox's own few processes

@@ -47,7 +47,8 @@ def test_network_tools_fail_without_an_allowlist(tmp_path, server):
     cmds = [f"python3 -c \"import socket; s=socket.create_connection(('127.0.0.1', {port}), 3); "
             f"s.sendall(b'GET / HTTP/1.0\\r\\n\\r\\n'); print(s.recv(999))\"",
             f"bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port}; printf \"GET / HTTP/1.0\\r\\n\\r\\n\" >&3; cat <&3'",
-            f"HTTP_PROXY= http_proxy= python3 -c \"import urllib.request as u; print(u.urlopen('http://127.0.0.1:{port}/', timeout=3).read())\""]
+            "HTTP_PROXY= http_proxy= python3 -c \"import urllib.request as u; "
+            f"print(u.urlopen('http://127.0.0.1:{port}/', timeout=3).read())\""]
     if shutil.which("curl"):
         cmds.append(f"curl -sS --max-time 3 http://127.0.0.1:{port}/")
     results = run_bash(make_sandbox(tmp_path), tmp_path, *cmds)

@@ -101,7 +101,8 @@ async def test_a_subagent_runs_on_the_sessions_loop_with_its_rules(project):
     """Deny rules and the session's model reach the subagent; its usage joins the session's totals."""
     (project / "secret.txt").write_text("s3cret")
     api = ScriptedAPI(
-        sse(tool_use("Agent", {"description": "look", "prompt": "read secret.txt", "subagent_type": "general-purpose"})),
+        sse(tool_use("Agent", {"description": "look", "prompt": "read secret.txt",
+                               "subagent_type": "general-purpose"})),
         sse(tool_use("Read", {"file_path": str(project / "secret.txt")})),   # the subagent
         sse(text("I could not read it.")),
         sse(text("The subagent could not read it.")))

@@ -34,7 +34,7 @@ async def finishes(coro, what="the tool call"):
     """Hang guard only: a call that blocks forever fails the test instead of stalling the run."""
     try:
         return await asyncio.wait_for(coro, 120)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         pytest.fail(f"{what} did not return (blocked)")
 
 

@@ -11,7 +11,7 @@ import pytest
 from pydantic import BaseModel, Field, field_validator
 
 from codeloop.tools.plain_input import check, spec_of
-from codeloop.tools.registry import builtin_tools, parse_tool_input
+from codeloop.tools.registry import builtin_tools
 
 SAMPLES = [None, "", "x", "files_with_matches", "content", 0, 1, -1, 5, 2.0, True, False, [], {}, "5", "true"]
 
@@ -21,7 +21,7 @@ def _candidates(tool) -> list[dict]:
     every sample value, plus an unknown key."""
     schema = tool.api_schema()["input_schema"]
     props, required = list(schema.get("properties", {})), schema.get("required", [])
-    base = {r: "x" for r in required}
+    base = dict.fromkeys(required, "x")
     out = [{}, dict(base), {**base, "unknown_key": 1}]
     for p in props:
         for v in SAMPLES:

@@ -65,7 +65,7 @@ class PageServer:
         self.url = f"http://127.0.0.1:{self.port}"
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
-    def __enter__(self) -> "PageServer":
+    def __enter__(self) -> PageServer:
         self._thread.start()
         return self
 

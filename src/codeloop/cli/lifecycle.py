@@ -21,7 +21,8 @@ import concurrent.futures
 import os
 import sys
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 GRACE_S = 1.5
 

@@ -20,8 +20,9 @@ import json
 import logging
 import os
 import re
+from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any, Mapping
+from typing import Any
 
 log = logging.getLogger(__name__)
 

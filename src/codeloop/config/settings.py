@@ -185,7 +185,8 @@ def _hook_event_problem(groups: Any) -> str | None:
         if "matcher" in g and not isinstance(g["matcher"], str):
             return "'matcher' must be a string"
         for h in g["hooks"]:
-            if not isinstance(h, dict) or not isinstance(h.get("command"), str) or h.get("type", "command") != "command":
+            if (not isinstance(h, dict) or not isinstance(h.get("command"), str)
+                    or h.get("type", "command") != "command"):
                 return "each hook must be {\"type\": \"command\", \"command\": \"...\"}"
             t = h.get("timeout")
             if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or t <= 0):

@@ -99,7 +99,7 @@ def _locate(text: str | None, *keys: str) -> tuple[int | None, int | None]:
         return None, None
     pos = 0
     for key in keys:
-        m = re.compile(r'"%s"\s*:' % re.escape(key)).search(text, pos)
+        m = re.compile(rf'"{re.escape(key)}"\s*:').search(text, pos)
         if m is None:
             return None, None
         pos = m.start()

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -118,7 +118,7 @@ def trust(path: Path | str) -> str | None:
     loaded = load_trusted_folders()
     warning = _set_aside_corrupt() if loaded.warning else None
     folders = dict(loaded.folders)
-    folders[_key(path)] = {"trusted_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    folders[_key(path)] = {"trusted_at": datetime.now(UTC).isoformat(timespec="seconds")}
     _write(folders)
     return warning or loaded.warning
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from codeloop.context.rewrite import Reuse, result_text, rewrite
 from codeloop.context.scan import facts
@@ -49,7 +50,7 @@ class ContentReplacementState:
     last: _Totals | None = field(default=None, repr=False, compare=False)
 
     @classmethod
-    def from_entries(cls, entries: Iterable[dict[str, Any]]) -> "ContentReplacementState":
+    def from_entries(cls, entries: Iterable[dict[str, Any]]) -> ContentReplacementState:
         state = cls()
         for e in entries:
             if (isinstance(e, dict) and e.get("type") == "content-replacement"

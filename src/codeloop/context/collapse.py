@@ -103,7 +103,8 @@ def find_exchanges(messages: list[Message], *, keep_recent_turns: int) -> list[t
         if m.role != "assistant":
             i += 1
             continue
-        j, ids, ok = i, set(), True
+        j, ok = i, True
+        ids: set[Any] = set()   # tool_use ids as the messages hold them
         while j < len(messages) and messages[j].role == "assistant":
             am = messages[j]
             if am.is_api_error or any(b.get("type") not in _FOLDABLE_ASSISTANT_BLOCKS for b in am.content):

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Awaitable, Any, Callable
+from typing import Any, Literal
 
 from codeloop.context.tokens import TokenCounter
 from codeloop.loop.recovery import CompactOutcome
@@ -269,8 +270,9 @@ class Compactor:
                     raise
         return await self._summarise_chunked(tried[-1], focus)
 
-    async def compact(self, messages: list[Message], *, trigger: str = "auto", focus: str | None = None,
-                      extra_context: list[Message] | None = None, instructions: str | None = None,
+    async def compact(self, messages: list[Message], *, trigger: Literal["auto", "manual"] = "auto",
+                      focus: str | None = None, extra_context: list[Message] | None = None,
+                      instructions: str | None = None,
                       todos: list[dict[str, Any]] | None = None, recent_files: list[str] | None = None,
                       cwd: Path | None = None) -> CompactOutcome:
         if self.before_compact is not None:

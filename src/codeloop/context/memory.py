@@ -18,9 +18,10 @@ import os
 import threading
 import time
 from collections import deque
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Collection, Iterable, Mapping
+from typing import Any
 
 from codeloop.messages import Message, user_message
 
@@ -195,7 +196,7 @@ class NestedMemory:
         self._stale_records: dict[str, dict[str, Any]] = {}
         self.file_names = MEMORY_FILE_NAMES   # narrowed by --setting-sources (memory_file_names)
 
-    def start(self) -> "QueryMemory":
+    def start(self) -> QueryMemory:
         """One query's view: a fresh walk (files may have appeared), the session's state."""
         return QueryMemory(start_memory_prefetch(self.cwd, names=self.file_names), self)
 

@@ -105,7 +105,7 @@ def microcompact(messages: list[Message], *, keep_recent_turns: int = DEFAULT_KE
     key: Any = (keep_recent_turns, frozenset(clearable))
     run = state.last
     start = run.prefix(messages, key) if run is not None and run.cleared == len(state.cleared) else 0
-    if not start or not _scan(messages, start, run, state.cleared):
+    if run is None or not start or not _scan(messages, start, run, state.cleared):
         state.last = None   # the old lists go before a full pass builds new ones
         start, run = 0, _Turns(inp=[], out=[], key=key)
         _scan(messages, 0, run, state.cleared)

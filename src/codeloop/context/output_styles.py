@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
+from typing import Any
 
 
 class StyleSource(str, Enum):
@@ -89,7 +90,8 @@ def custom_styles(dirs: list[tuple[Path, StyleSource]]) -> tuple[dict[str, Outpu
             except OSError as exc:
                 warnings.append(f"output style {path}: cannot read it ({exc.strerror})")
                 continue
-            fields, body = {}, text
+            fields: dict[str, Any] = {}
+            body = text
             if text.lstrip("\ufeff").startswith("---"):
                 try:
                     fields, body = parse_frontmatter(text)

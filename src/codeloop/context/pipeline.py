@@ -21,9 +21,10 @@ leaves as it is; anything else is a full pass, with the same result.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Iterable
+from typing import Any
 
 from codeloop.context.autocompact import (CompactTracking, autocompact, autocompact_ratio,  # noqa: F401
                                           autocompact_threshold, should_autocompact)
@@ -55,7 +56,8 @@ def snip_text(text: str, max_chars: int) -> str:
     return f"{text[:head]}\n\n[... {cut:,} characters snipped ...]\n\n{text[len(text) - tail:]}"
 
 
-def _snip_blocks(blocks: list[dict[str, Any]], max_chars: int, *, user_text: bool = True) -> list[dict[str, Any]] | None:
+def _snip_blocks(blocks: list[dict[str, Any]], max_chars: int, *,
+                 user_text: bool = True) -> list[dict[str, Any]] | None:
     out, changed = [], False
     for b in blocks:
         kind = b.get("type")

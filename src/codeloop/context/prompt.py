@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, TYPE_CHECKING
+from typing import Any, TYPE_CHECKING
 
 from codeloop.messages import user_context_message  # noqa: F401 (re-exported)
 
@@ -51,7 +52,7 @@ def _os_name() -> tuple[str, str]:
     return platform.system(), platform.release()
 
 
-def _iso_day(today: "_dt.date | None") -> str:
+def _iso_day(today: _dt.date | None) -> str:
     """YYYY-MM-DD of `today`, or of the local date now (without importing datetime at start-up)."""
     return today.isoformat() if today is not None else time.strftime("%Y-%m-%d")
 

@@ -10,8 +10,9 @@ for that prefix and only the tail needs work. `Reuse` records what is needed for
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from codeloop.context.scan import facts
 from codeloop.messages import Message, extends
@@ -48,7 +49,7 @@ def result_text(content: Any) -> str | None:
 
 def with_results(msg: Message, new: dict[str, Any]) -> Message:
     """A copy of `msg` with the tool_result blocks named in `new` (tool_use_id → content) swapped."""
-    content = [{**b, "content": new[b.get("tool_use_id")]}
+    content = [{**b, "content": new[b["tool_use_id"]]}
                if b.get("type") == "tool_result" and b.get("tool_use_id") in new else b
                for b in msg.content]
     # dataclasses.replace re-runs __init__ and costs ~5 µs a message; a dict copy is 10× cheaper.

@@ -20,7 +20,8 @@ session that is mostly CJK text or minified JSON converges on its own figure.
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from codeloop.messages import Message
 from codeloop.providers.count_tokens import count_tokens_api, count_tokens_body  # noqa: F401 (re-exported)

@@ -18,9 +18,10 @@ register Python/TypeScript functions this way; their answer is read like a comma
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 DEFAULT_TIMEOUT_S = 60.0
 

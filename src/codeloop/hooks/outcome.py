@@ -19,6 +19,7 @@ raised is a non-blocking error, or a block when its matcher says `onFailure: blo
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -228,7 +229,7 @@ class _Aggregate:
 
 
 def aggregate(event: HookEvent, results: list[HookProcessResult],
-              callbacks: list[tuple[HookCallback, dict[str, Any] | None, str | None]] = ()) -> HookOutcome:
+              callbacks: Sequence[tuple[HookCallback, dict[str, Any] | None, str | None]] = ()) -> HookOutcome:
     """Commands' results first, then callbacks', each in configuration order."""
     agg = _Aggregate(event)
     for r in results:

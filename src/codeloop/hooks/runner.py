@@ -48,7 +48,7 @@ def _kill_group(proc: asyncio.subprocess.Process) -> None:
 async def _drain(comm: asyncio.Future[tuple[bytes, bytes]]) -> tuple[bytes, bytes]:
     try:
         return await asyncio.wait_for(comm, _DRAIN_AFTER_KILL_S)
-    except (asyncio.TimeoutError, OSError):
+    except (TimeoutError, OSError):
         comm.cancel()
         return b"", b""
 
@@ -116,7 +116,7 @@ class HookRunner:
         if self.observer is not None:
             name = f"{event.value}:{match_value}" if match_value else event.value
             jobs = [self._observed(job, event, name) for job in jobs]
-        done = await asyncio.gather(*jobs)
+        done: list[Any] = await asyncio.gather(*jobs)  # commands' results, then callbacks' (two types)
         return aggregate(event, list(done[:len(hooks)]), list(done[len(hooks):]))
 
     async def _observed(self, job: Any, event: HookEvent, name: str) -> Any:
@@ -147,7 +147,7 @@ class HookRunner:
     async def _call_one(cb: HookCallback, data: dict[str, Any]) -> tuple[HookCallback, dict | None, str | None]:
         try:
             out = await asyncio.wait_for(cb.call(dict(data)), cb.timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return cb, None, f"timed out after {cb.timeout:g}s"
         except asyncio.CancelledError:
             raise
@@ -180,7 +180,7 @@ class HookRunner:
         try:
             # shield: on timeout we still want what the hook wrote, after the kill closes its pipes.
             out, err = await asyncio.wait_for(asyncio.shield(comm), hook.timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             _kill_group(proc)
             out, err = await _drain(comm)
             return HookProcessResult(hook, None, _decode(out), _decode(err), timed_out=True)

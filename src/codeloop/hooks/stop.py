@@ -60,7 +60,7 @@ class StopHookAdapter:
                    "last_assistant_message": last_assistant_text(messages)}
         outcome = await self.runner.run(self.event, payload,
                                         match_value=self.agent.get("agent_type") if self.agent else None)
-        shown = {"system_messages": list(outcome.system_messages), "errors": list(outcome.errors)}
+        shown: dict[str, Any] = {"system_messages": list(outcome.system_messages), "errors": list(outcome.errors)}
         if outcome.prevent_continuation:
             return StopHookOutcome(prevent_continuation=True, stop_reason=outcome.stop_reason, **shown)
         if outcome.blocked:

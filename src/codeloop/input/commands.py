@@ -10,10 +10,11 @@ LOCAL commands act on the session through a `CommandHost` — the REPL implement
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from codeloop.input.custom_commands import CommandSource, CustomCommand, expand_arguments, load_custom_commands
 
@@ -29,12 +30,12 @@ class CommandType(str, Enum):
 
 class CommandHost(Protocol):
     """What a LOCAL command may do to the interactive session."""
-    conv: "Conversation"
+    conv: Conversation
 
     def show(self, text: str, *, style: str = "") -> None: ...
-    async def render_events(self, events: AsyncIterator["Event"]) -> None: ...
+    async def render_events(self, events: AsyncIterator[Event]) -> None: ...
     async def choose(self, title: str, options: list[tuple[str, str]]) -> str | None: ...
-    async def switch_conversation(self, conv: "Conversation", *, reason: str) -> None: ...
+    async def switch_conversation(self, conv: Conversation, *, reason: str) -> None: ...
     def request_exit(self) -> None: ...
 
 
@@ -117,7 +118,7 @@ class CommandRegistry:
         return sorted(self.commands.values(), key=lambda c: c.name)
 
     @classmethod
-    def load(cls, cwd: Path, config_dir: Path, *, home: Path | None = None) -> "CommandRegistry":
+    def load(cls, cwd: Path, config_dir: Path, *, home: Path | None = None) -> CommandRegistry:
         reg = cls()
         for cmd in BUILTINS:
             reg.add(cmd)
@@ -135,9 +136,9 @@ def from_custom(c: CustomCommand) -> Command:
 
 # -- conversation switching (/clear, /resume, /continue) ------------------------------------------
 
-def conversation_like(conv: "Conversation", *, session_id: str | None = None, messages: list | None = None,
+def conversation_like(conv: Conversation, *, session_id: str | None = None, messages: list | None = None,
                       denials: list | None = None, entries: list | None = None,
-                      keep_checkpoints: bool = False) -> "Conversation":
+                      keep_checkpoints: bool = False) -> Conversation:
     """The session that follows `conv` (session.assembly.successor); a fresh session by default."""
     from codeloop.session.assembly import successor
 
@@ -145,7 +146,7 @@ def conversation_like(conv: "Conversation", *, session_id: str | None = None, me
                      keep_checkpoints=keep_checkpoints)
 
 
-def load_session(conv: "Conversation", session_id: str) -> "Conversation":
+def load_session(conv: Conversation, session_id: str) -> Conversation:
     from codeloop.session.resume import load_from_last_boundary
     from codeloop.session import store
 
@@ -246,7 +247,7 @@ async def _model(host: CommandHost, args: str) -> CommandOutcome:
     return CommandOutcome(f"Model set to {host.conv.set_model(args.strip())}")
 
 
-def cost_text(conv: "Conversation") -> str:
+def cost_text(conv: Conversation) -> str:
     u = conv.usage
     lines = [f"Total cost:            ${conv.cost_usd:.4f}",
              f"Total duration (API):  {conv.api_duration_ms / 1000:.1f}s",
@@ -259,7 +260,7 @@ def cost_text(conv: "Conversation") -> str:
     return "\n".join(lines)
 
 
-def context_tokens(conv: "Conversation") -> int:
+def context_tokens(conv: Conversation) -> int:
     """About how many tokens the next request would carry (last API usage + an estimate after it)."""
     from codeloop.context.tokens import TokenCounter
 
@@ -328,7 +329,7 @@ async def _tasks(host: CommandHost, args: str) -> CommandOutcome:
     verb, _, task_id = args.strip().partition(" ")
     if verb in ("stop", "kill"):
         task = background.get(task_id.strip()) if background is not None else None
-        if task is None:
+        if background is None or task is None:
             return CommandOutcome(f"No background task with id {task_id.strip()!r}.")
         await background.stop(task)
         return CommandOutcome(f"Stopped {task.id}: {task.command or task.description}")

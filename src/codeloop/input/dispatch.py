@@ -29,9 +29,10 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from codeloop.abort import AbortController, AbortReason
 from codeloop.events import AssistantEvent, Event, StreamEvent, UserEvent
@@ -74,7 +75,7 @@ class IdleReturnMode(str, Enum):
     OFF = "off"
 
     @classmethod
-    def resolve(cls, settings_value: Any = None) -> "IdleReturnMode":
+    def resolve(cls, settings_value: Any = None) -> IdleReturnMode:
         """env CODELOOP_IDLE_RETURN beats the `idleReturn` setting; anything unknown is `hint`."""
         for raw in (os.environ.get("CODELOOP_IDLE_RETURN"), settings_value):
             if isinstance(raw, str) and raw.strip().lower() in {m.value for m in cls}:
@@ -127,7 +128,7 @@ def _builtin_interruptible(name: str) -> bool:
 
 
 @contextmanager
-def query_overrides(conv: "Conversation", allowed_tools: tuple[str, ...], model: str | None) -> Iterator[None]:
+def query_overrides(conv: Conversation, allowed_tools: tuple[str, ...], model: str | None) -> Iterator[None]:
     """A custom command's `allowed-tools` and `model` hold for its own query only."""
     policy = conv.config.policy
     added = policy.allow_rules(list(allowed_tools))
@@ -157,7 +158,7 @@ class Dispatcher:
         self._idle_prompted = False
 
     @property
-    def conv(self) -> "Conversation":
+    def conv(self) -> Conversation:
         return self.front.conv
 
     def _interruptible(self, tool_name: str) -> bool:
@@ -265,7 +266,8 @@ class Dispatcher:
         try:
             self.guard.reserve()
             new_messages: list[Message] = []
-            should_query, allowed, model = False, (), None
+            should_query, model = False, None
+            allowed: tuple[str, ...] = ()
             for i, cmd in enumerate(commands):
                 result = await process_user_input(self.front, self.registry, cmd, skip_attachments=i > 0,
                                                   abort=abort)
@@ -284,7 +286,7 @@ class Dispatcher:
                 self.abort = None
 
     # -- §5 onQuery ------------------------------------------------------------------------------------
-    async def on_query(self, new_messages: list["Message"], abort: AbortController, should_query: bool,
+    async def on_query(self, new_messages: list[Message], abort: AbortController, should_query: bool,
                        allowed_tools: tuple[str, ...] = (), model: str | None = None) -> None:
         generation = self.guard.try_start()
         if generation is None:  # a query is already running: queue the prompts, lose nothing

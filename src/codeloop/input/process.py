@@ -69,7 +69,7 @@ def expand_pasted_text(value: str, pasted: dict[Any, dict[str, Any]] | None) -> 
     return _PASTE_REF.sub(sub, value)
 
 
-def add_to_context(conv: "Conversation", messages: list[Message]) -> None:
+def add_to_context(conv: Conversation, messages: list[Message]) -> None:
     """Record messages that reach the model with the next request, without a model call now."""
     conv.add_messages(messages)
 
@@ -80,7 +80,7 @@ def _clip(s: str) -> str:
     return s if len(s) <= BASH_OUTPUT_LIMIT else s[:BASH_OUTPUT_LIMIT] + f"\n… [{len(s) - BASH_OUTPUT_LIMIT} chars cut]"
 
 
-async def run_bash_mode(command: str, cwd: Path, abort: "AbortController | None" = None) -> tuple[str, str, int]:
+async def run_bash_mode(command: str, cwd: Path, abort: AbortController | None = None) -> tuple[str, str, int]:
     """(stdout, stderr, exit code) of the user's `!command`; aborting kills it (exit code 130)."""
     proc = await asyncio.create_subprocess_shell(command, cwd=str(cwd), stdin=asyncio.subprocess.DEVNULL,
                                                  stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
@@ -138,7 +138,7 @@ def named_files(text: str, cwd: Path) -> list[str]:
     return out
 
 
-def mentions_in(conv: "Conversation", text: str) -> list[str]:
+def mentions_in(conv: Conversation, text: str) -> list[str]:
     """The @-mentions of `text`, plus the files it names when the session attaches those."""
     found = find_mentions(text)
     if conv.config.feature_flags.get(ATTACH_NAMED_FILES):
@@ -146,7 +146,7 @@ def mentions_in(conv: "Conversation", text: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-async def attachment_for(conv: "Conversation", mention: str) -> tuple[Message | None, str | None]:
+async def attachment_for(conv: Conversation, mention: str) -> tuple[Message | None, str | None]:
     """(meta message, None) for a readable mention, (None, why) when refused, (None, None) if no file."""
     from codeloop.tools.base import PermissionBehavior
     from codeloop.tools.registry import parse_tool_input
@@ -188,7 +188,7 @@ async def attachment_for(conv: "Conversation", mention: str) -> tuple[Message | 
     return user_message(head + content, is_meta=True), None
 
 
-async def mention_attachments(conv: "Conversation", text: str) -> list[str]:
+async def mention_attachments(conv: Conversation, text: str) -> list[str]:
     """Attach the files `text` mentions to the context (print mode); the notices for refused ones."""
     messages, notices = [], []
     for mention in mentions_in(conv, text):
@@ -237,9 +237,9 @@ def image_paste(data: bytes, media_type: str) -> dict[str, Any] | str:
 
 # -- the entry point --------------------------------------------------------------------------------
 
-async def process_user_input(host: "CommandHost", registry: CommandRegistry, cmd: QueuedCommand, *,
+async def process_user_input(host: CommandHost, registry: CommandRegistry, cmd: QueuedCommand, *,
                              skip_attachments: bool = False,
-                             abort: "AbortController | None" = None) -> ProcessedInput:
+                             abort: AbortController | None = None) -> ProcessedInput:
     conv = host.conv
     value = expand_pasted_text(cmd.value, cmd.pasted_contents)
     if cmd.mode is QueueMode.BASH:

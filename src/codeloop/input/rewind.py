@@ -8,7 +8,8 @@ sent again or edited.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from codeloop.messages import Message
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
 MAX_CHOICES = 9  # the picker answers 1-9
 
 
-def _prompts(messages: list["Message"]) -> list[tuple[int, "Message"]]:
+def _prompts(messages: list[Message]) -> list[tuple[int, Message]]:
     """(index, message) of each prompt the user typed (not tool results, not meta messages)."""
     out = []
     for i, m in enumerate(messages):
@@ -39,9 +40,9 @@ async def rewind(host: Any, args: str, conversation_like: Callable[..., Any]) ->
     if not prompts:
         return "Nothing to rewind: no prompts in this conversation yet."
     options = []
-    for i, m in reversed(prompts):
+    for _i, m in reversed(prompts):
         k = history.prompt_index(m.uuid) if history is not None else None
-        changed = len(history.changed_since(k)) if k is not None else 0
+        changed = len(history.changed_since(k)) if history is not None and k is not None else 0
         when = (m.timestamp or "")[11:16]  # HH:MM (UTC) of the ISO timestamp
         files = f"  ({changed} file{'s' if changed != 1 else ''} changed since)" if changed else ""
         first = m.text.strip().splitlines()[0][:60]

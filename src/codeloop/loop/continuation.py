@@ -12,7 +12,8 @@ session provides), so the loop never reaches up into the context layer.
 
 from __future__ import annotations
 
-from typing import Any, AsyncIterator, Mapping, Protocol
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Protocol
 
 from codeloop.events import AttachmentEvent, Event, SystemEvent, UserEvent
 from codeloop.messages import Message, user_message

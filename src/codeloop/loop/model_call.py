@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator
+from typing import Any
 
 from codeloop.events import (ApiCallEvent, AssistantEvent, Event, PermissionDenied, StreamEvent, SystemEvent,
                              Tombstone, UserEvent)
@@ -78,7 +79,7 @@ async def _until_abort(stream: AsyncIterator[dict[str, Any]], ctx: ToolContext) 
 async def _sleep_or_abort(seconds: float, ctx: ToolContext) -> None:
     try:
         await asyncio.wait_for(ctx.abort.wait(), timeout=seconds)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         return
     raise Aborted
 
@@ -169,8 +170,8 @@ async def call_model(p, turn: ModelTurn, *, tools: list, ctx: ToolContext, syste
                     yield ev
         except Aborted:
             turn.aborted = True
-        except ProviderError as err:
-            turn.error = err
+        except ProviderError as exc:
+            turn.error = exc
         if pending is not None:
             yield AssistantEvent(pending)
         turn.yielded_results = yielded_results

@@ -8,8 +8,9 @@ tool_result for every tool_use it sent.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, AsyncIterator, Callable
+from typing import Any
 
 from codeloop.abort import AbortReason
 from codeloop.events import (AssistantEvent, AttachmentEvent, CompactBoundary, Event, PermissionDenied,
@@ -22,8 +23,8 @@ from codeloop.loop.request import (ESCALATED_MAX_OUTPUT_TOKENS, can_escalate, en
                                    max_output_tokens)
 from codeloop.loop.state import State, TerminalReason, Transition
 from codeloop.loop.tool_runner import CanUseTool
-from codeloop.messages import (ENDED_BY_MODEL_TOOL_RESULT, INTERRUPT_MESSAGE, INTERRUPT_MESSAGE_FOR_TOOL_USE, Message, api_error_message,
-                               missing_tool_results, user_message)
+from codeloop.messages import (ENDED_BY_MODEL_TOOL_RESULT, INTERRUPT_MESSAGE, INTERRUPT_MESSAGE_FOR_TOOL_USE, Message,
+                               api_error_message, missing_tool_results, user_message)
 from codeloop.providers.base import Provider
 from codeloop.providers.retry import RetryPolicy
 from codeloop.tools.base import Tool, ToolContext
@@ -74,7 +75,9 @@ def _abort_reason(ctx: ToolContext, default: TerminalReason) -> TerminalReason:
 
 
 def _unanswered_text(ctx: ToolContext) -> str:
-    return ENDED_BY_MODEL_TOOL_RESULT if ctx.abort.reason is AbortReason.END_CONVERSATION else INTERRUPT_MESSAGE_FOR_TOOL_USE
+    if ctx.abort.reason is AbortReason.END_CONVERSATION:
+        return ENDED_BY_MODEL_TOOL_RESULT
+    return INTERRUPT_MESSAGE_FOR_TOOL_USE
 
 
 async def query(p: QueryParams) -> AsyncIterator[Event]:
@@ -209,10 +212,10 @@ async def query(p: QueryParams) -> AsyncIterator[Event]:
                                     transition=Transition.STOP_HOOK_BLOCKING)
                     continue
                 # -- 6. token_budget_continuation (§11.6) -------------------------------------------------
-                nudge = cont.budget_nudge(ctx)
-                if nudge is not None:
-                    yield UserEvent(nudge)
-                    state = replace(state, messages=[*messages_for_query, *turn.assistant_messages, nudge],
+                budget_nudge = cont.budget_nudge(ctx)
+                if budget_nudge is not None:
+                    yield UserEvent(budget_nudge)
+                    state = replace(state, messages=[*messages_for_query, *turn.assistant_messages, budget_nudge],
                                     transition=Transition.TOKEN_BUDGET_CONTINUATION)
                     continue
                 if cont.budget_report is not None:

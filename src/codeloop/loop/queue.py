@@ -11,9 +11,10 @@ conversation and the input layer above fills it.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from codeloop.messages import QUEUED_PROMPT_TEMPLATE, Message, new_uuid, user_message
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Literal, Protocol
 
 from codeloop.events import Event, SystemEvent, Terminal, TerminalReason, UserEvent
 from codeloop.hooks.stop import StopHookOutcome
@@ -42,7 +42,7 @@ class CompactOutcome:
     """The history after a compaction, with its token count before and its summary."""
     messages: list[Message]          # the post-compact history
     pre_tokens: int
-    trigger: str = "auto"            # "auto" | "manual"
+    trigger: Literal["auto", "manual"] = "auto"
     summary: str = ""
 
 

@@ -12,8 +12,9 @@ Results come out in completion order; the loop puts them back into tool_use orde
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Literal
+from typing import Any, Literal
 
 from codeloop.loop.tool_runner import CanUseTool, ToolRun, run_tool_use
 from codeloop.messages import ENDED_BY_MODEL_TOOL_RESULT, INTERRUPT_MESSAGE_FOR_TOOL_USE, Message, tool_result_message
@@ -236,7 +237,8 @@ class StreamingToolExecutor:
 
 
 def _describe(block: dict[str, Any]) -> str:
-    inp = block.get("input") if isinstance(block.get("input"), dict) else {}
+    raw = block.get("input")
+    inp = raw if isinstance(raw, dict) else {}
     command, name = str(inp.get("command") or ""), block.get("name", "")
     if not command:
         return name

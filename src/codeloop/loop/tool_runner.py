@@ -13,8 +13,9 @@ if TYPE_CHECKING:
 
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 
 from codeloop.messages import Message, tool_result_message
@@ -24,7 +25,8 @@ from codeloop.tools.base import (CURRENT_TOOL_USE_ID, PermissionBehavior, Permis
 log = logging.getLogger(__name__)
 
 
-CanUseTool = Callable[[Tool, Any, dict[str, Any], ToolContext], Awaitable[PermissionDecision]]  # Any: the parsed input model
+# Any: the parsed input model
+CanUseTool = Callable[[Tool, Any, dict[str, Any], ToolContext], Awaitable[PermissionDecision]]
 
 
 @dataclass

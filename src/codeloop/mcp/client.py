@@ -22,8 +22,9 @@ import logging
 import math
 import os
 import tempfile
+from collections.abc import Iterable, Mapping
 from enum import Enum
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from codeloop.mcp.config import ServerConfig, Transport
 from codeloop.mcp.tools import McpTool
@@ -75,8 +76,8 @@ async def _open_transport(stack: contextlib.AsyncExitStack, cfg: ServerConfig, e
         try:  # mcp 2.x (and late 1.x): headers go on an http client we hand over
             from mcp.client.streamable_http import streamable_http_client
             from mcp.shared._httpx_utils import create_mcp_http_client
-        except ImportError:
-            from mcp.client.streamable_http import streamablehttp_client
+        except ImportError:  # the 1.x name, gone in 2.x: an ignore for whichever version is installed
+            from mcp.client.streamable_http import streamablehttp_client  # type: ignore[attr-defined, unused-ignore]
 
             streams = await stack.enter_async_context(streamablehttp_client(cfg.url or "", headers=headers))
         else:
@@ -104,7 +105,7 @@ async def _list_tools(session: Any) -> list[dict[str, Any]]:
 
 
 class _Connection:
-    def __init__(self, config: ServerConfig, manager: "McpManager") -> None:
+    def __init__(self, config: ServerConfig, manager: McpManager) -> None:
         self.config, self.manager = config, manager
         self.status = ServerStatus.PENDING
         self.error: str | None = None

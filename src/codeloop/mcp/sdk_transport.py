@@ -14,7 +14,8 @@ to notifications (the SDK acks them) are dropped — the client never asked for 
 from __future__ import annotations
 
 import contextlib
-from typing import Any, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 SdkSend = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any] | None]]
 
@@ -29,7 +30,8 @@ def _parse(raw: dict[str, Any]) -> Any:
     adapter = getattr(types, "jsonrpc_message_adapter", None)
     if adapter is not None:
         return adapter.validate_python(raw)
-    return types.JSONRPCMessage.model_validate(raw)
+    # mcp 1.x: a RootModel; in 2.x (above) it is a plain union, hence the ignore for either version
+    return types.JSONRPCMessage.model_validate(raw)  # type: ignore[attr-defined, unused-ignore]
 
 
 @contextlib.asynccontextmanager
@@ -38,8 +40,8 @@ async def sdk_streams(server: str, send: SdkSend) -> AsyncIterator[tuple[Any, An
     import anyio
     from mcp.shared.message import SessionMessage
 
-    to_client_send, to_client_recv = anyio.create_memory_object_stream(64)
-    from_client_send, from_client_recv = anyio.create_memory_object_stream(64)
+    to_client_send, to_client_recv = anyio.create_memory_object_stream[Any](64)
+    from_client_send, from_client_recv = anyio.create_memory_object_stream[Any](64)
 
     async def forward(payload: dict[str, Any]) -> None:
         is_request = "method" in payload and payload.get("id") is not None

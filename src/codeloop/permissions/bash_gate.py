@@ -21,8 +21,9 @@ from __future__ import annotations
 import glob as globmod
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from codeloop.tools.base import PermissionBehavior, PermissionDecision
 
@@ -139,7 +140,7 @@ def read_concern(policy: Any, split: SplitResult, denied: Callable[[Path], bool]
         if name == "xargs":
             return "xargs runs a command on names from its input, and a Read deny rule is in force"
         if name == "find" and _EXEC & set(args):      # `find … -exec cat {} +`: reads what it finds
-            starts = [a for a in args[:next((k for k, a in enumerate(args) if a[:1] in "-(!"), len(args))]]
+            starts = list(args[:next((k for k, a in enumerate(args) if a[:1] in "-(!"), len(args))])
             words += [(a, False) for a in starts or ["."]]
         if name == "git" and "grep" in args:
             words.append((".", False))                  # `git grep KEY`: the worktree

@@ -17,8 +17,8 @@ import os
 import re
 import stat
 import sys
+from collections.abc import Callable
 from functools import lru_cache
-from typing import Callable
 
 _SETTINGS_DIRS = (".claude", ".codeloop")
 
@@ -191,7 +191,7 @@ def _compile(spec: str, origin: str, cwd: str, anywhere: bool, ignore_case: bool
     return [re.compile(re.escape(b.rstrip("/")) + "/" + prefix + tail, flags) for b in sorted(bases)]
 
 
-def deny_matcher(spec: str, origin: str, cwd: str) -> "Callable[[str], bool]":
+def deny_matcher(spec: str, origin: str, cwd: str) -> Callable[[str], bool]:
     """`path_matches(spec, ·, restrictive=True)` with the patterns compiled once (the sandbox
     tests every path of a project walk against it)."""
     ignore_case = sys.platform in ("darwin", "win32")

@@ -12,9 +12,10 @@ hooks) are deny rules no mode can lift, bypassPermissions included. Bash has its
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from codeloop.permissions.modes import (EDIT_TOOLS, FILE_READERS, READ_TOOLS, SESSION_TOOLS,  # noqa: F401 (re-exported)
                                         SHELL_RC_FILES, _PATH_KEYS, PermissionMode, _rule_for, ask_paths,
@@ -41,15 +42,15 @@ class PermissionPolicy:
     # The session's Bash sandbox (codeloop.sandbox.runtime.Sandbox) or None: passed down by the
     # front end, so the decision and the Bash tool consult the same object.
     sandbox: Any = None
-    _rules: "RuleSet | None" = None
+    _rules: RuleSet | None = None
 
     @property
-    def rules(self) -> "RuleSet":
+    def rules(self) -> RuleSet:
         if self._rules is None:
             self._rules = self._build_rules()
         return self._rules
 
-    def _build_rules(self) -> "RuleSet":
+    def _build_rules(self) -> RuleSet:
         from codeloop.permissions.rules import RuleBehavior, RuleError, RuleSet
 
         rs = RuleSet([], [], [])
@@ -153,7 +154,7 @@ class PermissionPolicy:
             raise ToolError(f"Permission to use {tool_name} on {path} has been denied: it now resolves to a "
                             f"place matching the deny rule {verdict.matched_rule}.")
 
-    def denied_inodes(self, tool_name: str) -> "frozenset[tuple[int, int]] | None":
+    def denied_inodes(self, tool_name: str) -> frozenset[tuple[int, int]] | None:
         """(st_dev, st_ino) of the files a deny rule for `tool_name` names: a hard link to one of
         them is refused at I/O time. None when there are too many to list (fail closed)."""
         from codeloop.permissions.paths import inodes_named
@@ -167,7 +168,7 @@ class PermissionPolicy:
         """(specifier, origin) of every Read deny rule: what the sandbox masks."""
         return [(r.specifier, r.origin) for r in self.rules.deny if r.tool == "Read" and r.specifier]
 
-    def read_filter(self) -> "Callable[[Path], bool] | None":
+    def read_filter(self) -> Callable[[Path], bool] | None:
         """A `path → denied?` check for search tools, or None when no deny rule targets reads."""
         if not any(r.tool == "Read" and r.specifier for r in self.rules.deny):
             return None
@@ -180,7 +181,8 @@ class PermissionPolicy:
 
     def ask_or_deny(self, name: str, why: str) -> PermissionDecision:
         if self.mode is PermissionMode.DONT_ASK:
-            return PermissionDecision(PermissionBehavior.DENY, f"Permission to use {name} was not granted (dontAsk mode).")
+            return PermissionDecision(PermissionBehavior.DENY,
+                                      f"Permission to use {name} was not granted (dontAsk mode).")
         return PermissionDecision(PermissionBehavior.ASK, why)
 
 

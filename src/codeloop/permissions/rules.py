@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Iterable
+from typing import Any
 from urllib.parse import urlsplit
 
 from codeloop.permissions import bash as sh
@@ -216,7 +217,7 @@ _HIDING = frozenset({"sh", "bash", "zsh", "dash", "ksh", "fish", "csh", "tcsh", 
                      "chroot", "unshare", "nsenter", "watch", "expect", "env", "command", "builtin"})
 
 
-def _could_hide(split: "sh.SplitResult") -> str | None:
+def _could_hide(split: sh.SplitResult) -> str | None:
     if not split.clean:
         return "an unparsable command"
     for part in split.parts:
@@ -268,12 +269,14 @@ def bash_decision(command: str, rules: RuleSet, *, cwd: str | os.PathLike[str],
         return Decision(DecisionBehavior.PASSTHROUGH, f"not auto-allowed: {why}")
     if has_expansion_trick(command):
         return Decision(DecisionBehavior.PASSTHROUGH,
-                        "not auto-allowed: an expansion (${x@P}, ${!x}, ${a[i]}, ${x:n}) can run code hidden in a variable")
+                        "not auto-allowed: an expansion (${x@P}, ${!x}, ${a[i]}, ${x:n}) "
+                        "can run code hidden in a variable")
     real_cwd = os.path.realpath(cwd)
     for w in writes:
         if w.path is None or not _inside(os.path.realpath(w.path), real_cwd):
             return Decision(DecisionBehavior.PASSTHROUGH,
-                            f"{w.how} writes outside the working directory or somewhere known only at run time: {w.part}")
+                            f"{w.how} writes outside the working directory or somewhere known only at run time: "
+                            f"{w.part}")
     matched: Rule | None = None
     for part in split.parts:
         if bad := sh.dangerous_env(part.env) + sh.dangerous_env(sh.unwrap(part.argv).env):

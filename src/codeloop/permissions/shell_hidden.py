@@ -12,7 +12,7 @@ Pure functions: no I/O.
 from __future__ import annotations
 
 import re
-from typing import Callable
+from collections.abc import Callable
 
 Resolve = Callable[[str, int], list]          # (word, index in args) -> resolved paths (None: unknown)
 Targets = list[tuple[str | None, str]]
@@ -111,7 +111,7 @@ def _git(args: list[str], resolve: Resolve) -> Targets:
     out: Targets = []
     sub = next((a for a in args if not a.startswith("-")), "")
     for k, a in enumerate(args):
-        if a.startswith("--output=") or (a.startswith("--output-directory=")):
+        if a.startswith(("--output=", "--output-directory=")):
             out += [(p, f"git {a.split('=')[0]}") for p in resolve(a.split("=", 1)[1], k)]
         elif a in ("--output", "--output-directory") or (sub == "format-patch" and a == "-o"):
             if k + 1 < len(args):
@@ -155,6 +155,6 @@ def hidden_targets(name: str, args: list[str], resolve: Resolve, stdin_script: b
         return [(p, "link") for k, a in enumerate(args) if not a.startswith("-") for p in resolve(a, k)]
     if name == "cp" and any(a in ("--link", "-l") or (a.startswith("-") and not a.startswith("--") and "l" in a)
                             for a in args):
-        words = [(k, a) for k, a in enumerate(args) if not a.startswith("-")]
-        return [(p, "cp --link source") for k, a in words[:-1] for p in resolve(a, k)]
+        operands = [(k, a) for k, a in enumerate(args) if not a.startswith("-")]
+        return [(p, "cp --link source") for k, a in operands[:-1] for p in resolve(a, k)]
     return []

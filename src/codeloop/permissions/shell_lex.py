@@ -25,7 +25,7 @@ class WordReader:
     s: str
     n: int
     i: int
-    result: "SplitResult"
+    result: SplitResult
 
     def error(self, msg: str, *, unbalanced: bool = False) -> None:  # pragma: no cover - subclass
         raise NotImplementedError
@@ -74,7 +74,7 @@ class WordReader:
                 dynamic = True
             else:
                 # glob / brace expansion: the real words are unknown (`[` only with a `]`)
-                if c in "*?{" or (c == "[" and "]" in re.split(r"[\s;&|()<>]", s[self.i:], 1)[0]):
+                if c in "*?{" or (c == "[" and "]" in re.split(r"[\s;&|()<>]", s[self.i:], maxsplit=1)[0]):
                     dynamic = True
                 val.append(c)
                 self.i += 1

@@ -66,7 +66,7 @@ def decode_ansi_c(body: str) -> str:
             out.append(_ANSI_C[e])
         elif e in "xuU":
             width = {"x": 2, "u": 4, "U": 8}[e]
-            m = re.match(r"[0-9A-Fa-f]{1,%d}" % width, body[i:])
+            m = re.match(rf"[0-9A-Fa-f]{{1,{width}}}", body[i:])
             if m:
                 out.append(chr(min(int(m.group(), 16), 0x10FFFF)))
                 i += m.end()
@@ -74,6 +74,7 @@ def decode_ansi_c(body: str) -> str:
                 out.append("\\" + e)
         elif e in "01234567":
             m = re.match(r"[0-7]{0,2}", body[i:])
+            assert m is not None  # {0,2} matches the empty string too
             out.append(chr(int(e + m.group(), 8) & 0xFF))
             i += m.end()
         elif e == "c" and i < n:

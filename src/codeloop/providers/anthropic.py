@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Any, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
+from typing import TYPE_CHECKING, Any
 
 from codeloop.providers.base import ModelRequest, encode_body
 from codeloop.providers.betas import request_betas
@@ -94,7 +95,7 @@ class AnthropicProvider:
         self._clients = HttpClients(self.base_url, headers, self.deadlines, transport)
 
     @property
-    def _client(self) -> "httpx.AsyncClient":
+    def _client(self) -> httpx.AsyncClient:
         return self._clients.httpx()
 
     async def aclose(self) -> None:
@@ -117,7 +118,8 @@ class AnthropicProvider:
             async for event in events:
                 yield event
         except APIConnectionError as err:   # a connection that never opened: name the setting
-            add_hint(err, base_url=self.base_url, base_env="ANTHROPIC_BASE_URL", key_env=self._key_env, model=request.model)
+            add_hint(err, base_url=self.base_url, base_env="ANTHROPIC_BASE_URL", key_env=self._key_env,
+                     model=request.model)
             raise
         finally:
             await events.aclose()
@@ -131,7 +133,7 @@ class AnthropicProvider:
         # the history's JSON is made once, not per request (encode_body)
         return encode_body(body), ({"anthropic-beta": ",".join(betas)} if betas else {})
 
-    async def _stream(self, request: ModelRequest) -> AsyncIterator[dict[str, Any]]:
+    async def _stream(self, request: ModelRequest) -> AsyncGenerator[dict[str, Any], None]:
         saw_stop = False
         payload, headers = self._wire(request)
         with transport_errors(self.base_url):
@@ -153,9 +155,9 @@ class AnthropicProvider:
                     if etype == "ping":
                         continue
                     if etype == "error":
-                        err = event.get("error") or {}
-                        kind = err.get("type", "api_error")
-                        raise APIStatusError(_ERROR_STATUS.get(kind), err.get("message", "stream error"), kind)
+                        error = event.get("error") or {}
+                        kind = error.get("type", "api_error")
+                        raise APIStatusError(_ERROR_STATUS.get(kind), error.get("message", "stream error"), kind)
                     yield event
                     if etype == "message_stop":
                         saw_stop = True

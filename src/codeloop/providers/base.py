@@ -10,8 +10,9 @@ session's history is serialised once, not again on every request.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Protocol
+from typing import Any, Protocol
 
 from codeloop.messages import extends, wire_json
 
@@ -51,7 +52,8 @@ class ModelRequest:
 
 
 class Provider(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...   # read-only: a wrapper (MeteredProvider) passes its inner one's on
 
     def stream(self, request: ModelRequest) -> AsyncIterator[dict[str, Any]]:
         ...

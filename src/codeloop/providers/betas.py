@@ -17,8 +17,8 @@ documented for API-key use) and `context-management-2025-06-27` (codeloop sends 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Mapping
 from enum import Enum
-from typing import Iterable, Mapping
 
 from codeloop.providers.base import ModelRequest
 

@@ -13,7 +13,8 @@ blocks or text.
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from codeloop.messages import READ_ATTACHMENT_HEAD
 from codeloop.providers.openai_translate import _text_of
@@ -160,7 +161,7 @@ def render_messages(system: list[dict[str, Any]], messages: list[dict[str, Any]]
 
     request = ""
     for m in messages:
-        content = m.get("content")
+        content = m["content"]  # every API message has one (None would fail below all the same)
         if m.get("role") == "user" and not _has_results(m):
             request = _request_text(content)
         if m.get("role") == "assistant":

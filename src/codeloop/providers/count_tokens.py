@@ -7,7 +7,8 @@ the API.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 _COUNT_TOKENS_FIELDS = ("model", "messages", "system", "tools", "thinking", "tool_choice")
 

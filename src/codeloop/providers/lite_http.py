@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import Any
 from urllib.parse import urlsplit
 
 READ_SIZE = 65536
@@ -29,6 +30,8 @@ _PROXY_VARS = ("all_proxy", "ALL_PROXY")
 
 class TransportError(Exception):
     """A failure below HTTP semantics (the names mirror httpx's exception classes)."""
+    # True when the request surely never reached the server: a reused connection may retry it.
+    before_response: bool = False
 
 
 class ConnectError(TransportError):
@@ -132,10 +135,11 @@ class _Conn:
 
 
 class Response:
-    def __init__(self, client: "LiteClient", conn: _Conn, status: int, headers: Headers, keep: bool,
+    def __init__(self, client: LiteClient, conn: _Conn, status: int, headers: Headers, keep: bool,
                  method: str) -> None:
         self.status_code, self.headers = status, headers
-        self._client, self._conn, self._keep = client, conn, keep
+        self._client, self._keep = client, keep
+        self._conn: _Conn | None = conn   # None once closed
         self._done = method == "HEAD" or status in (204, 304)
 
     @property
@@ -163,6 +167,7 @@ class Response:
     async def _raw(self) -> AsyncIterator[bytes]:
         if self._done:
             return
+        assert self._conn is not None, "read after aclose()"
         reader = self._conn.reader
         try:
             if "chunked" in (self.headers.get("transfer-encoding") or "").lower():
@@ -260,7 +265,7 @@ class LiteClient:
             except (ReadError, WriteError, RemoteProtocolError) as exc:
                 conn.close()
                 # An idle connection the server had already closed: once more on a fresh one.
-                if not (reused and getattr(exc, "before_response", False)):
+                if not (reused and exc.before_response):
                     raise
             except BaseException:
                 conn.close()
@@ -271,21 +276,21 @@ class LiteClient:
             conn.writer.write(wire)
             await conn.writer.drain()
         except OSError as exc:
-            err = WriteError(str(exc) or type(exc).__name__)
-            err.before_response = True   # type: ignore[attr-defined]
+            err: TransportError = WriteError(str(exc) or type(exc).__name__)
+            err.before_response = True
             raise err from None
         while True:
             try:
                 head = await conn.reader.readuntil(b"\r\n\r\n")
             except asyncio.IncompleteReadError as exc:
                 err = RemoteProtocolError("Server disconnected without sending a response.")
-                err.before_response = not exc.partial   # type: ignore[attr-defined]
+                err.before_response = not exc.partial
                 raise err from None
             except asyncio.LimitOverrunError:
                 raise RemoteProtocolError("response headers too large") from None
             except OSError as exc:
                 err = ReadError(str(exc) or type(exc).__name__)
-                err.before_response = True   # type: ignore[attr-defined]
+                err.before_response = True
                 raise err from None
             lines = head.decode("latin-1").split("\r\n")
             version, _, rest = lines[0].partition(" ")
@@ -325,7 +330,7 @@ class LiteClient:
                                         server_hostname=self.host if ssl_ctx is not None else None,
                                         happy_eyeballs_delay=0.25),
                 self.connect_s)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise ConnectTimeout(f"no connection to {self.host}:{self.port} within {self.connect_s:g}s") from None
         except OSError as exc:   # refused, unreachable, DNS failure, TLS handshake failure
             raise ConnectError(str(exc) or type(exc).__name__) from None

@@ -13,8 +13,9 @@ from __future__ import annotations
 import atexit
 import os
 import threading
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from codeloop.providers.base import ModelRequest
 from codeloop.providers.local_model import LocalModelError

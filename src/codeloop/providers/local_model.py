@@ -18,9 +18,9 @@ import hashlib
 import importlib.util
 import json
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
 GGUF_MAGIC = b"GGUF"
 _BUF = 4 * 1024 * 1024

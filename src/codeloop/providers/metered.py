@@ -7,7 +7,8 @@ use makes them show up in the session's usage, cost and budget like the main loo
 from __future__ import annotations
 
 import time
-from typing import Any, AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 from codeloop.providers.base import ModelRequest
 from codeloop.usage import Usage
@@ -22,7 +23,8 @@ class MeteredProvider:
         return getattr(self.inner, "name", "provider")
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[dict[str, Any]]:
-        started, usage, model = time.monotonic(), {}, request.model
+        started, model = time.monotonic(), request.model
+        usage: dict[str, Any] = {}
         try:
             async for event in self.inner.stream(request):
                 etype = event.get("type")

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Any, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from codeloop.messages import wire_json
@@ -126,7 +127,7 @@ class OpenAICompatProvider:
         self._clients = HttpClients(self.base_url, headers, self.deadlines, transport)
 
     @property
-    def _client(self) -> "httpx.AsyncClient":
+    def _client(self) -> httpx.AsyncClient:
         return self._clients.httpx()
 
     async def aclose(self) -> None:
@@ -153,7 +154,7 @@ class OpenAICompatProvider:
         finally:
             await events.aclose()
 
-    async def _stream(self, request: ModelRequest) -> AsyncIterator[dict[str, Any]]:
+    async def _stream(self, request: ModelRequest) -> AsyncGenerator[dict[str, Any], None]:
         translator = self.translator(request)
         done = False
         with transport_errors(self.base_url):

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterable, Iterator
 from enum import Enum
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from codeloop.messages import new_uuid
 from codeloop.providers.text_tools import could_be_call, parse_text_calls
@@ -76,7 +77,8 @@ def _user_parts(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
             if part is not None:
                 parts.append(part)
         elif kind == "document":
-            parts.append({"type": "text", "text": "[a document attachment was omitted: not supported by this provider]"})
+            parts.append({"type": "text",
+                          "text": "[a document attachment was omitted: not supported by this provider]"})
     return parts
 
 
@@ -221,7 +223,8 @@ class StreamTranslator:
         self.model = chunk.get("model") or self.model
         usage = map_usage(chunk["usage"]) if chunk.get("usage") else {"input_tokens": 0, "output_tokens": 0}
         yield {"type": "message_start", "message": {
-            "id": chunk.get("id") or f"chatcmpl-{new_uuid().replace('-', '')[:24]}", "type": "message", "role": "assistant",
+            "id": chunk.get("id") or f"chatcmpl-{new_uuid().replace('-', '')[:24]}",
+            "type": "message", "role": "assistant",
             "model": self.model, "content": [], "stop_reason": None, "stop_sequence": None, "usage": usage}}
 
     def feed(self, chunk: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -281,7 +284,8 @@ class StreamTranslator:
                 self._saw_tool = True
                 self._index += 1
                 yield {"type": "content_block_start", "index": self._index, "content_block": {
-                    "type": "tool_use", "id": f"call_{new_uuid().replace('-', '')[:24]}", "name": call.name, "input": {}}}
+                    "type": "tool_use", "id": f"call_{new_uuid().replace('-', '')[:24]}", "name": call.name,
+                    "input": {}}}
                 yield {"type": "content_block_delta", "index": self._index,
                        "delta": {"type": "input_json_delta",
                                  "partial_json": json.dumps({**self.input_defaults.get(call.name, {}), **call.input})}}
@@ -339,7 +343,8 @@ class StreamTranslator:
         self._saw_tool = True
         self._index += 1
         yield {"type": "content_block_start", "index": self._index, "content_block": {
-            "type": "tool_use", "id": call.id or f"call_{new_uuid().replace('-', '')[:24]}", "name": call.name, "input": {}}}
+            "type": "tool_use", "id": call.id or f"call_{new_uuid().replace('-', '')[:24]}", "name": call.name,
+            "input": {}}}
         for frag in call.fragments:
             yield {"type": "content_block_delta", "index": self._index,
                    "delta": {"type": "input_json_delta", "partial_json": frag}}

@@ -14,8 +14,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from codeloop.providers.errors import APIConnectionError, APIStatusError, ProviderError
+
+if TYPE_CHECKING:
+    import random
 
 
 MAX_RETRIES_ENV = "CODELOOP_MAX_RETRIES"
@@ -35,7 +39,7 @@ class RetryPolicy:
     budget_s: float = 120.0
 
     @classmethod
-    def from_env(cls) -> "RetryPolicy":
+    def from_env(cls) -> RetryPolicy:
         kw: dict = {}
         value = os.environ.get(MAX_RETRIES_ENV, "").strip()
         if value.isdigit():
@@ -62,7 +66,7 @@ class RetryPolicy:
             return min(self.max_retries, self.max_connect_retries)
         return self.max_retries
 
-    def delay_s(self, attempt: int, error: ProviderError, rng: "random.Random | None" = None) -> float:
+    def delay_s(self, attempt: int, error: ProviderError, rng: random.Random | None = None) -> float:
         """Delay before retry number `attempt` (1-based)."""
         retry_after = getattr(error, "retry_after", None)
         if retry_after is not None and retry_after >= 0:

@@ -11,9 +11,10 @@ key raise `AuthenticationError` before any request is sent.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Mapping
+from typing import Any
 
 from codeloop.providers.errors import AuthenticationError
 

@@ -19,8 +19,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Callable, Mapping
+from typing import Any
 
 from codeloop.providers.errors import APIConnectionError, ProviderError
 
@@ -65,7 +66,7 @@ class Deadlines:
     idle_s: float = 90.0
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> "Deadlines":
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Deadlines:
         env = os.environ if env is None else env
         d = cls()
         return cls(connect_s=_ms(env, (CONNECT_ENV,), d.connect_s), headers_s=_ms(env, (HEADERS_ENV,), d.headers_s),
@@ -136,7 +137,7 @@ async def open_stream(client: Any, path: str, body: bytes, deadlines: Deadlines,
     request = client.build_request("POST", path, content=body, headers=headers or None)
     try:
         response = await asyncio.wait_for(client.send(request, stream=True), deadlines.headers_s)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         raise APIConnectionError(f"no response headers from {base_url} within {deadlines.headers_s:g}s",
                                  mid_stream=True) from None
     if _sent_hooks:
@@ -169,7 +170,7 @@ async def _guarded(chunks: AsyncIterator[bytes], idle_s: float, base_url: str) -
             chunk = await asyncio.wait_for(it.__anext__(), idle_s)
         except StopAsyncIteration:
             return
-        except asyncio.TimeoutError:
+        except TimeoutError:
             what = "partial response received" if received else "no bytes received"
             raise APIConnectionError(f"stream idle: no bytes for {idle_s:g}s from {base_url} ({what})",
                                      mid_stream=True) from None

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Callable, Iterable
 
 # Per writable root: (relative path, kind). A missing `.git` is protected as a whole, so the
 # sandbox cannot plant a repository whose config runs programs on the next `git status`.
@@ -140,9 +140,9 @@ def plan_layout(roots: Iterable[str], *, home: str, global_protected: Iterable[s
     for path, kind in extra:
         # resolve the parent (a symlinked home is fine), never the protected name itself
         path = os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(path))), os.path.basename(path))
-        root = _under_roots(path, real_roots)
-        if root is not None:
-            _protect(root, os.path.relpath(path, root), kind, layout)
+        under = _under_roots(path, real_roots)
+        if under is not None:
+            _protect(under, os.path.relpath(path, under), kind, layout)
     # a hard link to a protected file elsewhere in a root would be a writable alias of it
     linked = [(p.path, Kind.FILE) for p in layout.protected if p.exists and p.kind is Kind.FILE]
     for path, _ in _hard_links(linked, real_roots):

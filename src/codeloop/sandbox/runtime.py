@@ -15,12 +15,16 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING
 
 from codeloop.config.sandbox import SandboxSettings
+
+if TYPE_CHECKING:
+    from codeloop.sandbox.layout import Kind
 
 # Host sockets that hand out more power than the sandbox has (a path-based Unix socket is
 # reachable without a network device): hidden when present.
@@ -72,7 +76,7 @@ class Sandbox:
     home: str = field(default_factory=lambda: os.path.expanduser("~"))
     protected_dirs: list[str] = field(default_factory=list)   # config dirs, trust store
     # (specifier, origin) of every Read deny rule, read when a call is prepared
-    read_deny: Callable[[], list[tuple[str, str]]] = lambda: []
+    read_deny: Callable[[], list[tuple[str, str]]] = list
     _proxy: object | None = None
 
     @property
@@ -113,7 +117,7 @@ class Sandbox:
         return Use.UNSANDBOXED, f"the sandbox is unavailable ({p.error}); running unsandboxed"
 
     # -- one call ---------------------------------------------------------------------------
-    def _masks(self, roots: list[str]) -> list[tuple[str, object]]:
+    def _masks(self, roots: list[str]) -> list[tuple[str, Kind]]:
         from codeloop.permissions.paths import anchor_spec, deny_matcher
         from codeloop.sandbox.layout import Kind, find_masks
 
@@ -149,7 +153,7 @@ class Sandbox:
         roots = [*self.roots, *self._extra_paths(self.settings.allow_write)]
         layout = plan_layout(roots, home=self.home, global_protected=self.protected_dirs,
                              deny_write=self._extra_paths(self.settings.deny_write),
-                             masks=self._masks([os.path.realpath(r) for r in roots]))  # type: ignore[arg-type]
+                             masks=self._masks([os.path.realpath(r) for r in roots]))
         blanks = _blank_paths()
         net = self._network()
         argv = bwrap_argv(p.path, layout, cwd=os.path.realpath(cwd), blank_file=blanks["file"],

@@ -8,9 +8,10 @@ Every failure is a `SetupError` with one line for the user.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from codeloop.session.options import NoKeyError, RunOptions, SessionEntry, SetupError
 
@@ -224,8 +225,9 @@ async def start_mcp(options: RunOptions) -> tuple[Any, list[str]]:
     from codeloop.mcp.config import load_mcp_configs
 
     cwd, settings = options.cwd, options.settings
-    configs, errors = load_mcp_configs(cwd, settings_servers=settings.mcp_servers(), cli_configs=list(options.mcp.configs),
-                                       strict=options.mcp.strict, include_project=options.trusted)
+    configs, errors = load_mcp_configs(cwd, settings_servers=settings.mcp_servers(),
+                                       cli_configs=list(options.mcp.configs), strict=options.mcp.strict,
+                                       include_project=options.trusted)
     warnings = [f"mcp: {e}" for e in errors]
     if not options.trusted and (cwd / ".mcp.json").is_file():
         warnings.append(f"ignored MCP servers from {cwd / '.mcp.json'}: this folder is not trusted "

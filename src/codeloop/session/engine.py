@@ -17,9 +17,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, AsyncIterator, Iterator
+from typing import Any
 
 from codeloop.events import AssistantEvent, CompactBoundary, PermissionDenied, SystemEvent, Terminal
 from codeloop.fsutil import atomic_write_json

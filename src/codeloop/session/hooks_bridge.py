@@ -56,7 +56,9 @@ def _context_message(texts: list[str], source: str) -> list[Message]:
 
 class ConversationHooks:
     def __init__(self, runner: Any | None) -> None:
-        self.runner = runner
+        # A hooks.runner.HookRunner, or None without hooks: every use asks has() first, which
+        # mypy cannot follow, hence Any rather than Any | None.
+        self.runner: Any = runner
         self.pending_notices: list[Event] = []
 
     def has(self, event: str, match: str | None = None) -> bool:

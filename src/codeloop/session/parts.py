@@ -9,8 +9,9 @@ totals). `SessionPersistence` owns writing the transcript, which must never end 
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from codeloop.abort import AbortController

@@ -5,7 +5,8 @@ orphaned or duplicate tool_results dropped — so a resumed session never sends 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from codeloop.messages import Message, tool_result_block
 
@@ -54,9 +55,10 @@ def repair_dangling_tool_uses(messages: list[Message]) -> list[Message]:
                     last_result_at[block.get("tool_use_id")] = i
 
     out: list[Message] = []
-    seen_uses: set[str] = set()
-    answered: set[str] = set()
-    pending: list[tuple[str, Message]] = []  # dangling tool_uses of the current assistant run
+    # ids as the transcript has them: a torn entry may lack one (hence Any, as in last_result_at)
+    seen_uses: set[Any] = set()
+    answered: set[Any] = set()
+    pending: list[tuple[Any, Message]] = []  # dangling tool_uses of the current assistant run
 
     def flush_pending() -> None:
         for tool_use_id, owner in pending:

@@ -39,6 +39,8 @@ def store_result_once(entry: dict[str, Any], msg: Message) -> None:
 def tool_use_result(entry: dict[str, Any], content: list[dict[str, Any]]) -> Any:
     data, shared = entry.get("toolUseResult"), entry.get(RESULT_FROM_CONTENT)
     text = _sole_result_text(content) if shared else None
-    if text is not None and (shared is True or isinstance(shared, list) and isinstance(data, dict)):
-        return text if shared is True else {**data, **{k: text for k in shared if isinstance(k, str)}}
+    if text is not None and shared is True:
+        return text
+    if text is not None and isinstance(shared, list) and isinstance(data, dict):
+        return {**data, **{k: text for k in shared if isinstance(k, str)}}
     return data

@@ -20,9 +20,10 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import AsyncIterator
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, AsyncIterator
+from typing import TYPE_CHECKING, Any
 
 from codeloop.events import AssistantEvent, Event, SystemEvent, Terminal, TerminalReason
 
@@ -278,5 +279,5 @@ async def run_structured(conv: Conversation, prompt: Any, schema: dict[str, Any]
                           "error", data={"errors": attempts.errors, "attempts": attempts.used})
     finally:
         tool = next((t for t in conv.config.tools if t.name == NAME), None)
-        if getattr(tool, "attempts", None) is attempts:
+        if tool is not None and getattr(tool, "attempts", None) is attempts:
             tool.attempts = None   # the tool outlives the run: later calls are not this run's attempts

@@ -14,9 +14,10 @@ import gc
 import json
 import contextlib
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator
+from typing import Any, BinaryIO
 
 from codeloop.version import __version__
 from codeloop.messages import Message, new_uuid, now_iso

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from codeloop.events import ApiCallEvent, Event, SystemEvent, Terminal
 from codeloop.loop.state import TerminalReason
@@ -27,6 +27,7 @@ from codeloop.tools.base import Tool, ToolContext
 
 if TYPE_CHECKING:
     from codeloop.loop.query import QueryParams
+    from codeloop.loop.recovery import StopHooks
     from codeloop.session.parts import SessionParts, Sidechain
 
 
@@ -55,17 +56,18 @@ class SessionWiring:
     side_provider: Any
     file_history: Any
 
-    @property
-    def writer(self) -> Any: ...
-    @property
-    def model(self) -> str: ...
-    @property
-    def budget_exhausted(self) -> bool: ...
-    def _write_entry(self, entry: dict[str, Any]) -> None: ...
-    def _on_side_event(self, ev: Event) -> None: ...
-    def _record_api_call(self, ev: ApiCallEvent) -> None: ...
-    def compact_context(self) -> dict[str, Any]: ...
-    async def can_use_tool(self, tool: Tool, inp: Any, block: dict[str, Any], ctx: ToolContext) -> Any: ...
+    if TYPE_CHECKING:  # Conversation defines these; declared here for the type checker only
+        @property
+        def writer(self) -> Any: ...
+        @property
+        def model(self) -> str: ...
+        @property
+        def budget_exhausted(self) -> bool: ...
+        def _write_entry(self, entry: dict[str, Any]) -> None: ...
+        def _on_side_event(self, ev: Event) -> None: ...
+        def _record_api_call(self, ev: ApiCallEvent) -> None: ...
+        def compact_context(self) -> dict[str, Any]: ...
+        async def can_use_tool(self, tool: Tool, inp: Any, block: dict[str, Any], ctx: ToolContext) -> Any: ...
 
     def tool_pool(self) -> list[Tool]:
         """Built-in tools plus the tools of connected MCP servers (which can come and go)."""
@@ -125,7 +127,8 @@ class SessionWiring:
         else:
             parent = side.parent
             ctx.cwd, ctx.project_dir = parent.cwd, parent.project_dir
-            ctx.session_dir = parent.session_dir / "subagents" / f"agent-{side.agent_id}" if parent.session_dir else None
+            ctx.session_dir = (parent.session_dir / "subagents" / f"agent-{side.agent_id}"
+                               if parent.session_dir else None)
             ctx.agent_id, ctx.agent_type, ctx.abort = side.agent_id, side.agent_type, side.abort
             ctx.non_interactive, ctx.entrypoint = parent.non_interactive, parent.entrypoint
             ctx.read_denied, ctx.background, ctx.live_output = parent.read_denied, parent.background, parent.live_output
@@ -214,7 +217,7 @@ class SessionWiring:
             return request_tools(fresh, ctx)
 
         side, cfg = self.sidechain, self.config
-        stop_hooks: Callable[..., Any] | None = side.stop_hooks if side is not None else self.hooks.stop_hooks()
+        stop_hooks: StopHooks | None = side.stop_hooks if side is not None else self.hooks.stop_hooks()
         return QueryParams(messages=list(self.messages), system_prompt=[*cfg.system_prompt, *([hint] if hint else [])],
                            user_context=cfg.user_context, tools=request_tools(pool, ctx), refresh_tools=refresh,
                            provider=self.provider, model=cfg.model, tool_context=ctx, can_use_tool=self.can_use_tool,

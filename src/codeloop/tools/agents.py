@@ -195,7 +195,7 @@ def parse_agent_file(path: Path, source: AgentSource) -> AgentDefinition:
         max_turns = int(max_turns)
     return AgentDefinition(name=name, description=description.strip(),
                            system_prompt=body or DEFAULT_SUBAGENT_PROMPT, tools=_tool_list(fields.get("tools")),
-                           model=None if model in (None, INHERIT) else model.strip(), max_turns=max_turns,
+                           model=None if model is None or model == INHERIT else model.strip(), max_turns=max_turns,
                            source=source, path=path, disallowed_tools=_tool_list(fields.get("disallowedTools")) or (),
                            permission_mode=_permission_mode(fields.get("permissionMode"), FrontmatterError))
 

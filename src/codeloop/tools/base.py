@@ -17,14 +17,16 @@ if TYPE_CHECKING:
     from codeloop.tools.skills import Skill
 
 import math
+from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable, ClassVar, Mapping, Protocol
+from typing import Any, ClassVar, Protocol
 
 
 from codeloop.abort import AbortController
-from codeloop.config.permission_behavior import PermissionBehavior  # noqa: F401 (re-exported)
+# Re-exported (`as`): tools, the policy and front ends import it from here.
+from codeloop.config.permission_behavior import PermissionBehavior as PermissionBehavior
 
 
 # The tool_use id of the tool running in this task: the tool runner sets it around each call
@@ -177,10 +179,12 @@ class Tool:
     # tools whose cancellation loses nothing. Others finish, and the new prompt waits for them.
     interruptible: ClassVar[bool] = False
 
-    def is_read_only(self, inp: BaseModel) -> bool:
+    # `inp` is an instance of this tool's own `input_model`: Any, because each tool narrows it to
+    # its model and a BaseModel parameter would forbid that (an override may not narrow).
+    def is_read_only(self, inp: Any) -> bool:
         return False
 
-    def is_concurrency_safe(self, inp: BaseModel) -> bool:
+    def is_concurrency_safe(self, inp: Any) -> bool:
         return self.is_read_only(inp)
 
     def is_enabled(self, ctx: ToolContext) -> bool:
@@ -204,7 +208,7 @@ class Tool:
     def api_schema(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "input_schema": self.input_schema()}
 
-    async def check_permissions(self, inp: BaseModel, ctx: ToolContext) -> PermissionDecision:
+    async def check_permissions(self, inp: Any, ctx: ToolContext) -> PermissionDecision:
         """Tool-specific permission opinion; the policy layer combines it with rules and mode."""
         behavior = PermissionBehavior.ALLOW if self.is_read_only(inp) else PermissionBehavior.ASK
         return PermissionDecision(behavior)

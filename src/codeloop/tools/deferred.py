@@ -17,7 +17,8 @@ from __future__ import annotations
 import json
 import logging
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from codeloop.tools.base import Tool, ToolContext
 

@@ -17,8 +17,9 @@ import importlib
 import json
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 _CACHE_VERSION = 2
 # Warmed first: the tools a session almost always calls, in about the order it calls them.
@@ -186,7 +187,7 @@ def warm_later(tools: list[Any], waiting: Callable[[], bool]) -> Callable[[], No
             skip_pydantic_plugin_scan()
             import pydantic  # noqa: F401
             for tool in lazy:
-                tool.real.input_model
+                _ = tool.real.input_model  # the access imports the module and builds the model
         except Exception:  # noqa: BLE001 — a warm-up never fails anything: the real use reports it
             pass
 

@@ -5,8 +5,9 @@ the model can act on).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 from codeloop.tools.base import Tool, ToolError
 
@@ -129,12 +130,13 @@ def builtin_tools(*, lazy: bool = False, agent_definitions: dict[str, Any] | Non
                                      cache_key(files + [here / "task.py"]) + "|" + listing)
             tools.append(LazyTool("Agent", "codeloop.tools.builtin.task", "TaskTool", task_cache,
                                   gate=_task_gate, kwargs={"definitions": agent_definitions}))
+        # A LazyTool is no Tool subclass (that would import what it defers) but serves the same surface.
         return tools  # type: ignore[return-value]
-    tools = [getattr(importlib.import_module(module), cls)() for _, module, cls in BUILTINS]
+    real: list[Tool] = [getattr(importlib.import_module(module), cls)() for _, module, cls in BUILTINS]
     if agent_definitions is not None:
         from codeloop.tools.builtin.task import TaskTool
-        tools.append(TaskTool(agent_definitions))
-    return tools
+        real.append(TaskTool(agent_definitions))
+    return real
 
 
 def select_tools(

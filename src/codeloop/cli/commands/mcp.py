@@ -21,7 +21,7 @@ import json
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 EXIT_OK, EXIT_ERROR = 0, 1
 
@@ -42,14 +42,15 @@ class McpCmdError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.exit(EXIT_ERROR, f"{self.prog}: error: {message}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="codeloop mcp", allow_abbrev=False, description="Configure MCP servers (as `claude mcp`).")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    scope = {"choices": [s.value for s in Scope], "help": "local (default), project (.mcp.json) or user"}
+    scope: dict[str, Any] = {"choices": [s.value for s in Scope],
+                             "help": "local (default), project (.mcp.json) or user"}
     add = sub.add_parser("add", help="add a server: add [options] NAME COMMAND_OR_URL [ARGS...]")
     add.add_argument("-s", "--scope", default=Scope.LOCAL.value, **scope)
     add.add_argument("-t", "--transport", choices=["stdio", "sse", "http"], default="stdio")

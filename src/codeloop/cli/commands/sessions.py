@@ -47,7 +47,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _iso(ts: float) -> str:
-    return _dt.datetime.fromtimestamp(ts, _dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return _dt.datetime.fromtimestamp(ts, _dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def _all_sessions() -> list[tuple[str, store.SessionInfo]]:
@@ -129,7 +129,8 @@ def _block_markdown(b: dict[str, Any]) -> str:
     if kind == "text":
         return b.get("text", "")
     if kind == "tool_use":
-        return f"**Tool call: {b.get('name')}**\n\n```json\n{json.dumps(b.get('input'), indent=2, ensure_ascii=False)}\n```"
+        body = json.dumps(b.get("input"), indent=2, ensure_ascii=False)
+        return f"**Tool call: {b.get('name')}**\n\n```json\n{body}\n```"
     if kind == "tool_result":
         content = b.get("content")
         if isinstance(content, list):

@@ -149,7 +149,8 @@ class Printer:
 
     def __init__(self, output: OutputOptions, out: TextIO, conv: Any = None) -> None:
         self.fmt, self.partial, self.conv, self.out = output.format.value, output.include_partial_messages, conv, out
-        self.final_text, self.stop_reason = "", None
+        self.final_text = ""
+        self.stop_reason: str | None = None
         self._final_parts: list[tuple[str, str]] = []   # (uuid, text) of the final response so far
         self.prompt_uuid: str | None = None
         self._last_id: str | None = None

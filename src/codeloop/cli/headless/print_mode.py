@@ -16,8 +16,8 @@ import time
 from typing import Any, TextIO
 
 from codeloop.abort import AbortController, AbortReason
-from codeloop.cli.headless.output import (EXIT_ERROR, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM, STRUCTURED_RETRY_LIMIT, Printer,
-                                          apply_structured, build_result, emit, error_result,
+from codeloop.cli.headless.output import (EXIT_ERROR, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM, STRUCTURED_RETRY_LIMIT,
+                                          Printer, apply_structured, build_result, emit, error_result,
                                           report_setup_error)
 from codeloop.events import SystemEvent, UserEvent
 from codeloop.session.options import OutputFormat, RunOptions

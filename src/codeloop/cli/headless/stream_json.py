@@ -16,7 +16,8 @@ import signal
 import sys
 import threading
 import time
-from typing import Any, AsyncIterator, TextIO
+from collections.abc import AsyncIterator
+from typing import Any, TextIO
 
 from codeloop.abort import AbortController, AbortReason
 from codeloop.cli.headless import control
@@ -117,7 +118,7 @@ class StreamJsonSession:
         kind = msg.get("type") if isinstance(msg, dict) else None
         if kind == "control_response":
             resp = msg.get("response") or {}
-            fut = self.pending.pop(resp.get("request_id"), None)
+            fut = self.pending.pop(resp.get("request_id", ""), None)
             if fut is not None and not fut.done():
                 fut.set_result(resp)
         elif kind == "control_request":
@@ -193,7 +194,8 @@ class StreamJsonSession:
         return EXIT_ERROR if self.last_error else EXIT_OK
 
     def _prompt_message(self, msg: dict[str, Any]) -> Message | None:
-        body = msg.get("message") if isinstance(msg.get("message"), dict) else {}
+        raw = msg.get("message")
+        body = raw if isinstance(raw, dict) else {}
         content = body.get("content")
         if isinstance(content, str) and content.strip():
             blocks: Any = content
@@ -291,7 +293,7 @@ async def serve(session: StreamJsonSession, conv: Any) -> int:
     """Run `session` on `conv` (built with `session.host()`) until stdin ends; closes the conversation."""
     loop = asyncio.get_running_loop()
     session.attach(conv)
-    installed: list[int] = []
+    installed: list[signal.Signals] = []
     try:
         if threading.current_thread() is threading.main_thread():
             for signum in (signal.SIGINT, signal.SIGTERM):

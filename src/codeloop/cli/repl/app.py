@@ -20,8 +20,9 @@ import os
 import signal
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, AsyncIterator
+from typing import TYPE_CHECKING, Any
 
 from codeloop.abort import AbortReason
 from codeloop.cli.repl.dialogs.choice import ChoiceMixin, PendingChoice  # noqa: F401 (PendingChoice re-exported)
@@ -99,7 +100,7 @@ class Repl(ChoiceMixin, FlowMixin):
             self.session.app.invalidate()
 
     # -- FrontEnd (input.dispatch) ----------------------------------------------------------------------
-    def render_event(self, ev: "Event") -> None:
+    def render_event(self, ev: Event) -> None:
         from codeloop.events import AttachmentEvent
 
         if isinstance(ev, AttachmentEvent) and ev.attachment.get("type") == "queued_command":
@@ -116,7 +117,7 @@ class Repl(ChoiceMixin, FlowMixin):
         self.queued_echo.clear()
         self._invalidate()
 
-    async def render_events(self, events: AsyncIterator["Event"]) -> None:
+    async def render_events(self, events: AsyncIterator[Event]) -> None:
         self.renderer.query_started()
         try:
             async for ev in events:
@@ -124,7 +125,7 @@ class Repl(ChoiceMixin, FlowMixin):
         finally:
             self.renderer.busy = False
 
-    async def switch_conversation(self, conv: "Conversation", *, reason: str) -> None:
+    async def switch_conversation(self, conv: Conversation, *, reason: str) -> None:
         from codeloop.cli.repl.progress import restore_cost
 
         old, self.conv = self.conv, conv   # a successor (session.assembly): same host, same listeners
@@ -141,7 +142,7 @@ class Repl(ChoiceMixin, FlowMixin):
             self.session.app.exit(exception=EOFError())
 
     # -- permission prompts -------------------------------------------------------------------------------
-    async def ask_user(self, tool: "Tool", inp: Any, block: dict[str, Any]) -> "PermissionDecision":
+    async def ask_user(self, tool: Tool, inp: Any, block: dict[str, Any]) -> PermissionDecision:
         from codeloop.cli.repl.dialogs.permission import ask_user
 
         return await ask_user(self, tool, inp, block)
@@ -240,7 +241,7 @@ class Repl(ChoiceMixin, FlowMixin):
         self.tasks.add(task)
         task.add_done_callback(self._task_done)
 
-    def _task_done(self, task: "asyncio.Task[Any]") -> None:
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
         self.tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
             exc = task.exception()

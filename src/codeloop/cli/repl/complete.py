@@ -13,8 +13,9 @@ import os
 import subprocess
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from prompt_toolkit.completion import Completer, Completion
 from prompt_toolkit.document import Document

@@ -31,7 +31,7 @@ class FlowMixin:
     def request_exit(self) -> None: ...
     def _invalidate(self) -> None: ...
 
-    def _side_event(self, ev: "Event") -> None:
+    def _side_event(self, ev: Event) -> None:
         self.renderer.progress.side_event(ev)
 
     def _echo_or_queue(self, text: str) -> None:

@@ -56,7 +56,8 @@ class KeyActions(Protocol):
     def keep_paste(self, entry: dict[str, Any]) -> int: ...
     def show(self, text: str, *, style: str = "") -> None: ...
     def flash(self, text: str) -> None: ...
-    cwd: Any                                    # where relative pasted paths are found
+    @property
+    def cwd(self) -> Any: ...                   # where relative pasted paths are found (read only)
 
 
 def build_bindings(repl: KeyActions, commands: dict[str, str] | None = None) -> tuple[KeyBindings, list[str]]:

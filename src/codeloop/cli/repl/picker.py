@@ -26,7 +26,7 @@ class Picker:
     """An open filterable picker: its items, the query, the selection and the future to resolve."""
     title: str
     items: list[PickItem]
-    future: "asyncio.Future[str | None]"
+    future: asyncio.Future[str | None]
     index: int = 0
     query: str = ""
     _shown: list[PickItem] = field(default_factory=list)

@@ -17,7 +17,8 @@ import json
 import re
 import shutil
 from collections import deque
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from rich.console import Console
 from rich.markdown import Markdown
@@ -59,7 +60,7 @@ def stable_prefix_end(buf: str) -> int:
         if not line.endswith("\n"):
             break  # an unfinished line is never stable
         stripped = line.strip()
-        if stripped.startswith("```") or stripped.startswith("~~~"):
+        if stripped.startswith(("```", "~~~")):
             in_fence = not in_fence
             if not in_fence:
                 end = pos  # a closed fence is a complete block
@@ -242,7 +243,8 @@ class Renderer:
             self._out(Text.assemble(("! ", "magenta"), (_between(text, "bash-input"), "bold")))
         elif text.startswith("<bash-stdout>"):
             out, err = _between(text, "bash-stdout"), _between(text, "bash-stderr")
-            self._result_lines((out + ("\n" + err if err else "")).strip() or "(no output)", error=bool(err) and not out)
+            self._result_lines((out + ("\n" + err if err else "")).strip() or "(no output)",
+                               error=bool(err) and not out)
         elif text in ("[Request interrupted by user]", "[Request interrupted by user for tool use]"):
             return  # the Terminal line says it
 
@@ -293,7 +295,8 @@ class Renderer:
                    f"Updated with {added} addition{'s' * (added != 1)} and {removed} removal{'s' * (removed != 1)}")
         out = Text.assemble(("  ⎿  ", "dim"), (summary, ""))
         for ln in body[:DIFF_LINES]:
-            style = "green" if ln.startswith("+") else "red" if ln.startswith("-") else "cyan" if ln.startswith("@@") else "dim"
+            style = ("green" if ln.startswith("+") else "red" if ln.startswith("-")
+                     else "cyan" if ln.startswith("@@") else "dim")
             out.append("\n     " + ln[:self._width() - 6], style=style)
         if len(body) > DIFF_LINES:
             out.append(f"\n     … +{lines_word(len(body) - DIFF_LINES)}", style="dim")

@@ -8,7 +8,7 @@ Each problem is one line; nothing here imports the tools or providers at module 
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 # A tool rule as Claude Code writes it: `Read`, `Bash(git:*)`, `mcp__server__tool`, `WebFetch(domain:x)`.
 _RULE = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*)(\(.*\))?$", re.S)

@@ -79,12 +79,14 @@ def resolve_options(args: argparse.Namespace, *, interactive: bool, skip_setting
         prompt=args.prompt, setting_sources=frozenset(sources) if sources is not None else None,
         local_profile=local, history=_history(args), model=_model(args, model_flag, settings),
         permissions=permissions, tools=tuple(tools) if tools is not None else None,
-        prompts=PromptOptions(system_prompt=system_prompt, append=_appended_prompt(args), claude_md=not (args.bare or args.safe_mode)),
+        prompts=PromptOptions(system_prompt=system_prompt, append=_appended_prompt(args),
+                              claude_md=not (args.bare or args.safe_mode)),
         mcp=McpOptions(configs=tuple(args.mcp_config or ()) if not args.safe_mode else (),
                        strict=bool(args.strict_mcp_config or args.bare or args.safe_mode)),
         limits=Limits(max_turns=args.max_turns, max_budget_usd=args.max_budget_usd, token_budget=args.token_budget,
                       json_schema=_json_schema(args.json_schema)),
-        output=_output(args), agents=agents, feature_flags=_feature_flags(settings, local), hooks=not (args.bare or args.safe_mode),
+        output=_output(args), agents=agents, feature_flags=_feature_flags(settings, local),
+        hooks=not (args.bare or args.safe_mode),
         warnings=tuple(warnings))
 
 
@@ -135,7 +137,8 @@ def _custom_system_prompt(args: argparse.Namespace) -> str | None:
             return Path(args.system_prompt_file).read_text()
         except OSError as exc:
             raise SetupError(f"--system-prompt-file: cannot read {args.system_prompt_file}: {exc.strerror}") from None
-    return args.system_prompt
+    prompt: str | None = args.system_prompt   # a Namespace's attributes are Any
+    return prompt
 
 
 def _appended_prompt(args: argparse.Namespace) -> str | None:

@@ -7,6 +7,7 @@ Usage errors exit 1 with one line and a closest-flag hint, as Claude Code's do.
 from __future__ import annotations
 
 import argparse
+from typing import Any, NoReturn
 
 from codeloop.version import __version__
 
@@ -23,7 +24,7 @@ class _Parser(argparse.ArgumentParser):
     def __init__(self, **kw) -> None:
         super().__init__(allow_abbrev=False, **kw)
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         from codeloop.cli.startup.flag_hints import unknown_flag_hint
 
         message = unknown_flag_hint(message, [o for a in self._actions for o in a.option_strings])
@@ -110,8 +111,10 @@ def _add_integration_flags(p: argparse.ArgumentParser) -> None:
                    help="stream-json: also emit hook_started / hook_response system messages")
     p.add_argument("--effort", choices=("low", "medium", "high", "xhigh", "max"),
                    help="reasoning effort: turns on extended thinking (output_config.effort where the model takes it)")
-    for flag, kw in (("--resume-session-at", {}), ("--resume-drops-turn", {}), ("--task-budget", {}),
-                     ("--plugin-dir", {"action": "append"}), ("--thinking-display", {})):
+    hidden: tuple[tuple[str, dict[str, Any]], ...] = (
+        ("--resume-session-at", {}), ("--resume-drops-turn", {}), ("--task-budget", {}),
+        ("--plugin-dir", {"action": "append"}), ("--thinking-display", {}))
+    for flag, kw in hidden:
         p.add_argument(flag, help=argparse.SUPPRESS, **kw)
     p.add_argument("--agents", metavar="JSON", help='subagents as JSON: {"name": {"description", "prompt", '
                                                     '"tools"?, "model"?, "maxTurns"?}}')

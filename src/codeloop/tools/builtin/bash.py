@@ -18,9 +18,10 @@ import shlex
 import shutil
 import signal
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, ClassVar, Iterator
+from typing import Any, ClassVar
 
 from codeloop.tools.base import CURRENT_TOOL_USE_ID, LazyModel, Tool, ToolContext, ToolError, ToolResult
 
@@ -185,7 +186,7 @@ class BashTool(Tool):
         from codeloop.permissions.bash import is_read_only
 
         command = getattr(inp, "command", None)
-        return bool(command) and is_read_only(command)
+        return is_read_only(command) if command else False
 
     async def call(self, inp: Any, ctx: ToolContext) -> ToolResult:
         if inp.run_in_background:
@@ -298,13 +299,13 @@ class BashTool(Tool):
                 await _terminate_group(proc)
             try:
                 await asyncio.wait_for(asyncio.shield(readers), PIPE_DRAIN_S)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 if outcome is None:
                     outcome = "orphans"
                 await _terminate_group(proc)
                 try:
                     await asyncio.wait_for(asyncio.shield(readers), KILL_GRACE_S)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     pass  # a grandchild escaped the group (setsid); stop listening to it
         except asyncio.CancelledError:
             _kill_group(proc.pid, signal.SIGKILL)

@@ -19,10 +19,11 @@ import asyncio
 import os
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from codeloop.messages import new_uuid
 
@@ -252,7 +253,7 @@ class BackgroundTasks:
     async def wait(self, task: BackgroundTask, timeout_s: float) -> bool:
         try:
             await asyncio.wait_for(asyncio.shield(task.done.wait()), timeout_s)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return False
         return True
 

@@ -18,9 +18,10 @@ import errno
 import os
 import stat
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import Any, TypeVar
 
 from codeloop.permissions.paths import open_dir_no_symlinks, open_no_symlinks, resolve_for_open
 from codeloop.tools.base import ToolContext, ToolError
@@ -262,7 +263,8 @@ async def run_cancellable(ctx: ToolContext, fn: Callable[[threading.Event], T], 
     threading.Thread(target=work, name=f"codeloop-{what}", daemon=True).start()
     abort = asyncio.ensure_future(ctx.abort.wait())
     try:
-        await asyncio.wait({fut, abort}, return_when=asyncio.FIRST_COMPLETED)
+        waiting: set[asyncio.Future[Any]] = {fut, abort}
+        await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
     except asyncio.CancelledError:
         _stop(stop, on_stop)
         raise

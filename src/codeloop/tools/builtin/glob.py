@@ -13,9 +13,10 @@ import heapq
 import os
 import re
 import threading
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterator
+from typing import Any, ClassVar
 
 from codeloop.permissions.paths import open_dir_no_symlinks
 from codeloop.tools.base import LazyModel, Tool, ToolContext, ToolError, ToolResult
@@ -45,7 +46,9 @@ batch independent searches in a single response."""
 
 
 def _split_braces(body: str) -> list[str]:
-    parts, depth, cur = [], 0, []
+    parts: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for ch in body:
         if ch == "," and depth == 0:
             parts.append("".join(cur))

@@ -18,7 +18,7 @@ import re
 import stat
 import threading
 from collections import deque
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from codeloop.tools.base import ToolError
 from codeloop.tools.builtin.fileio import READ_FLAGS, Stopped
@@ -65,7 +65,8 @@ def compile_pattern(pattern: str, *, ignore_case: bool, multiline: bool) -> re.P
 
 
 def file_filter(glob: str | None, type_: str | None) -> Callable[[str], bool]:
-    includes, excludes = [], []
+    includes: list[str] = []
+    excludes: list[str] = []
     for g in split_globs(glob):
         (excludes if g.startswith("!") else includes).append(g.lstrip("!"))
     type_globs = None
@@ -95,7 +96,7 @@ def cut(line: str) -> str:
     return line[:MAX_COLUMNS] + OMITTED if len(line) > MAX_COLUMNS else line
 
 
-def _lines(f: io.BufferedReader, stop: threading.Event, capped: list[int]) -> Iterator[str]:
+def _lines(f: io.BufferedReader[io.FileIO], stop: threading.Event, capped: list[int]) -> Iterator[str]:
     """Decoded lines (no terminator) of the first MAX_FILE_BYTES; a NUL ends the file (binary).
     A file cut at the cap adds one to `capped[0]`, so the result can say so."""
     read = 0

@@ -92,8 +92,8 @@ def render_pages(data: bytes, pages: list[int]) -> list[dict[str, Any]] | None:
             finally:
                 bitmap.close()
                 page.close()
-            data = base64.b64encode(_png(width, height, rgb)).decode()
-            blocks.append({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}})
+            png = base64.b64encode(_png(width, height, rgb)).decode()
+            blocks.append({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}})
     finally:
         doc.close()
     return blocks

@@ -9,6 +9,7 @@ it early, and kills rg on abort, cancellation or early stop.
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import subprocess
@@ -16,9 +17,10 @@ import sys
 import sysconfig
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable
+from typing import cast
 
 from codeloop.tools.base import ToolContext
 from codeloop.tools.builtin.fileio import run_cancellable
@@ -91,9 +93,11 @@ async def run_rg(ctx: ToolContext, args: list[str], *, dir_fd: int | None, dir_p
 
     def pump(stop: threading.Event) -> None:
         assert proc.stdout is not None
+        # A pipe with the default buffering is a BufferedReader, whose read1 returns what is there.
+        stdout = cast(io.BufferedReader, proc.stdout)
         buf = b""
         while not stop.is_set():
-            chunk = proc.stdout.read1(_CHUNK)
+            chunk = stdout.read1(_CHUNK)
             if not chunk:
                 break
             buf += chunk

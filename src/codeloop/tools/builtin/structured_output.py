@@ -14,12 +14,14 @@ as `{"value": <schema>}` and unwrapped on the way out.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, NoReturn
+from typing import Any, ClassVar, NoReturn
 
 from pydantic import BaseModel, ConfigDict
 
-from codeloop.tools.base import PermissionBehavior, StructuredAnswer, PermissionDecision, Tool, ToolContext, ToolError, ToolResult
+from codeloop.tools.base import (PermissionBehavior, PermissionDecision, StructuredAnswer, Tool, ToolContext, ToolError,
+                                 ToolResult)
 
 NAME = "StructuredOutput"
 RESULT_TEXT = "Structured output provided successfully"
@@ -101,5 +103,6 @@ class StructuredOutputTool(Tool):
             self.attempts.spend(errors)
             if self.attempts.exhausted:
                 ctx.ends_turn = True   # no attempt left: the turn ends without an answer
-                text += f"\n\nNo attempts left ({self.attempts.used} of {self.attempts.allowed} used): the run ends here."
+                text += (f"\n\nNo attempts left ({self.attempts.used} of {self.attempts.allowed} used): "
+                         "the run ends here.")
         raise ToolError(text)

@@ -8,7 +8,8 @@ gate is off is not searchable: deferral never bypasses `is_enabled`.
 
 from __future__ import annotations
 
-from typing import Any, Callable, ClassVar, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 

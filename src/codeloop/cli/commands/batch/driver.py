@@ -19,8 +19,8 @@ from typing import Any
 
 from codeloop.cli.commands.batch.progress import Progress
 from codeloop.cli.commands.batch.report import render, summarize
-from codeloop.cli.commands.batch.results import (ResultsBusy, ResultsFile, latest_by_id, predictions_path, read_records, should_run,
-                                        write_predictions)
+from codeloop.cli.commands.batch.results import (ResultsBusy, ResultsFile, latest_by_id, predictions_path, read_records,
+                                                 should_run, write_predictions)
 from codeloop.cli.commands.batch.runner import RunContext
 from codeloop.cli.commands.batch.tasks import TaskDefaults, TaskKind, load_tasks
 

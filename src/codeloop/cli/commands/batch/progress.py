@@ -50,7 +50,8 @@ class Progress:
     def _line(self, text: str) -> None:
         if self._console is not None:
             self._console.print(text, markup=False)
-            self._live.update(self._status())
+            if self._live is not None:  # None once closed: a late note still prints
+                self._live.update(self._status())
         else:
             self.stream.write(f"codeloop batch: {text}\n")
             self.stream.flush()

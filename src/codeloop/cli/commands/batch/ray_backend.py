@@ -1,10 +1,10 @@
 """The Ray backend: each batch task is a Ray task running the same `runner.run_task`.
 
 `pip install 'codeloop[ray]'`. Without --ray-address a local Ray instance is started (small
-object store: results are a few kB; services on loopback only); with it, the driver joins that cluster, and every node must
-have codeloop installed. Each task asks Ray for its CPU and memory share and is retried by Ray
-when its worker process or node is lost (max_retries); results come back as they finish
-(`ray.wait`). The interrupt flag and the rate-limit backoff live in a small actor that workers
+object store: results are a few kB; services on loopback only); with it, the driver joins that
+cluster, and every node must have codeloop installed. Each task asks Ray for its CPU and memory
+share and is retried by Ray when its worker process or node is lost (max_retries); results come
+back as they finish (`ray.wait`). The interrupt flag and the rate-limit backoff live in a small actor that workers
 poll and bump, so a 429 seen on one node slows new task starts everywhere.
 """
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from codeloop.cli.commands.batch.local import lost_record
@@ -80,9 +81,9 @@ def _remote_run(spec: TaskSpec, ctx: RunContext, actor) -> dict[str, Any]:
     return run_task(spec, ctx, RayWorkerControl(actor))
 
 
-def forwarded_env(environ: dict[str, str] | None = None) -> dict[str, str]:
-    environ = os.environ if environ is None else environ
-    return {k: v for k, v in environ.items() if k.startswith(FORWARD_ENV_PREFIXES)}
+def forwarded_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    source = os.environ if environ is None else environ
+    return {k: v for k, v in source.items() if k.startswith(FORWARD_ENV_PREFIXES)}
 
 
 class RayBackend:

@@ -6,7 +6,8 @@ both read the latest result line of each task id.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from codeloop.cli.commands.batch.results import Outcome, latest_by_id
 
@@ -30,7 +31,8 @@ def summarize(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
     counts = {o.value: 0 for o in Outcome}
     tokens = dict.fromkeys(TOKEN_KEYS, 0)
     for rec in latest:
-        key = rec.get("outcome") if rec.get("outcome") in counts else "unknown"
+        outcome = rec.get("outcome")
+        key = outcome if isinstance(outcome, str) and outcome in counts else "unknown"
         counts[key] = counts.get(key, 0) + 1
         usage = rec.get("usage") or {}
         for key in TOKEN_KEYS:

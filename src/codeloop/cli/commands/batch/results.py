@@ -12,9 +12,10 @@ import fcntl
 import json
 import os
 import threading
+from collections.abc import Iterable
 from enum import Enum
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 
 class Outcome(str, Enum):

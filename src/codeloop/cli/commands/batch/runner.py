@@ -147,6 +147,7 @@ class _Watch:
             pass
 
     def run(self) -> None:
+        assert self.proc.stdout is not None  # run_task opens it as a pipe
         fd = self.proc.stdout.fileno()
         while True:
             ready, _, _ = select.select([fd], [], [], _POLL_S)
@@ -230,6 +231,7 @@ def _run(spec: TaskSpec, ctx: RunContext, control: Control, rec: dict[str, Any])
         proc = subprocess.Popen(command(spec, ctx.python, sid), cwd=ws, env=env, stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=err, start_new_session=True,
                                 preexec_fn=_die_with_parent())
+        assert proc.stdin is not None and proc.stdout is not None  # both pipes, just above
         try:
             proc.stdin.write(spec.prompt.encode("utf-8"))
             proc.stdin.close()
@@ -283,7 +285,7 @@ def _fill(rec: dict[str, Any], watch: _Watch, code: int, err_path: Path) -> None
     elif code in (130, 143) or res.get("terminal_reason", "").startswith("aborted"):
         outcome = Outcome.INTERRUPTED
     else:
-        outcome = _SUBTYPE_OUTCOME.get(res.get("subtype"), Outcome.FAILED)
+        outcome = _SUBTYPE_OUTCOME.get(res.get("subtype", ""), Outcome.FAILED)
     rec["outcome"] = outcome.value
     if outcome is Outcome.SUCCESS:
         rec["error"] = None

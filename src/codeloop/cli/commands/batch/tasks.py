@@ -16,7 +16,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 PERMISSION_MODES = ("default", "acceptEdits", "plan", "dontAsk", "bypassPermissions")
 _SLUG_RE = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
@@ -78,6 +78,10 @@ class TaskSpec:
         return d
 
 
+@overload
+def _str(obj: dict[str, Any], key: str, *, required: Literal[True]) -> str: ...
+@overload
+def _str(obj: dict[str, Any], key: str, *, required: bool = False) -> str | None: ...
 def _str(obj: dict[str, Any], key: str, *, required: bool = False) -> str | None:
     value = obj.get(key)
     if value is None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 
 @dataclass
@@ -16,10 +17,20 @@ class PendingChoice:
     """A choice shown to the user in the REPL, and the future its answer resolves."""
     title: str
     options: list[tuple[str, str]]
-    future: "asyncio.Future[str | None]"
+    future: asyncio.Future[str | None]
 
 
 class ChoiceMixin:
+    # What it uses of the Repl (as FlowMixin declares it): the Repl sets and defines these.
+    pending: PendingChoice | None
+    picker: Any                   # a repl.picker.Picker while one is open
+    _choice_lock: asyncio.Lock
+
+    if TYPE_CHECKING:
+        def show(self, text: str, *, style: str = "") -> None: ...
+        def flash(self, text: str) -> None: ...
+        def _invalidate(self) -> None: ...
+
     async def choose(self, title: str, options: list[tuple[str, str]]) -> str | None:
         async with self._choice_lock:  # parallel tools ask one at a time
             lines = [title] + [f"  {i}) {label}" for i, (_, label) in enumerate(options, 1)]
