@@ -24,7 +24,7 @@ from codeloop.messages import Message
 
 PREVIEW_CHARS = 2_000
 DEFAULT_TOOL_RESULT_BUDGET_CHARS = 300_000
-_UNSAFE_ID = re.compile(r"[^A-Za-z0-9_.-]")
+_UNSAFE_ID = r"[^A-Za-z0-9_.-]"   # compiled on first use
 
 
 def record_replacement(tool_use_id: str, replacement: str) -> dict[str, Any]:
@@ -66,7 +66,7 @@ class ContentReplacementState:
 def _persist(session_dir: Path | None, tool_use_id: str, text: str) -> Path | None:
     if session_dir is None:
         return None
-    path = Path(session_dir) / "tool-results" / f"{_UNSAFE_ID.sub('_', tool_use_id)}.txt"
+    path = Path(session_dir) / "tool-results" / f"{re.sub(_UNSAFE_ID, '_', tool_use_id)}.txt"
     try:
         if not path.exists():  # written once: the saved output never changes under the model
             path.parent.mkdir(parents=True, exist_ok=True)

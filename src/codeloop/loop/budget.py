@@ -8,6 +8,7 @@ injecting the nudge message are the loop's job.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import time
@@ -20,15 +21,24 @@ COMPLETION_THRESHOLD = 0.9
 DIMINISHING_THRESHOLD = 500
 
 _MULTIPLIERS = {"k": 1_000, "m": 1_000_000, "b": 1_000_000_000}
-_SHORTHAND_START = re.compile(r"^\s*\+(\d+(?:\.\d+)?)\s*(k|m|b)\b", re.IGNORECASE)
-# Needs whitespace before "+" so "c++ 5k" or "a+1k" in prose is not read as a budget.
-_SHORTHAND_END = re.compile(r"\s\+(\d+(?:\.\d+)?)\s*(k|m|b)\s*[.!?]?\s*$", re.IGNORECASE)
-_VERBOSE = re.compile(r"\b(?:use|spend)\s+(\d+(?:\.\d+)?)\s*(k|m|b)\s*tokens?\b", re.IGNORECASE)
+_PATTERNS = (r"^\s*\+(\d+(?:\.\d+)?)\s*(k|m|b)\b",
+             # Needs whitespace before "+" so "c++ 5k" or "a+1k" in prose is not read as a budget.
+             r"\s\+(\d+(?:\.\d+)?)\s*(k|m|b)\s*[.!?]?\s*$",
+             r"\b(?:use|spend)\s+(\d+(?:\.\d+)?)\s*(k|m|b)\s*tokens?\b")
+
+
+@functools.cache
+def _patterns() -> tuple[re.Pattern[str], ...]:
+    # Compiled on the first prompt that could ask for a budget: most never do, and start-up pays nothing.
+    return tuple(re.compile(p, re.IGNORECASE) for p in _PATTERNS)
 
 
 def parse_token_budget(text: str) -> int | None:
     """The token budget a prompt asks for, or None when it asks for none."""
-    for pattern in (_SHORTHAND_START, _SHORTHAND_END, _VERBOSE):
+    lowered = text.lower()
+    if "+" not in text and "use" not in lowered and "spend" not in lowered:   # what every pattern needs
+        return None
+    for pattern in _patterns():
         match = pattern.search(text)
         if match:
             return _round_half_up(float(match.group(1)) * _MULTIPLIERS[match.group(2).lower()])

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Literal, Protocol, TYPE_CHECKING
 
 from codeloop.events import Event, SystemEvent, Terminal, TerminalReason, UserEvent
-from codeloop.hooks.stop import StopHookOutcome
 from codeloop.messages import Message, api_error_message, user_message
 from codeloop.providers.errors import APIStatusError, ContextOverflowError, ProviderError
+
+if TYPE_CHECKING:   # the hooks package is loaded only when a session has Stop hooks
+    from codeloop.hooks.stop import StopHookOutcome
 
 MAX_OUTPUT_TOKENS_RECOVERY_LIMIT = 3
 DEFAULT_STOP_HOOK_BLOCK_CAP = 8

@@ -64,12 +64,12 @@ class ServerConfig:
     source: Source = Source.SETTINGS
 
 
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_VAR = r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}"   # compiled on first use
 
 
 def expand_env(value: str, env: Mapping[str, str] | None = None) -> str:
     env = os.environ if env is None else env
-    return _VAR.sub(lambda m: env.get(m.group(1), m.group(2) if m.group(2) is not None else m.group(0)), value)
+    return re.sub(_VAR, lambda m: env.get(m.group(1), m.group(2) if m.group(2) is not None else m.group(0)), value)
 
 
 def parse_server(name: str, raw: Any, source: Source, env: Mapping[str, str] | None = None) -> ServerConfig:

@@ -38,7 +38,6 @@ def _denials(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def load_history(options: RunOptions) -> History:
     """A new session, or the one --resume / --continue names (forked or truncated as asked)."""
     from codeloop.session import store
-    from codeloop.session.resume import load_from_last_boundary
 
     h, cwd = options.history, options.cwd
     if h.entry is SessionEntry.NEW:
@@ -60,6 +59,8 @@ def load_history(options: RunOptions) -> History:
         path = found
     if h.resume_at:   # truncating resume: history up to that record (the SDK's resume_session_at)
         return _load_truncated(options, sid, path)
+    from codeloop.session.resume import load_from_last_boundary
+
     # After a compaction only what follows the last boundary is history; the rest stays on disk.
     loaded = load_from_last_boundary(path)
     if h.fork:

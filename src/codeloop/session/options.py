@@ -1,11 +1,12 @@
 """RunOptions: everything a session is built from, resolved and validated once, at the door.
 
-The command line (`cli.startup.options.resolve_options`), the library (`QueryEngine`) and a
-subagent's definition each produce one of these; `session.assembly` is the only thing that
+The command line (`cli.startup.options.resolve_options`) and the library (`QueryEngine`) each
+produce one of these; `session.assembly` is the only thing that
 turns it into a running Conversation. Every field is resolved already — flags over settings
 over environment, Claude Code's precedence — so nothing downstream guesses a default or reads
 a flag again. Frozen: a changed option (a model switch, a new permission mode) goes through the
-session, never through the options it was built from.
+session, never through the options it was built from. (Compared by identity, `eq=False`: there
+is one per session, and start-up does not pay for generated comparisons.)
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ class SessionEntry(str, Enum):
     CONTINUE = "continue"    # --continue: the latest session in this folder
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class HistoryOptions:
     """Where the history comes from and where it is written."""
     entry: SessionEntry = SessionEntry.NEW
@@ -77,7 +78,7 @@ class HistoryOptions:
         return self.resume or self.session_id or ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ModelOptions:
     """The model and how it is asked."""
     provider: str = "anthropic"        # providers.select.ProviderKind value
@@ -88,7 +89,7 @@ class ModelOptions:
     api_key_helper: str | None = None  # settings apiKeyHelper (trusted sources only)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class PermissionOptions:
     """Rules, mode, directories and the sandbox request."""
     mode: PermissionMode
@@ -101,7 +102,7 @@ class PermissionOptions:
     cli_rules_typed: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class PromptOptions:
     """The system prompt and the instructions around it."""
     system_prompt: str | None = None   # replaces the default (--system-prompt[-file], --agent, local profile)
@@ -109,14 +110,14 @@ class PromptOptions:
     claude_md: bool = True             # False: --bare (no CLAUDE.md discovery)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class McpOptions:
     """The MCP servers of the command line (settings and `.mcp.json` are read by the assembly)."""
     configs: tuple[str, ...] = ()      # --mcp-config files or JSON strings
     strict: bool = False               # --strict-mcp-config (--bare too)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Limits:
     """Where a run stops: turns, dollars, output tokens; the answer's JSON schema."""
     max_turns: int | None = None
@@ -126,7 +127,7 @@ class Limits:
     max_output_tokens: int | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class OutputOptions:
     """What the headless front ends write (ignored by the REPL)."""
     format: OutputFormat = OutputFormat.TEXT
@@ -138,7 +139,7 @@ class OutputOptions:
     session_mirror: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class RunOptions:
     """One session's whole configuration. Built only by a resolver; read by the assembly."""
     cwd: Path

@@ -18,7 +18,7 @@ from pathlib import Path
 from codeloop.messages import new_uuid
 from codeloop.config.paths import config_dir
 
-_UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
+_UUID_RE = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"   # compiled on first use (re.I)
 _NON_ALNUM_RE = re.compile(r"[^a-zA-Z0-9]")
 # Most filesystems cap a name at 255 bytes; Claude Code truncates keys at 200 and appends a hash.
 _MAX_KEY_LEN = 200
@@ -71,7 +71,7 @@ def project_dir(cwd: Path | str) -> Path:
 
 def validate_session_id(s: object) -> str:
     # fullmatch, not `$`: `$` would accept a trailing newline.
-    if not isinstance(s, str) or not _UUID_RE.fullmatch(s):
+    if not isinstance(s, str) or not re.fullmatch(_UUID_RE, s, re.IGNORECASE):
         shown = repr(s) if not isinstance(s, str) or len(s) <= 60 else repr(s[:60] + "…")
         raise InvalidSessionId(
             f"invalid session id {shown}: expected a UUID such as "
@@ -142,7 +142,7 @@ def _transcripts_newest_first(folder: Path) -> list[tuple[float, str, Path]]:
     for entry in entries:
         stem, ext = os.path.splitext(entry.name)
         # Foreign files in the folder must not become ids that later reach a path.
-        if ext != ".jsonl" or not _UUID_RE.fullmatch(stem):
+        if ext != ".jsonl" or not re.fullmatch(_UUID_RE, stem, re.IGNORECASE):
             continue
         try:
             if not entry.is_file():

@@ -47,8 +47,8 @@ When you are done, reply with a concise final report: what you found or did, wit
 paths and lines that matter. That final message is all the main agent receives, so include \
 everything it needs and nothing else. If you cannot finish, say what blocked you."""
 
-_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
-_KEY_RE = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*)\s*:(.*)")
+_NAME_RE = r"[A-Za-z0-9][A-Za-z0-9_.-]*"   # patterns compile on first use (re caches them), not at start-up
+_KEY_RE = r"([A-Za-z_][A-Za-z0-9_-]*)\s*:(.*)"
 
 
 class AgentSource(str, Enum):
@@ -134,7 +134,7 @@ def parse_frontmatter(text: str) -> tuple[dict[str, Any], str]:
             continue
         if line[:1].isspace():
             raise FrontmatterError(f"line {k + 1}: unexpected indentation: {line.strip()!r}")
-        m = _KEY_RE.fullmatch(line.rstrip())
+        m = re.fullmatch(_KEY_RE, line.rstrip())
         if m is None:
             raise FrontmatterError(f"line {k + 1}: expected 'key: value', got {line.strip()!r}")
         key, rest = m.group(1), m.group(2).strip()
@@ -181,7 +181,7 @@ def parse_agent_file(path: Path, source: AgentSource) -> AgentDefinition:
         raise FrontmatterError(f"cannot read: {exc}") from exc
     fields, body = parse_frontmatter(text)
     name, description = fields.get("name"), fields.get("description")
-    if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
+    if not isinstance(name, str) or not re.fullmatch(_NAME_RE, name):
         raise FrontmatterError("missing or invalid 'name' (letters, digits, '-', '_', '.')")
     if not isinstance(description, str) or not description.strip():
         raise FrontmatterError("missing 'description'")
@@ -221,7 +221,7 @@ def definition_from_dict(name: str, raw: Any) -> AgentDefinition:
         return raw
     if not isinstance(raw, dict):
         raise ValueError(f"agent {name!r}: expected an object with description and prompt")
-    if not _NAME_RE.fullmatch(str(name)):
+    if not re.fullmatch(_NAME_RE, str(name)):
         raise ValueError(f"agent {name!r}: invalid name (letters, digits, '-', '_', '.')")
     description, prompt = raw.get("description"), raw.get("prompt")
     if not isinstance(description, str) or not description.strip():

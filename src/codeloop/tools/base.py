@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
     from codeloop.providers.base import Provider
     from codeloop.tools.builtin.bash_background import BackgroundTasks
+    from codeloop.tools.capabilities import SessionPolicy, SessionSandbox
     from codeloop.tools.skills import Skill
 
 import math
@@ -21,7 +22,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 
 from codeloop.abort import AbortController
@@ -32,25 +33,6 @@ from codeloop.config.permission_behavior import PermissionBehavior as Permission
 # The tool_use id of the tool running in this task: the tool runner sets it around each call
 # (a contextvar, because tools run in parallel tasks); the Task tool tags its subagent with it.
 CURRENT_TOOL_USE_ID: ContextVar[str | None] = ContextVar("CURRENT_TOOL_USE_ID", default=None)
-
-
-class SessionPolicy(Protocol):
-    """The session's permission policy as tools use it (`permissions.policy.PermissionPolicy`,
-    which is built on this module: a protocol keeps the import one way)."""
-    mode: Any                                  # permissions.modes.PermissionMode
-    allow: list[str]
-
-    def set_mode(self, mode: Any) -> None: ...
-    def allow_rules(self, rules: list[str]) -> list[str]: ...
-
-
-class SessionSandbox(Protocol):
-    """The OS sandbox Bash runs in, as the tool uses it (`sandbox.runtime.Sandbox`)."""
-    @property
-    def enabled(self) -> bool: ...
-
-    def use_for(self, command: str) -> tuple[Any, str]: ...
-    def prepare(self, cwd: str, keep_writable: list[str]) -> Any: ...
 
 
 class ToolError(Exception):

@@ -26,7 +26,7 @@ from typing import Any
 
 SKILL_FILE = "SKILL.md"
 MAX_DESCRIPTION = 1024
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,63}$")
+_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,63}$"   # compiled on first use
 
 
 class SkillSource(str, Enum):
@@ -117,7 +117,7 @@ def load_skill(skill_md: Path, source: SkillSource) -> Skill | None:
     description = str(meta.get("description") or "").strip()
     if not description:  # like Claude Code: the first paragraph of the body stands in
         description = next((p.strip() for p in body.split("\n\n") if p.strip() and not p.startswith("#")), "")
-    if not _NAME.match(name) or not description:
+    if not re.match(_NAME, name) or not description:
         return None
     return Skill(name, " ".join(description.split())[:MAX_DESCRIPTION], skill_md, source,
                  _tool_list(meta.get("allowed-tools")), meta)

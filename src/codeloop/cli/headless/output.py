@@ -97,13 +97,13 @@ def build_result(conv, terminal: Terminal | None, *, started: float, final_text:
 
 API_ERROR_REASONS = frozenset({TerminalReason.MODEL_ERROR, TerminalReason.PROMPT_TOO_LONG,
                                TerminalReason.IMAGE_ERROR})
-_API_ERROR_STATUS = re.compile(r"API Error \((\d{3})\): ")
+_API_ERROR_STATUS = r"API Error \((\d{3})\): "   # compiled on first use
 
 
 def api_error_text(error: str) -> tuple[str, int | None]:
     """("API Error: 400 <message>", 400) from the provider's "API Error (400): <message>" text;
     an error without a status (a dropped connection) keeps its words and gets None."""
-    m = _API_ERROR_STATUS.match(error)
+    m = re.match(_API_ERROR_STATUS, error)
     if m is not None:
         return f"API Error: {m.group(1)} {error[m.end():]}", int(m.group(1))
     return (error if error.startswith("API Error") else f"API Error: {error}"), None

@@ -64,7 +64,6 @@ def _read_stdin() -> str:
 
 async def _run(options: RunOptions, prompt: str, out: TextIO) -> int:
     from codeloop.cli.lifecycle import ExitGuard, hard_exit, install_daemon_executor
-    from codeloop.cli.startup.local_offer import progress_bar, startup_notice
     from codeloop.session.assembly import SessionHost, open_session
     from codeloop.session.options import SetupError
 
@@ -72,15 +71,20 @@ async def _run(options: RunOptions, prompt: str, out: TextIO) -> int:
     install_daemon_executor(asyncio.get_running_loop())   # no tool thread can hold the exit
     text = options.output.format is OutputFormat.TEXT
     printer = Printer(options.output, out)
-    update, finish = progress_bar()   # the embedded model's one-time assembly, if it comes to that
+    host, finish = SessionHost(listeners=[printer.side_event]), None
+    if options.local_profile:   # the embedded model: a progress bar while it is assembled, once
+        from codeloop.cli.startup.local_offer import progress_bar, startup_notice
+
+        update, finish = progress_bar()
+        host = SessionHost(listeners=[printer.side_event], notice=startup_notice, progress=update)
     try:
-        conv, warnings = await open_session(options, SessionHost(listeners=[printer.side_event],
-                                                                 notice=startup_notice, progress=update))
+        conv, warnings = await open_session(options, host)
     except SetupError as exc:
         report_setup_error(str(exc), options.output.format, options.history.requested_id)
         return EXIT_ERROR
     finally:
-        finish()
+        if finish is not None:
+            finish()
     printer.conv = conv
     for w in warnings:
         sys.stderr.write(f"codeloop: warning: {w}\n")

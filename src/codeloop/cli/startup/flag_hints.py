@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable
 
 # A tool rule as Claude Code writes it: `Read`, `Bash(git:*)`, `mcp__server__tool`, `WebFetch(domain:x)`.
-_RULE = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*)(\(.*\))?$", re.S)
+_RULE = r"^([A-Za-z_][A-Za-z0-9_-]*)(\(.*\))?$"   # compiled on first use (re.S)
 EXTRA_TOOL_NAMES = ("Task", "Agent", "BashOutput", "KillShell", "KillBash", "LS", "MultiEdit", "NotebookRead",
                     "SlashCommand", "ListMcpResources", "ReadMcpResource")
 
@@ -50,7 +50,7 @@ def known_tool_names() -> list[str]:
 
 
 def looks_like_rule(value: str) -> bool:
-    return bool(_RULE.match(value.strip()))
+    return bool(re.match(_RULE, value.strip(), re.S))
 
 
 def tool_warnings(flag: str, rules: list[str]) -> list[str]:
@@ -58,7 +58,7 @@ def tool_warnings(flag: str, rules: list[str]) -> list[str]:
     names = known_tool_names()
     out = []
     for rule in rules:
-        m = _RULE.match(rule.strip())
+        m = re.match(_RULE, rule.strip(), re.S)
         if not m:
             out.append(f"{flag}: {rule!r} is not a tool rule (expected Name or Name(pattern))")
             continue

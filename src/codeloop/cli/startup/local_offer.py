@@ -9,8 +9,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from codeloop.session.local_profile import local_model_status
-
 
 def progress_bar() -> tuple[Any, Any]:
     """(callback, finish) drawing a rich progress bar on stderr while the model is assembled."""
@@ -36,6 +34,8 @@ def progress_bar() -> tuple[Any, Any]:
 
 def offer_local_first_run(config_dir: Path, ask: Any = input) -> bool:
     """The REPL's first run without a key: offer the local model; True when the user takes it."""
+    from codeloop.session.local_profile import local_model_status
+
     sys.stdout.write("\nNo API key is set. codeloop can run a small model on this machine instead "
                      "(slower and much weaker than a hosted model; "
                      f"{local_model_status(config_dir)}).\n")

@@ -43,7 +43,6 @@ def resolve_options(args: argparse.Namespace, *, interactive: bool, skip_setting
                     model: str | None = None) -> RunOptions:
     """RunOptions for this run. `skip_settings`: broken settings files the user chose to go on
     without; `model`: a model chosen at the door instead of `--model` (the REPL's local offer)."""
-    from codeloop.session import local_profile
     from codeloop.session import store
 
     cwd = Path.cwd().resolve()
@@ -54,6 +53,8 @@ def resolve_options(args: argparse.Namespace, *, interactive: bool, skip_setting
     settings, trusted, warnings = _load_settings(args, cwd, settings_arg, sources, skip_settings)
     local = _wants_local(model_flag, settings)
     if local:  # the local-model profile narrows tools and prompt and switches the sandbox on
+        from codeloop.session import local_profile
+
         if args.dangerously_skip_permissions or args.permission_mode == "bypassPermissions":
             raise SetupError(local_profile.NO_BYPASS)
         tools, system_prompt, settings_arg, more = local_profile.profile(tools, system_prompt, settings_arg)

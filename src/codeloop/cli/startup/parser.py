@@ -21,8 +21,24 @@ class _Parser(argparse.ArgumentParser):
     """Usage errors exit 1 with one line, as Claude Code's do; no prefix abbreviations
     (`--verb` is not `--verbose`)."""
 
-    def __init__(self, **kw) -> None:
+    def __init__(self, **kw: Any) -> None:
+        self._metavar_check: argparse.HelpFormatter | None = None
         super().__init__(allow_abbrev=False, **kw)
+
+    def add_argument(self, *args: Any, **kw: Any) -> argparse.Action:
+        # argparse builds a whole HelpFormatter (reading the terminal size) for every flag only to
+        # check its metavar; one does for all ~90 flags of every start-up. Help still gets fresh ones.
+        self._metavar_check = self._metavar_check or super()._get_formatter()
+        self._adding = True
+        try:
+            return super().add_argument(*args, **kw)
+        finally:
+            self._adding = False
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        if getattr(self, "_adding", False) and self._metavar_check is not None:
+            return self._metavar_check
+        return super()._get_formatter()
 
     def error(self, message: str) -> NoReturn:
         from codeloop.cli.startup.flag_hints import unknown_flag_hint

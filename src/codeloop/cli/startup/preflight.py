@@ -38,7 +38,7 @@ NOT_SUPPORTED = {
     "advisor": "no server-side advisor tool",
 }
 DISABLE_SLASH_ENV = "CODELOOP_DISABLE_SLASH_COMMANDS"
-_WORKTREE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+_WORKTREE_NAME = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"   # compiled on first use
 
 
 class FlagError(Exception):
@@ -140,7 +140,7 @@ def make_worktree(cwd: Path, name: str) -> Path:
     from pathlib import Path
 
     name = name or f"session-{uuid.uuid4().hex[:8]}"
-    if not _WORKTREE_NAME.fullmatch(name):
+    if not re.fullmatch(_WORKTREE_NAME, name):
         raise FlagError(f"--worktree: invalid name {name!r} (letters, digits, '.', '_', '-')")
     top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=cwd, capture_output=True, text=True)
     if top.returncode != 0:
