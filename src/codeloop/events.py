@@ -1,6 +1,8 @@
 """The one event stream every front end consumes: REPL, print mode, transcript writer, library.
 
 Events are frozen dataclasses with a `type` tag. `query()` yields them and ends with `Terminal`.
+Each is one occurrence, compared by identity (`eq=False`: nothing compares events by value, and
+start-up does not pay for generated comparisons).
 """
 
 from __future__ import annotations
@@ -27,28 +29,28 @@ class TerminalReason(str, Enum):
     BUDGET_EXCEEDED = "budget_exceeded"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class StreamEvent:
     """A raw Messages API stream event (message_start, content_block_delta, …)."""
     raw: dict[str, Any]
     type: Literal["stream_event"] = "stream_event"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class AssistantEvent:
     """An assistant message as the loop yields it."""
     message: Message
     type: Literal["assistant"] = "assistant"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class UserEvent:
     """A user message (a prompt or tool results) as the loop yields it."""
     message: Message
     type: Literal["user"] = "user"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class SystemEvent:
     """Warnings, retries, compact boundaries: `subtype` names which, `data` carries the fields."""
     subtype: str
@@ -58,21 +60,21 @@ class SystemEvent:
     type: Literal["system"] = "system"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Tombstone:
     """Removes an already-yielded message (e.g. an orphaned partial response after fallback)."""
     message: Message
     type: Literal["tombstone"] = "tombstone"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class AttachmentEvent:
     """An attachment added to the conversation."""
     attachment: dict[str, Any]
     type: Literal["attachment"] = "attachment"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ApiCallEvent:
     """One completed model call: what it cost and how long it took."""
     model: str
@@ -82,7 +84,7 @@ class ApiCallEvent:
     type: Literal["api_call"] = "api_call"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class PermissionDenied:
     """A tool call that permission checks refused."""
     tool_name: str
@@ -91,7 +93,7 @@ class PermissionDenied:
     type: Literal["permission_denied"] = "permission_denied"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class CompactBoundary:
     """History was compacted: `messages` replace everything before this point."""
     trigger: Literal["auto", "manual"]
@@ -100,14 +102,14 @@ class CompactBoundary:
     type: Literal["compact_boundary"] = "compact_boundary"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class TranscriptEntry:
     """A record the loop wants kept in the transcript (e.g. a tool-result replacement)."""
     entry: dict[str, Any]
     type: Literal["transcript_entry"] = "transcript_entry"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Terminal:
     """The end of a query: why it stopped and after how many turns."""
     reason: TerminalReason

@@ -134,9 +134,11 @@ def _check_tool_flags(args: argparse.Namespace) -> str | None:
     make the prompt a tool name. A last word that is no tool rule (it has spaces, say) is taken
     back as the prompt; with no prompt left at all, the error says what happened. Unknown tool
     names get a warning with the closest real one."""
+    given = [(dest, flag) for dest, flag in _VARIADIC if vars(args)[dest]]
+    if not given:
+        return None
     from codeloop.cli.startup.flag_hints import looks_like_rule, tool_warnings
 
-    given = [(dest, flag) for dest, flag in _VARIADIC if vars(args)[dest]]
     if args.prompt is None and given:
         dest, flag = given[-1]
         values = vars(args)[dest]

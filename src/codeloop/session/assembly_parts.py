@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from codeloop.session.parts import SessionHost
 
 
-@dataclass
+@dataclass(eq=False)
 class History:
     """Where a session starts: its id, messages, permission denials and transcript entries."""
     session_id: str

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from codeloop.tools.base import ToolContext
 
 
-@dataclass
+@dataclass(eq=False)
 class SessionHost:
     """What a front end lends the session it opens (session.assembly.open_session)."""
     ask_user: Callable[..., Awaitable[Any]] | None = None   # answers permission prompts (None: denied)
@@ -32,7 +32,7 @@ class SessionHost:
     notice: Callable[[str], None] | None = None          # one-line start-up notices
 
 
-@dataclass
+@dataclass(eq=False)
 class Sidechain:
     """A subagent's place in its parent session: who it is, and what it shares with the parent."""
     agent_id: str
@@ -49,7 +49,7 @@ class Sidechain:
     disallowed_tools: tuple[str, ...] = ()
 
 
-@dataclass
+@dataclass(eq=False)
 class SessionParts:
     """What the assembly decided for a Conversation beyond its config."""
     settings: Any = None                      # config.settings.LoadedSettings (None: library, no files)

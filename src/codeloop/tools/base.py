@@ -64,7 +64,7 @@ class FileReadRecord:
     partial: bool = False
 
 
-@dataclass
+@dataclass(eq=False)   # one per session or subagent, compared by identity
 class ToolContext:
     """What a tool call can use: directories, abort signal and session state."""
     cwd: Path                                   # Bash's persistent working directory
