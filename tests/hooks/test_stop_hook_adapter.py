@@ -8,7 +8,7 @@ import pytest
 from hooklab import group
 
 from codeloop.hooks import HookEvent, StopHookAdapter
-from codeloop.loop.recovery import StopHookOutcome
+from codeloop.hooks.stop import StopHookOutcome
 from codeloop.messages import user_message
 
 

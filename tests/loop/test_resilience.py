@@ -14,7 +14,8 @@ from codeloop.events import (AssistantEvent, AttachmentEvent, CompactBoundary, S
                              SystemEvent, Tombstone, UserEvent)
 from codeloop.context.memory import NestedMemory
 from codeloop.loop.queue import CommandQueue, Priority, QueuedCommand, QueueMode
-from codeloop.loop.recovery import DrainResult, StopHookOutcome
+from codeloop.hooks.stop import StopHookOutcome
+from codeloop.loop.recovery import DrainResult
 from codeloop.loop.state import TerminalReason
 from codeloop.messages import user_message
 from codeloop.tools.base import Tool, ToolResult
