@@ -69,6 +69,7 @@ def build_session(options: RunOptions, host: SessionHost, *, provider: Any, mode
         cwd=cwd, model=model, tools=make_tools(options), load_context=load_context,
         fallback_models=list(options.model.fallback), agent_definitions=dict(options.agents),
         entrypoint=options.entrypoint, feature_flags=dict(options.feature_flags), hook_env=settings.env(),
+        env_pass=_env_pass(settings),
         hooks=settings.hooks() if options.hooks else {}, resumed=bool(history.messages),
         token_budget=options.limits.token_budget, system_prompt=system_prompt,
         max_budget_usd=options.limits.max_budget_usd,
@@ -124,6 +125,14 @@ async def _spawn_subagent(conv: Conversation, *args: Any, **kw: Any) -> Any:
     from codeloop.session.subagent import spawn_for
 
     return await spawn_for(conv, *args, **kw)
+
+
+def _env_pass(settings: Any) -> tuple[str, ...]:
+    """What the model's commands may see of the secret-looking variables: what settings `env` sets
+    for the session, and what `passEnv` names (both from trusted sources only)."""
+    named = settings.merged.get("passEnv")
+    extra = [str(n) for n in named if isinstance(n, str) and n] if isinstance(named, list) else []
+    return (*settings.env(), *extra)
 
 
 def _memory_names(options: RunOptions) -> tuple[str, ...] | None:

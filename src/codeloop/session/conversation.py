@@ -58,6 +58,7 @@ class ConversationConfig:
     agent_definitions: dict[str, Any] = field(default_factory=dict)
     hooks: dict[str, Any] = field(default_factory=dict)        # settings "hooks" (trusted sources only)
     hook_env: dict[str, str] = field(default_factory=dict)     # settings "env", passed to hook commands
+    env_pass: tuple[str, ...] = ()     # secret-looking variables the model's commands may see (shell_env)
     resumed: bool = False
     max_budget_usd: float | None = None
     thinking: dict[str, Any] | None = None

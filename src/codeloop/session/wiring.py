@@ -117,7 +117,7 @@ class SessionWiring:
             messages=lambda: self.messages, append_entry=self._write_entry, emit=self._on_side_event,
             post_tool_use=self.hooks.post_tool,  # a no-op without hooks; SDK hooks may arrive later
             path_guard=policy.guard_path, denied_inodes=policy.denied_inodes, feature_flags=dict(cfg.feature_flags),
-            policy=policy, sandbox=policy.sandbox, project_trusted=self.trusted)
+            policy=policy, sandbox=policy.sandbox, project_trusted=self.trusted, env_pass=tuple(cfg.env_pass))
         if side is None:
             ctx.session_dir = store.session_dir(cfg.cwd, self.session_id)
             if self.parts.spawn is not None and any(t.name == "Agent" for t in cfg.tools):

@@ -122,6 +122,9 @@ class ToolContext:
     # Background shells and agents of the session (created on first use; stopped with it).
     background: BackgroundTasks | None = None
     agent_type: str = ""                        # the subagent's type ("" on the main thread)
+    # Secret-looking variables the user lets the model's commands see (settings `env` and
+    # `passEnv`; names or `PREFIX*`): tools.builtin.shell_env leaves every other one out.
+    env_pass: tuple[str, ...] = ()
     project_trusted: bool = False               # the folder is trusted: its own skills may load
     images_supported: bool = True               # the model takes images (Read of PDF pages)
     skills: list[Skill] | None = None           # discovered on first use (tools.skills)

@@ -7,7 +7,9 @@ written by an EXIT trap so `exit N` still reports it) becomes the next call's cw
 
 When the session has a sandbox (`ctx.sandbox`, a `codeloop.sandbox.runtime.Sandbox`)
 the shell runs inside bubblewrap; a sandbox that is enabled but cannot start refuses the call
-(fail closed) unless the settings allow the unsandboxed fallback.
+(fail closed) unless the settings allow the unsandboxed fallback. Every command gets codeloop's
+environment without its secrets (`shell_env`), and codeloop's own /proc files are made
+unreadable to it before the first one runs.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from codeloop.tools.base import CURRENT_TOOL_USE_ID, LazyModel, Tool, ToolContext, ToolError, ToolResult
+from codeloop.tools.builtin.shell_env import command_environment, protect_process
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
@@ -189,6 +192,7 @@ class BashTool(Tool):
         return is_read_only(command) if command else False
 
     async def call(self, inp: Any, ctx: ToolContext) -> ToolResult:
+        protect_process()   # before the model's first command: codeloop's /proc files out of its reach
         if inp.run_in_background:
             return await self._background(inp, ctx)
         timeout_ms = min(inp.timeout or DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS)
@@ -253,7 +257,8 @@ class BashTool(Tool):
             guard.__exit__(None, None, None)
         try:
             task = await registry(ctx).start_shell(
-                inp.command, [*prefix, _shell(), "-c", inp.command], cwd=cwd, env=env,
+                inp.command, [*prefix, _shell(), "-c", inp.command], cwd=cwd,
+                env={**command_environment(ctx.env_pass), **env},
                 description=inp.description or "", tool_use_id=CURRENT_TOOL_USE_ID.get(), cleanup=cleanup)
         except OSError as e:
             cleanup()
@@ -281,7 +286,7 @@ class BashTool(Tool):
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,
-                env={**os.environ, **env} if env else None,
+                env={**command_environment(ctx.env_pass), **(env or {})},
             )
         except OSError as e:
             raise ToolError(f"Could not start the shell in {cwd}: {e.strerror or e}") from e

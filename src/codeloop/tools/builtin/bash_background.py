@@ -146,17 +146,18 @@ class BackgroundTasks:
         folder.mkdir(parents=True, exist_ok=True)
         return folder / f"{task_id}.output"
 
-    async def start_shell(self, command: str, argv: list[str], *, cwd: Path, env: dict[str, str] | None,
+    async def start_shell(self, command: str, argv: list[str], *, cwd: Path, env: dict[str, str],
                           description: str = "", tool_use_id: str | None = None,
                           cleanup: Callable[[], None] | None = None) -> BackgroundTask:
-        """Start `argv` (the shell, behind the sandbox prefix if any) with output to a file."""
+        """Start `argv` (the shell, behind the sandbox prefix if any) with output to a file, in `env`
+        (the whole environment: the caller leaves codeloop's secrets out, tools.builtin.shell_env)."""
         global _ATEXIT
         task_id = "b" + new_uuid().replace("-", "")[:8]
         out = self._output_file(task_id)
         with open(out, "wb") as sink:
             proc = await asyncio.create_subprocess_exec(
                 *argv, cwd=cwd, stdin=asyncio.subprocess.DEVNULL, stdout=sink, stderr=asyncio.subprocess.STDOUT,
-                start_new_session=True, env={**os.environ, **env} if env else None)
+                start_new_session=True, env=env)
         task = BackgroundTask(task_id, TaskKind.BASH, description or command, out, command=command,
                               tool_use_id=tool_use_id, pgid=proc.pid)
         _LIVE.add(proc.pid)

@@ -1,0 +1,62 @@
+"""The environment the model's shell commands get: codeloop's own, without its secrets.
+
+A command the model writes (Bash, a background task, sandboxed or not) must not be able to
+print the API key: `env`, `printenv` and `/proc/$PPID/environ` are the first things a
+prompt-injected model tries. So, as Codex does by default, variables whose names contain KEY,
+SECRET, TOKEN, PASSWORD or CREDENTIAL, and the model providers' variables, are left out —
+except those the user names: settings `env` (set for the session on purpose) and the `passEnv`
+setting (names, or prefixes ending in `*`; trusted sources only, like `env`).
+
+`/proc/<codeloop>/environ` still holds the environment codeloop started with, whatever
+`os.environ` now says; `protect_process` makes codeloop's process non-dumpable before its first
+command, which makes that file (and `mem`) unreadable to other processes of the same user
+(`CODELOOP_ALLOW_PTRACE=1` keeps debuggers and profilers working).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable, Mapping
+
+SECRET_WORDS = ("KEY", "SECRET", "TOKEN", "PASSWORD", "CREDENTIAL")
+PROVIDER_PREFIXES = ("ANTHROPIC_", "OPENAI_", "OPENROUTER_", "CLAUDE_CODE_OAUTH", "AZURE_OPENAI_")
+ALLOW_PTRACE_ENV = "CODELOOP_ALLOW_PTRACE"
+_PR_SET_DUMPABLE = 4
+_protected = False
+
+
+def is_secret(name: str) -> bool:
+    upper = name.upper()
+    return any(word in upper for word in SECRET_WORDS) or upper.startswith(PROVIDER_PREFIXES)
+
+
+def _passes(name: str, passed: Iterable[str]) -> bool:
+    for pattern in passed:
+        if pattern.endswith("*") and name.startswith(pattern[:-1]) or name == pattern:
+            return True
+    return False
+
+
+def command_environment(passed: Iterable[str] = (), base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """`base` (default: codeloop's environment) without its secrets, but for the names in `passed`."""
+    keep = tuple(passed)
+    env = os.environ if base is None else base
+    return {k: v for k, v in env.items() if not is_secret(k) or _passes(k, keep)}
+
+
+def protect_process() -> None:
+    """Make this process non-dumpable (once): other processes of the user — the model's commands
+    — can no longer read its /proc files, its starting environment among them. Linux only; a
+    failure leaves things as they were (the environment the commands get is scrubbed anyway)."""
+    global _protected
+    if _protected or not sys.platform.startswith("linux") or os.environ.get(ALLOW_PTRACE_ENV) == "1":
+        return
+    _protected = True
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
