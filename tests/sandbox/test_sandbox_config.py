@@ -70,7 +70,8 @@ def test_which_commands_run_sandboxed(tmp_path):
     sandbox = make_sandbox(tmp_path, excludedCommands=["docker *"])
     assert sandbox.use_for("touch x")[0] is Use.SANDBOXED
     assert sandbox.use_for("git status")[0] is Use.SANDBOXED           # runs repository programs
-    assert sandbox.use_for("ls -la")[0] is Use.UNSANDBOXED              # read-only fast path
+    assert sandbox.use_for("ls -la")[0] is Use.SANDBOXED                # read-only too: no path around it
+    assert sandbox.use_for("env")[0] is Use.SANDBOXED
     assert sandbox.use_for("docker ps && touch y")[0] is Use.UNSANDBOXED
     masked = make_sandbox(tmp_path, deny_read=["./secret.txt"])
     assert masked.use_for("cat secret.txt")[0] is Use.SANDBOXED         # masking is needed: no fast path

@@ -102,10 +102,8 @@ class Sandbox:
             return Use.UNSANDBOXED, "the sandbox is off"
         if self._excluded(command):
             return Use.UNSANDBOXED, "excluded from the sandbox by sandbox.excludedCommands"
-        from codeloop.permissions.bash import is_read_only
-
-        if not self.read_deny() and not self.settings.deny_read and is_read_only(command):
-            return Use.UNSANDBOXED, "read-only command"
+        # No fast path around it for "read-only" commands: `env`, `cat ~/.ssh/id_rsa` or `tail -f x &`
+        # are read-only too, and only the sandbox hides secrets and ends what a command leaves behind.
         from codeloop.sandbox.bwrap import probe
 
         p = probe()
