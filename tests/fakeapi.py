@@ -198,8 +198,9 @@ class ScriptedAPI:
         return httpx.MockTransport(handler)
 
     # -- loopback server ----------------------------------------------------------------------
-    def serve(self) -> _Server:
-        return _Server(self)
+    def serve(self, get: Callable[[BaseHTTPRequestHandler], None] | None = None) -> _Server:
+        """A loopback server for the CLI; `get` answers GET requests (the Files API, say), 404 without it."""
+        return _Server(self, get)
 
 
 class _AsyncChunks(httpx.AsyncByteStream):
@@ -218,7 +219,7 @@ class _AsyncChunks(httpx.AsyncByteStream):
 
 
 class _Server:
-    def __init__(self, api: ScriptedAPI) -> None:
+    def __init__(self, api: ScriptedAPI, get: Callable[[BaseHTTPRequestHandler], None] | None = None) -> None:
         self.api = api
         api_ref = api
 
@@ -230,6 +231,14 @@ class _Server:
 
             def log_message(self, *args: Any) -> None:
                 pass
+
+            def do_GET(self) -> None:  # noqa: N802
+                if get is not None:
+                    get(self)
+                    return
+                self.send_response(404)
+                self.send_header("content-length", "0")
+                self.end_headers()
 
             def do_POST(self) -> None:  # noqa: N802
                 length = int(self.headers.get("content-length") or 0)

@@ -60,7 +60,7 @@ def test_webfetch_always_allow_remembers_the_domain(tmp_path, run):
     from webpages import PageServer
 
     with PageServer() as pages:
-        page = pages.url + "/libffi.html"
+        page = f"http://2130706433:{pages.port}/libffi.html"   # 127.0.0.1 spelled as one number
         api = ScriptedAPI(sse(tool_use("WebFetch", {"url": page, "prompt": "what is a cif?"}, id="f1")),
                           sse(text("A call interface."), model="claude-haiku-4-5"),
                           sse(tool_use("WebFetch", {"url": pages.url + "/debian.html", "prompt": "uids?"}, id="f2")),
@@ -69,9 +69,10 @@ def test_webfetch_always_allow_remembers_the_domain(tmp_path, run):
         with api.serve() as url:
             t = run(url)
             t.line("read two pages")
+            t.expect(r"It fetches from 127\.0\.0\.1 \(loopback")
             t.expect(r"don't ask again for WebFetch\(domain:127\.0\.0\.1\)")
             pick(t, "2")
-            t.expect("Both pages read")                # the second page did not ask
+            t.expect("Both pages read")                # the second page (127.0.0.1 as usual) did not ask
             t.line("/exit")
             assert t.wait_exit() == 0
     assert pages.hits["/libffi.html"] == 1 and pages.hits["/debian.html"] == 1

@@ -1,6 +1,7 @@
 """A loopback HTTP server for the WebFetch tests: serves real HTML pages saved under
 tests/fixtures/web (a rustdoc book page, Debian's users-and-groups guide, libffi's manual) plus
-redirects, errors, a slow page and a large one, and counts the hits per path."""
+redirects (fixed ones, and `/redirect?to=URL` to anywhere), errors, a slow page and a large one, and
+counts the hits per path."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "web"
 PAGES = {"/rustdoc.html": "rustdoc-what-is-rustdoc.html", "/debian.html": "debian-users-and-groups.html",
@@ -47,6 +49,9 @@ class PageServer:
                     self._send(200, b"# Notes\n\nPlain markdown, served as is.\n", "text/markdown")
                 elif path == "/same-host-redirect":
                     self._send(302, b"", headers={"location": "/rustdoc.html"})
+                elif path == "/redirect":
+                    [to] = parse_qs(urlsplit(self.path).query)["to"]
+                    self._send(302, b"", headers={"location": to})
                 elif path == "/other-host-redirect":
                     self._send(301, b"", headers={"location": f"http://localhost:{port}/rustdoc.html"})
                 elif path == "/big":

@@ -19,7 +19,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
-from urllib.parse import urlsplit
 
 from codeloop.permissions import bash as sh
 from codeloop.permissions.modes import EDIT_TOOLS, READ_TOOLS
@@ -333,27 +332,29 @@ def path_decision(tool_name: str, path: str, rules: RuleSet, *, cwd: str | os.Pa
 
 
 # -- WebFetch, MCP, everything else -----------------------------------------------------------
-_HOST = re.compile(r"[a-z0-9](?:[a-z0-9\-.]*[a-z0-9])?|\[[0-9a-f:.]+\]")
-
-
 def url_host(url: str) -> str | None:
-    """Lower-case host of an http(s) URL, or None when it is odd enough to be a trick."""
-    if re.search(r"[\s\\]", url):
-        return None          # `http://evil\@good.com`: parsers disagree about the host
+    """The canonical host of an http(s) URL (`hosts.canonical_host`: `2130706433`, `0x7f.1` and
+    `[::ffff:127.0.0.1]` are all 127.0.0.1), or None when WebFetch would refuse the URL anyway."""
+    from codeloop.permissions.hosts import parse_web_url
+
     try:
-        parts = urlsplit(url)
-        host = (parts.hostname or "").rstrip(".")
+        return parse_web_url(url).host
     except ValueError:
         return None
-    return host if parts.scheme in ("http", "https") and _HOST.fullmatch(host) else None
 
 
 def webfetch_matches(spec: str, url: str) -> bool:
+    """`domain:example.com` covers the host and its subdomains; an address (however the rule or the
+    URL spells it) covers only itself."""
+    from codeloop.permissions.hosts import canonical_host, is_ip
+
     if not spec.startswith("domain:"):
         return False
-    domain = spec[len("domain:"):].strip().lower().removeprefix("*.").rstrip(".")
+    domain = canonical_host(spec[len("domain:"):].strip().lower().removeprefix("*."))
     host = url_host(url)
-    return bool(domain) and host is not None and (host == domain or host.endswith("." + domain))
+    if not domain or host is None:
+        return False
+    return host == domain or (not is_ip(domain) and host.endswith("." + domain))
 
 
 def mcp_matches(rule: Rule, tool_name: str) -> bool:

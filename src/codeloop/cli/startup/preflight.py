@@ -159,26 +159,10 @@ def make_worktree(cwd: Path, name: str) -> Path:
 
 
 def download_files(specs: list[str], cwd: Path) -> None:
-    """`--file file_id:relative/path`: fetch each file from the Files API into the working directory."""
-    import httpx
+    """`--file file_id:relative/path`: checked, fetched and written safely (`cli.startup.file_download`)."""
+    from codeloop.cli.startup.file_download import FileFlagError, download_files as download
 
-    base = (os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com").rstrip("/")
-    key = os.environ.get("ANTHROPIC_API_KEY", "")
-    headers = {"x-api-key": key, "anthropic-version": "2023-06-01", "anthropic-beta": "files-api-2025-04-14"}
-    root = cwd.resolve()
-    for spec in specs:
-        file_id, sep, rel = spec.partition(":")
-        if not sep or not file_id or not rel:
-            raise FlagError(f"--file: expected FILE_ID:PATH, got {spec!r}")
-        dest = (root / rel).resolve()
-        if dest != root and root not in dest.parents:
-            raise FlagError(f"--file: {rel!r} is outside the working directory")
-        try:
-            resp = httpx.get(f"{base}/v1/files/{file_id}/content", headers=headers, timeout=60,
-                             follow_redirects=True)
-        except httpx.HTTPError as exc:
-            raise FlagError(f"--file {file_id}: download failed: {exc}") from None
-        if resp.status_code != 200:
-            raise FlagError(f"--file {file_id}: the API answered {resp.status_code}: {resp.text[:200]}")
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_bytes(resp.content)
+    try:
+        download(specs, str(cwd))
+    except FileFlagError as exc:
+        raise FlagError(str(exc)) from None

@@ -1,10 +1,13 @@
 """The WebFetch tool: fetch one URL, turn its HTML into markdown, answer the model's prompt about it.
 
-Fetching is plain httpx with caps (time, bytes, redirects). `http://` is upgraded to `https://`
-except for loopback hosts (127.0.0.1, ::1, localhost), which have no certificate to offer — that
-is also what lets the tests serve real pages from a loopback server. A redirect to another host
-is reported to the model instead of followed, so a permission granted for one domain never
-quietly reaches another. Pages are kept for 15 minutes.
+Fetching is plain httpx with caps (time, bytes, redirects). The host is rewritten to its one
+canonical spelling first (`permissions.hosts`: `http://2130706433/`, `0x7f.1` and `[::ffff:127.0.0.1]`
+are all 127.0.0.1), and every decision — rules, preapproval, the scheme, redirects — is taken on
+it and the connection made to it. `http://` is upgraded to `https://` except for loopback hosts,
+which have no certificate to offer — that is also what lets the tests serve real pages from a
+loopback server. A redirect that changes the scheme, the host (beyond "www.") or the port is
+reported to the model instead of followed, as Claude Code does, so a permission granted for one
+site never quietly reaches another. Pages are kept for 15 minutes.
 
 The prompt is applied by a small fast model through the session's side provider
 (`ctx.side_provider`, metered, so it counts in usage and cost); pages from the
@@ -22,7 +25,7 @@ import os
 import time
 from dataclasses import dataclass
 from typing import Any, ClassVar
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -38,7 +41,6 @@ CACHE_MAX_CHARS = 50 * 1024 * 1024
 SIDE_MAX_TOKENS = 4096
 DEFAULT_SIDE_MODEL = "claude-haiku-4-5"
 DOMAINS_ENV = "CODELOOP_WEBFETCH_DOMAINS"
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
 # Documentation hosts that may be fetched without a question (Claude Code preapproves a similar set).
 PREAPPROVED = frozenset({
     "docs.python.org", "peps.python.org", "pypi.org", "developer.mozilla.org", "docs.rs", "doc.rust-lang.org",
@@ -130,41 +132,66 @@ def _remember(page: Page) -> None:
 
 
 def host_of(url: str) -> str:
-    return (urlsplit(url).hostname or "").lower()
+    """The canonical host of `url` ("" when it has none that parses)."""
+    from codeloop.permissions.hosts import parse_web_url
+
+    try:
+        return parse_web_url(url).host
+    except ValueError:
+        return ""
 
 
 def normalize_url(url: str) -> str:
-    """The URL to fetch: validated, http upgraded to https except on loopback hosts."""
+    """The URL to fetch: validated, its host in canonical spelling (the one every decision is taken on,
+    and the one connected to), http upgraded to https except on loopback hosts."""
+    from codeloop.permissions.hosts import DEFAULT_PORTS, HostKind, host_kind, netloc, parse_web_url
+
     url = url.strip()
     if len(url) > MAX_URL_LENGTH:
         raise ToolError(f"Invalid URL: longer than {MAX_URL_LENGTH} characters.")
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ToolError(f"Invalid URL: {url!r}. Give a fully-formed http(s) URL, e.g. https://example.com/page.")
-    if parts.username or parts.password:
-        raise ToolError("Invalid URL: URLs with credentials (user:password@host) are not fetched.")
-    if parts.scheme == "http" and parts.hostname.lower() not in LOOPBACK_HOSTS:
-        parts = parts._replace(scheme="https")
-    return urlunsplit(parts)
+    try:
+        parts, host, port = parse_web_url(url)
+    except ValueError as exc:
+        raise ToolError(f"Invalid URL: {exc}.") from None
+    scheme = parts.scheme
+    if scheme == "http" and host_kind(host) is not HostKind.LOOPBACK:
+        scheme = "https"
+        if port == DEFAULT_PORTS["https"]:
+            port = None
+    return urlunsplit(parts._replace(scheme=scheme, netloc=netloc(host, port)))
 
 
 def preapproved_hosts(env: dict[str, str] | None = None) -> frozenset[str]:
+    from codeloop.permissions.hosts import canonical_host
+
     raw = (os.environ if env is None else env).get(DOMAINS_ENV, "")
     if raw.strip().lower() == "none":
         return frozenset()
-    extra = {h.strip().lower() for h in raw.split(",") if h.strip()}
-    return PREAPPROVED | extra
+    extra = {canonical_host(h) for h in raw.split(",") if h.strip()}
+    return PREAPPROVED | {h for h in extra if h}
 
 
 def is_preapproved(url: str) -> bool:
+    from codeloop.permissions.hosts import is_ip
+
     host = host_of(url)
-    return any(host == h or host.endswith("." + h) for h in preapproved_hosts())
+    if not host:
+        return False
+    hosts = preapproved_hosts()
+    return host in hosts or (not is_ip(host) and any(host.endswith("." + h) for h in hosts))
 
 
-def _same_site(a: str, b: str) -> bool:
-    # Claude Code follows redirects that only add or drop "www."
+def may_follow(current: str, target: str) -> bool:
+    """A redirect is followed only on the same site: same scheme, same port, same host give or take
+    "www." (Claude Code's rule); anything else is reported to the model."""
+    from codeloop.permissions.hosts import parse_web_url
+
+    try:
+        a, b = parse_web_url(current), parse_web_url(target)
+    except ValueError:
+        return False
     strip = lambda h: h[4:] if h.startswith("www.") else h  # noqa: E731
-    return strip(host_of(a)) == strip(host_of(b))
+    return a.parts.scheme == b.parts.scheme and a.port == b.port and strip(a.host) == strip(b.host)
 
 
 def html_to_markdown(html: str) -> str:
@@ -185,6 +212,8 @@ async def fetch(url: str, *, timeout: float | None = None, max_bytes: int | None
     """GET `url`, following same-site redirects; a redirect elsewhere is returned, not followed."""
     import httpx
 
+    url = normalize_url(url)   # the canonical host is what httpx connects to
+
     timeout = FETCH_TIMEOUT_S if timeout is None else timeout
     max_bytes = MAX_BODY_BYTES if max_bytes is None else max_bytes
 
@@ -199,7 +228,7 @@ async def fetch(url: str, *, timeout: float | None = None, max_bytes: int | None
                     if resp.is_redirect:
                         # a redirect never downgrades to plain http (loopback aside)
                         target = normalize_url(str(resp.url.join(resp.headers.get("location", ""))))
-                        if not _same_site(current, target):
+                        if not may_follow(current, target):
                             return Redirect(current, target, resp.status_code)
                         current = target
                         continue
@@ -287,8 +316,11 @@ class WebFetchTool(Tool):
             return PermissionDecision(PermissionBehavior.ALLOW)  # call() reports the bad URL; nothing is fetched
         if is_preapproved(url):
             return PermissionDecision(PermissionBehavior.ALLOW)
-        return PermissionDecision(PermissionBehavior.ASK, f"WebFetch of {host_of(url)} needs permission "
-                                                          f"(allow it with WebFetch(domain:{host_of(url)})).")
+        from codeloop.permissions.hosts import describe
+
+        host = host_of(url)
+        return PermissionDecision(PermissionBehavior.ASK, f"WebFetch of {describe(host)} needs permission "
+                                                          f"(allow it with WebFetch(domain:{host})).")
 
     async def call(self, inp: WebFetchInput, ctx: ToolContext) -> ToolResult:
         started = time.monotonic()

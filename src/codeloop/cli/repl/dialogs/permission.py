@@ -123,10 +123,14 @@ async def ask_user(repl: Any, tool: Any, inp: Any, block: dict[str, Any]) -> Any
         rule = tool.name
         if tool.name == "Bash" and isinstance(raw.get("command"), str):
             rule = bash_rule(raw["command"])
-        elif tool.name == "WebFetch" and isinstance(raw.get("url"), str):  # the domain, not every URL
-            from urllib.parse import urlsplit
-            rule = f"WebFetch(domain:{urlsplit(raw['url']).hostname or ''})"
         title = f"Allow {tool_label(tool.name, raw)}?"
+        if tool.name == "WebFetch" and isinstance(raw.get("url"), str):  # the domain, not every URL
+            from codeloop.permissions.hosts import describe
+            from codeloop.permissions.rules import url_host  # its one spelling: `0x7f.1` saves 127.0.0.1
+            host = url_host(raw["url"]) or ""
+            rule = f"WebFetch(domain:{host})"
+            if host and describe(host) != host:   # say where `http://2852039166/` really goes
+                title = f"Allow {tool_label(tool.name, raw)}? It fetches from {describe(host)}."
         where = f"(saved to {Path('.claude') / 'settings.local.json'})" if tool.name == "Bash" else "this session"
         always = ("always", f"Yes, and don't ask again for {rule} {where}")
     answer = await repl.choose(title, [("yes", "Yes"), always,
