@@ -43,6 +43,7 @@ class SandboxSettings:
     allow_write: tuple[str, ...] = ()
     deny_write: tuple[str, ...] = ()
     deny_read: tuple[str, ...] = ()
+    allow_read: tuple[str, ...] = ()       # credential locations the user lets sandboxed commands read
     errors: tuple[str, ...] = field(default=(), compare=False)
 
 
@@ -54,7 +55,8 @@ _BOOLS = {"enabled": ("enabled", True), "autoAllowBashIfSandboxed": ("auto_allow
 # rules still mask what `filesystem.denyRead` would have.
 _LISTS = {"excludedCommands": "excluded_commands"}
 _NETWORK_LISTS = {"allowedDomains": "allowed_domains"}
-_FS_LISTS = {"allowWrite": "allow_write", "denyWrite": "deny_write", "denyRead": "deny_read"}
+_FS_LISTS = {"allowWrite": "allow_write", "denyWrite": "deny_write", "denyRead": "deny_read",
+             "allowRead": "allow_read"}
 
 
 def _str_list(value: Any) -> bool:

@@ -32,6 +32,14 @@ _DAEMON_SOCKETS = ("/var/run/docker.sock", "/run/docker.sock", "/run/containerd/
                    "/run/podman/podman.sock", "/run/user/0/podman/podman.sock")
 
 
+# Where credentials live, under the user's home: hidden from every sandboxed command (as a Read
+# deny rule would hide them) unless `sandbox.filesystem.allowRead` names them. codeloop's and
+# Claude Code's own folders (other projects' transcripts, the trust store, the install id) are
+# the `protected_dirs`, hidden the same way.
+CREDENTIAL_PATHS = (".ssh", ".aws", ".config/gcloud", ".azure", ".kube", ".docker/config.json", ".netrc", ".npmrc",
+                    ".pypirc", ".gnupg", ".git-credentials", ".claude.json", ".claude")
+
+
 class Use(str, Enum):
     SANDBOXED = "sandboxed"
     UNSANDBOXED = "unsandboxed"
@@ -128,7 +136,27 @@ class Sandbox:
                     masks.append((sock, Kind.FILE))
             except OSError:
                 pass
-        return masks
+        return masks + self._credential_masks(roots)
+
+    def _credential_masks(self, roots: list[str]) -> list[tuple[str, Kind]]:
+        """The credential locations and codeloop's own folders that exist, but for those the user
+        allows and those holding a writable root (the project itself stays usable)."""
+        from codeloop.sandbox.layout import Kind
+
+        allowed = {os.path.realpath(p) for p in self._extra_paths(self.settings.allow_read)}
+        out: list[tuple[str, Kind]] = []
+        for path in [*(os.path.join(self.home, p) for p in CREDENTIAL_PATHS), *self.protected_dirs]:
+            for p in dict.fromkeys((os.path.normpath(path), os.path.realpath(path))):
+                if p in allowed or os.path.realpath(p) in allowed:
+                    continue
+                if any(r == p or r.startswith(p.rstrip(os.sep) + os.sep) for r in roots):
+                    continue
+                try:
+                    st = os.lstat(p)
+                except OSError:
+                    continue
+                out.append((p, Kind.DIR if stat.S_ISDIR(st.st_mode) else Kind.FILE))
+        return out
 
     def _extra_paths(self, items: tuple[str, ...]) -> list[str]:
         cwd = self.roots[0] if self.roots else os.getcwd()
