@@ -19,7 +19,8 @@ dotfiles repository in `~` does not make all of `~` one project), else the worki
 of an ancestor above it (`../CLAUDE.md`) may point only within that ancestor's own folder.
 
 User-level files (`~/.claude/CLAUDE.md`, `~/.codeloop/…`) are the user's own: `read_user_text`
-follows their links, but is bounded and regular-only too. Every skipped file gives one warning
+follows their links, but is bounded and regular-only too. `read_unlinked` re-reads a file the
+model already read (compaction) only if no link leads there now. Every skipped file gives one warning
 line, said once per session: the owner takes them with `drain()` and shows them as it shows other
 start-up and context warnings.
 """
@@ -123,6 +124,27 @@ def open_inside(path: str, boundary: str) -> int:
         os.close(fd)
         raise
     return fd
+
+
+def read_unlinked(path: Path | str, limit: int) -> bytes | None:
+    """Up to `limit` bytes of a regular, single-link file reached without any symbolic link (the
+    path as written is its realpath), opened so that a link swapped in meanwhile is refused; None
+    for anything else. For re-reading a file the model already read through the permission checks."""
+    plain = os.path.abspath(os.fspath(path))
+    real = os.path.realpath(plain)
+    if real != plain or any(within(real, tree) for tree in SYSTEM_TREES):
+        return None
+    try:
+        fd = open_no_symlinks(real, _READ_FLAGS)
+    except OSError:
+        return None
+    try:
+        _check_regular(fd, single_link=True)
+        return _read_fd(fd, limit)[0]
+    except (Skip, OSError):
+        return None
+    finally:
+        os.close(fd)
 
 
 class ProjectFiles:
