@@ -68,18 +68,31 @@ def find_git_root(cwd: Path) -> Path | None:
 
 
 def git_branch(root: Path) -> str | None:
-    """Current branch read from .git/HEAD directly: no subprocess on the start-up path."""
+    """Current branch read from .git/HEAD directly: no subprocess on the start-up path.
+
+    The repository supplies these files (and a worktree's `.git` file points elsewhere), so they
+    are read bounded and regular-only (a FIFO must not hang the start), and only a well-formed
+    branch name or commit id goes into the prompt — never the text of whatever file they lead to."""
+    import re
+
+    from codeloop.permissions.project_files import read_regular
+
     git = root / ".git"
-    try:
-        if git.is_file():  # worktree or submodule: "gitdir: <path>"
-            target = git.read_text().strip().removeprefix("gitdir:").strip()
-            git = (root / target).resolve()
-        head = (git / "HEAD").read_text().strip()
-    except OSError:
+    if git.is_file():  # worktree or submodule: "gitdir: <path>"
+        raw = read_regular(git, 4096)
+        if raw is None:
+            return None
+        target = raw.decode("utf-8", "replace").strip().removeprefix("gitdir:").strip()
+        git = (root / target).resolve()
+    raw = read_regular(git / "HEAD", 4096)
+    if raw is None:
         return None
+    head = raw.decode("utf-8", "replace").strip()
     if head.startswith("ref:"):
-        return head.split("/", 2)[-1] if head.startswith("ref: refs/heads/") else head[4:].strip()
-    return f"(detached at {head[:12]})"
+        ref = head[4:].strip()
+        name = ref.removeprefix("refs/heads/")
+        return name if re.fullmatch(r"[\w./+@-]{1,255}", name) else None
+    return f"(detached at {head[:12]})" if re.fullmatch(r"[0-9a-f]{40,64}", head) else None
 
 
 def environment_block(cwd: Path, today: _dt.date | None = None) -> str:

@@ -126,6 +126,22 @@ def open_inside(path: str, boundary: str) -> int:
     return fd
 
 
+def read_regular(path: Path | str, limit: int) -> bytes | None:
+    """Up to `limit` bytes of a regular file, links followed; None for anything else (a FIFO, a
+    device, a folder, a missing file). Opened non-blocking, so it never waits on a writer."""
+    try:
+        fd = os.open(os.fspath(path), _READ_FLAGS)
+    except OSError:
+        return None
+    try:
+        _check_regular(fd, single_link=False)
+        return _read_fd(fd, limit)[0]
+    except (Skip, OSError):
+        return None
+    finally:
+        os.close(fd)
+
+
 def read_unlinked(path: Path | str, limit: int) -> bytes | None:
     """Up to `limit` bytes of a regular, single-link file reached without any symbolic link (the
     path as written is its realpath), opened so that a link swapped in meanwhile is refused; None
