@@ -136,3 +136,32 @@ def test_a_commands_folder_linking_out_is_not_walked(repo, tmp_path):
     reg = CommandRegistry.load(root, cfg, home=tmp_path / "home")
     assert "x" not in reg.commands
     assert any("custom commands" in w and "outside the project" in w for w in reg.warnings)
+
+
+def test_started_in_home_the_users_own_folders_are_read_as_theirs(tmp_path, monkeypatch):
+    """In ~, ~/.claude/commands, ~/.claude/agents and ~/.claude/skills are the user's: their links
+    are followed, and they count as the user's (a skill's allowed-tools need no folder trust)."""
+    from codeloop.input.custom_commands import CommandSource
+    from codeloop.tools.agents import AgentSource
+    from codeloop.tools.skills import SkillSource
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("CODELOOP_CONFIG_DIR", str(home / ".codeloop"))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    (dotfiles / "cmd.md").write_text("Deploy $ARGUMENTS")
+    (dotfiles / "agent.md").write_text("---\nname: helper\ndescription: Helps\n---\nHelp.\n")
+    _skill(dotfiles / "skill", "mine")
+    for sub, name, target in (("commands", "deploy.md", "cmd.md"), ("agents", "helper.md", "agent.md"),
+                              ("skills", "mine", "skill")):
+        (home / ".claude" / sub).mkdir(parents=True, exist_ok=True)
+        (home / ".claude" / sub / name).symlink_to(dotfiles / target)
+    cmds, warnings = load_custom_commands(home, home / ".codeloop", home=home)
+    assert cmds["deploy"].source is CommandSource.USER and warnings == []
+    defs = load_agent_definitions(home, home / ".codeloop", home=home)
+    assert defs["helper"].source is AgentSource.USER and defs.warnings == []
+    files = ProjectFiles(home)
+    [skill] = discover(home, files=files)
+    assert skill.source is SkillSource.USER and files.drain() == []
