@@ -95,7 +95,7 @@ def test_reinjection_rereads_no_file_swapped_for_a_link_or_a_fifo(tmp_path):
     (proj / "notes.md").symlink_to(secret)
     os.mkfifo(proj / "plan.md")
     (proj / "app.py").write_text("x = 1")
-    post = build_post_compact_messages("S", recent_files=["notes.md", "plan.md", "app.py"], cwd=proj)
+    post = build_post_compact_messages("S", recent_files=["notes.md", "plan.md", "bad\0name", "app.py"], cwd=proj)
     files = [m.text for m in post if m.text.startswith("Contents of ")]
     assert len(files) == 1 and "x = 1" in files[0] and "PRIVATE KEY" not in "".join(m.text for m in post)
 

@@ -51,6 +51,8 @@ def test_a_hostile_git_head_puts_no_file_text_in_the_prompt_and_never_hangs(tmp_
     (repo / ".git" / "worktrees" / "wt" / "HEAD").write_text("ref: refs/heads/topic/x-1\n")
     (worktree / ".git").write_text(f"gitdir: {repo / '.git' / 'worktrees' / 'wt'}\n")   # outside: fine
     assert git_branch(worktree) == "topic/x-1"
+    (worktree / ".git").write_text("gitdir: a\0b\n")                                     # no crash
+    assert git_branch(worktree) is None
 
 
 def test_instruction_files_order_root_first_local_after_shared(tmp_path, monkeypatch):

@@ -124,6 +124,8 @@ def build_post_compact_messages(summary: str, *, instructions: str | None = None
     for path in recent_files or []:
         if budget <= 0 or shown >= max_files:
             break
+        if "\0" in path:
+            continue      # a path the model wrote that no file can have
         resolved = _resolve(path, cwd)
         key = os.path.realpath(resolved)
         if key in seen:   # the same file named relatively and absolutely

@@ -83,6 +83,8 @@ def git_branch(root: Path) -> str | None:
         if raw is None:
             return None
         target = raw.decode("utf-8", "replace").strip().removeprefix("gitdir:").strip()
+        if not target or "\0" in target:
+            return None
         git = (root / target).resolve()
     raw = read_regular(git / "HEAD", 4096)
     if raw is None:

@@ -131,7 +131,7 @@ def read_regular(path: Path | str, limit: int) -> bytes | None:
     device, a folder, a missing file). Opened non-blocking, so it never waits on a writer."""
     try:
         fd = os.open(os.fspath(path), _READ_FLAGS)
-    except OSError:
+    except (OSError, ValueError):   # ValueError: a NUL in a path taken from a file's text
         return None
     try:
         _check_regular(fd, single_link=False)
@@ -146,8 +146,11 @@ def read_unlinked(path: Path | str, limit: int) -> bytes | None:
     """Up to `limit` bytes of a regular, single-link file reached without any symbolic link (the
     path as written is its realpath), opened so that a link swapped in meanwhile is refused; None
     for anything else. For re-reading a file the model already read through the permission checks."""
-    plain = os.path.abspath(os.fspath(path))
-    real = os.path.realpath(plain)
+    try:
+        plain = os.path.abspath(os.fspath(path))
+        real = os.path.realpath(plain)
+    except ValueError:   # a NUL in a path the model wrote
+        return None
     if real != plain or any(within(real, tree) for tree in SYSTEM_TREES):
         return None
     try:
