@@ -1,4 +1,5 @@
-"""Folder trust: remembered per path, inherited by subfolders (not from ~ or /), robust to corruption."""
+"""Folder trust: remembered per path, inherited by subfolders (not from ~ or /, and not by a
+subfolder with configuration of its own), robust to corruption."""
 
 from __future__ import annotations
 
@@ -121,3 +122,75 @@ def test_home_with_only_user_settings_needs_no_trust(home):
     (home / ".claude" / "settings.json").write_text("{}")
     assert trustmod.project_config_files(home) == []
     assert needs_trust(home) is False
+
+
+# -- a subfolder's own configuration (issue 25, item 5) ---------------------------------------------
+
+OWN_CONFIG = [".claude/settings.json", ".claude/settings.local.json", ".codeloop/settings.json",
+              ".codeloop/settings.local.json", ".mcp.json", ".claude/agents/x.md", ".codeloop/agents/x.md",
+              ".claude/skills/x/SKILL.md", ".codeloop/skills/x/SKILL.md"]
+
+
+@pytest.mark.parametrize("rel", OWN_CONFIG)
+def test_a_trusted_parent_does_not_cover_a_subfolders_own_configuration(tmp_path, home, rel):
+    parent = tmp_path / "code"
+    sub = parent / "repo" / "sub"
+    (sub / rel).parent.mkdir(parents=True)
+    (sub / rel).write_text("{}")
+    trust(parent)
+    status = check_trust(sub)
+    assert not status.trusted and status.not_inherited == os.path.realpath(parent)
+    note = status.note(sub)
+    assert note is not None and "\n" not in note and os.path.realpath(parent) in note and "own" in note
+    assert needs_trust(sub) is True                       # the REPL asks about the subfolder itself
+    trust(sub)
+    assert check_trust(sub).trusted and check_trust(sub).via == os.path.realpath(sub)
+    assert needs_trust(sub) is False and check_trust(sub).note(sub) is None
+
+
+def test_a_trusted_folders_own_configuration_and_plain_subfolders_stay_trusted(tmp_path, home):
+    parent = tmp_path / "code"
+    (parent / ".claude").mkdir(parents=True)
+    (parent / ".claude" / "settings.json").write_text("{}")
+    plain = parent / "src" / "pkg"
+    (plain / ".claude").mkdir(parents=True)
+    (plain / ".claude" / "CLAUDE.md").write_text("instructions are prompt text, not configuration")
+    (plain / ".claude" / "skills").mkdir()             # an empty skills folder unlocks nothing
+    (plain / ".claude" / "agents").mkdir()
+    (plain / ".claude" / "agents" / "notes.txt").write_text("not an agent definition")
+    trust(parent)
+    assert check_trust(parent).trusted and check_trust(parent).via == os.path.realpath(parent)
+    status = check_trust(plain)
+    assert status.trusted and status.via == os.path.realpath(parent) and needs_trust(plain) is False
+
+
+def test_claude_codes_trust_of_a_parent_does_not_cover_a_subfolders_configuration(tmp_path, home):
+    parent = tmp_path / "code"
+    sub = parent / "sub"
+    (sub / ".claude").mkdir(parents=True)
+    (sub / ".claude" / "settings.json").write_text("{}")
+    record = home / ".claude.json"
+    record.write_text(json.dumps({"projects": {os.path.realpath(parent): {"hasTrustDialogAccepted": True}}}))
+    status = check_trust(sub)
+    assert not status.trusted and status.not_inherited == os.path.realpath(parent)
+    assert check_trust(parent).trusted                 # the folder the user accepted
+    record.write_text(json.dumps({"projects": {os.path.realpath(parent): {"hasTrustDialogAccepted": True},
+                                               os.path.realpath(sub): {"hasTrustDialogAccepted": True}}}))
+    assert check_trust(sub).trusted
+
+
+def test_the_environment_switch_still_trusts_everything(tmp_path, home, monkeypatch):
+    sub = tmp_path / "code" / "sub"
+    (sub / ".claude").mkdir(parents=True)
+    (sub / ".claude" / "settings.json").write_text("{}")
+    trust(tmp_path / "code")
+    monkeypatch.setenv("CODELOOP_TRUST", "1")
+    assert check_trust(sub).trusted
+
+
+def test_in_home_the_users_own_agents_and_skills_are_not_project_configuration(home, monkeypatch):
+    monkeypatch.setenv("CODELOOP_CONFIG_DIR", str(home / ".codeloop"))
+    for rel in (".claude/agents/a.md", ".codeloop/agents/a.md", ".claude/skills/s/SKILL.md"):
+        (home / rel).parent.mkdir(parents=True, exist_ok=True)
+        (home / rel).write_text("x")
+    assert trustmod.project_config_files(home) == []

@@ -82,6 +82,24 @@ def test_file_reinjection_respects_count_and_char_budget(tmp_path):
     assert len(build_post_compact_messages("S", recent_files=paths, files_budget_chars=10**9, max_files=5)) == 6
 
 
+def test_reinjection_rereads_no_file_swapped_for_a_link_or_a_fifo(tmp_path):
+    """The model read notes.md and plan.md; a command then swapped them for a link to a secret and
+    a FIFO. Compaction re-reads neither (nor hangs), and still re-reads the plain file beside them."""
+    import os
+
+    secret = tmp_path / "outside" / "id_rsa"
+    secret.parent.mkdir()
+    secret.write_text("PRIVATE KEY")
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "notes.md").symlink_to(secret)
+    os.mkfifo(proj / "plan.md")
+    (proj / "app.py").write_text("x = 1")
+    post = build_post_compact_messages("S", recent_files=["notes.md", "plan.md", "bad\0name", "app.py"], cwd=proj)
+    files = [m.text for m in post if m.text.startswith("Contents of ")]
+    assert len(files) == 1 and "x = 1" in files[0] and "PRIVATE KEY" not in "".join(m.text for m in post)
+
+
 async def test_manual_compact_uses_the_focus_text(tmp_path):
     msgs, *_ = work_history(tmp_path)
     api = ScriptedAPI(sse(text("<summary>focused</summary>")))

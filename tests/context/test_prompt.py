@@ -29,6 +29,32 @@ def test_detached_head(tmp_path):
     assert git_branch(tmp_path) == "(detached at 0123456789ab)"
 
 
+def test_a_hostile_git_head_puts_no_file_text_in_the_prompt_and_never_hangs(tmp_path):
+    import os
+
+    secret = tmp_path / "credentials"
+    secret.write_text("ref: [default] aws_secret_access_key=abc\n")
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / ".git" / "HEAD").symlink_to(secret)
+    assert git_branch(repo) is None                              # not a branch name: nothing is shown
+    (repo / ".git" / "HEAD").unlink()
+    (repo / ".git" / "HEAD").write_text("AKIAIOSFODNN7EXAMPLE-not-a-commit\n")
+    assert git_branch(repo) is None
+    (repo / ".git" / "HEAD").unlink()
+    os.mkfifo(repo / ".git" / "HEAD")                            # nobody writes: must not block
+    assert git_branch(repo) is None
+    worktree = tmp_path / "wt"
+    worktree.mkdir()
+    (repo / ".git" / "HEAD").unlink()
+    (repo / ".git" / "worktrees" / "wt").mkdir(parents=True)
+    (repo / ".git" / "worktrees" / "wt" / "HEAD").write_text("ref: refs/heads/topic/x-1\n")
+    (worktree / ".git").write_text(f"gitdir: {repo / '.git' / 'worktrees' / 'wt'}\n")   # outside: fine
+    assert git_branch(worktree) == "topic/x-1"
+    (worktree / ".git").write_text("gitdir: a\0b\n")                                     # no crash
+    assert git_branch(worktree) is None
+
+
 def test_instruction_files_order_root_first_local_after_shared(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     cfg = tmp_path / "cfg"

@@ -23,6 +23,27 @@ async def test_init_prompt_carries_the_commands_the_build_files_declare(tmp_path
         assert fact in sent, fact
 
 
+def test_init_survey_reads_no_build_file_leading_out_and_never_waits_on_a_fifo(tmp_path):
+    import os
+    import threading
+
+    from codeloop.input.init_survey import commands_found
+
+    outside = tmp_path / "secrets.json"
+    outside.write_text(json.dumps({"scripts": {"test": "TOKEN=ghp_leaked123"}}))
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "package.json").symlink_to(outside)
+    os.mkfifo(repo / "Makefile")                        # nobody writes to it
+    (repo / "pyproject.toml").write_text("[tool.mypy]\n")
+    out: list[list[str]] = []
+    worker = threading.Thread(target=lambda: out.append(commands_found(repo)), daemon=True)
+    worker.start()
+    worker.join(10)
+    assert out, "/init's survey hung on a FIFO"
+    assert out[0] == ["mypy .  — pyproject.toml (mypy)"] and "ghp_leaked123" not in str(out)
+
+
 async def test_model_command_refuses_a_nonsense_name_and_accepts_an_alias(tmp_path):
     d, front = make_dispatcher(ScriptedAPI(), tmp_path)
     before = front.conv.config.model

@@ -56,8 +56,8 @@ def screen(tmp_path):
 
     terms = []
 
-    def start(api_url, *args, rows=30, cols=100):
-        t = Term(tmp_path, api_url, *args, rows=rows, cols=cols)
+    def start(api_url, *args, rows=30, cols=100, env=None):
+        t = Term(tmp_path, api_url, *args, rows=rows, cols=cols, env=env)
         terms.append(t)
         s = Screen(t, rows=rows, cols=cols)
         s.wait_text("shift+tab to cycle")

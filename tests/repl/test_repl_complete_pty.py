@@ -11,7 +11,8 @@ def test_slash_opens_the_command_menu_with_descriptions_and_tab_completes(tmp_pa
     cmds.mkdir(parents=True)
     (cmds / "review.md").write_text("---\ndescription: Review a file carefully\n---\nReview $ARGUMENTS\n")
     with ScriptedAPI().serve() as url:
-        s = screen(url, "--trust")
+        # HOME elsewhere: started in ~, ~/.claude/commands would be the user's own folder
+        s = screen(url, "--trust", env={"HOME": str(tmp_path / "home")})
         s.term.send("/")
         shown = s.wait_text("Show commands and keys")
         assert "/help" in shown and "/compact" in shown

@@ -6,12 +6,18 @@ Trust is remembered per absolute (symlink-resolved) path in `<config_dir>/truste
 
 A folder is trusted when it or an ancestor was trusted — except that the home directory and
 `/` only count for themselves: trusting `~` once (say, to use codeloop there) must not silently
-trust every repository cloned below it. A corrupt trust file reads as empty and yields a warning;
-nothing here raises on bad data. Writes are atomic (temp file + os.replace).
+trust every repository cloned below it. Nor does an ancestor's trust cover a subfolder that has
+configuration of its own (`project_config_files`: settings files, `.mcp.json`, agent definitions,
+skills): what was trusted is what the user saw, and a `sub/.claude/settings.json` planted later
+(by a build, a dependency, a model's command) would otherwise run its hooks the next time
+codeloop starts in `sub/`. Such a folder is trusted only by its own entry; instruction files
+(CLAUDE.md) are prompt text and are read either way. Claude Code lets an ancestor's trust cover
+every subfolder; this is the stricter rule. A corrupt trust file reads as empty and yields a
+warning; nothing here raises on bad data. Writes are atomic (temp file + os.replace).
 
 Two other sources count, so Claude Code scripts need no codeloop-only flag: the trust the user
 already gave the folder in Claude Code (`~/.claude.json` projects[path].hasTrustDialogAccepted,
-same ancestor rule) and the explicit switch `CODELOOP_TRUST=1` in the environment.
+same ancestor rules) and the explicit switch `CODELOOP_TRUST=1` in the environment.
 """
 
 from __future__ import annotations
@@ -43,6 +49,15 @@ class TrustStatus:
     trusted: bool
     via: str | None = None          # the trusted folder that covers the path
     warning: str | None = None      # set when the trust file could not be read
+    # a trusted ancestor whose trust does not reach this folder, which has configuration of its own
+    not_inherited: str | None = None
+
+    def note(self, path: Path | str) -> str | None:
+        """One line on why a folder under a trusted one is not trusted (None: nothing to say)."""
+        if self.trusted or self.not_inherited is None:
+            return None
+        return (f"{_key(path)} has its own configuration: the trust given to {self.not_inherited} does not "
+                "extend to a subfolder's own settings, MCP servers, agents or skills; trust the subfolder itself")
 
 
 def trust_file_path() -> Path:
@@ -77,19 +92,32 @@ def check_trust(path: Path | str) -> TrustStatus:
     loaded = load_trusted_folders()
     target = Path(_key(path))
     no_blanket = {_key(Path.home()), "/"}
+    own: list[bool] = []   # whether the folder has configuration of its own, looked at once if needed
+
+    def covers(folder: str) -> bool:
+        if folder == str(target):
+            return True
+        if not own:
+            own.append(bool(project_config_files(target)))
+        return not own[0]
+
+    inherited = None
     for candidate in (target, *target.parents):
         key = str(candidate)
-        if key not in loaded.folders:
+        if key not in loaded.folders or (candidate != target and key in no_blanket):
             continue
-        if candidate != target and key in no_blanket:
-            continue
-        return TrustStatus(True, key, loaded.warning)
+        if covers(key):
+            return TrustStatus(True, key, loaded.warning)
+        inherited = key
+        break
     from codeloop.config.claude_json import trusted_in_claude_code
 
     accepted = trusted_in_claude_code(target)
     if accepted is not None:
-        return TrustStatus(True, f"{accepted} (trusted in Claude Code)", loaded.warning)
-    return TrustStatus(False, None, loaded.warning)
+        if covers(accepted):
+            return TrustStatus(True, f"{accepted} (trusted in Claude Code)", loaded.warning)
+        inherited = inherited or accepted
+    return TrustStatus(False, None, loaded.warning, inherited)
 
 
 def is_trusted(path: Path | str) -> bool:
@@ -136,14 +164,33 @@ def untrust(path: Path | str) -> bool:
 
 
 def project_config_files(cwd: Path | str) -> list[Path]:
-    """Files in the project whose settings trust would unlock, and that exist."""
-    from codeloop.config.settings import project_settings_paths, user_settings_paths
+    """Files in the project whose settings trust would unlock, and that exist: its settings files
+    and `.mcp.json` (hooks, MCP servers, environment), and its agent definitions and skills folders
+    (trust lets an agent's permissionMode and a skill's allowed-tools act)."""
+    from codeloop.config.settings import claude_user_dir, project_settings_paths, user_settings_paths
 
     root = Path(os.path.abspath(cwd))
     user = [_key(p) for p in user_settings_paths()]
     candidates = [p for p, _ in project_settings_paths(root)] + [root / ".mcp.json"]
     # In ~, ~/.claude/settings.json is the user's own file: it is not project config.
-    return [p for p in candidates if p.is_file() and _key(p) not in user]
+    found = [p for p in candidates if p.is_file() and _key(p) not in user]
+    user_dirs = {_key(config_dir()), _key(claude_user_dir())}
+    for folder in (".codeloop", ".claude"):
+        if _key(root / folder) in user_dirs:
+            continue   # ~/.claude and ~/.codeloop hold the user's own agents and skills
+        agents, skills = root / folder / "agents", root / folder / "skills"
+        if _has(agents, lambda p: p.suffix == ".md"):   # what agent discovery reads
+            found.append(agents)
+        if _has(skills, Path.is_dir):                    # skill folders, as skill discovery finds them
+            found.append(skills)
+    return found
+
+
+def _has(folder: Path, match: Any) -> bool:
+    try:
+        return any(match(p) for p in folder.iterdir())
+    except OSError:
+        return False
 
 
 def needs_trust(cwd: Path | str) -> bool:

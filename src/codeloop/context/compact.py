@@ -2,7 +2,8 @@
 
 Owns the summarisation request and the post-compact history, which keeps what matters:
 the summary; the user's CLAUDE.md instructions re-injected; the todo list verbatim; the files
-recently read or edited, re-read fresh from disk within a budget; the last user request.
+recently read or edited, re-read fresh from disk within a budget (only if no symbolic link leads
+there now, and only regular files); the last user request.
 
 Compaction must never fail for being too long. When the summarisation request itself is
 too long: first the oldest half of the tool outputs is dropped, then all of them; then the
@@ -94,10 +95,12 @@ def _resolve(path: str, cwd: Path | None) -> Path:
 
 
 def _read_fresh(p: Path, limit: int) -> tuple[str, bool] | None:
-    try:
-        with open(p, "rb") as f:
-            raw = f.read(limit * 4 + 1)
-    except OSError:          # vanished, a directory, unreadable: nothing to re-inject
+    from codeloop.permissions.project_files import read_unlinked
+
+    # The model read this file through the permission checks; what is at the path now may have been
+    # swapped (by a command) for a link to a secret or for a FIFO: only a plain file is re-read.
+    raw = read_unlinked(p, limit * 4 + 1)
+    if raw is None:          # vanished, a directory, a link now, unreadable: nothing to re-inject
         return None
     if b"\x00" in raw[:8192]:
         return None          # binary
@@ -121,6 +124,8 @@ def build_post_compact_messages(summary: str, *, instructions: str | None = None
     for path in recent_files or []:
         if budget <= 0 or shown >= max_files:
             break
+        if "\0" in path:
+            continue      # a path the model wrote that no file can have
         resolved = _resolve(path, cwd)
         key = os.path.realpath(resolved)
         if key in seen:   # the same file named relatively and absolutely

@@ -8,7 +8,8 @@ without ever making the loop wait. `NestedMemory` is the session's state: which 
 attached (and by which message), so each is attached once however many queries run — until a
 compaction summarises its attachment away; then it is attached again once its folder is read
 again. Its `start` is the capability the loop receives (`QueryParams.memory`). The loop only
-yields what it gets.
+yields what it gets. Files are read through the session's `ProjectFiles`: a nested CLAUDE.md that
+leads out of the project is never attached (the reader keeps a warning for the user).
 """
 
 from __future__ import annotations
@@ -21,9 +22,12 @@ from collections import deque
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codeloop.messages import Message, user_message
+
+if TYPE_CHECKING:
+    from codeloop.permissions.project_files import ProjectFiles
 
 # Same per-directory order as the user context: shared, then .claude/, then private.
 MEMORY_FILE_NAMES = ("CLAUDE.md", os.path.join(".claude", "CLAUDE.md"), "CLAUDE.local.md")
@@ -67,7 +71,7 @@ def find_nested_memory_files(cwd: Path, *, max_files: int = 2000, max_depth: int
         if depth > 0:
             for name in names:
                 candidate = os.path.join(directory, name)
-                if os.path.isfile(candidate):
+                if os.path.isfile(candidate) or os.path.islink(candidate):   # a link is judged when read
                     found.append(MemoryFile(candidate, directory))
         if depth >= max_depth:
             continue
@@ -99,9 +103,12 @@ class MemoryPrefetch:
     """A background walk for nested memory files, consumed zero-wait by the loop."""
 
     def __init__(self, cwd: Path, *, max_files: int = 2000, max_depth: int = 6,
-                 names: tuple[str, ...] = MEMORY_FILE_NAMES) -> None:
+                 names: tuple[str, ...] = MEMORY_FILE_NAMES, files: ProjectFiles | None = None) -> None:
+        from codeloop.permissions.project_files import ProjectFiles
+
         self.cwd = Path(os.path.abspath(cwd))
         self.names = names
+        self.reader = files if files is not None else ProjectFiles(self.cwd)
         self.settled_at: float | None = None
         self.error: BaseException | None = None
         self._files: list[MemoryFile] = []
@@ -143,9 +150,9 @@ class MemoryPrefetch:
             old = (stale or {}).get(mem.path, ())
             if mem.path in already or not any(_is_within(full, mem.directory) for p, full in touched if p not in old):
                 continue
-            content = _read_capped(mem.path)
+            content = _read_capped(mem.path, self.reader)
             if content is None:
-                continue  # vanished or unreadable since the walk; maybe next time
+                continue  # vanished, unreadable or skipped (a link out of the project: warned once)
             if isinstance(already, set):
                 already.add(mem.path)
             out.append({"type": "nested_memory", "path": mem.path, "content": content})
@@ -159,20 +166,20 @@ class MemoryPrefetch:
 
 
 def start_memory_prefetch(cwd: Path, *, max_files: int = 2000, max_depth: int = 6,
-                          names: tuple[str, ...] = MEMORY_FILE_NAMES) -> MemoryPrefetch:
+                          names: tuple[str, ...] = MEMORY_FILE_NAMES,
+                          files: ProjectFiles | None = None) -> MemoryPrefetch:
     """Start the walk on the running loop; the caller must `close()` the result."""
-    return MemoryPrefetch(cwd, max_files=max_files, max_depth=max_depth, names=names)
+    return MemoryPrefetch(cwd, max_files=max_files, max_depth=max_depth, names=names, files=files)
 
 
 def _is_within(path: str, directory: str) -> bool:
     return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
 
 
-def _read_capped(path: str) -> str | None:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            text = f.read(MAX_MEMORY_CHARS + 1)
-    except OSError:
+def _read_capped(path: str, files: ProjectFiles) -> str | None:
+    # 4 bytes hold any character: enough bytes for the cap, and the cut is marked below
+    text = files.read_text(path, "nested instructions", limit=4 * MAX_MEMORY_CHARS + 4, warn_cut=False)
+    if text is None:
         return None
     if len(text) > MAX_MEMORY_CHARS:
         text = text[:MAX_MEMORY_CHARS] + "\n… [truncated]"
@@ -189,8 +196,11 @@ class NestedMemory:
     folder is read again — the reads made before it was forgotten do not count (`stale`).
     """
 
-    def __init__(self, cwd: Path) -> None:
+    def __init__(self, cwd: Path, files: ProjectFiles | None = None) -> None:
+        from codeloop.permissions.project_files import ProjectFiles
+
         self.cwd = cwd
+        self.files = files if files is not None else ProjectFiles(cwd)   # reads them; keeps what it skipped
         self.attached: dict[str, str] = {}   # memory file → uuid of its attachment message
         # forgotten memory file → the reads made before it was forgotten (path → read record)
         self._stale_records: dict[str, dict[str, Any]] = {}
@@ -198,7 +208,7 @@ class NestedMemory:
 
     def start(self) -> QueryMemory:
         """One query's view: a fresh walk (files may have appeared), the session's state."""
-        return QueryMemory(start_memory_prefetch(self.cwd, names=self.file_names), self)
+        return QueryMemory(start_memory_prefetch(self.cwd, names=self.file_names, files=self.files), self)
 
     def forget_missing(self, history: list[Message], read_files: Mapping[str, Any]) -> None:
         if not self.attached:

@@ -6,7 +6,8 @@ system prompt; a custom style also drops the coding instructions unless its fron
 `keep-coding-instructions: true`. Built-ins: Explanatory and Learning. Custom styles are
 Markdown files in `.claude/output-styles/` (project) and `~/.claude/output-styles/` (user,
 following CLAUDE_CONFIG_DIR; codeloop's own config dir too), named by front matter `name` or
-the file name; a project style wins over a user style of the same name.
+the file name; a project style wins over a user style of the same name. A project's style files
+are read without following links out of the project (permissions.project_files).
 """
 
 from __future__ import annotations
@@ -14,7 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from codeloop.permissions.project_files import ProjectFiles
 
 
 class StyleSource(str, Enum):
@@ -73,22 +77,33 @@ def style_dirs(cwd: Path, user_dirs: list[Path], *, project: bool = True, user: 
     return dirs
 
 
-def custom_styles(dirs: list[tuple[Path, StyleSource]]) -> tuple[dict[str, OutputStyle], list[str]]:
-    """({name: style}, warnings) from the `.md` files in `dirs`; later dirs win on a name."""
+def custom_styles(dirs: list[tuple[Path, StyleSource]], files: ProjectFiles | None = None
+                  ) -> tuple[dict[str, OutputStyle], list[str]]:
+    """({name: style}, warnings) from the `.md` files in `dirs`; later dirs win on a name.
+
+    A project's styles are read through `files` (the session's reader, which then keeps the
+    warnings about skipped files; without one, they are returned here): one that leads out of
+    the project is skipped."""
+    from codeloop.permissions.project_files import ProjectFiles
     from codeloop.tools.agents import FrontmatterError, parse_frontmatter
 
     styles: dict[str, OutputStyle] = {}
     warnings: list[str] = []
+    own = files is None
+    if files is None:
+        at = next((f.parent.parent for f, s in dirs if s is StyleSource.PROJECT), None)   # <project>/.claude/…
+        files = ProjectFiles(at if at is not None else Path.cwd())
     for folder, source in dirs:
+        project = source is StyleSource.PROJECT
+        if project and not files.project_dir(folder, "output styles"):
+            continue
         try:
-            files = sorted(p for p in folder.iterdir() if p.suffix == ".md" and p.is_file())
+            found = sorted(p for p in folder.iterdir() if p.suffix == ".md" and (p.is_file() or p.is_symlink()))
         except OSError:
             continue
-        for path in files:
-            try:
-                text = path.read_text(encoding="utf-8", errors="replace")
-            except OSError as exc:
-                warnings.append(f"output style {path}: cannot read it ({exc.strerror})")
+        for path in found:
+            text = files.read_text(path, "output style") if project else files.read_user_text(path, "output style")
+            if text is None:
                 continue
             fields: dict[str, Any] = {}
             body = text
@@ -102,10 +117,12 @@ def custom_styles(dirs: list[tuple[Path, StyleSource]]) -> tuple[dict[str, Outpu
             keep = fields.get("keep-coding-instructions")
             styles[name] = OutputStyle(name, body.strip(), keep is True or str(keep).lower() == "true", source,
                                        str(fields.get("description") or ""))
+    if own:
+        warnings += files.drain()
     return styles, warnings
 
 
-def resolve_output_style(name: object, dirs: list[tuple[Path, StyleSource]]
+def resolve_output_style(name: object, dirs: list[tuple[Path, StyleSource]], files: ProjectFiles | None = None
                          ) -> tuple[OutputStyle | None, list[str]]:
     """The style `name` names (None: the default prompt), and what to warn about.
 
@@ -115,7 +132,7 @@ def resolve_output_style(name: object, dirs: list[tuple[Path, StyleSource]]
     if not isinstance(name, str):
         return None, [f"settings: outputStyle must be a string, got {type(name).__name__}; using the default style"]
     wanted = name.strip()
-    custom, warnings = custom_styles(dirs)
+    custom, warnings = custom_styles(dirs, files)
     pool = {**BUILT_IN, **custom}
     style = pool.get(wanted) or next((s for n, s in pool.items() if n.lower() == wanted.lower()), None)
     if style is None:

@@ -2,7 +2,9 @@
 
 The user context travels as a meta user message prepended to the history, as in Claude Code,
 so the system prompt stays stable across projects and caches well. Both are read per query
-(`context_loader`, spec 004 §6.1), so a CLAUDE.md edit takes effect on the next prompt.
+(`context_loader`, spec 004 §6.1), so a CLAUDE.md edit takes effect on the next prompt. The
+project's CLAUDE.md files are read through the session's `ProjectFiles` (permissions.project_files):
+one that is a link out of the project is skipped and warned about, never sent.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ CLAUDE_MD_HEADER = ("Codebase and user instructions are shown below. Be sure to 
 if TYPE_CHECKING:
     import datetime as _dt
 
+    from codeloop.permissions.project_files import ProjectFiles
+
 
 def _os_name() -> tuple[str, str]:
     """(system, release) as `platform` gives them; os.uname where it exists (importing
@@ -64,18 +68,33 @@ def find_git_root(cwd: Path) -> Path | None:
 
 
 def git_branch(root: Path) -> str | None:
-    """Current branch read from .git/HEAD directly: no subprocess on the start-up path."""
+    """Current branch read from .git/HEAD directly: no subprocess on the start-up path.
+
+    The repository supplies these files (and a worktree's `.git` file points elsewhere), so they
+    are read bounded and regular-only (a FIFO must not hang the start), and only a well-formed
+    branch name or commit id goes into the prompt — never the text of whatever file they lead to."""
+    import re
+
+    from codeloop.permissions.project_files import read_regular
+
     git = root / ".git"
-    try:
-        if git.is_file():  # worktree or submodule: "gitdir: <path>"
-            target = git.read_text().strip().removeprefix("gitdir:").strip()
-            git = (root / target).resolve()
-        head = (git / "HEAD").read_text().strip()
-    except OSError:
+    if git.is_file():  # worktree or submodule: "gitdir: <path>"
+        raw = read_regular(git, 4096)
+        if raw is None:
+            return None
+        target = raw.decode("utf-8", "replace").strip().removeprefix("gitdir:").strip()
+        if not target or "\0" in target:
+            return None
+        git = (root / target).resolve()
+    raw = read_regular(git / "HEAD", 4096)
+    if raw is None:
         return None
+    head = raw.decode("utf-8", "replace").strip()
     if head.startswith("ref:"):
-        return head.split("/", 2)[-1] if head.startswith("ref: refs/heads/") else head[4:].strip()
-    return f"(detached at {head[:12]})"
+        ref = head[4:].strip()
+        name = ref.removeprefix("refs/heads/")
+        return name if re.fullmatch(r"[\w./+@-]{1,255}", name) else None
+    return f"(detached at {head[:12]})" if re.fullmatch(r"[0-9a-f]{40,64}", head) else None
 
 
 def environment_block(cwd: Path, today: _dt.date | None = None) -> str:
@@ -96,40 +115,55 @@ def environment_block(cwd: Path, today: _dt.date | None = None) -> str:
 # Which --setting-sources source each kind of instruction file belongs to (as in Claude Code:
 # `user` ~/.claude/CLAUDE.md, `project` CLAUDE.md and .claude/CLAUDE.md, `local` CLAUDE.local.md).
 USER_SOURCE, PROJECT_SOURCE, LOCAL_SOURCE = "user", "project", "local"
+USER_KIND = "user's private global instructions for all projects"
+PROJECT_KIND = "project instructions, checked into the codebase"
+LOCAL_KIND = "user's private project instructions, not checked in"
 
 
-def instruction_files(cwd: Path, config_dir: Path,
-                      sources: frozenset[str] | None = None) -> list[tuple[Path, str]]:
+def instruction_files(cwd: Path, config_dir: Path, sources: frozenset[str] | None = None,
+                      files: ProjectFiles | None = None) -> list[tuple[Path, str]]:
     """CLAUDE.md files in load order: the user's global ones, then root → cwd, local after shared.
 
     `sources` (--setting-sources / the SDK's setting_sources) limits them to those sources;
-    None: all."""
-    found: list[tuple[Path, str, str]] = []
-    home_claude = Path(os.path.expanduser("~")) / ".claude" / "CLAUDE.md"
-    for path in dict.fromkeys([config_dir / "CLAUDE.md", home_claude]):
-        found.append((path, "user's private global instructions for all projects", USER_SOURCE))
-    for d in reversed((cwd, *cwd.parents)):
-        found.append((d / "CLAUDE.md", "project instructions, checked into the codebase", PROJECT_SOURCE))
-        found.append((d / ".claude" / "CLAUDE.md", "project instructions, checked into the codebase", PROJECT_SOURCE))
-        found.append((d / "CLAUDE.local.md", "user's private project instructions, not checked in", LOCAL_SOURCE))
+    None: all. The project's files are read through `files` (permissions.project_files): one that
+    leads out of the project is skipped, with a warning left in `files`."""
+    from codeloop.permissions.project_files import ProjectFiles
+
+    files = files if files is not None else ProjectFiles(cwd)
     out = []
-    for path, kind, source in found:
-        if sources is not None and source not in sources:
-            continue
-        try:
+    home_claude = Path(os.path.expanduser("~")) / ".claude" / "CLAUDE.md"
+    user_files = list(dict.fromkeys([config_dir / "CLAUDE.md", home_claude]))
+    users = {_where(p) for p in user_files}
+    if sources is None or USER_SOURCE in sources:
+        for path in user_files:
             if path.is_file():
-                out.append((path, f"Contents of {path} ({kind}):\n\n{path.read_text(errors='replace').strip()}"))
-        except OSError:
-            continue
+                text = files.read_user_text(path, "user instructions")
+                if text is not None:
+                    out.append((path, f"Contents of {path} ({USER_KIND}):\n\n{text.strip()}"))
+    for d in reversed((cwd, *cwd.parents)):
+        for path, kind, source in ((d / "CLAUDE.md", PROJECT_KIND, PROJECT_SOURCE),
+                                   (d / ".claude" / "CLAUDE.md", PROJECT_KIND, PROJECT_SOURCE),
+                                   (d / "CLAUDE.local.md", LOCAL_KIND, LOCAL_SOURCE)):
+            if (sources is not None and source not in sources) or _where(path) in users:
+                continue   # in ~, ~/.claude/CLAUDE.md is the user's file, read above
+            if path.is_file() or path.is_symlink():
+                text = files.read_text(path, "instructions", directory=d)
+                if text is not None:
+                    out.append((path, f"Contents of {path} ({kind}):\n\n{text.strip()}"))
     return out
 
 
+def _where(path: Path) -> str:
+    """The file's place, its folder's links resolved (not its own: a link is judged when read)."""
+    return os.path.join(os.path.realpath(path.parent), path.name)
+
+
 def user_context(cwd: Path, config_dir: Path, today: _dt.date | None = None,
-                 sources: frozenset[str] | None = None) -> dict[str, str]:
+                 sources: frozenset[str] | None = None, files: ProjectFiles | None = None) -> dict[str, str]:
     ctx: dict[str, str] = {}
-    files = instruction_files(cwd, config_dir, sources)
-    if files:
-        ctx["claudeMd"] = CLAUDE_MD_HEADER + "\n\n" + "\n\n".join(text for _, text in files)
+    found = instruction_files(cwd, config_dir, sources, files)
+    if found:
+        ctx["claudeMd"] = CLAUDE_MD_HEADER + "\n\n" + "\n\n".join(text for _, text in found)
     ctx["currentDate"] = f"Today's date is {_iso_day(today)}."
     return ctx
 
@@ -164,14 +198,16 @@ def build_system_prompt(cwd: Path, *, custom: str | None = None, append: str | N
 
 def context_loader(cwd: Path, config_dir: Path, *, custom: str | None = None, append: str | None = None,
                    claude_md: bool = True, sources: frozenset[str] | None = None,
-                   output_style: Any = None) -> Callable[[], tuple[list[str], dict[str, str]]]:
+                   output_style: Any = None, files: ProjectFiles | None = None
+                   ) -> Callable[[], tuple[list[str], dict[str, str]]]:
     """(system prompt, user context) as of now: the session calls it before each query.
 
     `claude_md=False` (--bare) leaves CLAUDE.md discovery out of the user context; `sources`
-    (--setting-sources) keeps only the CLAUDE.md files of those sources."""
+    (--setting-sources) keeps only the CLAUDE.md files of those sources. `files`: the session's
+    project-file reader, which keeps the warnings about files it skipped."""
+    read = sources if claude_md else frozenset()   # --bare reads no instruction file at all
+
     def load() -> tuple[list[str], dict[str, str]]:
-        ctx = user_context(cwd, config_dir, sources=sources)
-        if not claude_md:
-            ctx.pop("claudeMd", None)
+        ctx = user_context(cwd, config_dir, sources=read, files=files)
         return build_system_prompt(cwd, custom=custom, append=append, output_style=output_style), ctx
     return load

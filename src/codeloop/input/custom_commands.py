@@ -15,7 +15,8 @@ Where they come from, highest precedence first (a name defined twice keeps the f
 
 A file in a subfolder is namespaced: `commands/git/review.md` is `/git:review`. The body is the
 prompt; `$ARGUMENTS` becomes everything typed after the command and `$1`…`$9` the
-whitespace-separated words. A file whose frontmatter cannot be parsed is skipped with a warning.
+whitespace-separated words. A file whose frontmatter cannot be parsed is skipped with a warning,
+and so is a project's file that leads out of the project (a link to a secret is never read).
 """
 
 from __future__ import annotations
@@ -98,9 +99,13 @@ def _tools(value: Any) -> tuple[str, ...]:
 
 def parse_command_file(path: Path, name: str, source: CommandSource) -> CustomCommand:
     """Raises ValueError (FrontmatterError) on malformed frontmatter."""
+    return command_from_text(path.read_text(encoding="utf-8"), path, name, source)
+
+
+def command_from_text(text: str, path: Path, name: str, source: CommandSource) -> CustomCommand:
+    """The command a file's text defines; ValueError (FrontmatterError) on malformed frontmatter."""
     from codeloop.tools.agents import parse_frontmatter
 
-    text = path.read_text(encoding="utf-8")
     fields: dict[str, Any] = {}
     body = text.strip()
     if text.lstrip("\ufeff").startswith("---"):
@@ -121,14 +126,24 @@ def parse_command_file(path: Path, name: str, source: CommandSource) -> CustomCo
 
 def load_custom_commands(cwd: Path, config_dir: Path, *,
                          home: Path | None = None) -> tuple[dict[str, CustomCommand], list[str]]:
-    """(name → command, warnings). Never raises for a bad file."""
+    """(name → command, warnings). Never raises for a bad file. A project's command files are read
+    without following a link out of the project (permissions.project_files): such a file, or a
+    commands folder that leads out, is skipped with a warning."""
+    from codeloop.permissions.project_files import ProjectFiles
+
+    files = ProjectFiles(cwd)
     found: dict[str, CustomCommand] = {}
     warnings: list[str] = []
     seen_dirs: set[str] = set()
-    for folder, source in command_dirs(cwd, config_dir, home):
+    dirs = command_dirs(cwd, config_dir, home)
+    users = {os.path.realpath(f) for f, s in dirs if s is CommandSource.USER}
+    for folder, source in dirs:
         key = os.path.realpath(folder)
-        if key in seen_dirs or not folder.is_dir():
-            continue  # ~/.claude/commands may be the config dir's own folder
+        project = source is CommandSource.PROJECT
+        if key in seen_dirs or not folder.is_dir() or (project and key in users):
+            continue  # ~/.claude/commands may be the config dir's own folder, or (started in ~) the project's
+        if project and not files.project_dir(folder, "custom commands"):
+            continue
         seen_dirs.add(key)
         for path in sorted(folder.rglob("*.md")):
             rel = path.relative_to(folder).with_suffix("")
@@ -136,7 +151,10 @@ def load_custom_commands(cwd: Path, config_dir: Path, *,
             if name in found:
                 continue
             try:
-                found[name] = parse_command_file(path, name, source)
-            except (OSError, UnicodeDecodeError, ValueError) as exc:
+                text = (files.read_text(path, "command file", errors="strict") if project
+                        else files.read_user_text(path, "command file", errors="strict"))
+                if text is not None:
+                    found[name] = command_from_text(text, path, name, source)
+            except (UnicodeDecodeError, ValueError) as exc:
                 warnings.append(f"skipped command file {path}: {exc}")
-    return found, warnings
+    return found, warnings + files.drain()

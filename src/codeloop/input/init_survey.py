@@ -1,7 +1,8 @@
 """What `/init` finds in the repository before asking the model for a CLAUDE.md: the layout and
 the build/test/lint commands its build files declare (pyproject.toml, package.json, Makefile,
 Cargo.toml, go.mod, tox.ini, noxfile.py) — facts the model would otherwise have to dig for, so
-the file it writes names real commands.
+the file it writes names real commands. Build files that lead out of the repository (a link to a
+secret) are not read.
 """
 
 from __future__ import annotations
@@ -16,11 +17,11 @@ MAX_TOP = 25
 
 
 def _read(path: Path, limit: int = 200_000) -> str:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read(limit)
-    except OSError:
-        return ""
+    # a build file is the repository's: read only if it stays inside it, is a regular file (a FIFO
+    # named Makefile must not hang /init) and within the bound
+    from codeloop.permissions.project_files import ProjectFiles
+
+    return ProjectFiles(path.parent).read_text(path, "build file", limit=limit, warn_cut=False) or ""
 
 
 def commands_found(root: Path) -> list[str]:

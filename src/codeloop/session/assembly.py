@@ -30,17 +30,20 @@ async def open_session(options: RunOptions, host: SessionHost | None = None, *,
                        provider: Any = None) -> tuple[Conversation, list[str]]:
     """The session for `options`, MCP servers started; (conversation, warnings for the user).
     SetupError (one line for the user) when it cannot be built."""
+    from codeloop.permissions.project_files import ProjectFiles
+
     host = host or SessionHost()
+    files = ProjectFiles(options.cwd)   # every prompt file the project brings is read through it
     history = load_history(options)
     prov, model = (provider, options.model.model or "") if provider is not None else make_provider(options, host,
                                                                                                     history.session_id)
     try:
         manager, warnings = await start_mcp(options)
-        style, style_warnings = output_style(options)
+        style, style_warnings = output_style(options, files)
         warnings += style_warnings
         try:
             conv = build_session(options, host, provider=prov, model=model, history=history, mcp=manager,
-                                 style=style)
+                                 style=style, files=files)
         except BaseException:
             if manager is not None:
                 await manager.aclose()
@@ -50,19 +53,22 @@ async def open_session(options: RunOptions, host: SessionHost | None = None, *,
             await _close_provider(prov)
         raise
     warnings += [f"mcp: server {name} failed: {err}" for name, err in (manager.errors() if manager else {}).items()]
-    return conv, [*options.warnings, *history.warnings, *warnings, *_rule_warnings(conv, options)]
+    return conv, [*options.warnings, *history.warnings, *warnings, *files.drain(), *_rule_warnings(conv, options)]
 
 
 def build_session(options: RunOptions, host: SessionHost, *, provider: Any, model: str, history: History,
-                  mcp: Any = None, style: Any = None) -> Conversation:
+                  mcp: Any = None, style: Any = None, files: Any = None) -> Conversation:
     """The Conversation itself, from parts already made (the library calls this without MCP).
-    `style`: the output style in use (None: the default)."""
+    `style`: the output style in use (None: the default). `files`: the reader of the project's
+    prompt files (permissions.project_files; None: a new one), whose warnings the session shows."""
     from codeloop.context.prompt import context_loader
+    from codeloop.permissions.project_files import ProjectFiles
     from codeloop.session import store
 
     cwd, settings = options.cwd, options.settings
+    files = files if files is not None else ProjectFiles(cwd)
     load_context = context_loader(cwd, store.config_dir(), custom=options.prompts.system_prompt,
-                                  append=options.prompts.append, output_style=style,
+                                  append=options.prompts.append, output_style=style, files=files,
                                   sources=options.setting_sources, claude_md=options.prompts.claude_md)
     system_prompt, user_ctx = load_context()
     config = ConversationConfig(
@@ -86,7 +92,7 @@ def build_session(options: RunOptions, host: SessionHost, *, provider: Any, mode
     parts = SessionParts(settings=settings, trusted=options.trusted, mcp=mcp, output_style=style.name if style else
                          "default", api_key_source=_key_source(provider, options), listeners=list(host.listeners),
                          claude_records=True, records=records, memory_file_names=_memory_names(options),
-                         options=options, spawn=_spawn_subagent)
+                         options=options, spawn=_spawn_subagent, project_files=files)
     conv = Conversation(config, provider, session_id=history.session_id, messages=history.messages,
                         denials=history.denials, entries=history.entries, ask_user=ask, parts=parts)
     holder.append(conv)

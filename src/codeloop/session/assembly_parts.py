@@ -204,7 +204,7 @@ def make_tools(options: RunOptions) -> list[Any]:
                         disallowed=list(options.permissions.deny))
 
 
-def output_style(options: RunOptions) -> tuple[Any, list[str]]:
+def output_style(options: RunOptions, files: Any = None) -> tuple[Any, list[str]]:
     """The `outputStyle` setting's style: built-in, or a custom one from the output-styles folders
     of the sources in use. A project's styles, like its CLAUDE.md, are prompt text and need no
     trust; the setting that selects one comes from settings, which do."""
@@ -215,7 +215,7 @@ def output_style(options: RunOptions) -> tuple[Any, list[str]]:
     sources = options.setting_sources
     dirs = style_dirs(options.cwd, [store.config_dir(), claude_user_dir()], user=sources is None or "user" in sources,
                       project=sources is None or "project" in sources or "local" in sources)
-    return resolve_output_style(options.settings.merged.get("outputStyle"), dirs)
+    return resolve_output_style(options.settings.merged.get("outputStyle"), dirs, files)
 
 
 # -- MCP -------------------------------------------------------------------------------------------

@@ -284,7 +284,7 @@ class Conversation(SessionWiring):
                 self._record(ev)
                 yield ev
                 if self.sidechain is None:   # hook notices are the main thread's to show
-                    for notice in self.hooks.drain_notices():
+                    for notice in [*self.hooks.drain_notices(), *self._skipped_files()]:
                         yield notice
         finally:
             self.sync()
@@ -319,6 +319,15 @@ class Conversation(SessionWiring):
         except OSError as exc:  # an unreadable CLAUDE.md keeps the last good context
             self.hooks.pending_notices.append(SystemEvent("context_warning", f"could not re-read instructions: {exc}",
                                                           "warning"))
+        self.hooks.pending_notices += self._skipped_files()
+
+    def _skipped_files(self) -> list[Event]:
+        """The project files the session's reader skipped since last asked (a CLAUDE.md linking out of
+        the project…), as warnings: each once, on the main thread (a subagent's wait for it)."""
+        files = self.parts.project_files
+        if files is None or self.sidechain is not None:
+            return []
+        return [SystemEvent("context_warning", line, "warning") for line in files.drain()]
 
     def _record(self, ev: Event) -> None:
         if isinstance(ev, (AssistantEvent, UserEvent)):

@@ -69,6 +69,9 @@ class SessionParts:
     # Runs a subagent for the Agent tool: (conversation, type, prompt, ctx, **kw) → SubagentOutcome
     # (session.subagent.spawn_for, given by the assembly). None: no subagents in this session.
     spawn: Callable[..., Awaitable[Any]] | None = None
+    # The reader of the project's prompt files (permissions.project_files.ProjectFiles), shared by
+    # CLAUDE.md, nested memory and skills; the main thread shows what it skipped. None: each makes its own.
+    project_files: Any = None
 
 
 class SessionPersistence:

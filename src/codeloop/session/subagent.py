@@ -65,7 +65,8 @@ def subagent_conversation(parent: Conversation, definition: Any, parent_ctx: Too
                      allowed_tools=definition.tools, disallowed_tools=denied)
     parts = SessionParts(settings=parent.settings, trusted=parent.trusted, mcp=parent.mcp, owns_mcp=False,
                          output_style=parent.output_style, api_key_source=parent.api_key_source,
-                         listeners=[_forward(parent_ctx)], options=parent.parts.options, sidechain=side)
+                         listeners=[_forward(parent_ctx)], options=parent.parts.options, sidechain=side,
+                         project_files=parent.parts.project_files)
     return Conversation(config, parent.provider, session_id=parent.session_id, ask_user=parent.ask_user, parts=parts)
 
 

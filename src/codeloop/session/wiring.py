@@ -117,7 +117,8 @@ class SessionWiring:
             messages=lambda: self.messages, append_entry=self._write_entry, emit=self._on_side_event,
             post_tool_use=self.hooks.post_tool,  # a no-op without hooks; SDK hooks may arrive later
             path_guard=policy.guard_path, denied_inodes=policy.denied_inodes, feature_flags=dict(cfg.feature_flags),
-            policy=policy, sandbox=policy.sandbox, project_trusted=self.trusted, env_pass=tuple(cfg.env_pass))
+            policy=policy, sandbox=policy.sandbox, project_trusted=self.trusted, env_pass=tuple(cfg.env_pass),
+            project_files=self.parts.project_files)
         if side is None:
             ctx.session_dir = store.session_dir(cfg.cwd, self.session_id)
             if self.parts.spawn is not None and any(t.name == "Agent" for t in cfg.tools):
@@ -162,7 +163,8 @@ class SessionWiring:
             compactor=self.compactor, session_dir=self.tool_context.session_dir,
             exempt_tools=ContextPipeline.exempt_from_tools(self.config.tools), collapse=self.collapse,
             replacement_state=ContentReplacementState.from_entries(entries), count_tokens=self.count_tokens)
-        self.nested_memory = NestedMemory(self.config.cwd)   # nested CLAUDE.md: attached as folders are touched
+        # nested CLAUDE.md: attached as folders are touched
+        self.nested_memory = NestedMemory(self.config.cwd, self.parts.project_files)
         if self.parts.memory_file_names is not None:
             self.nested_memory.file_names = self.parts.memory_file_names
         if side is not None:

@@ -23,11 +23,13 @@ use Claude Code's definition fields: `{"name": {"description", "prompt", "tools"
 Only the small frontmatter subset agents use is parsed (scalars, quoted scalars, inline and
 block lists, `|`/`>` block scalars), so no YAML dependency is needed. A file that cannot be
 parsed or lacks `name`/`description` is skipped and reported in `.warnings`; loading never raises.
+A project's files are read without following links out of the project (permissions.project_files).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 from enum import Enum
@@ -179,6 +181,11 @@ def parse_agent_file(path: Path, source: AgentSource) -> AgentDefinition:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeError) as exc:
         raise FrontmatterError(f"cannot read: {exc}") from exc
+    return agent_from_text(text, path, source)
+
+
+def agent_from_text(text: str, path: Path, source: AgentSource) -> AgentDefinition:
+    """The definition a file's text gives; FrontmatterError when it gives none."""
     fields, body = parse_frontmatter(text)
     name, description = fields.get("name"), fields.get("description")
     if not isinstance(name, str) or not re.fullmatch(_NAME_RE, name):
@@ -265,25 +272,40 @@ def agent_dirs(cwd: Path, config_dir: Path, home: Path | None = None) -> list[tu
 
 
 def load_agent_definitions(cwd: Path, config_dir: Path, *, home: Path | None = None) -> AgentDefinitions:
+    """A project's definitions are read without following a link out of the project
+    (permissions.project_files); a file skipped so is named in `.warnings`."""
+    from codeloop.permissions.project_files import ProjectFiles
+
     out = AgentDefinitions()
+    files = ProjectFiles(cwd)
     seen_dirs: set[Path] = set()
-    for folder, source in agent_dirs(cwd, config_dir, home):
+    dirs = agent_dirs(cwd, config_dir, home)
+    users = {os.path.realpath(f) for f, s in dirs if s is AgentSource.USER}
+    for folder, source in dirs:
+        project = source is AgentSource.PROJECT
+        if project and (os.path.realpath(folder) in users or not files.project_dir(folder, "agent definitions")):
+            continue   # started in ~, ~/.claude/agents is the user's folder: read as theirs below
         try:
             resolved = folder.resolve()
-            files = sorted(folder.glob("*.md")) if folder.is_dir() else []
+            found = sorted(folder.glob("*.md")) if folder.is_dir() else []
         except OSError as exc:
             out.warnings.append(f"{folder}: cannot list agent definitions: {exc}")
             continue
         if resolved in seen_dirs:  # e.g. the config dir is ~/.claude
             continue
         seen_dirs.add(resolved)
-        for path in files:
+        for path in found:
             try:
-                definition = parse_agent_file(path, source)
-            except FrontmatterError as exc:
+                text = (files.read_text(path, "agent definition", errors="strict") if project
+                        else files.read_user_text(path, "agent definition", errors="strict"))
+                if text is None:
+                    continue
+                definition = agent_from_text(text, path, source)
+            except (FrontmatterError, UnicodeError) as exc:
                 out.warnings.append(f"{path}: skipped agent definition: {exc}")
                 continue
             out.setdefault(definition.name, definition)
+    out.warnings += files.drain()
     for builtin in BUILTIN_AGENTS:
         out.setdefault(builtin.name, builtin)
     return out

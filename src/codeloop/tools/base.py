@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from codeloop.permissions.project_files import ProjectFiles
     from codeloop.providers.base import Provider
     from codeloop.tools.builtin.bash_background import BackgroundTasks
     from codeloop.tools.capabilities import SessionPolicy, SessionSandbox
@@ -128,6 +129,9 @@ class ToolContext:
     project_trusted: bool = False               # the folder is trusted: its own skills may load
     images_supported: bool = True               # the model takes images (Read of PDF pages)
     skills: list[Skill] | None = None           # discovered on first use (tools.skills)
+    # The session's reader of the project's prompt files (skills): no link out of the project is
+    # followed, and what it skipped waits there for the user. None: a reader of project_dir.
+    project_files: ProjectFiles | None = None
     # Set by a tool that answers the turn (StructuredOutput): no further request once its
     # results are in (Claude Code's `endsTurn`); the loop clears it.
     ends_turn: bool = False

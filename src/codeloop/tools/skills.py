@@ -12,7 +12,9 @@ Discovery order (the first skill of a name wins): the project's `.codeloop/skill
 
 Only names and descriptions go to the model (`listing`); the body is read when the Skill tool
 loads it. Discovery runs once per ToolContext (cached in `ctx.skills`) and costs a few
-directory listings; nothing here is imported at start-up.
+directory listings; nothing here is imported at start-up. A project's skill files are read
+through the session's `ProjectFiles` (`ctx.project_files`): a SKILL.md, a skill folder or the
+skills folder itself that leads out of the project is skipped, with a warning for the user.
 """
 
 from __future__ import annotations
@@ -22,7 +24,10 @@ import re
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from codeloop.permissions.project_files import ProjectFiles
 
 SKILL_FILE = "SKILL.md"
 MAX_DESCRIPTION = 1024
@@ -43,13 +48,19 @@ class Skill:
     source: SkillSource
     allowed_tools: tuple[str, ...] = ()
     meta: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    # what read it (permissions.project_files.ProjectFiles): the body is read the same way
+    files: Any = field(default=None, compare=False, hash=False, repr=False)
 
     @property
     def base_dir(self) -> Path:
         return self.path.parent
 
     def body(self) -> str:
-        return split_front_matter(self.path.read_text(encoding="utf-8", errors="replace"))[1]
+        """The instructions, read again now; OSError when the file is gone or may not be read."""
+        text = _read(self.path, self.source, self.files)
+        if text is None:
+            raise OSError(f"{self.path} is gone, or leads out of the project")
+        return split_front_matter(text)[1]
 
 
 def _scalar(value: str) -> str:
@@ -108,11 +119,19 @@ def _tool_list(value: Any) -> tuple[str, ...]:
     return ()
 
 
-def load_skill(skill_md: Path, source: SkillSource) -> Skill | None:
-    try:
-        meta, body = split_front_matter(skill_md.read_text(encoding="utf-8", errors="replace"))
-    except OSError:
+def _read(path: Path, source: SkillSource, files: ProjectFiles | None) -> str | None:
+    from codeloop.permissions.project_files import ProjectFiles
+
+    if files is None:
+        files = ProjectFiles(path.parents[3] if source is SkillSource.PROJECT else Path.cwd())
+    return files.read_text(path, "skill") if source is SkillSource.PROJECT else files.read_user_text(path, "skill")
+
+
+def load_skill(skill_md: Path, source: SkillSource, files: ProjectFiles | None = None) -> Skill | None:
+    text = _read(skill_md, source, files)
+    if text is None:
         return None
+    meta, body = split_front_matter(text)
     name = str(meta.get("name") or skill_md.parent.name).strip()
     description = str(meta.get("description") or "").strip()
     if not description:  # like Claude Code: the first paragraph of the body stands in
@@ -120,7 +139,7 @@ def load_skill(skill_md: Path, source: SkillSource) -> Skill | None:
     if not re.match(_NAME, name) or not description:
         return None
     return Skill(name, " ".join(description.split())[:MAX_DESCRIPTION], skill_md, source,
-                 _tool_list(meta.get("allowed-tools")), meta)
+                 _tool_list(meta.get("allowed-tools")), meta, files)
 
 
 def user_skill_dirs(env: dict[str, str] | None = None) -> list[Path]:
@@ -136,19 +155,27 @@ def project_skill_dirs(project_dir: Path) -> list[Path]:
     return [project_dir / ".codeloop" / "skills", project_dir / ".claude" / "skills"]
 
 
-def discover(project_dir: Path, env: dict[str, str] | None = None) -> list[Skill]:
+def discover(project_dir: Path, env: dict[str, str] | None = None, files: ProjectFiles | None = None) -> list[Skill]:
+    """The skills of a project and of the user. A project's SKILL.md files are read through
+    `files` (default: a reader of `project_dir`): one leading out of the project is skipped."""
+    from codeloop.permissions.project_files import ProjectFiles
+
+    files = files if files is not None else ProjectFiles(project_dir)
     found: dict[str, Skill] = {}
     roots = [(d, SkillSource.PROJECT) for d in project_skill_dirs(project_dir)]
     roots += [(d, SkillSource.USER) for d in user_skill_dirs(env)]
+    users = {os.path.realpath(d) for d, s in roots if s is SkillSource.USER}
     for root, source in roots:
+        if source is SkillSource.PROJECT and (os.path.realpath(root) in users or not files.project_dir(root, "skills")):
+            continue   # started in ~, ~/.claude/skills is the user's folder: read as theirs below
         try:
             folders = sorted(p for p in root.iterdir() if p.is_dir())
         except OSError:
             continue
         for folder in folders:
             skill_md = folder / SKILL_FILE
-            if skill_md.is_file():
-                skill = load_skill(skill_md, source)
+            if skill_md.is_file() or skill_md.is_symlink():
+                skill = load_skill(skill_md, source, files)
                 if skill is not None and skill.name not in found:
                     found[skill.name] = skill
     return sorted(found.values(), key=lambda s: s.name)
@@ -157,7 +184,7 @@ def discover(project_dir: Path, env: dict[str, str] | None = None) -> list[Skill
 def session_skills(ctx: Any) -> list[Skill]:
     """The skills of this context's project, discovered on first use."""
     if ctx.skills is None:
-        ctx.skills = discover(Path(ctx.project_dir))
+        ctx.skills = discover(Path(ctx.project_dir), files=ctx.project_files)
     return ctx.skills
 
 

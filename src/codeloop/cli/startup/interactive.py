@@ -58,11 +58,14 @@ def _no_key(options: RunOptions) -> bool:
 def _ask_trust(cwd: Path) -> bool:
     from prompt_toolkit import prompt
 
-    from codeloop.config.trust import project_config_files
+    from codeloop.config.trust import check_trust, project_config_files
 
     files = "\n".join(f"  {p}" for p in project_config_files(cwd))
-    sys.stdout.write(f"Do you trust the files in this folder?\n\n  {cwd}\n\nIts configuration can run commands "
-                     f"(hooks, MCP servers, environment):\n{files}\n\n")
+    parent = check_trust(cwd).not_inherited
+    inherited = (f"{parent} is trusted, but that trust does not extend to the configuration of a subfolder "
+                 "started in.\n\n" if parent else "")
+    sys.stdout.write(f"Do you trust the files in this folder?\n\n  {cwd}\n\n{inherited}Its configuration can run "
+                     f"commands or widen permissions (hooks, MCP servers, environment, agents, skills):\n{files}\n\n")
     try:
         answer = prompt("Trust this folder? 1) Yes, proceed  2) No, continue without its configuration  > ")
     except (EOFError, KeyboardInterrupt):

@@ -102,6 +102,8 @@ def _load_settings(args: argparse.Namespace, cwd: Path, settings_arg: str | None
     status = check_trust(cwd)
     warnings = [status.warning] if status.warning else []
     trusted = bool(args.trust) or status.trusted
+    if not trusted and (note := status.note(cwd)):
+        warnings.append(note)
     settings = load_settings(cwd, cli_settings=settings_arg, trusted=trusted, sources=sources, skip=skip)
     if settings.broken:
         raise BrokenSettingsError(settings.broken)
