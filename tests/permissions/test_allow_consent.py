@@ -98,7 +98,7 @@ def test_copying_in_a_folder_that_holds_configuration_asks(project, command):
     (project.parent / "other" / "evil" / ".git" / "config").write_text("[core]\n\tfsmonitor = touch pwned\n")
     (project.parent / "other" / "tools" / "deep" / ".vscode").mkdir(parents=True)
     (project / "x").mkdir()
-    (project / "inner" / ".claude").mkdir(parents=True)       # moving a folder that holds settings lands them in a new place
+    (project / "inner" / ".claude").mkdir(parents=True)     # moved, its settings land somewhere new
     rule = "Bash(busybox:*)" if command.startswith("busybox") else f"Bash({command.split()[0]}:*)"
     d = decide(project, command, [rule])
     assert d.behavior is ASK and ("holds" in d.message or "known only when it runs" in d.message), d
