@@ -234,3 +234,15 @@ def test_the_folder_git_runs_in_follows_cd_and_dash_c(repo):
         assert git_concern(str(repo), split_command(command)) is not None, command
     assert git_concern(str(repo), split_command("cd nested && git branch")) is None     # runs nothing configured
     assert "does not exist" in git_concern(str(repo), split_command("git -C missing log"))
+
+
+@pytest.mark.parametrize("command", ["touch ~/.bash_aliases", "cp a.txt ~/.ssh/config", "mkdir -p .local/bin",
+                                     "touch .claude.json", "touch cfg/agents/a.md", "cp a.txt .config/git/attributes"])
+def test_with_the_project_at_home_its_dot_files_are_not_consented(project, monkeypatch, command):
+    # the project is the home folder (a session started in ~): dot-files there configure the shell,
+    # ssh, git and Claude; codeloop's own configuration folder is never a consented target either
+    monkeypatch.setenv("HOME", str(project))
+    monkeypatch.setenv("CODELOOP_CONFIG_DIR", str(project / "cfg"))
+    rule = f"Bash({command.split()[0]}:*)"
+    assert decide(project, command, [rule]).behavior is not ALLOW      # asks (git's attributes: denied)
+    assert decide(project, "touch notes.txt", ["Bash(touch:*)"]).behavior is ALLOW

@@ -5,7 +5,8 @@ user's consent to that command doing its job: `mkdir build` may make `build`, `r
 `x`, `python3 -c …` may run its code. The consent reaches only the parts of the line the rule
 matched (a redirect, or another command chained on, is judged on its own) and only operands
 inside the working folders. Protected paths, ask paths, Read-denied paths and configuration
-folders stay out of it; the permission gate (`bash_gate.py`) judges those.
+(project configuration folders, codeloop's and Claude's own, home dot-files when the project
+holds home) stay out of it; the permission gate (`bash_gate.py`) judges those.
 
 Owns: `rules_concern` (what the rule decision itself refuses to consent to: a write known only
 at run time, or outside the working folders), `config_component` (the configuration folders a
@@ -59,14 +60,27 @@ def rules_concern(writes: list[WriteTarget], consented: Collection[int], roots: 
 
 
 def config_component(path: str, roots: Iterable[str]) -> str | None:
-    """The configuration folder (or `.mcp.json`) `path` is or lies in, below its working folder."""
-    for root in roots:
-        for form in (os.path.normpath(path), os.path.realpath(path)):
-            for base in {os.path.normpath(root), os.path.realpath(root)}:
-                if inside(form, base):
-                    hit = next((c for c in os.path.relpath(form, base).split(os.sep) if c in CONFIG_NAMES), None)
-                    if hit:
-                        return hit
+    """The configuration `path` is or lies in: a configuration folder (or `.mcp.json`) below its
+    working folder, codeloop's or Claude's configuration folder, or — when a working folder holds
+    the home folder — a dot-file or dot-folder of home (`~/.ssh/config`, `~/.bash_aliases`…)."""
+    from codeloop.config.paths import config_dir
+
+    bases = {b for r in roots for b in (os.path.normpath(r), os.path.realpath(r))}
+    home = os.path.realpath(os.path.expanduser("~"))
+    claude = os.path.expanduser(os.environ.get("CLAUDE_CONFIG_DIR") or "~/.claude")
+    for form in (os.path.normpath(path), os.path.realpath(path)):
+        for folder in (str(config_dir()), claude):
+            if inside(form, os.path.normpath(folder)) or inside(form, os.path.realpath(folder)):
+                return folder
+        if form != home and inside(form, home) and any(inside(home, b) for b in bases):
+            first = os.path.relpath(form, home).split(os.sep)[0]
+            if first.startswith("."):
+                return f"~/{first}"
+        for base in bases:
+            if inside(form, base):
+                hit = next((c for c in os.path.relpath(form, base).split(os.sep) if c in CONFIG_NAMES), None)
+                if hit:
+                    return hit
     return None
 
 
