@@ -8,6 +8,7 @@ The attacker's settings from the issue: allow `Bash(echo *)`, `Bash(git status)`
 from __future__ import annotations
 
 import os
+import subprocess
 
 import pytest
 
@@ -54,13 +55,20 @@ REDIRECTS = ["echo x > f", "echo x >> f", "echo x >| f", "echo x &> f", "echo x 
              "echo x {fd}> f", "echo x <> f", "cat > f < README.txt", "timeout 5 echo x > f",
              "echo '{}' > .mcp.json", "echo x > .claude/commands/x.md", "echo x > CLAUDE.md",
              "echo x > innocent.json", "echo x >& f", "echo x 1>f", "ls > sub/../f", "echo x > ./sub/f",
-             "echo x | tee f", "echo x | tee -a sub/f"]
+             "echo x | tee .mcp.json", "echo x | tee -a innocent.json", "echo x | tee /tmp/elsewhere"]
 
 
 @pytest.mark.parametrize("command", REDIRECTS)
 def test_a_redirect_under_an_allow_rule_is_not_auto_allowed(project, command):
     assert decide(project, command).behavior is ASK
     assert decide(project, command, PermissionMode.DONT_ASK).behavior is DENY   # print mode: asks are denials
+
+
+# Issue 25: `tee` is not a redirect but a command an allow rule (`Bash(tee *)`) names; the files it
+# is given inside the working folders are the user's consent (its ask-path and outside forms ask, above).
+@pytest.mark.parametrize("command", ["echo x | tee f", "echo x | tee -a sub/f"])
+def test_tee_allowed_by_a_rule_writes_what_it_names(project, command):
+    assert decide(project, command).behavior is ALLOW
 
 
 @pytest.mark.parametrize("command", ["echo x > f", "echo x 2> sub/f", "echo x | tee f", "cat > f < README.txt"])
@@ -184,10 +192,29 @@ def test_expansions_that_run_code_are_never_auto_allowed(project, command):
     assert decide(project, command).behavior is not ALLOW
 
 
-@pytest.mark.parametrize("command", ["git diff", "git show", "git log -p", "git -C sub status", "git log",
-                                     "git blame README.txt", "git --no-pager diff HEAD", "git status --short"])
-def test_git_subcommands_running_repo_programs_are_not_auto_allowed(project, command):
-    assert decide(project, command).behavior is not ALLOW
+GIT_READS = ["git diff", "git show", "git log -p", "git -C sub status", "git log", "git blame README.txt",
+             "git --no-pager diff HEAD", "git status --short"]
+
+
+@pytest.fixture
+def repo(project, monkeypatch):
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")     # the machine's own /etc/gitconfig is not the test's
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    subprocess.run(["git", "init", "-q", str(project)], check=True, capture_output=True)
+    return project
+
+
+@pytest.mark.parametrize("command", GIT_READS)
+def test_git_subcommands_running_repo_programs_are_not_auto_allowed(repo, command):
+    # issue 12, as issue 25 narrows it: not where the repository's config names a program
+    subprocess.run(["git", "-C", str(repo), "config", "core.fsmonitor", "touch pwned"], check=True)
+    d = decide(repo, command)
+    assert d.behavior is ASK and "core.fsmonitor" in d.message, d
+
+
+@pytest.mark.parametrize("command", GIT_READS)
+def test_git_subcommands_run_where_no_configuration_names_a_program(repo, command):
+    assert decide(repo, command).behavior is ALLOW
 
 
 def test_explicit_allow_rules_still_allow_git(project):

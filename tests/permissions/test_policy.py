@@ -108,9 +108,17 @@ def test_git_config_hooks_and_mcp_json_are_guarded_under_accept_edits(tmp_path):
         assert decide(policy, "Write", {"file_path": str(tmp_path / target), "content": "x"}) is expected, target
 
 
-def test_plan_mode_runs_read_only_bash_only(tmp_path):
+def test_plan_mode_runs_read_only_bash_only(tmp_path, monkeypatch):
+    import subprocess
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     plan = PermissionPolicy(cwd=tmp_path, mode=PermissionMode.PLAN)
     assert decide(plan, "Bash", {"command": "git branch && ls -la"}) is PermissionBehavior.ALLOW
-    # issue 12: `git status` runs core.fsmonitor from repository config: not read-only unsandboxed
+    # issue 25: `git status` is read-only where no configuration names a program for it to run...
+    assert decide(plan, "Bash", {"command": "git status && ls -la"}) is PermissionBehavior.ALLOW
+    # ...and issue 12: not where the repository's config names one (core.fsmonitor), unsandboxed
+    subprocess.run(["git", "-C", str(tmp_path), "config", "core.fsmonitor", "touch pwned"], check=True)
     assert decide(plan, "Bash", {"command": "git status && ls -la"}) is PermissionBehavior.DENY
     assert decide(plan, "Bash", {"command": "touch x"}) is PermissionBehavior.DENY

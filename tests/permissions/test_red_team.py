@@ -46,6 +46,7 @@ def project(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("CODELOOP_CONFIG_DIR", str(tmp_path / ".cfg"))
     monkeypatch.delenv("CDPATH", raising=False)
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")     # git reads only the test's configuration
     (tmp_path / "home").mkdir()
     (tmp_path / "secret.txt").write_text("KEY=1")
     (tmp_path / "README.txt").write_text("readme")
@@ -176,12 +177,8 @@ WRITES_UNDER_ALLOW_RULES = [
     "sed --expression='w f' -n README.txt",
     "sed '1e touch pwned' README.txt",
     "sed 's/.*/touch pwned/e' README.txt",
-    "git log --output=f",
-    "find . -fprint f",
-    "find . -fls f",
     "xargs touch <<< pwned",
     "echo pwned | xargs touch",
-    "mv README.txt f",
     "head -n1 README.txt | tee f",
     "echo x >\"f\"",
     "echo x >'.git'/config",
@@ -205,6 +202,19 @@ WRITES_UNDER_ALLOW_RULES = [
     "echo >(touch pwned)",
     "cat <(touch pwned)",
     "echo x | xargs -0 sh -c 'touch pwned'",
+    # issue 25: what an allow rule consents to stops at the working folders and at configuration
+    "git log --output=.mcp.json",
+    "git log --output=/tmp/f",
+    "git log --output=.vscode/tasks.json",
+    "find . -fprint ../f",
+    "find . -fls .claude/commands/x.md",
+    "mv README.txt .mcp.json",
+    "mv README.txt .husky/pre-commit",
+    "mv README.txt ../f",
+    "mv sub/notes.md sub/.git/config",
+    "mv home/evil sub/",
+    "mv $F sub/",
+    "echo x | tee f && mv README.txt g",
 ]
 
 ALLOW_RULE_GAPS = {
@@ -213,8 +223,17 @@ ALLOW_RULE_GAPS = {
 
 @pytest.mark.parametrize("command", cases(WRITES_UNDER_ALLOW_RULES, ALLOW_RULE_GAPS))
 def test_a_write_or_execution_under_allow_rules_is_not_auto_allowed(project, command):
+    (project / "home" / "evil" / ".git").mkdir(parents=True)
     d = decide(project, command)
     assert d.behavior is not ALLOW, d
+
+
+# Issue 25: these were in the list above, but each is a command an allow rule names (`Bash(git log *)`,
+# `Bash(find *)`, `Bash(mv *)`) writing a file it names inside the project: that is the user's consent.
+@pytest.mark.parametrize("command", ["git log --output=f", "find . -fprint f", "find . -fls f", "mv README.txt f"])
+def test_a_write_named_by_a_command_an_allow_rule_covers_runs(project, command):
+    d = decide(project, command)
+    assert d.behavior is ALLOW, d
 
 
 # -- 2. Read deny (`Read(./secret.txt)`, `Read(./keys/id)`) through Bash ------------------------

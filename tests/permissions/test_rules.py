@@ -237,12 +237,13 @@ def test_allowed_bash(kw, command, tmp_path):
     assert decision.behavior is ALLOW, decision.reason
 
 
-def test_git_repo_programs_allowed_only_when_sandboxed(tmp_path):
-    # issue 12: `git diff` runs diff.external/textconv from repository config
+def test_git_repo_programs_allowed_only_when_contained(tmp_path):
+    # issue 12: `git diff` runs diff.external/textconv from repository config; the gate says when
+    # those programs are contained (the sandbox) or absent (no configuration names one: issue 25)
     rs = rules(allow=["Bash(git status)"])
     for command in ("git status && git diff", "git status; git log --oneline | head -5"):
         assert bash_decision(command, rs, cwd=tmp_path).behavior is not ALLOW
-        assert bash_decision(command, rs, cwd=tmp_path, sandboxed=True).behavior is ALLOW
+        assert bash_decision(command, rs, cwd=tmp_path, repo_programs_ok=True).behavior is ALLOW
 
 
 def test_ask_rule_beats_allow(tmp_path):

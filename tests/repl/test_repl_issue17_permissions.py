@@ -128,12 +128,14 @@ def test_bash_always_saves_a_prefix_rule_to_settings_local(tmp_path, run):
     settings = tmp_path / ".claude" / "settings.local.json"
     settings.parent.mkdir()
     settings.write_text(json.dumps({"env": {"KEEP": "me"}, "permissions": {"allow": ["Read"]}}))
-    api = ScriptedAPI(sse(tool_use("Bash", {"command": "git status --short"})), sse(text("Clean tree.")),
-                      sse(tool_use("Bash", {"command": "git status"})), sse(text("Still clean.")))
+    # issue 25: `git status` itself no longer asks where no configuration names a program for it,
+    # so the question is about a git command that always asks
+    api = ScriptedAPI(sse(tool_use("Bash", {"command": "git stash list"})), sse(text("Clean tree.")),
+                      sse(tool_use("Bash", {"command": "git stash list --date=relative"})), sse(text("Still clean.")))
     with api.serve() as url:
         t = run(url, "--trust")
         t.line("status?")
-        t.expect(r"Bash\(git status:\*\)")
+        t.expect(r"Bash\(git stash:\*\)")
         answer(t, "2")
         t.expect("Saved")
         t.expect("Clean tree")
@@ -142,10 +144,10 @@ def test_bash_always_saves_a_prefix_rule_to_settings_local(tmp_path, run):
         t.expect("Still clean")     # the saved rule answers: no second question
         t.line("/exit")
         assert t.wait_exit() == 0
-    assert "Allow Bash(git status)?" not in t.transcript
+    assert "Allow Bash(git stash list --date=relative)?" not in t.transcript
     data = json.loads(settings.read_text())
     assert data["env"] == {"KEEP": "me"}
-    assert data["permissions"]["allow"] == ["Read", "Bash(git status:*)"]
+    assert data["permissions"]["allow"] == ["Read", "Bash(git stash:*)"]
 
 
 def test_a_refusal_reads_cleanly_and_clear_leaks_nothing(tmp_path, run):

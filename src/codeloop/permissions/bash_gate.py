@@ -7,6 +7,11 @@ Owns `decide_bash` (called by `PermissionPolicy.decide`) and the two analyses be
   would get: deny (Edit deny rules, protected paths — in every mode), ask, or allow (allow
   rule, or acceptEdits inside the working directories). A target known only at run time asks;
   in bypassPermissions, where nothing asks, it is refused unless the sandbox contains it.
+  Except where the user consented: a Bash allow rule covers the files the commands it matched
+  name inside the working folders (`consent.py`; never protected, ask or Read-denied paths,
+  configuration folders, and never a redirect or another command on the line).
+* git's read-only subcommands (`git status`, `log`, `diff`…) are read-only where no
+  configuration names a program for them to run (`git_programs.py`), or under the sandbox.
 * Read deny rules hold for Bash too (`read_concern`): argument words (globs and braces
   expanded against the filesystem), input redirects (`< secret.txt`), `git show HEAD:path`, and
   directories searched recursively that hold a denied path. Words known only at run time ask.
@@ -205,12 +210,46 @@ def outside_concern(policy: Any, split: SplitResult) -> str | None:
     return None
 
 
-def _write_concern(policy: Any, writes: list[Any]) -> str | None:
-    """Why a write needs a question: the decision an Edit of each target would get."""
+def _beyond_consent(policy: Any, w: Any) -> str | None:
+    """Why an allow rule's consent does not reach this write of a command it matched (None: it
+    does): outside the working folders, a protected, ask or Read-denied path, a configuration
+    folder, or a copy that would bring one in (see `consent.py`)."""
+    from codeloop.permissions.consent import config_component, consented_unknown, holds_config, in_roots
+    from codeloop.permissions.rules import DecisionBehavior, path_decision
+
+    if w.path is None:
+        return None if consented_unknown(w, {w.index}) else "somewhere known only when it runs"
+    roots = [str(policy.cwd), *policy.additional_directories]
+    if not in_roots(w.path, roots):
+        return "outside the working directories"
+    d = path_decision("Edit", w.path, policy.rules, cwd=str(policy.cwd))
+    if d.behavior in (DecisionBehavior.DENY, DecisionBehavior.ASK):
+        return f"which matches the {d.behavior.value} rule {d.matched_rule}"
+    if hit := config_component(w.path, roots):
+        return f"inside {hit}, configuration that can start programs"
+    denied = policy.read_filter()
+    if denied is not None and denied(Path(w.path)):
+        return "which a Read deny rule covers"
+    if "destination" in w.how:
+        for source in w.sources or (None,):
+            if source is None:
+                return "copying from somewhere known only when it runs"
+            if why := holds_config(source):
+                return why
+    return None
+
+
+def _write_concern(policy: Any, writes: list[Any], consented: frozenset[int] = frozenset()) -> str | None:
+    """Why a write needs a question. A write of a part an allow rule matched (not a redirect) is
+    consented within the limits of `_beyond_consent`; any other gets the decision an Edit of its
+    target would get."""
     from codeloop.permissions.modes import PermissionMode
     from codeloop.permissions.rules import DecisionBehavior, path_decision
 
     for w in writes:
+        limit = _beyond_consent(policy, w) if w.index in consented and w.how != "redirect" else "not consented"
+        if limit is None:
+            continue
         if w.path is None:
             return f"{w.how} in {w.part!r} writes somewhere known only when it runs"
         d = path_decision("Edit", w.path, policy.rules, cwd=str(policy.cwd))
@@ -219,6 +258,8 @@ def _write_concern(policy: Any, writes: list[Any]) -> str | None:
         if d.behavior is DecisionBehavior.PASSTHROUGH and policy.mode is PermissionMode.ACCEPT_EDITS \
                 and policy.inside_workdirs(w.path):
             continue
+        if limit != "not consented":
+            return f"{w.how} writes {w.path} ({limit}), which needs the permission an Edit of it would"
         return f"{w.how} writes {w.path}, which needs the permission an Edit of it would"
     return None
 
@@ -282,6 +323,7 @@ def _hidden_program(policy: Any, split: Any, writes: list) -> str | None:
 def decide_bash(policy: Any, tool: Any, inp: Any, opinion: PermissionDecision,
                 raw: dict[str, Any]) -> PermissionDecision:
     from codeloop.permissions.bash import split_command
+    from codeloop.permissions.git_programs import git_concern
     from codeloop.permissions.modes import PermissionMode
     from codeloop.permissions.readonly import is_read_only
     from codeloop.permissions.rules import DecisionBehavior, evaluate
@@ -289,12 +331,16 @@ def decide_bash(policy: Any, tool: Any, inp: Any, opinion: PermissionDecision,
 
     command = str(raw.get("command", ""))
     use, why, sandboxed = policy.sandbox_use(command)
-    verdict = evaluate("Bash", raw, policy.rules, cwd=str(policy.cwd), sandboxed=sandboxed)
+    split = split_command(command)
+    # git's read-only subcommands run programs only a configuration names: contained by the
+    # sandbox, or read-only when no configuration names one
+    git_why = None if sandboxed else git_concern(str(policy.cwd), split)
+    verdict = evaluate("Bash", raw, policy.rules, cwd=str(policy.cwd), repo_programs_ok=git_why is None,
+                       roots=[str(policy.cwd), *policy.additional_directories])
     if verdict.behavior is DecisionBehavior.DENY:
         return policy.rule_denial("Bash", verdict)
     if opinion.behavior is PermissionBehavior.DENY:
         return opinion
-    split = split_command(command)
     writes = write_targets(split, str(policy.cwd))
     if why_protected := protected_write(policy, writes):
         return PermissionDecision(PermissionBehavior.DENY, (
@@ -316,7 +362,7 @@ def decide_bash(policy: Any, tool: Any, inp: Any, opinion: PermissionDecision,
                 f"only when it runs, so it cannot be checked against protected paths; write the path literally "
                 f"or enable the sandbox."))
         return PermissionDecision(PermissionBehavior.ALLOW)
-    if policy.mode is PermissionMode.PLAN and not is_read_only(command, repo_programs_ok=sandboxed):
+    if policy.mode is PermissionMode.PLAN and not is_read_only(command, repo_programs_ok=git_why is None):
         return PermissionDecision(PermissionBehavior.DENY,
                                   "Bash is not available in plan mode: only read-only tools may run.")
     if sandboxed and policy.sandbox.settings.auto_allow:
@@ -329,10 +375,11 @@ def decide_bash(policy: Any, tool: Any, inp: Any, opinion: PermissionDecision,
         # A bare `Bash` allow rule consents to every command, whatever it writes (deny rules and
         # protected paths were enforced above); a narrower rule (`Bash(echo *)`) does not.
         every = verdict.matched_rule is not None and verdict.matched_rule.specifier is None
-        concern = None if every else _write_concern(policy, writes)
+        concern = None if every else _write_concern(policy, writes, verdict.consented)
         if concern is None and verdict.matched_rule is None:
             concern = outside_concern(policy, split)
         if concern:
             return policy.ask_or_deny("Bash", concern + ".")
         return PermissionDecision(PermissionBehavior.ALLOW)
-    return policy.ask_or_deny("Bash", "Bash requires permission.")
+    reason = git_why or (verdict.reason if verdict.behavior is DecisionBehavior.PASSTHROUGH else "")
+    return policy.ask_or_deny("Bash", f"Bash requires permission: {reason}." if reason else "Bash requires permission.")

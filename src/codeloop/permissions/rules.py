@@ -64,6 +64,7 @@ class Decision:
     behavior: DecisionBehavior
     reason: str = ""
     matched_rule: Rule | None = None
+    consented: frozenset[int] = frozenset()   # Bash: the parts an allow rule matched (`consent.py`)
 
 
 def parse_rule(text: str, origin: str = "cli") -> Rule:
@@ -232,14 +233,12 @@ def _could_hide(split: sh.SplitResult) -> str | None:
     return None
 
 
-def _inside(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
-
-
-def bash_decision(command: str, rules: RuleSet, *, cwd: str | os.PathLike[str],
-                  sandboxed: bool = False) -> Decision:
-    """`sandboxed`: the command will run inside the OS sandbox, so git subcommands that run
-    repository-configured programs count as read-only (the sandbox contains them)."""
+def bash_decision(command: str, rules: RuleSet, *, cwd: str | os.PathLike[str], repo_programs_ok: bool = False,
+                  roots: Iterable[str] = ()) -> Decision:
+    """`repo_programs_ok`: git subcommands that run repository-configured programs count as
+    read-only (the sandbox contains them, or no configuration names one: `git_programs.py`).
+    `roots`: the working folders (default: cwd) an allowed command may write in."""
+    from codeloop.permissions.consent import rules_concern
     from codeloop.permissions.readonly import has_expansion_trick
     from codeloop.permissions.shell_writes import write_targets
 
@@ -270,14 +269,9 @@ def bash_decision(command: str, rules: RuleSet, *, cwd: str | os.PathLike[str],
         return Decision(DecisionBehavior.PASSTHROUGH,
                         "not auto-allowed: an expansion (${x@P}, ${!x}, ${a[i]}, ${x:n}) "
                         "can run code hidden in a variable")
-    real_cwd = os.path.realpath(cwd)
-    for w in writes:
-        if w.path is None or not _inside(os.path.realpath(w.path), real_cwd):
-            return Decision(DecisionBehavior.PASSTHROUGH,
-                            f"{w.how} writes outside the working directory or somewhere known only at run time: "
-                            f"{w.part}")
     matched: Rule | None = None
-    for part in split.parts:
+    consented: set[int] = set()
+    for index, part in enumerate(split.parts):
         if bad := sh.dangerous_env(part.env) + sh.dangerous_env(sh.unwrap(part.argv).env):
             return Decision(DecisionBehavior.PASSTHROUGH, f"sets {', '.join(bad)}")
         if not part.argv:
@@ -286,14 +280,17 @@ def bash_decision(command: str, rules: RuleSet, *, cwd: str | os.PathLike[str],
         candidates = rules.allow
         if launcher:
             candidates = [r for r in rules.allow if _names_launcher(r, launcher)]
-        elif sh.is_read_only_command(part, repo_programs_ok=sandboxed):
+        elif sh.is_read_only_command(part, repo_programs_ok=repo_programs_ok):
             continue
         rule = _first_bash_match(candidates, _allow_forms(part))
         if rule is None:
             why = f"runs other commands via {launcher}" if launcher else "no allow rule matches"
             return Decision(DecisionBehavior.PASSTHROUGH, f"{why}: {part.raw}")
         matched = matched or rule
-    return Decision(DecisionBehavior.ALLOW, "every part is allowed or read-only", matched)
+        consented.add(index)
+    if why := rules_concern(writes, consented, roots or [cwd]):
+        return Decision(DecisionBehavior.PASSTHROUGH, why)
+    return Decision(DecisionBehavior.ALLOW, "every part is allowed or read-only", matched, frozenset(consented))
 
 
 # -- paths ------------------------------------------------------------------------------------
@@ -379,11 +376,12 @@ def _simple_match(rule: Rule, tool_name: str, tool_input: dict[str, Any]) -> boo
     return False   # specifiers of other tools are not understood: they never match
 
 
-def evaluate(tool_name: str, tool_input: dict[str, Any], rules: RuleSet, *,
-             cwd: str | os.PathLike[str], sandboxed: bool = False) -> Decision:
+def evaluate(tool_name: str, tool_input: dict[str, Any], rules: RuleSet, *, cwd: str | os.PathLike[str],
+             repo_programs_ok: bool = False, roots: Iterable[str] = ()) -> Decision:
     """Rule decision for one tool call: deny beats ask beats allow; else passthrough."""
     if tool_name == "Bash":
-        return bash_decision(str(tool_input.get("command", "")), rules, cwd=cwd, sandboxed=sandboxed)
+        return bash_decision(str(tool_input.get("command", "")), rules, cwd=cwd, repo_programs_ok=repo_programs_ok,
+                             roots=roots)
     if tool_name in EDIT_TOOLS or tool_name in READ_TOOLS:
         path = next((tool_input[k] for k in _PATH_KEYS if tool_input.get(k)), None)
         return path_decision(tool_name, str(path or "."), rules, cwd=cwd)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from codeloop.permissions.paths import physical
@@ -34,6 +34,9 @@ class WriteTarget:
     path: str | None      # absolute, normalised; None: known only when the command runs
     how: str              # "redirect", "tee", "cp destination", …
     part: str             # source text of the simple command
+    index: int = -1       # the part of the line that makes it (a script's writes: the part running it)
+    # a copy, move or link destination: what lands there (None: a source known only at run time)
+    sources: tuple[str | None, ...] = ()
 
 
 def writes_file(r: Redirect) -> bool:
@@ -179,44 +182,6 @@ def _git_targets(args: list[str], r: Resolver, dyn: set[int]) -> list[tuple[str 
     return [(os.path.join(b, ".git", "config"), "git config") for b in bases]
 
 
-def _fetcher_targets(name: str, args: list[str], add: Any, out: list) -> list[tuple[str | None, str]]:
-    """tar (the archive it creates; extraction writes unknown names), curl/wget (`-o`/`-O` file;
-    a name taken from the URL is unknown), rsync/scp (the local destination)."""
-    if name == "tar":
-        clusters = "".join(a.lstrip("-") for k, a in enumerate(args)
-                           if (k == 0 and not a.startswith("--")) or (a.startswith("-") and not a.startswith("--")))
-        if "x" in clusters or any(a in ("--extract", "--get") for a in args):
-            return [(None, "tar extraction")]
-        for k, a in enumerate(args):
-            if a.startswith("--file="):
-                add(a[7:], k, "tar archive")
-            elif k + 1 < len(args) and (a in ("-f", "--file") or (
-                    "f" in a and not a.startswith("--") and (a.startswith("-") or k == 0))):
-                add(args[k + 1], k + 1, "tar archive")
-        return out
-    if name in ("curl", "wget"):
-        valued = ("-o", "--output") if name == "curl" else ("-O", "--output-document")
-        letter = valued[0][1]
-        for k, a in enumerate(args):
-            cluster = a[1:] if a.startswith("-") and not a.startswith("--") else ""
-            if (a in valued or cluster.endswith(letter)) and k + 1 < len(args):
-                add(args[k + 1], k + 1, f"{name} output")          # `-o f`, `-so f`, `-qO f`
-            elif letter in cluster:
-                add(cluster.split(letter, 1)[1], k, f"{name} output")   # `-ofile`
-            elif a.startswith(valued[1] + "="):
-                add(a.split("=", 1)[1], k, f"{name} output")
-            elif (name == "curl" and a in ("-O", "--remote-name", "-J", "--output-dir")) or \
-                    (name == "wget" and a in ("-P", "--directory-prefix")):
-                out.append((None, f"{name} output"))
-        if name == "wget" and not out:
-            out.append((None, "wget output"))          # saved under a name taken from the URL
-        return out
-    positional = [(k, a) for k, a in enumerate(args) if not a.startswith("-")]
-    if len(positional) >= 2 and ":" not in positional[-1][1]:
-        add(positional[-1][1], positional[-1][0], f"{name} destination")
-    return out
-
-
 def _command_targets(name: str, args: list[str], dyn: set[int], r: Resolver,
                      stdin_script: bool = False) -> list[tuple[str | None, str]]:
     from codeloop.permissions.shell_hidden import hidden_targets
@@ -239,7 +204,9 @@ def _command_targets(name: str, args: list[str], dyn: set[int], r: Resolver,
     if name in _EXTRACTORS:
         return [(None, name)]
     if name in ("tar", "curl", "wget", "rsync", "scp"):
-        return _fetcher_targets(name, args, add, out)
+        from codeloop.permissions.shell_fetch import fetcher_targets
+
+        return fetcher_targets(name, args, add, out)
     if name not in _VALUED:
         return out
     opts, pos = _parse(name, args)
@@ -301,7 +268,7 @@ def _targets(split: SplitResult, r: Resolver, depth: int) -> list[WriteTarget]:
     from codeloop.permissions.shell_cmd import command_name, unwrap
 
     out: list[WriteTarget] = []
-    for part in split.parts:
+    for index, part in enumerate(split.parts):
         start = len(out)
         for red in part.redirects:
             if writes_file(red):
@@ -312,15 +279,17 @@ def _targets(split: SplitResult, r: Resolver, depth: int) -> list[WriteTarget]:
             r.cdpath = True                            # `export CDPATH=.git`, `CDPATH=x cd y`
         if not part.argv:
             _through_links(out, start, part, r)
+            out[start:] = [replace(t, index=index) for t in out[start:]]
             continue
         name = command_name(u.argv[0]) if u and u.argv else ""
         if name == "git" and any(k.startswith(_SENSITIVE_ENV) for k in env):
-            out.append(WriteTarget(None, "git with its config location overridden", part.raw))
+            out.append(WriteTarget(None, "git with its config location overridden", part.raw, index))
             continue
         out += _part_targets(part, r, command_name, unwrap)
         out += _script_targets(part, name, u, r, depth)
         _through_links(out, start, part, r)
         r.links.update(t.path for t in out[start:] if t.path and t.how.startswith("ln destination"))
+        out[start:] = [replace(t, index=index) for t in out[start:]]
     return out
 
 
@@ -386,6 +355,28 @@ def _part_targets(part: SimpleCommand, r: Resolver, command_name: Any, unwrap: A
     shifted = {k - 1 for k in dyn if k > 0}
     stdin = any(red.op.endswith(("<<<", "<")) for red in part.redirects) or bool(part.heredocs)
     found = [WriteTarget(p, how, part.raw) for p, how in _command_targets(name, args, shifted, r, stdin)]
+    if name in _COPIERS or name in ("rsync", "scp"):
+        sources = tuple(_copy_sources(name, args, shifted, r))
+        found = [replace(t, sources=sources) if "destination" in t.how else t for t in found]
     if saved is not None:
         r.unknown_cwd = saved
+    return found
+
+
+def _copy_sources(name: str, args: list[str], dyn: set[int], r: Resolver) -> list[str | None]:
+    """What `cp`/`mv`/`install`/`ln`/`rsync`/`scp` bring to their destination (a symbolic link's
+    relative target counts from the current folder and from the link's folder)."""
+    opts, pos = _parse(name, args)
+    into = opts.get("-t", []) + opts.get("--target-directory", [])
+    sources = pos if into or (name == "ln" and len(pos) == 1) else pos[:-1]
+    found: list[str | None] = []
+    for k, a in sources:
+        if name in ("rsync", "scp") and ":" in a.split("/", 1)[0]:
+            found.append(None)                         # `host:path`: another machine
+            continue
+        found += r.resolve(a, k in dyn)
+        if name == "ln" and (_short_has(opts, "s") or "--symbolic" in opts) and not os.path.isabs(a):
+            dest = into[0] if into else pos[-1][1] if len(pos) > 1 else "."
+            for folder in {dest, os.path.dirname(dest) or "."}:     # into `dest`, or named `dest`
+                found += r.resolve(os.path.join(folder, a), k in dyn)
     return found
