@@ -97,6 +97,7 @@ def test_codeloops_own_environ_cannot_be_read_by_a_command(tmp_path):
     """The command runs as codeloop's user; as root (CI) that user reads every /proc file, so codeloop
     itself is started as `nobody` there — the check is the same one a user's session faces."""
     prefix: list[str] = []
+    env: dict[str, str] = {}
     if os.geteuid() == 0:
         setpriv = shutil.which("setpriv")
         if setpriv is None:
@@ -105,11 +106,21 @@ def test_codeloops_own_environ_cannot_be_read_by_a_command(tmp_path):
         import tempfile   # pytest's own folder is root's alone: an ordinary user needs one it can enter
         tmp_path = Path(tempfile.mkdtemp(prefix="codeloop-environ-", dir="/tmp"))
         tmp_path.chmod(0o777)
+        # codeloop is installed from a checkout `nobody` may not enter (CI clones into root's folders):
+        # a readable copy of the package goes first on its path
+        import codeloop
+        package = Path(codeloop.__file__).parent
+        shutil.copytree(package, tmp_path / ".pkg" / "codeloop", ignore=shutil.ignore_patterns("__pycache__"))
+        for root, dirs, files in os.walk(tmp_path / ".pkg"):
+            for name in (*dirs, *files):
+                os.chmod(os.path.join(root, name), 0o755)
+        (tmp_path / ".pkg").chmod(0o755)
+        env = {"PYTHONPATH": str(tmp_path / ".pkg")}
     command = "cat /proc/$PPID/environ | tr '\\0' '\\n' | grep -c ANTHROPIC_API_KEY; echo rc=$?"
     api = ScriptedAPI(sse(tool_use("Bash", {"command": command})), sse(text("ok")))
     with api.serve() as url:
         r = cli(["-p", "go", "--allowedTools", "Bash", "--no-session-persistence"], cwd=tmp_path, url=url,
-                prefix=prefix)
+                prefix=prefix, env=env)
     if prefix:
         shutil.rmtree(tmp_path, ignore_errors=True)
     assert r.returncode == 0, r.stderr
