@@ -94,35 +94,20 @@ def test_settings_env_and_pass_env_reach_commands_from_the_cli(tmp_path):
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc is Linux's")
 def test_codeloops_own_environ_cannot_be_read_by_a_command(tmp_path):
-    """The command runs as codeloop's user; as root (CI) that user reads every /proc file, so codeloop
-    itself is started as `nobody` there — the check is the same one a user's session faces."""
+    """The command runs as codeloop's user; as root (CI) with every capability that user reads every
+    /proc file, so codeloop itself is started there with no capabilities at all (still uid 0, so it
+    reads its own install wherever CI put it) — the check is the same one an ordinary user's session faces."""
     prefix: list[str] = []
-    env: dict[str, str] = {}
     if os.geteuid() == 0:
         setpriv = shutil.which("setpriv")
         if setpriv is None:
-            pytest.skip("running as root without setpriv: cannot start codeloop as an ordinary user")
-        prefix = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
-        import tempfile   # pytest's own folder is root's alone: an ordinary user needs one it can enter
-        tmp_path = Path(tempfile.mkdtemp(prefix="codeloop-environ-", dir="/tmp"))
-        tmp_path.chmod(0o777)
-        # codeloop is installed from a checkout `nobody` may not enter (CI clones into root's folders):
-        # a readable copy of the package goes first on its path
-        import codeloop
-        package = Path(codeloop.__file__).parent
-        shutil.copytree(package, tmp_path / ".pkg" / "codeloop", ignore=shutil.ignore_patterns("__pycache__"))
-        for root, dirs, files in os.walk(tmp_path / ".pkg"):
-            for name in (*dirs, *files):
-                os.chmod(os.path.join(root, name), 0o755)
-        (tmp_path / ".pkg").chmod(0o755)
-        env = {"PYTHONPATH": str(tmp_path / ".pkg")}
+            pytest.skip("running as root without setpriv: cannot start codeloop without capabilities")
+        prefix = [setpriv, "--bounding-set=-all", "--inh-caps=-all", "--ambient-caps=-all", "--"]
     command = "cat /proc/$PPID/environ | tr '\\0' '\\n' | grep -c ANTHROPIC_API_KEY; echo rc=$?"
     api = ScriptedAPI(sse(tool_use("Bash", {"command": command})), sse(text("ok")))
     with api.serve() as url:
         r = cli(["-p", "go", "--allowedTools", "Bash", "--no-session-persistence"], cwd=tmp_path, url=url,
-                prefix=prefix, env=env)
-    if prefix:
-        shutil.rmtree(tmp_path, ignore_errors=True)
+                prefix=prefix)
     assert r.returncode == 0, r.stderr
     out = result_of(api)
     assert "sk-ant-cli-secret" not in out and "Permission denied" in out
