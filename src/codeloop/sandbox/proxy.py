@@ -17,17 +17,28 @@ import socket
 import tempfile
 import threading
 
+from codeloop.sandbox.seccomp import LOAD_CODE
+
 _HEAD_LIMIT = 16384
 BRIDGE_PORT = 3128
 
-# Runs inside the sandbox as `python3 -c BRIDGE_CODE SOCK PORT cmd…`: forks the forwarder (its
-# output detached so it never holds the Bash tool's pipes), then execs the command. The PID
-# namespace ends the forwarder when the command's sandbox goes away.
-BRIDGE_CODE = r"""
+# Runs inside the sandbox as `python3 -c BRIDGE_CODE SOCK PORT FILTER cmd…`: forks the forwarder
+# (its output detached so it never holds the Bash tool's pipes), then loads the Unix-socket
+# seccomp filter (FILTER: the program in hex, `-` when allowAllUnixSockets is on) and execs the
+# command. The forwarder stays unfiltered (it connects to SOCK) and is made non-dumpable before
+# the fork, so the command cannot ptrace it or open its /proc files (no CAP_SYS_PTRACE); exec
+# makes the command dumpable again. A filter that fails to load ends the call: one line on
+# stderr, exit 126, the command never runs. The PID namespace ends the forwarder when the
+# command's sandbox goes away.
+BRIDGE_CODE = LOAD_CODE + r"""
 import os, socket, sys, threading
-path, port, argv = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+path, port, prog, argv = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
 srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 srv.bind(("127.0.0.1", port)); srv.listen(64)
+try:
+    if prog != "-": undumpable()
+except OSError as e:
+    sys.stderr.write(f"codeloop sandbox: the Unix-socket filter cannot load ({e}); command not run\n"); os._exit(126)
 if os.fork() == 0:
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2): os.dup2(null, fd)
@@ -46,6 +57,10 @@ if os.fork() == 0:
     while True:
         c, _ = srv.accept(); threading.Thread(target=serve, args=(c,), daemon=True).start()
 srv.close()
+try:
+    if prog != "-": install(bytes.fromhex(prog))
+except (OSError, ValueError) as e:
+    sys.stderr.write(f"codeloop sandbox: the Unix-socket filter cannot load ({e}); command not run\n"); os._exit(126)
 os.execvp(argv[0], argv)
 """
 
