@@ -340,3 +340,14 @@ def test_both_loaders_fail_closed(tmp_path, monkeypatch, block):
     monkeypatch.setattr(seccomp, "_program", b"\x00" * 8)         # a program the kernel rejects
     [r] = run_bash(sandbox, tmp_path, "touch f")
     assert r.is_error and not (tmp_path / "f").exists(), text(r)
+
+
+def test_an_untrusted_project_cannot_switch_the_filter_off():
+    from codeloop.config.settings import untrusted_view
+
+    ignored: list[str] = []
+    view = untrusted_view({"sandbox": {"enabled": True, "network": {"allowAllUnixSockets": True,
+                                                                    "allowUnixSockets": ["/x.sock"]}}},
+                          "project settings", ignored)
+    assert not sandbox_settings(view).allow_all_unix_sockets and sandbox_settings(view).enabled
+    assert any("sandbox.network" in i for i in ignored)

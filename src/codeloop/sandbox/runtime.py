@@ -6,6 +6,10 @@ undoes its side effects afterwards (placeholder mount points for protected paths
 exist). The policy and the tool ask the same object, so a command auto-allowed *because* it is
 sandboxed is the command that then runs sandboxed.
 
+Unix sockets: unless `sandbox.network.allowAllUnixSockets` is true, every call carries the
+seccomp filter of `seccomp.py`; where it cannot load, the sandbox counts as unavailable (refused,
+or unsandboxed with prompts when `failIfUnavailable` is false), like a bwrap that cannot start.
+
 Fast path: a command the scanner proves read-only (`ls`, `cat README.md`) runs without bwrap
 when no Read deny rule needs masking: the sandbox would buy nothing there.
 """
@@ -178,10 +182,9 @@ class Sandbox:
     @contextmanager
     def prepare(self, cwd: str, keep_writable: list[str]) -> Iterator[Prepared]:
         """The bwrap prefix for one call; raises LayoutError (a clear message) when unsafe."""
+        from codeloop.sandbox import seccomp
         from codeloop.sandbox.bwrap import bwrap_argv, probe
-        from codeloop.sandbox.layout import plan_layout
-
-        from codeloop.sandbox.layout import LayoutError
+        from codeloop.sandbox.layout import LayoutError, plan_layout
 
         p = probe()
         if p.error is not None or p.path is None:
@@ -195,8 +198,6 @@ class Sandbox:
                              masks=self._masks([os.path.realpath(r) for r in roots]))
         blanks = _blank_paths()
         net = self._network()
-        from codeloop.sandbox import seccomp
-
         # Without a relay, bwrap loads the filter before the command starts. With one, the relay
         # needs Unix sockets to reach the proxy: the bridge loads the same filter itself, in the
         # process that then execs the command, after the relay has forked (non-dumpable).
