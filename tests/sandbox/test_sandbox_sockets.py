@@ -219,9 +219,11 @@ def test_the_unfiltered_relay_is_out_of_the_commands_reach(tmp_path):
 def test_io_uring_and_x32_are_closed(tmp_path):
     code = ("import ctypes; l = ctypes.CDLL(None, use_errno=True); "
             "print('uring', l.syscall(425, 8, None), ctypes.get_errno(), flush=True); "
+            "print('negative', l.syscall(-1), ctypes.get_errno(), flush=True); "
             "l.syscall(0x40000000 + 39); print('X32-' + 'SURVIVED')")
     [r] = run_bash(make_sandbox(tmp_path), tmp_path, f'python3 -c "{code}"')
     assert "uring -1 38" in text(r)                          # ENOSYS: programs fall back
+    assert "negative -1 38" in text(r)                       # syscall(-1) is no x32 call: ENOSYS
     if platform.machine() == "x86_64":
         assert "X32-SURVIVED" not in text(r) and "Exit code 159" in text(r)   # killed by SIGSYS
 

@@ -69,7 +69,8 @@ def _abi_block(i: int, abi: _Abi) -> list[tuple]:
     p = f"a{i}"
     out: list[tuple] = [(f"{p}:",), (_LD, 0, 0, _NR)]
     if abi.x32:
-        out.append((_JGE, "kill", 0, 0x40000000))
+        # a negative number (syscall(-1)) is no x32 call: the kernel answers ENOSYS, so does this
+        out += [(_JGE, "enosys", 0, 0x80000000), (_JGE, "kill", 0, 0x40000000)]
     out += [(_JEQ, f"{p}sock", 0, abi.socket), (_JEQ, f"{p}pair", 0, abi.socketpair),
             (_JEQ, f"{p}trace", 0, abi.ptrace), (_JEQ, "enosys", 0, abi.io_uring_setup)]
     if abi.socketcall is not None:
@@ -138,20 +139,21 @@ def program_fd() -> int:
 # Installed by the network bridge in the sandbox (`install(bytes.fromhex(argv[k]))`) before it
 # execs the command. Any failure raises: the bridge then exits without running the command.
 LOAD_CODE = r"""
+def _prctl(*args):
+    import ctypes
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    prctl.argtypes = [ctypes.c_int] + [ctypes.c_ulong] * 4      # the kernel wants unused args 0
+    if prctl(*args, *[0] * (5 - len(args))) != 0:
+        raise OSError(ctypes.get_errno(), f"prctl({args[0]}) failed")
 def install(prog):
     import ctypes
-    libc = ctypes.CDLL(None, use_errno=True)
     class Fprog(ctypes.Structure):
         _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
     f = Fprog(len(prog) // 8, prog)
-    if libc.prctl(38, 1, 0, 0, 0) != 0:                       # PR_SET_NO_NEW_PRIVS
-        raise OSError(ctypes.get_errno(), "PR_SET_NO_NEW_PRIVS failed")
-    if libc.prctl(22, 2, ctypes.byref(f), 0, 0) != 0:         # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
-        raise OSError(ctypes.get_errno(), "seccomp filter rejected")
+    _prctl(38, 1)                                  # PR_SET_NO_NEW_PRIVS
+    _prctl(22, 2, ctypes.addressof(f))             # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
 def undumpable():
-    import ctypes
-    if ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0) != 0:   # PR_SET_DUMPABLE
-        raise OSError(ctypes.get_errno(), "PR_SET_DUMPABLE failed")
+    _prctl(4, 0)                                   # PR_SET_DUMPABLE
 """
 
 
