@@ -198,23 +198,23 @@ class Sandbox:
                              masks=self._masks([os.path.realpath(r) for r in roots]))
         blanks = _blank_paths()
         net = self._network()
-        # Without a relay, bwrap loads the filter before the command starts. With one, the relay
-        # needs Unix sockets to reach the proxy: the bridge loads the same filter itself, in the
-        # process that then execs the command, after the relay has forked (non-dumpable).
-        fd = seccomp.program_fd() if use_filter and net is None else None
+        # bwrap loads the filter before anything in the sandbox starts (its own init included)
+        fd = seccomp.program_fd() if use_filter else None
         argv = bwrap_argv(p.path, layout, cwd=os.path.realpath(cwd), blank_file=blanks["file"],
                           blank_dir=blanks["dir"], empty_dir=blanks["empty"],
-                          keep_writable=[os.path.realpath(k) for k in keep_writable],
-                          network_socket=net.path if net else None, seccomp_fd=fd)
+                          keep_writable=[os.path.realpath(k) for k in keep_writable], seccomp_fd=fd)
         env: dict[str, str] = {}
+        fds = [] if fd is None else [fd]
+        channel = None
         if net is not None:
             import sys
 
             from codeloop.sandbox.proxy import BRIDGE_CODE, BRIDGE_PORT, proxy_env
+            channel = net.channel()
+            fds.append(channel[1].fileno())
             # the sandbox's /tmp is private: an interpreter living there is not visible inside
             python = sys.executable if not sys.executable.startswith("/tmp/") else "python3"
-            argv += ["--", python, "-I", "-c", BRIDGE_CODE, net.path, str(BRIDGE_PORT),
-                     seccomp.program().hex() if use_filter else "-"]
+            argv += ["--", python, "-I", "-c", BRIDGE_CODE, str(channel[1].fileno()), str(BRIDGE_PORT)]
             env = proxy_env()
         else:
             argv += ["--"]
@@ -226,10 +226,12 @@ class Sandbox:
             if not os.path.lexists(path):
                 _created.add(path)
         try:
-            yield Prepared(argv, env, () if fd is None else (fd,))
+            yield Prepared(argv, env, tuple(fds))
         finally:
             if fd is not None:
                 os.close(fd)
+            for end in channel or ():
+                end.close()           # the forwarder's requests end with the call
             for path in layout.absent:
                 _remove_planted(path)
             for path in placeholders:

@@ -1,8 +1,7 @@
 """The seccomp filter that keeps sandboxed commands away from Unix sockets.
 
-Owns `program` (the classic-BPF filter, as the raw bytes bubblewrap's `--seccomp FD` reads),
-`LOAD_CODE` (the same filter installed from Python, by the network bridge after its relay is up)
-and `probe` (whether the filter loads here at all).
+Owns `program` (the classic-BPF filter, as the raw bytes bubblewrap's `--seccomp FD` reads;
+bwrap loads it before anything in the sandbox starts) and `probe` (whether it loads here at all).
 
 `--unshare-net` hides the host's network and its abstract Unix sockets (they live in the network
 namespace), but not path sockets: anything bound in the project, `/var/tmp` or `~` (an agent
@@ -12,7 +11,8 @@ fails with EPERM. `socketpair(AF_UNIX)` stays allowed for stream and seqpacket p
 most tools use them for child stdio); a datagram pair is refused because `sendto()`/`connect()`
 on it can still name a path. Also refused: io_uring (it creates sockets without the `socket`
 syscall; ENOSYS so programs fall back), attaching to another process with ptrace or reaching its
-memory or descriptors (the network relay in the sandbox runs unfiltered), and the ABIs a filter
+memory or descriptors (nothing in the sandbox runs unfiltered today; this keeps it that way should
+one ever be added), and the ABIs a filter
 for one architecture would miss: x32 and unknown architectures kill the process; i386 and arm
 (compat) are filtered with their own syscall numbers, `socketcall`'s socket and socketpair calls
 refused outright (their arguments live in memory the filter cannot read).
@@ -134,27 +134,6 @@ def program_fd() -> int:
     finally:
         os.close(w)
     return r
-
-
-# Installed by the network bridge in the sandbox (`install(bytes.fromhex(argv[k]))`) before it
-# execs the command. Any failure raises: the bridge then exits without running the command.
-LOAD_CODE = r"""
-def _prctl(*args):
-    import ctypes
-    prctl = ctypes.CDLL(None, use_errno=True).prctl
-    prctl.argtypes = [ctypes.c_int] + [ctypes.c_ulong] * 4      # the kernel wants unused args 0
-    if prctl(*args, *[0] * (5 - len(args))) != 0:
-        raise OSError(ctypes.get_errno(), f"prctl({args[0]}) failed")
-def install(prog):
-    import ctypes
-    class Fprog(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
-    f = Fprog(len(prog) // 8, prog)
-    _prctl(38, 1)                                  # PR_SET_NO_NEW_PRIVS
-    _prctl(22, 2, ctypes.addressof(f))             # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
-def undumpable():
-    _prctl(4, 0)                                   # PR_SET_DUMPABLE
-"""
 
 
 _probes: dict[str, str | None] = {}
