@@ -333,3 +333,21 @@ def test_an_untrusted_project_cannot_switch_the_filter_off():
                           "project settings", ignored)
     assert not sandbox_settings(view).allow_all_unix_sockets and sandbox_settings(view).enabled
     assert any("sandbox.network" in i for i in ignored)
+
+
+def test_each_calls_proxy_channel_ends_with_the_call(tmp_path, monkeypatch):
+    from codeloop.sandbox.proxy import DomainProxy
+
+    seen: list[tuple[threading.Thread, socket.socket]] = []
+    original = DomainProxy._hand_out
+
+    def recording(self, ctl):
+        seen.append((threading.current_thread(), ctl))
+        original(self, ctl)
+    monkeypatch.setattr(DomainProxy, "_hand_out", recording)
+    sandbox = make_sandbox(tmp_path, network={"allowedDomains": ["localhost"]})
+    results = run_bash(sandbox, tmp_path, "true", "true", "true")
+    assert all(not r.is_error for r in results) and len(seen) == 3
+    for thread, ctl in seen:
+        thread.join(timeout=30)
+        assert not thread.is_alive() and ctl.fileno() == -1      # ended, and closed its end

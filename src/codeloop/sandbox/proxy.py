@@ -89,29 +89,31 @@ class DomainProxy:
         self.domains = domains
 
     def channel(self) -> tuple[socket.socket, socket.socket]:
-        """(host end, sandbox end) of one call's channel: the caller passes the sandbox end's
-        descriptor to bwrap and closes both when the call ends."""
+        """(host end, sandbox end) of one call's channel. The caller passes the sandbox end's
+        descriptor to bwrap and, when the call ends, closes it and shuts the host end down (the
+        serving thread owns the host end and closes it: closing a socket another thread is
+        blocked on would neither wake it nor keep its descriptor number from being reused)."""
         host, inside = socket.socketpair()
         threading.Thread(target=self._hand_out, args=(host,), daemon=True, name="codeloop-sandbox-proxy").start()
         return host, inside
 
     def _hand_out(self, ctl: socket.socket) -> None:
         """One connected socket to the proxy for each byte the forwarder sends."""
-        while True:
-            try:
-                if not ctl.recv(1):
-                    return
+        try:
+            while ctl.recv(1):
                 mine, theirs = socket.socketpair()
-            except OSError:
-                return
-            try:
-                socket.send_fds(ctl, [b"c"], [theirs.fileno()])
-            except OSError:
-                mine.close()
-                return
-            finally:
-                theirs.close()
-            threading.Thread(target=self._serve, args=(mine,), daemon=True).start()
+                try:
+                    socket.send_fds(ctl, [b"c"], [theirs.fileno()])
+                except OSError:
+                    mine.close()
+                    return
+                finally:
+                    theirs.close()
+                threading.Thread(target=self._serve, args=(mine,), daemon=True).start()
+        except OSError:
+            pass
+        finally:
+            ctl.close()
 
     def _serve(self, conn: socket.socket) -> None:
         try:

@@ -230,8 +230,14 @@ class Sandbox:
         finally:
             if fd is not None:
                 os.close(fd)
-            for end in channel or ():
-                end.close()           # the forwarder's requests end with the call
+            if channel is not None:   # the forwarder's requests end with the call
+                import socket
+
+                channel[1].close()
+                try:
+                    channel[0].shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
             for path in layout.absent:
                 _remove_planted(path)
             for path in placeholders:
