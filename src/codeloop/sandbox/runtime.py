@@ -55,7 +55,7 @@ class Prepared:
     """The argv prefix and environment that run a command in the sandbox."""
     argv: list[str]                      # prefix: the caller appends its command
     env: dict[str, str] = field(default_factory=dict)
-    pass_fds: tuple[int, ...] = ()       # descriptors the argv names (the seccomp program)
+    pass_fds: tuple[int, ...] = ()       # descriptors the argv names (seccomp program, proxy channel)
 
 
 # Placeholder mount points in use, by path (several calls may run at once): the last user
