@@ -6,7 +6,7 @@ Reports medians, over N interleaved calls each, of the Bash tool running `touch 
 the bubblewrap sandbox, (c) sandboxed with a Read deny rule that must be found at any depth
 (`.env`, walking a 2,000-file project), and (d) the layout planning alone, in a fresh git
 checkout (`.mcp.json`, `.claude/`, `.codeloop/` missing: three placeholders), (e) with
-`allowedDomains` (the in-sandbox proxy relay, which loads the Unix-socket filter itself); plus the cost of a
+`allowedDomains` (the in-sandbox proxy forwarder starts first); plus the cost of a
 read-only command (`ls`) with the sandbox on, which runs inside it too (issue 25). Target: the
 sandbox adds < 15 ms median per call.
 """
