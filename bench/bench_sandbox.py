@@ -5,7 +5,8 @@
 Reports medians, over N interleaved calls each, of the Bash tool running `touch f` (a) unsandboxed, (b) inside
 the bubblewrap sandbox, (c) sandboxed with a Read deny rule that must be found at any depth
 (`.env`, walking a 2,000-file project), and (d) the layout planning alone, in a fresh git
-checkout (`.mcp.json`, `.claude/`, `.codeloop/` missing: three placeholders); plus the cost of a
+checkout (`.mcp.json`, `.claude/`, `.codeloop/` missing: three placeholders), (e) with
+`allowedDomains` (the in-sandbox proxy forwarder starts first); plus the cost of a
 read-only command (`ls`) with the sandbox on, which runs inside it too (issue 25). Target: the
 sandbox adds < 15 ms median per call.
 """
@@ -70,6 +71,8 @@ def main() -> None:
         plain = Sandbox(on, [str(root)], home=str(home), protected_dirs=[str(home / ".codeloop")])
         deep = Sandbox(on, [str(root)], home=str(home), protected_dirs=[str(home / ".codeloop")],
                        read_deny=lambda: [(".env", "cli")])
+        net = sandbox_settings({"sandbox": {"enabled": True, "network": {"allowedDomains": ["example.com"]}}})
+        relay = Sandbox(net, [str(root)], home=str(home), protected_dirs=[str(home / ".codeloop")])
 
         async def run() -> dict[str, list[float]]:
             def ctx(sb):
@@ -78,6 +81,7 @@ def main() -> None:
                 "unsandboxed `touch f`": (ctx(None), "touch f"),
                 "sandboxed `touch f`": (ctx(plain), "touch f"),
                 "sandboxed `touch f`, `.env` deny rule (2,000 files walked)": (ctx(deep), "touch f"),
+                "sandboxed `touch f`, allowedDomains (proxy relay)": (ctx(relay), "touch f"),
                 "read-only `ls`, sandbox on (inside it too)": (ctx(plain), "ls"),
                 "read-only `ls`, sandbox off": (ctx(None), "ls")}, args.runs)
             layout = []

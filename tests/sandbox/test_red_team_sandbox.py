@@ -252,8 +252,6 @@ def test_ipv6_loopback_of_the_host_is_unreachable(tmp_path):
         srv.close()
 
 
-@gap("/run and /var/run are hidden now, but a socket elsewhere (/var/tmp, a writable root) is still "
-     "reachable: needs a seccomp filter on AF_UNIX connect")
 def test_host_unix_socket_files_are_unreachable(tmp_path, outside):
     path = str(outside / "s.sock")
     srv = socket.socket(socket.AF_UNIX)

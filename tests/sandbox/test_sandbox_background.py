@@ -67,3 +67,13 @@ async def test_stopping_a_sandboxed_background_task_ends_the_pid_namespace(tmp_p
         await asyncio.sleep(0.05)
     assert alive(marker) and ctx.background.kill_all() == 1
     assert await gone(marker)
+
+
+@needs_bwrap
+async def test_a_background_command_gets_the_unix_socket_filter_too(tmp_path):
+    ctx = context(tmp_path)
+    code = ("import socket; a, b = socket.socketpair(); print('pair ok'); "
+            "socket.socket(socket.AF_UNIX)")
+    res = await call(BashTool(), ctx, run_in_background=True, command=f'python3 -c "{code}"')
+    out = await call(TaskOutputTool(), ctx, task_id=res.data["backgroundTaskId"], block=True, timeout=60_000)
+    assert "pair ok" in out.content and "Operation not permitted" in out.content, out.content

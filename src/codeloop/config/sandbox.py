@@ -15,6 +15,11 @@ from the merged settings dict. Keys, all optional:
                                       default is false; codeloop fails closed.
     network.allowedDomains     []     hosts reachable through the sandbox's filtering proxy
                                       (`*.example.com` covers subdomains); empty: no network
+    network.allowAllUnixSockets false  true: commands may create Unix sockets and so connect to
+                                      any socket file they can see (the seccomp filter is off)
+    network.allowUnixSockets   []     socket paths to allow: read, but on Linux seccomp cannot
+                                      filter by path, so (as in Claude Code) they stay blocked
+                                      unless allowAllUnixSockets is true; a warning says so
     filesystem.allowWrite      []     more writable paths (beside the working directories)
     filesystem.denyWrite       []     paths kept read-only inside writable roots
     filesystem.denyRead        []     paths masked (beside Read deny rules)
@@ -40,6 +45,8 @@ class SandboxSettings:
     allow_unsandboxed: bool = True
     fail_if_unavailable: bool = True
     allowed_domains: tuple[str, ...] = ()
+    allow_unix_sockets: tuple[str, ...] = ()   # macOS-only in Claude Code: reported, not applied
+    allow_all_unix_sockets: bool = False
     allow_write: tuple[str, ...] = ()
     deny_write: tuple[str, ...] = ()
     deny_read: tuple[str, ...] = ()
@@ -54,7 +61,8 @@ _BOOLS = {"enabled": ("enabled", True), "autoAllowBashIfSandboxed": ("auto_allow
 # A malformed list is ignored (reported): for the widening keys that is the safe side; Read deny
 # rules still mask what `filesystem.denyRead` would have.
 _LISTS = {"excludedCommands": "excluded_commands"}
-_NETWORK_LISTS = {"allowedDomains": "allowed_domains"}
+_NETWORK_LISTS = {"allowedDomains": "allowed_domains", "allowUnixSockets": "allow_unix_sockets"}
+_NETWORK_BOOLS = {"allowAllUnixSockets": ("allow_all_unix_sockets", False)}
 _FS_LISTS = {"allowWrite": "allow_write", "denyWrite": "deny_write", "denyRead": "deny_read",
              "allowRead": "allow_read"}
 
@@ -101,6 +109,17 @@ def sandbox_settings(merged: dict[str, Any], *, force_enable: bool = False) -> S
                 values[name] = tuple(x.strip() for x in part[key])
             else:
                 errors.append(f"'{SANDBOX_KEY}.{sub}.{key}' must be a list of strings; ignored")
+        for key, (name, safe) in (_NETWORK_BOOLS if sub == "network" else {}).items():
+            if key in part:
+                if isinstance(part[key], bool):
+                    values[name] = part[key]
+                else:
+                    errors.append(f"'{SANDBOX_KEY}.{sub}.{key}' must be true or false; using {str(safe).lower()}")
+                    values[name] = safe
+    if values.get("allow_unix_sockets") and not values.get("allow_all_unix_sockets"):
+        errors.append(f"'{SANDBOX_KEY}.network.allowUnixSockets' is not applied on Linux (seccomp cannot "
+                      f"filter a socket by path): those sockets stay blocked; set allowAllUnixSockets to "
+                      f"true to allow every Unix socket")
     if force_enable:
         values["enabled"] = True
     return SandboxSettings(**values, errors=tuple(errors))

@@ -4,9 +4,10 @@ Owns `bwrap_argv` and `probe`. The sandbox: `/` read-only; a private `/tmp`; fre
 `/proc`; the writable roots bound read-write; pinned folders and protected paths bound on top
 (protected ones read-only, missing ones over an empty placeholder so nothing can be created
 there); Read-deny paths covered by an empty mode-000 file or folder; no network (a loopback
-bridge to the filtering proxy when domains are allowed); new PID and IPC namespaces; every
-capability dropped (a root shell with CAP_SYS_ADMIN could otherwise unmount the protections);
-killed with its parent.
+bridge to the filtering proxy, over an inherited descriptor, when domains are allowed); new
+PID and IPC namespaces; every capability dropped (a root shell with CAP_SYS_ADMIN could
+otherwise unmount the protections); the Unix-socket seccomp filter (`seccomp.py`); killed
+with its parent.
 """
 
 from __future__ import annotations
@@ -64,8 +65,9 @@ def probe() -> Probe:
 
 
 def bwrap_argv(bwrap: str, layout: Layout, *, cwd: str, blank_file: str, blank_dir: str, empty_dir: str,
-               keep_writable: list[str], network_socket: str | None) -> list[str]:
-    """Everything before `--` (the caller appends the command)."""
+               keep_writable: list[str], seccomp_fd: int | None = None) -> list[str]:
+    """Everything before `--` (the caller appends the command); `seccomp_fd` holds the filter
+    bwrap loads just before it execs the command (the caller passes the descriptor on)."""
     a = [bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-net",
          "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     # host daemons listen on Unix sockets under /run (a path-based socket needs no network device)
@@ -85,7 +87,7 @@ def bwrap_argv(bwrap: str, layout: Layout, *, cwd: str, blank_file: str, blank_d
         a += ["--ro-bind", blank_dir if kind is Kind.DIR else blank_file, path]
     for path in keep_writable:
         a += ["--bind", path, path]
-    if network_socket:
-        a += ["--bind", network_socket, network_socket]
+    if seccomp_fd is not None:
+        a += ["--seccomp", str(seccomp_fd)]
     a += ["--setenv", "TMPDIR", "/tmp", "--chdir", cwd]
     return a

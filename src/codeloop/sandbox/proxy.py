@@ -1,36 +1,39 @@
 """Network for the sandbox when domains are allowed: a filtering proxy and the bridge to it.
 
 Owns `DomainProxy` (host side) and `BRIDGE_CODE` (sandbox side). The sandbox has no network
-device but loopback. Inside it, a tiny Python forwarder listens on 127.0.0.1:PORT and relays
-each connection to a Unix socket bound into the sandbox; on the host, `DomainProxy` answers on
-that socket as an HTTP proxy: `CONNECT host:port` (HTTPS and anything tunnelled) and plain
-`GET http://host/…`, each only when the host is on the allowlist (`example.com` exactly,
-`*.example.com` its subdomains); anything else gets `403`. Commands reach it through
-`HTTP(S)_PROXY`/`http(s)_proxy`, which curl, pip, git, npm and Python's urllib honour; a
-program that ignores the proxy variables has no route out at all (fail closed).
+device but loopback. Inside it, a tiny Python forwarder listens on 127.0.0.1:PORT; for each
+connection it asks the host, over a socketpair end bwrap passes in (a descriptor, no socket
+file), for a connected socket to `DomainProxy` and relays the bytes. The forwarder never creates
+a Unix socket itself, so the seccomp filter that refuses them (`seccomp.py`) covers everything
+in the sandbox, forwarder and bwrap's own init included. `DomainProxy` answers as an HTTP proxy:
+`CONNECT host:port` (HTTPS and anything tunnelled) and plain `GET http://host/…`, each only when
+the host is on the allowlist (`example.com` exactly, `*.example.com` its subdomains); anything
+else gets `403`. Commands reach it through `HTTP(S)_PROXY`/`http(s)_proxy`, which curl, pip,
+git, npm and Python's urllib honour; a program that ignores the proxy variables has no route out
+at all (fail closed).
 """
 
 from __future__ import annotations
 
-import os
 import socket
-import tempfile
 import threading
 
 _HEAD_LIMIT = 16384
 BRIDGE_PORT = 3128
 
-# Runs inside the sandbox as `python3 -c BRIDGE_CODE SOCK PORT cmd…`: forks the forwarder (its
-# output detached so it never holds the Bash tool's pipes), then execs the command. The PID
-# namespace ends the forwarder when the command's sandbox goes away.
+# Runs inside the sandbox as `python3 -c BRIDGE_CODE FD PORT cmd…`: forks the forwarder (its
+# output detached so it never holds the Bash tool's pipes), closes FD, then execs the command.
+# Per connection the forwarder writes one byte on FD and receives one connected socket back
+# (SCM_RIGHTS). The PID namespace ends the forwarder when the command's sandbox goes away.
 BRIDGE_CODE = r"""
 import os, socket, sys, threading
-path, port, argv = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+fd, port, argv = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
 srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 srv.bind(("127.0.0.1", port)); srv.listen(64)
 if os.fork() == 0:
     null = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2): os.dup2(null, fd)
+    for n in (0, 1, 2): os.dup2(null, n)
+    ctl, lock = socket.socket(fileno=fd), threading.Lock()
     def pump(a, b):
         try:
             while (d := a.recv(65536)): b.sendall(d)
@@ -39,13 +42,15 @@ if os.fork() == 0:
             try: s.shutdown(socket.SHUT_RDWR)
             except OSError: pass
     def serve(c):
-        u = socket.socket(socket.AF_UNIX)
-        try: u.connect(path)
-        except OSError: c.close(); return
+        try:
+            with lock:
+                ctl.sendall(b"c"); _, fds, _, _ = socket.recv_fds(ctl, 1, 1)
+            u = socket.socket(fileno=fds[0])
+        except (OSError, IndexError): c.close(); return
         threading.Thread(target=pump, args=(c, u), daemon=True).start(); pump(u, c)
     while True:
         c, _ = srv.accept(); threading.Thread(target=serve, args=(c,), daemon=True).start()
-srv.close()
+os.close(fd); srv.close()
 os.execvp(argv[0], argv)
 """
 
@@ -77,24 +82,38 @@ def _split_host(authority: str, default_port: int) -> tuple[str, int] | None:
 
 
 class DomainProxy:
-    """An HTTP proxy on a Unix socket that only connects to allowed hosts (thread per connection)."""
+    """An HTTP proxy that only connects to allowed hosts, reached through per-call channels
+    (thread per connection)."""
 
     def __init__(self, domains: tuple[str, ...]):
         self.domains = domains
-        self.dir = tempfile.mkdtemp(prefix="codeloop-net-")
-        self.path = os.path.join(self.dir, "proxy.sock")
-        self.sock = socket.socket(socket.AF_UNIX)
-        self.sock.bind(self.path)
-        self.sock.listen(64)
-        threading.Thread(target=self._accept, daemon=True, name="codeloop-sandbox-proxy").start()
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+    def channel(self) -> tuple[socket.socket, socket.socket]:
+        """(host end, sandbox end) of one call's channel. The caller passes the sandbox end's
+        descriptor to bwrap and, when the call ends, closes it and shuts the host end down (the
+        serving thread owns the host end and closes it: closing a socket another thread is
+        blocked on would neither wake it nor keep its descriptor number from being reused)."""
+        host, inside = socket.socketpair()
+        threading.Thread(target=self._hand_out, args=(host,), daemon=True, name="codeloop-sandbox-proxy").start()
+        return host, inside
+
+    def _hand_out(self, ctl: socket.socket) -> None:
+        """One connected socket to the proxy for each byte the forwarder sends."""
+        try:
+            while ctl.recv(1):
+                mine, theirs = socket.socketpair()
+                try:
+                    socket.send_fds(ctl, [b"c"], [theirs.fileno()])
+                except OSError:
+                    mine.close()
+                    return
+                finally:
+                    theirs.close()
+                threading.Thread(target=self._serve, args=(mine,), daemon=True).start()
+        except OSError:
+            pass
+        finally:
+            ctl.close()
 
     def _serve(self, conn: socket.socket) -> None:
         try:
@@ -142,14 +161,6 @@ class DomainProxy:
         body = f"codeloop sandbox: {why}\n".encode()
         conn.sendall(f"HTTP/1.1 {status}\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
                      + body)
-
-    def close(self) -> None:
-        self.sock.close()
-        try:
-            os.unlink(self.path)
-            os.rmdir(self.dir)
-        except OSError:
-            pass
 
 
 def _pump(a: socket.socket, b: socket.socket) -> None:

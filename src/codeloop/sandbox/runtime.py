@@ -6,6 +6,10 @@ undoes its side effects afterwards (placeholder mount points for protected paths
 exist). The policy and the tool ask the same object, so a command auto-allowed *because* it is
 sandboxed is the command that then runs sandboxed.
 
+Unix sockets: unless `sandbox.network.allowAllUnixSockets` is true, every call carries the
+seccomp filter of `seccomp.py`; where it cannot load, the sandbox counts as unavailable (refused,
+or unsandboxed with prompts when `failIfUnavailable` is false), like a bwrap that cannot start.
+
 Fast path: a command the scanner proves read-only (`ls`, `cat README.md`) runs without bwrap
 when no Read deny rule needs masking: the sandbox would buy nothing there.
 """
@@ -51,6 +55,7 @@ class Prepared:
     """The argv prefix and environment that run a command in the sandbox."""
     argv: list[str]                      # prefix: the caller appends its command
     env: dict[str, str] = field(default_factory=dict)
+    pass_fds: tuple[int, ...] = ()       # descriptors the argv names (seccomp program, proxy channel)
 
 
 # Placeholder mount points in use, by path (several calls may run at once): the last user
@@ -115,12 +120,20 @@ class Sandbox:
         from codeloop.sandbox.bwrap import probe
 
         p = probe()
-        if p.error is None:
+        error = p.error if p.error is not None or p.path is None else self._filter_error(p.path)
+        if error is None:
             return Use.SANDBOXED, ""
         if self.settings.fail_if_unavailable:
-            return Use.REFUSED, (f"Bash refused: the sandbox is enabled but {p.error}; or set "
+            return Use.REFUSED, (f"Bash refused: the sandbox is enabled but {error}; or set "
                                  f"sandbox.failIfUnavailable to false to run commands unsandboxed with prompts")
-        return Use.UNSANDBOXED, f"the sandbox is unavailable ({p.error}); running unsandboxed"
+        return Use.UNSANDBOXED, f"the sandbox is unavailable ({error}); running unsandboxed"
+
+    def _filter_error(self, bwrap: str) -> str | None:
+        """Why the Unix-socket filter cannot load here (None: it loads, or it is switched off)."""
+        if self.settings.allow_all_unix_sockets:
+            return None
+        from codeloop.sandbox.seccomp import probe as seccomp_probe
+        return seccomp_probe(bwrap)
 
     # -- one call ---------------------------------------------------------------------------
     def _masks(self, roots: list[str]) -> list[tuple[str, Kind]]:
@@ -169,31 +182,39 @@ class Sandbox:
     @contextmanager
     def prepare(self, cwd: str, keep_writable: list[str]) -> Iterator[Prepared]:
         """The bwrap prefix for one call; raises LayoutError (a clear message) when unsafe."""
+        from codeloop.sandbox import seccomp
         from codeloop.sandbox.bwrap import bwrap_argv, probe
-        from codeloop.sandbox.layout import plan_layout
+        from codeloop.sandbox.layout import LayoutError, plan_layout
 
         p = probe()
         if p.error is not None or p.path is None:
-            from codeloop.sandbox.layout import LayoutError
             raise LayoutError(f"the sandbox is enabled but {p.error}")
+        if (error := self._filter_error(p.path)) is not None:
+            raise LayoutError(f"the sandbox is enabled but {error}")
+        use_filter = not self.settings.allow_all_unix_sockets
         roots = [*self.roots, *self._extra_paths(self.settings.allow_write)]
         layout = plan_layout(roots, home=self.home, global_protected=self.protected_dirs,
                              deny_write=self._extra_paths(self.settings.deny_write),
                              masks=self._masks([os.path.realpath(r) for r in roots]))
         blanks = _blank_paths()
         net = self._network()
+        # bwrap loads the filter before anything in the sandbox starts (its own init included)
+        fd = seccomp.program_fd() if use_filter else None
         argv = bwrap_argv(p.path, layout, cwd=os.path.realpath(cwd), blank_file=blanks["file"],
                           blank_dir=blanks["dir"], empty_dir=blanks["empty"],
-                          keep_writable=[os.path.realpath(k) for k in keep_writable],
-                          network_socket=net.path if net else None)
+                          keep_writable=[os.path.realpath(k) for k in keep_writable], seccomp_fd=fd)
         env: dict[str, str] = {}
+        fds = [] if fd is None else [fd]
+        channel = None
         if net is not None:
             import sys
 
             from codeloop.sandbox.proxy import BRIDGE_CODE, BRIDGE_PORT, proxy_env
+            channel = net.channel()
+            fds.append(channel[1].fileno())
             # the sandbox's /tmp is private: an interpreter living there is not visible inside
             python = sys.executable if not sys.executable.startswith("/tmp/") else "python3"
-            argv += ["--", python, "-I", "-c", BRIDGE_CODE, net.path, str(BRIDGE_PORT)]
+            argv += ["--", python, "-I", "-c", BRIDGE_CODE, str(channel[1].fileno()), str(BRIDGE_PORT)]
             env = proxy_env()
         else:
             argv += ["--"]
@@ -205,8 +226,18 @@ class Sandbox:
             if not os.path.lexists(path):
                 _created.add(path)
         try:
-            yield Prepared(argv, env)
+            yield Prepared(argv, env, tuple(fds))
         finally:
+            if fd is not None:
+                os.close(fd)
+            if channel is not None:   # the forwarder's requests end with the call
+                import socket
+
+                channel[1].close()
+                try:
+                    channel[0].shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
             for path in layout.absent:
                 _remove_planted(path)
             for path in placeholders:

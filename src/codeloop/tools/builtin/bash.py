@@ -153,10 +153,11 @@ def _script(command: str, cwd_file: str) -> str:
 
 @contextmanager
 def _sandboxed(command: str, cwd: Path, cwd_file: str | None,
-               sandbox: Any) -> Iterator[tuple[list[str], dict[str, str]]]:
-    """The bwrap prefix and extra environment for this call ([] and {} when it runs unsandboxed)."""
+               sandbox: Any) -> Iterator[tuple[list[str], dict[str, str], tuple[int, ...]]]:
+    """The bwrap prefix, extra environment and descriptors to pass for this call (empty when it
+    runs unsandboxed)."""
     if sandbox is None or not sandbox.enabled:
-        yield [], {}
+        yield [], {}, ()
         return
     from codeloop.sandbox.layout import LayoutError
     from codeloop.sandbox.runtime import Use
@@ -165,7 +166,7 @@ def _sandboxed(command: str, cwd: Path, cwd_file: str | None,
     if use is Use.REFUSED:
         raise ToolError(why)
     if use is Use.UNSANDBOXED:
-        yield [], {}
+        yield [], {}, ()
         return
     try:
         prepared = sandbox.prepare(str(cwd), [cwd_file] if cwd_file else [])
@@ -173,7 +174,7 @@ def _sandboxed(command: str, cwd: Path, cwd_file: str | None,
     except LayoutError as e:
         raise ToolError(f"Bash refused: the sandbox cannot start safely: {e}") from None
     try:
-        yield prefix.argv, prefix.env
+        yield prefix.argv, prefix.env, prefix.pass_fds
     finally:
         prepared.__exit__(None, None, None)
 
@@ -206,8 +207,9 @@ class BashTool(Tool):
         fd, cwd_file = tempfile.mkstemp(prefix="codeloop-cwd-", suffix=".txt", dir=tmp_dir)
         os.close(fd)
         try:
-            with _sandboxed(inp.command, cwd, cwd_file, ctx.sandbox) as (prefix, env):
-                rc, out, err, outcome = await self._run(inp.command, cwd, cwd_file, timeout_ms, ctx, prefix, env)
+            with _sandboxed(inp.command, cwd, cwd_file, ctx.sandbox) as (prefix, env, fds):
+                rc, out, err, outcome = await self._run(inp.command, cwd, cwd_file, timeout_ms, ctx, prefix, env,
+                                                        fds)
             new_cwd = Path(cwd_file).read_text(errors="replace").strip()
         finally:
             os.unlink(cwd_file)
@@ -251,7 +253,7 @@ class BashTool(Tool):
 
         cwd = ctx.cwd if ctx.cwd.is_dir() else ctx.project_dir
         guard = _sandboxed(inp.command, cwd, None, ctx.sandbox)
-        prefix, env = guard.__enter__()  # the sandbox's layout stays up until the task ends
+        prefix, env, fds = guard.__enter__()  # the sandbox's layout stays up until the task ends
 
         def cleanup() -> None:
             guard.__exit__(None, None, None)
@@ -259,7 +261,8 @@ class BashTool(Tool):
             task = await registry(ctx).start_shell(
                 inp.command, [*prefix, _shell(), "-c", inp.command], cwd=cwd,
                 env={**command_environment(ctx.env_pass), **env},
-                description=inp.description or "", tool_use_id=CURRENT_TOOL_USE_ID.get(), cleanup=cleanup)
+                description=inp.description or "", tool_use_id=CURRENT_TOOL_USE_ID.get(), cleanup=cleanup,
+                pass_fds=fds)
         except OSError as e:
             cleanup()
             raise ToolError(f"Could not start the shell in {cwd}: {e.strerror or e}") from e
@@ -272,7 +275,7 @@ class BashTool(Tool):
 
     async def _run(
         self, command: str, cwd: Path, cwd_file: str, timeout_ms: int, ctx: ToolContext,
-        prefix: list[str] | None = None, env: dict[str, str] | None = None,
+        prefix: list[str] | None = None, env: dict[str, str] | None = None, pass_fds: tuple[int, ...] = (),
     ) -> tuple[int, tuple[str, int], tuple[str, int], str | None]:
         """Returns (exit code, stdout, stderr, outcome) with outcome None|timeout|abort|orphans."""
         try:
@@ -287,6 +290,7 @@ class BashTool(Tool):
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,
                 env={**command_environment(ctx.env_pass), **(env or {})},
+                pass_fds=pass_fds,
             )
         except OSError as e:
             raise ToolError(f"Could not start the shell in {cwd}: {e.strerror or e}") from e

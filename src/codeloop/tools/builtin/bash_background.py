@@ -148,7 +148,8 @@ class BackgroundTasks:
 
     async def start_shell(self, command: str, argv: list[str], *, cwd: Path, env: dict[str, str],
                           description: str = "", tool_use_id: str | None = None,
-                          cleanup: Callable[[], None] | None = None) -> BackgroundTask:
+                          cleanup: Callable[[], None] | None = None,
+                          pass_fds: tuple[int, ...] = ()) -> BackgroundTask:
         """Start `argv` (the shell, behind the sandbox prefix if any) with output to a file, in `env`
         (the whole environment: the caller leaves codeloop's secrets out, tools.builtin.shell_env)."""
         global _ATEXIT
@@ -157,7 +158,7 @@ class BackgroundTasks:
         with open(out, "wb") as sink:
             proc = await asyncio.create_subprocess_exec(
                 *argv, cwd=cwd, stdin=asyncio.subprocess.DEVNULL, stdout=sink, stderr=asyncio.subprocess.STDOUT,
-                start_new_session=True, env=env)
+                start_new_session=True, env=env, pass_fds=pass_fds)
         task = BackgroundTask(task_id, TaskKind.BASH, description or command, out, command=command,
                               tool_use_id=tool_use_id, pgid=proc.pid)
         _LIVE.add(proc.pid)
