@@ -91,16 +91,23 @@ class PermissionPolicy:
         path = next((raw[k] for k in _PATH_KEYS if raw.get(k)), None)
         return True if path is None else self.inside_workdirs(str(path))
 
+    def _guarded(self, name: str, raw: dict[str, Any]) -> str | None:
+        from codeloop.permissions.guarded import guarded_folder, guarded_reason
+
+        path = next((raw[k] for k in _PATH_KEYS if raw.get(k)), None)
+        folder = guarded_folder(str(path), str(self.cwd), bypass=self.mode is PermissionMode.BYPASS) if path else None
+        return guarded_reason(name, str(path), folder) if folder else None
+
     def inside_workdirs(self, path: str) -> bool:
         target = os.path.realpath(os.path.join(str(self.cwd), os.path.expanduser(str(path))))
         roots = [os.path.realpath(str(self.cwd))] + [os.path.realpath(d) for d in self.additional_directories]
         return any(target == r or target.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
 
-    def sandbox_use(self, command: str) -> tuple[str, str, bool]:
+    def sandbox_use(self, command: str, *, disable: bool = False) -> tuple[str, str, bool]:
         """(use, reason, sandboxed?) for a Bash command: see `Sandbox.use_for`."""
         if self.sandbox is None or not self.sandbox.enabled:
             return "unsandboxed", "", False
-        use, why = self.sandbox.use_for(command)
+        use, why = self.sandbox.use_for(command, disable=disable)
         return use.value, why, use.value == "sandboxed"
 
     def rule_denial(self, name: str, verdict: Any) -> PermissionDecision:
@@ -116,7 +123,14 @@ class PermissionPolicy:
         name, raw = tool.name, dict(raw_input or {})
         if name == "Bash":
             from codeloop.permissions.bash_gate import decide_bash
-            return decide_bash(self, tool, inp, tool_opinion, raw)
+            decision = decide_bash(self, tool, inp, tool_opinion, raw)
+            # a call that asked to leave the sandbox says so in its question (and print mode's refusal)
+            if decision.behavior is PermissionBehavior.ASK and raw.get("dangerouslyDisableSandbox") is True \
+                    and self.sandbox is not None and self.sandbox.enabled:
+                from codeloop.permissions.guarded import OUTSIDE_SANDBOX
+                why = f"{OUTSIDE_SANDBOX}. {decision.message or ''}".strip()
+                return PermissionDecision(PermissionBehavior.ASK, why)
+            return decision
         verdict = evaluate(name, raw, self.rules, cwd=str(self.cwd))
         if verdict.behavior is DecisionBehavior.DENY:
             return self.rule_denial(name, verdict)
@@ -126,6 +140,8 @@ class PermissionPolicy:
             return self.ask_or_deny(name, tool_opinion.message or f"{name} needs the user.")
         if verdict.behavior is DecisionBehavior.ASK and self.mode is not PermissionMode.BYPASS:
             return PermissionDecision(PermissionBehavior.ASK, f"{name} matches the ask rule {verdict.matched_rule}.")
+        if name in EDIT_TOOLS and self.mode is not PermissionMode.PLAN and (why := self._guarded(name, raw)):
+            return self.ask_or_deny(name, why + ".")   # no allow rule nor mode approves it (Claude Code's rule)
         session_only = name in SESSION_TOOLS and tool_opinion.behavior is PermissionBehavior.ALLOW
         if self.mode is PermissionMode.BYPASS or session_only:
             return PermissionDecision(PermissionBehavior.ALLOW)
