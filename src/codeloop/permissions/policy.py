@@ -140,8 +140,8 @@ class PermissionPolicy:
             return self.ask_or_deny(name, tool_opinion.message or f"{name} needs the user.")
         if verdict.behavior is DecisionBehavior.ASK and self.mode is not PermissionMode.BYPASS:
             return PermissionDecision(PermissionBehavior.ASK, f"{name} matches the ask rule {verdict.matched_rule}.")
-        if name in EDIT_TOOLS and self.mode is not PermissionMode.PLAN and (why := self._guarded(name, raw)):
-            return self.ask_or_deny(name, why + ".")   # no allow rule nor mode approves it (Claude Code's rule)
+        if name in EDIT_TOOLS and self.mode is not PermissionMode.PLAN and (guarded := self._guarded(name, raw)):
+            return self.ask_or_deny(name, guarded + ".")   # no allow rule nor mode approves it (Claude Code's rule)
         session_only = name in SESSION_TOOLS and tool_opinion.behavior is PermissionBehavior.ALLOW
         if self.mode is PermissionMode.BYPASS or session_only:
             return PermissionDecision(PermissionBehavior.ALLOW)

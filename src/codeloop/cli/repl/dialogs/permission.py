@@ -118,7 +118,7 @@ async def ask_user(repl: Any, tool: Any, inp: Any, block: dict[str, Any]) -> Any
         if diff:
             repl.renderer.preview(f"{verb} file {raw.get('file_path', '')}", diff, created=created)
         title = f"Do you want to {'create' if created else 'make this edit to'} {Path(str(raw.get('file_path'))).name}?"
-        always = ("always-edits", "Yes, allow all edits during this session (shift+tab)")
+        always: tuple[str, str] | None = ("always-edits", "Yes, allow all edits during this session (shift+tab)")
         rule = None
         if policy.mode is PermissionMode.BYPASS:   # a guarded folder: once, never a switch out of bypass
             always = None
