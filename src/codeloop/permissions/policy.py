@@ -91,6 +91,22 @@ class PermissionPolicy:
         path = next((raw[k] for k in _PATH_KEYS if raw.get(k)), None)
         return True if path is None else self.inside_workdirs(str(path))
 
+    def _outside_sandbox(self, raw: dict[str, Any], decision: PermissionDecision) -> PermissionDecision:
+        """A Bash call that asked to leave the sandbox: only an allow rule covering the command (or
+        bypass mode) runs it without the user — not the read-only set, not acceptEdits — and the
+        question (or print mode's refusal) says that it runs outside the sandbox."""
+        from codeloop.permissions.guarded import OUTSIDE_SANDBOX
+        from codeloop.permissions.rules import DecisionBehavior, evaluate
+
+        if decision.behavior is PermissionBehavior.DENY or self.mode is PermissionMode.BYPASS:
+            return decision
+        verdict = evaluate("Bash", raw, self.rules, cwd=str(self.cwd), rules_only=True,   # not the read-only set
+                           roots=[str(self.cwd), *self.additional_directories])
+        if decision.behavior is PermissionBehavior.ALLOW and verdict.behavior is DecisionBehavior.ALLOW:
+            return decision
+        detail = decision.message if decision.behavior is PermissionBehavior.ASK else ""
+        return self.ask_or_deny("Bash", f"{OUTSIDE_SANDBOX}. {detail or ''}".strip())
+
     def _guarded(self, name: str, raw: dict[str, Any]) -> str | None:
         from codeloop.permissions.guarded import guarded_folder, guarded_reason
 
@@ -124,12 +140,8 @@ class PermissionPolicy:
         if name == "Bash":
             from codeloop.permissions.bash_gate import decide_bash
             decision = decide_bash(self, tool, inp, tool_opinion, raw)
-            # a call that asked to leave the sandbox says so in its question (and print mode's refusal)
-            if decision.behavior is PermissionBehavior.ASK and raw.get("dangerouslyDisableSandbox") is True \
-                    and self.sandbox is not None and self.sandbox.enabled:
-                from codeloop.permissions.guarded import OUTSIDE_SANDBOX
-                why = f"{OUTSIDE_SANDBOX}. {decision.message or ''}".strip()
-                return PermissionDecision(PermissionBehavior.ASK, why)
+            if raw.get("dangerouslyDisableSandbox") is True and self.sandbox is not None and self.sandbox.enabled:
+                return self._outside_sandbox(raw, decision)
             return decision
         verdict = evaluate(name, raw, self.rules, cwd=str(self.cwd))
         if verdict.behavior is DecisionBehavior.DENY:
