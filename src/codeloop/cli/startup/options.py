@@ -74,7 +74,7 @@ def resolve_options(args: argparse.Namespace, *, interactive: bool, skip_setting
         system_prompt, tools, model_flag = _main_agent(main_agent, system_prompt, tools, model_flag)
         disallowed += list(main_agent.disallowed_tools)
     permissions = _permissions(args, settings, cwd, disallowed)
-    sandbox_default, more = _sandbox_default(args, settings, interactive)
+    sandbox_default, more = _sandbox_default(args, settings, interactive, cwd)
     warnings += more
     if sandbox_default:
         permissions = replace(permissions, sandbox_default=True)
@@ -275,7 +275,7 @@ def _permissions(args: argparse.Namespace, settings: Any, cwd: Path, disallowed:
                              cli_rules_typed=any("(" in r for r in [*allow, *disallowed]))
 
 
-def _sandbox_default(args: argparse.Namespace, settings: Any, interactive: bool) -> tuple[bool, list[str]]:
+def _sandbox_default(args: argparse.Namespace, settings: Any, interactive: bool, cwd: Path) -> tuple[bool, list[str]]:
     """Whether the interactive session's Bash runs sandboxed by default (Claude Code's auto-allow
     sandbox mode), and the one line that says why not when bubblewrap cannot start here. Print
     mode keeps Claude Code's default (no sandbox unless settings or --sandbox enable it)."""
@@ -292,6 +292,8 @@ def _sandbox_default(args: argparse.Namespace, settings: Any, interactive: bool)
         return False, []
     from codeloop.sandbox.bwrap import probe
 
+    if str(cwd) == os.sep:   # the sandbox never makes '/' writable: every command would be refused
+        return False, ["sandbox off: the working directory is '/'; Bash asks before each command"]
     p = probe()
     if p.error is not None:
         return False, [f"sandbox off: {p.error}; Bash asks before each command (--no-sandbox hides this line)"]
