@@ -81,3 +81,22 @@ def test_dangerously_disable_sandbox_asks_saying_it_runs_outside(tmp_path, run):
         assert t.wait_exit() == 0
     assert "don't ask again" not in t.transcript
     assert (tmp_path / "out.txt").read_text().strip() == "outside-ok"
+
+
+def test_bypass_asks_before_writing_a_guarded_folder_and_writes_the_exempt_ones(tmp_path, run):
+    command, tasks = tmp_path / ".claude/commands/r.md", tmp_path / ".vscode/tasks.json"
+    api = ScriptedAPI(sse(tool_use("Write", {"file_path": str(command), "content": "Review"})),
+                      sse(tool_use("Write", {"file_path": str(tasks), "content": "{}"})), sse(text("Wrote both.")))
+    with api.serve() as url:
+        t = run(url, "--dangerously-skip-permissions")
+        t.line("write them")
+        t.expect(r"Do you want to create tasks.json\?")
+        t.expect(r"2\) No")          # once; no switch out of bypass to acceptEdits
+        answer(t, "1")
+        t.expect("Wrote both")
+        t.line("/exit")
+        assert t.wait_exit() == 0
+    assert "r.md?" not in t.transcript                          # the exempt folder: no question
+    assert "allow all edits" not in t.transcript
+    assert (tmp_path / ".claude/commands/r.md").read_text() == "Review"
+    assert (tmp_path / ".vscode/tasks.json").read_text() == "{}"
