@@ -1,12 +1,14 @@
 """The permission decision for one tool call: rules, mode and the tool's own opinion combined.
 
 Order (deny anywhere beats allow anywhere): protected paths and deny rules → tools whose prompt
-is the feature (AskUserQuestion, ExitPlanMode: `requires_user_interaction`) ask in every mode → ask rules → the
+is the feature (AskUserQuestion, ExitPlanMode: `requires_user_interaction`) ask in every mode → ask rules →
+writes into guarded folders (`.git`, `.claude`, `.vscode`, `.idea`, `.husky`: `guarded.py`) ask in every mode → the
 mode (bypass allows, plan refuses writes) → allow rules and the built-in read-only set → the
 tool's opinion → acceptEdits for edits inside the working directories → dontAsk denies →
 otherwise ask. Protected paths (settings files, the transcript directory, `.git/config` and
 hooks) are deny rules no mode can lift, bypassPermissions included. Bash has its own gate
-(`bash_gate.py`: the sandbox, every write as an Edit, Read deny for shell reads).
+(`bash_gate.py`: the sandbox, every write as an Edit, Read deny for shell reads); a Bash call
+with `dangerouslyDisableSandbox` runs without the user only under an allow rule naming it.
 """
 
 from __future__ import annotations

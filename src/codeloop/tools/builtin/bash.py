@@ -7,7 +7,9 @@ written by an EXIT trap so `exit N` still reports it) becomes the next call's cw
 
 When the session has a sandbox (`ctx.sandbox`, a `codeloop.sandbox.runtime.Sandbox`)
 the shell runs inside bubblewrap; a sandbox that is enabled but cannot start refuses the call
-(fail closed) unless the settings allow the unsandboxed fallback. Every command gets codeloop's
+(fail closed) unless the settings allow the unsandboxed fallback. A call with
+`dangerouslyDisableSandbox` (allowed by the permission check) runs outside it; a sandboxed command
+that failed for want of network gets a note telling the model so. Every command gets codeloop's
 environment without its secrets (`shell_env`), and codeloop's own /proc files are made
 unreadable to it before the first one runs.
 """
