@@ -94,6 +94,9 @@ def test_dangerously_disable_sandbox_asks_saying_so_and_an_allow_rule_covers_it(
     for command in ("echo hi", "ls", "touch made.txt"):   # read-only or not: it asks
         d = decision(policy, "Bash", {"command": command, "dangerouslyDisableSandbox": True})
         assert d.behavior is ASK and "outside the sandbox" in d.message, command
+    # a value the input model coerces to True (what the tool then obeys) is the same request
+    d = decision(policy, "Bash", {"command": "touch made.txt", "dangerouslyDisableSandbox": "true"})
+    assert d.behavior is ASK and "outside the sandbox" in d.message
     policy.allow_rules(["Bash(echo *)"])
     assert decision(policy, "Bash", {"command": "echo hi", "dangerouslyDisableSandbox": True}).behavior is ALLOW
     # a deny rule still holds, and `false` is the ordinary sandboxed call

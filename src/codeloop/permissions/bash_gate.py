@@ -325,13 +325,14 @@ def decide_bash(policy: Any, tool: Any, inp: Any, opinion: PermissionDecision,
                 raw: dict[str, Any]) -> PermissionDecision:
     from codeloop.permissions.bash import split_command
     from codeloop.permissions.git_programs import git_concern
+    from codeloop.permissions.guarded import wants_outside
     from codeloop.permissions.modes import PermissionMode
     from codeloop.permissions.readonly import is_read_only
     from codeloop.permissions.rules import DecisionBehavior, evaluate
     from codeloop.permissions.shell_writes import write_targets
 
     command = str(raw.get("command", ""))
-    use, why, sandboxed = policy.sandbox_use(command, disable=raw.get("dangerouslyDisableSandbox") is True)
+    use, why, sandboxed = policy.sandbox_use(command, disable=wants_outside(inp, raw))
     split = split_command(command)
     # git's read-only subcommands run programs only a configuration names: contained by the
     # sandbox, or read-only when no configuration names one

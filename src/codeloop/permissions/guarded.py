@@ -57,3 +57,9 @@ def guarded_write(writes: list, cwd: str, *, bypass: bool) -> str | None:
         if w.path is not None and (folder := guarded_folder(w.path, cwd, bypass=bypass)):
             return guarded_reason(f"{w.how} in {w.part!r}", w.path, folder)
     return None
+
+
+def wants_outside(inp: object, raw: dict) -> bool:
+    """Whether a Bash call asked to leave the sandbox: as parsed (what the tool obeys — `"true"`
+    becomes True there) or as sent; either one is enough."""
+    return getattr(inp, "dangerouslyDisableSandbox", None) is True or raw.get("dangerouslyDisableSandbox") is True

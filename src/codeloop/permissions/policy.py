@@ -142,7 +142,8 @@ class PermissionPolicy:
         if name == "Bash":
             from codeloop.permissions.bash_gate import decide_bash
             decision = decide_bash(self, tool, inp, tool_opinion, raw)
-            if raw.get("dangerouslyDisableSandbox") is True and self.sandbox is not None and self.sandbox.enabled:
+            from codeloop.permissions.guarded import wants_outside
+            if wants_outside(inp, raw) and self.sandbox is not None and self.sandbox.enabled:
                 return self._outside_sandbox(raw, decision)
             return decision
         verdict = evaluate(name, raw, self.rules, cwd=str(self.cwd))

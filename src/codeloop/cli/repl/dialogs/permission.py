@@ -100,7 +100,7 @@ def check_edit(repl: Any, tool_name: str, raw: dict[str, Any]) -> tuple[str | No
 async def ask_user(repl: Any, tool: Any, inp: Any, block: dict[str, Any]) -> Any:
     from codeloop.abort import AbortReason
     from codeloop.cli.repl.render import tool_label
-    from codeloop.permissions.guarded import OUTSIDE_SANDBOX
+    from codeloop.permissions.guarded import OUTSIDE_SANDBOX, wants_outside
     from codeloop.permissions.policy import PermissionMode, denial_message
     from codeloop.tools.base import PermissionBehavior, PermissionDecision
 
@@ -136,7 +136,7 @@ async def ask_user(repl: Any, tool: Any, inp: Any, block: dict[str, Any]) -> Any
                 title = f"Allow {tool_label(tool.name, raw)}? It fetches from {describe(host)}."
         where = f"(saved to {Path('.claude') / 'settings.local.json'})" if tool.name == "Bash" else "this session"
         always = ("always", f"Yes, and don't ask again for {rule} {where}")
-        if tool.name == "Bash" and raw.get("dangerouslyDisableSandbox") is True and policy.sandbox is not None \
+        if tool.name == "Bash" and wants_outside(inp, raw) and policy.sandbox is not None \
                 and policy.sandbox.enabled:   # leaving the sandbox is approved call by call, never saved
             title = f"Allow {tool_label(tool.name, raw)} outside the sandbox? {OUTSIDE_SANDBOX}."
             always = None
