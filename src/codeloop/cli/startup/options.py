@@ -279,7 +279,7 @@ def _sandbox_default(args: argparse.Namespace, settings: Any, interactive: bool,
     """Whether the interactive session's Bash runs sandboxed by default (Claude Code's auto-allow
     sandbox mode), and the one line that says why not when bubblewrap cannot start here. Print
     mode keeps Claude Code's default (no sandbox unless settings or --sandbox enable it)."""
-    no_sandbox = bool(getattr(args, "no_sandbox", False))
+    no_sandbox = bool(args.no_sandbox)
     if no_sandbox and args.sandbox:
         raise SetupError("--sandbox and --no-sandbox contradict each other; pass one")
     block = settings.merged.get("sandbox")
