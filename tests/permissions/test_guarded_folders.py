@@ -117,3 +117,15 @@ def test_without_a_sandbox_the_parameter_changes_nothing(tmp_path):
     policy = PermissionPolicy(cwd=tmp_path)
     d = decision(policy, "Bash", {"command": "touch x", "dangerouslyDisableSandbox": True})
     assert d.behavior is ASK and "outside the sandbox" not in (d.message or "")
+
+
+@pytest.mark.parametrize("mode", [PermissionMode.ACCEPT_EDITS, PermissionMode.BYPASS])
+def test_a_worktree_under_claude_worktrees_is_an_ordinary_checkout(tmp_path, mode):
+    wt = tmp_path / ".claude" / "worktrees" / "feature"      # where `-w feature` puts it
+    wt.mkdir(parents=True)
+    policy = PermissionPolicy(mode=mode, cwd=wt)
+    assert decision(policy, "Write", {"file_path": str(wt / "src" / "x.py"), "content": "x"}).behavior is ALLOW
+    assert decision(policy, "Write", {"file_path": str(wt / ".vscode" / "tasks.json"),
+                                      "content": "{}"}).behavior is ASK       # its own guarded folders stay guarded
+    assert decision(policy, "Write", {"file_path": str(tmp_path / ".claude" / "worktrees"),
+                                      "content": "x"}).behavior is not ALLOW

@@ -5,8 +5,8 @@ Owns `guarded_folder(path)`: writes into `.git`, `.claude`, `.vscode`, `.idea` a
 bypassPermissions included — their files run programs later (git and husky hooks, editor tasks,
 agent settings) or hold the repository itself. As in Claude Code, the folders Claude is meant to
 write in bypass mode are exempt there: `.claude/commands`, `.claude/agents`, `.claude/skills`
-(and the same under `.codeloop`). Where nobody can answer (print mode, dontAsk) such a write is
-refused. Finer protections (settings files, `.git/config` and hooks) are deny rules
+(and the same under `.codeloop`); `.claude/worktrees/NAME` (`-w`) is an ordinary checkout.
+Where nobody can answer (print mode, dontAsk) such a write is refused. Finer protections (settings files, `.git/config` and hooks) are deny rules
 (`modes.protected_paths`) and hold whatever is answered here.
 """
 
@@ -28,8 +28,11 @@ def _guarded_in(parts: list[str], exempt: bool) -> str | None:
     for i, part in enumerate(parts):
         if part not in GUARDED_DIRS:
             continue
-        # `.claude/commands/x.md` is exempt; `.claude/commands` itself (a file replacing the folder) is not
-        if exempt and part in _CONFIG and i + 2 < len(parts) and parts[i + 1] in EXEMPT_IN_BYPASS:
+        # `.claude/commands/x.md` is exempt; `.claude/commands` itself (a file replacing the folder) is
+        # not. `-w` worktrees live in `.claude/worktrees/NAME`: their files are a checkout like any
+        # other, in every mode (the folders inside one are looked at all the same).
+        if part in _CONFIG and i + 2 < len(parts) and (parts[i + 1] == "worktrees"
+                                                       or exempt and parts[i + 1] in EXEMPT_IN_BYPASS):
             continue
         return part
     return None
