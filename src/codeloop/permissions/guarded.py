@@ -6,8 +6,9 @@ bypassPermissions included — their files run programs later (git and husky hoo
 agent settings) or hold the repository itself. As in Claude Code, the folders Claude is meant to
 write in bypass mode are exempt there: `.claude/commands`, `.claude/agents`, `.claude/skills`
 (and the same under `.codeloop`); `.claude/worktrees/NAME` (`-w`) is an ordinary checkout.
-Where nobody can answer (print mode, dontAsk) such a write is refused. Finer protections (settings files, `.git/config` and hooks) are deny rules
-(`modes.protected_paths`) and hold whatever is answered here.
+Where nobody can answer (print mode, dontAsk) such a write is refused. Finer protections
+(settings files, `.git/config` and hooks) are deny rules (`modes.protected_paths`) and hold
+whatever is answered here.
 """
 
 from __future__ import annotations
