@@ -133,7 +133,7 @@ def test_bash_always_saves_a_prefix_rule_to_settings_local(tmp_path, run):
     api = ScriptedAPI(sse(tool_use("Bash", {"command": "git stash list"})), sse(text("Clean tree.")),
                       sse(tool_use("Bash", {"command": "git stash list --date=relative"})), sse(text("Still clean.")))
     with api.serve() as url:
-        t = run(url, "--trust")
+        t = run(url, "--trust", "--no-sandbox")   # the question is the subject: no default sandbox
         t.line("status?")
         t.expect(r"Bash\(git stash:\*\)")
         answer(t, "2")
@@ -153,7 +153,7 @@ def test_bash_always_saves_a_prefix_rule_to_settings_local(tmp_path, run):
 def test_a_refusal_reads_cleanly_and_clear_leaks_nothing(tmp_path, run):
     api = ScriptedAPI(sse(tool_use("Bash", {"command": "rm -rf build"})), sse(text("unused")))
     with api.serve() as url:
-        t = run(url)
+        t = run(url, "--no-sandbox")   # the question is the subject: no default sandbox
         t.line("clean up")
         t.expect(r"Allow Bash\(rm -rf build\)")
         answer(t, "3")

@@ -103,7 +103,7 @@ def test_text_typed_during_a_permission_question_is_kept(tmp_path, run):
     api = ScriptedAPI(sse(tool_use("Bash", {"command": "touch hi.txt"})),
                       sse(text("Got your note.")))
     with api.serve() as url:
-        t = run(url)
+        t = run(url, "--no-sandbox")   # the question is the subject: no default sandbox
         t.line("greet")
         t.expect(r"Allow Bash\(touch hi.txt\)")
         time.sleep(0.3)

@@ -83,7 +83,7 @@ def test_escape_interrupts_and_the_transcript_stays_clean(tmp_path, run):
 def test_permission_prompt_yes_runs_the_tool(tmp_path, run):
     api = ScriptedAPI(sse(tool_use("Bash", {"command": "echo perm-ok > made.txt"})), sse(text("Created it.")))
     with api.serve() as url:
-        t = run(url)
+        t = run(url, "--no-sandbox")   # the question is the subject: without the default sandbox Bash asks
         t.line("make the file")
         t.expect(r"Allow Bash\(echo perm-ok")
         t.expect(r"1\) Yes")

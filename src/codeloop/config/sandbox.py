@@ -3,12 +3,15 @@
 Owns `SandboxSettings` (Claude Code's keys) and `sandbox_settings(merged)`, which reads them
 from the merged settings dict. Keys, all optional:
 
-    enabled                    false  run Bash commands inside bubblewrap (`--sandbox` flag too)
+    enabled                    false  run Bash commands inside bubblewrap (`--sandbox` flag too;
+                                      the interactive session defaults to true where bwrap
+                                      works, and an explicit false turns that off)
     autoAllowBashIfSandboxed   true   sandboxed commands run without a prompt (deny rules hold)
     excludedCommands           []     Bash patterns (`docker *`) that run outside the sandbox,
                                       under the ordinary permission flow
-    allowUnsandboxedCommands   true   accepted for Claude Code compatibility; codeloop has no
-                                      `dangerouslyDisableSandbox` parameter, so it changes nothing
+    allowUnsandboxedCommands   true   a Bash call with `dangerouslyDisableSandbox` may run outside
+                                      the sandbox (it asks unless an allow rule names it);
+                                      false refuses such calls
     failIfUnavailable          true   enabled but bwrap missing or broken: Bash refuses. Only an
                                       explicit `false` lets commands fall back to running
                                       unsandboxed (then with ordinary prompts). Claude Code's

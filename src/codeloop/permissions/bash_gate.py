@@ -243,6 +243,7 @@ def _write_concern(policy: Any, writes: list[Any], consented: frozenset[int] = f
     """Why a write needs a question. A write of a part an allow rule matched (not a redirect) is
     consented within the limits of `_beyond_consent`; any other gets the decision an Edit of its
     target would get."""
+    from codeloop.permissions.guarded import guarded_write
     from codeloop.permissions.modes import PermissionMode
     from codeloop.permissions.rules import DecisionBehavior, path_decision
 
@@ -256,7 +257,7 @@ def _write_concern(policy: Any, writes: list[Any], consented: frozenset[int] = f
         if d.behavior is DecisionBehavior.ALLOW:
             continue
         if d.behavior is DecisionBehavior.PASSTHROUGH and policy.mode is PermissionMode.ACCEPT_EDITS \
-                and policy.inside_workdirs(w.path):
+                and policy.inside_workdirs(w.path) and not guarded_write([w], str(policy.cwd), bypass=False):
             continue
         if limit != "not consented":
             return f"{w.how} writes {w.path} ({limit}), which needs the permission an Edit of it would"
@@ -324,13 +325,14 @@ def decide_bash(policy: Any, tool: Any, inp: Any, opinion: PermissionDecision,
                 raw: dict[str, Any]) -> PermissionDecision:
     from codeloop.permissions.bash import split_command
     from codeloop.permissions.git_programs import git_concern
+    from codeloop.permissions.guarded import wants_outside
     from codeloop.permissions.modes import PermissionMode
     from codeloop.permissions.readonly import is_read_only
     from codeloop.permissions.rules import DecisionBehavior, evaluate
     from codeloop.permissions.shell_writes import write_targets
 
     command = str(raw.get("command", ""))
-    use, why, sandboxed = policy.sandbox_use(command)
+    use, why, sandboxed = policy.sandbox_use(command, disable=wants_outside(inp, raw))
     split = split_command(command)
     # git's read-only subcommands run programs only a configuration names: contained by the
     # sandbox, or read-only when no configuration names one
@@ -361,6 +363,9 @@ def decide_bash(policy: Any, tool: Any, inp: Any, opinion: PermissionDecision,
                 f"Permission to use Bash has been denied: {unknown.how} in {unknown.part!r} writes somewhere known "
                 f"only when it runs, so it cannot be checked against protected paths; write the path literally "
                 f"or enable the sandbox."))
+        from codeloop.permissions.guarded import guarded_write
+        if guarded := guarded_write(writes, str(policy.cwd), bypass=True):
+            return policy.ask_or_deny("Bash", guarded + ".")
         return PermissionDecision(PermissionBehavior.ALLOW)
     if policy.mode is PermissionMode.PLAN and not is_read_only(command, repo_programs_ok=git_why is None):
         return PermissionDecision(PermissionBehavior.DENY,

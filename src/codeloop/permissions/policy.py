@@ -1,12 +1,14 @@
 """The permission decision for one tool call: rules, mode and the tool's own opinion combined.
 
 Order (deny anywhere beats allow anywhere): protected paths and deny rules → tools whose prompt
-is the feature (AskUserQuestion, ExitPlanMode: `requires_user_interaction`) ask in every mode → ask rules → the
+is the feature (AskUserQuestion, ExitPlanMode: `requires_user_interaction`) ask in every mode → ask rules →
+writes into guarded folders (`.git`, `.claude`, `.vscode`, `.idea`, `.husky`: `guarded.py`) ask in every mode → the
 mode (bypass allows, plan refuses writes) → allow rules and the built-in read-only set → the
 tool's opinion → acceptEdits for edits inside the working directories → dontAsk denies →
 otherwise ask. Protected paths (settings files, the transcript directory, `.git/config` and
 hooks) are deny rules no mode can lift, bypassPermissions included. Bash has its own gate
-(`bash_gate.py`: the sandbox, every write as an Edit, Read deny for shell reads).
+(`bash_gate.py`: the sandbox, every write as an Edit, Read deny for shell reads); a Bash call
+with `dangerouslyDisableSandbox` runs without the user only under an allow rule naming it.
 """
 
 from __future__ import annotations
@@ -91,16 +93,39 @@ class PermissionPolicy:
         path = next((raw[k] for k in _PATH_KEYS if raw.get(k)), None)
         return True if path is None else self.inside_workdirs(str(path))
 
+    def _outside_sandbox(self, raw: dict[str, Any], decision: PermissionDecision) -> PermissionDecision:
+        """A Bash call that asked to leave the sandbox: only an allow rule covering the command (or
+        bypass mode) runs it without the user — not the read-only set, not acceptEdits — and the
+        question (or print mode's refusal) says that it runs outside the sandbox."""
+        from codeloop.permissions.guarded import OUTSIDE_SANDBOX
+        from codeloop.permissions.rules import DecisionBehavior, evaluate
+
+        if decision.behavior is PermissionBehavior.DENY or self.mode is PermissionMode.BYPASS:
+            return decision
+        verdict = evaluate("Bash", raw, self.rules, cwd=str(self.cwd), rules_only=True,   # not the read-only set
+                           roots=[str(self.cwd), *self.additional_directories])
+        if decision.behavior is PermissionBehavior.ALLOW and verdict.behavior is DecisionBehavior.ALLOW:
+            return decision
+        detail = decision.message if decision.behavior is PermissionBehavior.ASK else ""
+        return self.ask_or_deny("Bash", f"{OUTSIDE_SANDBOX}. {detail or ''}".strip())
+
+    def _guarded(self, name: str, raw: dict[str, Any]) -> str | None:
+        from codeloop.permissions.guarded import guarded_folder, guarded_reason
+
+        path = next((raw[k] for k in _PATH_KEYS if raw.get(k)), None)
+        folder = guarded_folder(str(path), str(self.cwd), bypass=self.mode is PermissionMode.BYPASS) if path else None
+        return guarded_reason(name, str(path), folder) if folder else None
+
     def inside_workdirs(self, path: str) -> bool:
         target = os.path.realpath(os.path.join(str(self.cwd), os.path.expanduser(str(path))))
         roots = [os.path.realpath(str(self.cwd))] + [os.path.realpath(d) for d in self.additional_directories]
         return any(target == r or target.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
 
-    def sandbox_use(self, command: str) -> tuple[str, str, bool]:
+    def sandbox_use(self, command: str, *, disable: bool = False) -> tuple[str, str, bool]:
         """(use, reason, sandboxed?) for a Bash command: see `Sandbox.use_for`."""
         if self.sandbox is None or not self.sandbox.enabled:
             return "unsandboxed", "", False
-        use, why = self.sandbox.use_for(command)
+        use, why = self.sandbox.use_for(command, disable=disable)
         return use.value, why, use.value == "sandboxed"
 
     def rule_denial(self, name: str, verdict: Any) -> PermissionDecision:
@@ -116,7 +141,11 @@ class PermissionPolicy:
         name, raw = tool.name, dict(raw_input or {})
         if name == "Bash":
             from codeloop.permissions.bash_gate import decide_bash
-            return decide_bash(self, tool, inp, tool_opinion, raw)
+            decision = decide_bash(self, tool, inp, tool_opinion, raw)
+            from codeloop.permissions.guarded import wants_outside
+            if wants_outside(inp, raw) and self.sandbox is not None and self.sandbox.enabled:
+                return self._outside_sandbox(raw, decision)
+            return decision
         verdict = evaluate(name, raw, self.rules, cwd=str(self.cwd))
         if verdict.behavior is DecisionBehavior.DENY:
             return self.rule_denial(name, verdict)
@@ -126,6 +155,8 @@ class PermissionPolicy:
             return self.ask_or_deny(name, tool_opinion.message or f"{name} needs the user.")
         if verdict.behavior is DecisionBehavior.ASK and self.mode is not PermissionMode.BYPASS:
             return PermissionDecision(PermissionBehavior.ASK, f"{name} matches the ask rule {verdict.matched_rule}.")
+        if name in EDIT_TOOLS and self.mode is not PermissionMode.PLAN and (guarded := self._guarded(name, raw)):
+            return self.ask_or_deny(name, guarded + ".")   # no allow rule nor mode approves it (Claude Code's rule)
         session_only = name in SESSION_TOOLS and tool_opinion.behavior is PermissionBehavior.ALLOW
         if self.mode is PermissionMode.BYPASS or session_only:
             return PermissionDecision(PermissionBehavior.ALLOW)

@@ -234,7 +234,7 @@ def _could_hide(split: sh.SplitResult) -> str | None:
 
 
 def bash_decision(command: str, rules: RuleSet, *, cwd: str | os.PathLike[str], repo_programs_ok: bool = False,
-                  roots: Iterable[str] = ()) -> Decision:
+                  roots: Iterable[str] = (), rules_only: bool = False) -> Decision:
     """`repo_programs_ok`: git subcommands that run repository-configured programs count as
     read-only (the sandbox contains them, or no configuration names one: `git_programs.py`).
     `roots`: the working folders (default: cwd) an allowed command may write in."""
@@ -280,8 +280,8 @@ def bash_decision(command: str, rules: RuleSet, *, cwd: str | os.PathLike[str], 
         candidates = rules.allow
         if launcher:
             candidates = [r for r in rules.allow if _names_launcher(r, launcher)]
-        elif sh.is_read_only_command(part, repo_programs_ok=repo_programs_ok):
-            continue
+        elif not rules_only and sh.is_read_only_command(part, repo_programs_ok=repo_programs_ok):
+            continue   # (`rules_only`: a rule must name every part, read-only ones too)
         rule = _first_bash_match(candidates, _allow_forms(part))
         if rule is None:
             why = f"runs other commands via {launcher}" if launcher else "no allow rule matches"
@@ -377,11 +377,11 @@ def _simple_match(rule: Rule, tool_name: str, tool_input: dict[str, Any]) -> boo
 
 
 def evaluate(tool_name: str, tool_input: dict[str, Any], rules: RuleSet, *, cwd: str | os.PathLike[str],
-             repo_programs_ok: bool = False, roots: Iterable[str] = ()) -> Decision:
+             repo_programs_ok: bool = False, roots: Iterable[str] = (), rules_only: bool = False) -> Decision:
     """Rule decision for one tool call: deny beats ask beats allow; else passthrough."""
     if tool_name == "Bash":
         return bash_decision(str(tool_input.get("command", "")), rules, cwd=cwd, repo_programs_ok=repo_programs_ok,
-                             roots=roots)
+                             roots=roots, rules_only=rules_only)
     if tool_name in EDIT_TOOLS or tool_name in READ_TOOLS:
         path = next((tool_input[k] for k in _PATH_KEYS if tool_input.get(k)), None)
         return path_decision(tool_name, str(path or "."), rules, cwd=cwd)

@@ -22,8 +22,11 @@ from enum import Enum
 
 # Per writable root: (relative path, kind). A missing `.git` is protected as a whole, so the
 # sandbox cannot plant a repository whose config runs programs on the next `git status`.
+# Editor and husky folders run programs too (tasks, run configurations, hooks at the next commit):
+# read-only, as Claude Code guards them.
 _ROOT_PROTECTED = ((".claude", "dir"), (".codeloop", "dir"), (".mcp.json", "file"),
-                   (".git/config", "file"), (".git/hooks", "dir"))
+                   (".git/config", "file"), (".git/hooks", "dir"), (".vscode", "dir"), (".idea", "dir"),
+                   (".husky", "dir"))
 # In the home folder (matters only when home lies inside a writable root).
 _HOME_PROTECTED = (".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc",
                    ".zshenv", ".zprofile", ".zlogin", ".gitconfig", ".inputrc")

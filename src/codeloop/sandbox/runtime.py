@@ -109,10 +109,16 @@ class Sandbox:
                 return True
         return False
 
-    def use_for(self, command: str) -> tuple[Use, str]:
-        """How this command runs, and a one-line reason when it is not sandboxed."""
+    def use_for(self, command: str, *, disable: bool = False) -> tuple[Use, str]:
+        """How this command runs, and a one-line reason when it is not sandboxed. `disable`: the
+        call asked to run outside the sandbox (`dangerouslyDisableSandbox`)."""
         if not self.settings.enabled:
             return Use.UNSANDBOXED, "the sandbox is off"
+        if disable:
+            if not self.settings.allow_unsandboxed:
+                return Use.REFUSED, ("Bash refused: dangerouslyDisableSandbox is not allowed here "
+                                     "(sandbox.allowUnsandboxedCommands is false); run the command in the sandbox")
+            return Use.UNSANDBOXED, "it runs outside the sandbox (dangerouslyDisableSandbox)"
         if self._excluded(command):
             return Use.UNSANDBOXED, "excluded from the sandbox by sandbox.excludedCommands"
         # No fast path around it for "read-only" commands: `env`, `cat ~/.ssh/id_rsa` or `tail -f x &`

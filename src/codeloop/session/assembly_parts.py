@@ -182,12 +182,12 @@ def make_policy(options: RunOptions) -> Any:
     policy = PermissionPolicy(mode=p.mode, allow=list(p.allow), deny=list(p.deny), cwd=cwd,
                               settings_rules=[(str(b.value), r, o) for b, r, o in settings.permission_rules()],
                               additional_directories=dirs, bypass_disabled=settings.bypass_disabled())
-    if p.sandbox or "sandbox" in settings.merged:   # imported only when asked for
+    if p.sandbox or p.sandbox_default or "sandbox" in settings.merged:   # imported only when asked for
         from codeloop.config.settings import claude_user_dir
         from codeloop.sandbox.runtime import session_sandbox
         from codeloop.session import store
         policy.sandbox, policy.rule_errors[:0] = session_sandbox(
-            settings.merged, force_enable=p.sandbox, roots=[str(cwd), *dirs],
+            settings.merged, force_enable=p.sandbox or p.sandbox_default, roots=[str(cwd), *dirs],
             protected_dirs=[str(store.config_dir()), str(claude_user_dir())], read_deny=policy.read_deny_specs)
     return policy
 

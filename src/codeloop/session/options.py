@@ -97,6 +97,9 @@ class PermissionOptions:
     deny: tuple[str, ...] = ()         # --disallowedTools
     add_dirs: tuple[Path, ...] = ()    # --add-dir + settings additionalDirectories, resolved, existing
     sandbox: bool = False              # --sandbox (settings `sandbox` is read from the settings)
+    # The interactive session's default: the sandbox on (auto-allow) because bwrap works here and
+    # neither --no-sandbox nor `sandbox.enabled: false` turned it off. Print mode never sets it.
+    sandbox_default: bool = False
     prompt_tool: str | None = None     # --permission-prompt-tool: "stdio" or an MCP tool name
     # Rule problems found in the command line's own rules: shown as warnings at start.
     cli_rules_typed: bool = False

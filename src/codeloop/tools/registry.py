@@ -115,6 +115,8 @@ def builtin_tools(*, lazy: bool = False, agent_definitions: dict[str, Any] | Non
 
         here = Path(__file__).parent / "builtin"
         files = [here / (module.rsplit(".", 1)[1] + ".py") for _, module, _ in BUILTINS]
+        # an input model kept apart from its tool (`bash_input.py`) shapes the cached schema too
+        files += [f.with_name(f.stem + "_input.py") for f in files if f.with_name(f.stem + "_input.py").is_file()]
         cache = SchemaCache(config_dir() / "cache" / "tool-schemas.json", cache_key(files))
         tools = [LazyTool(name, module, cls, cache, gate=_GATES.get(name), should_defer=name in DEFERRED,
                           max_result_chars=float("inf") if name in UNBOUNDED_RESULTS else 100_000,

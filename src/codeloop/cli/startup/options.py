@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,10 @@ def resolve_options(args: argparse.Namespace, *, interactive: bool, skip_setting
         system_prompt, tools, model_flag = _main_agent(main_agent, system_prompt, tools, model_flag)
         disallowed += list(main_agent.disallowed_tools)
     permissions = _permissions(args, settings, cwd, disallowed)
+    sandbox_default, more = _sandbox_default(args, settings, interactive, cwd)
+    warnings += more
+    if sandbox_default:
+        permissions = replace(permissions, sandbox_default=True)
     if local and permissions.mode.value == "bypassPermissions":
         raise SetupError("the local model never runs with bypassPermissions (settings defaultMode)")
     return RunOptions(
@@ -268,6 +273,31 @@ def _permissions(args: argparse.Namespace, settings: Any, cwd: Path, disallowed:
     return PermissionOptions(mode=mode, allow=allow, deny=tuple(disallowed), add_dirs=tuple(dirs),
                              sandbox=bool(args.sandbox), prompt_tool=args.permission_prompt_tool or None,
                              cli_rules_typed=any("(" in r for r in [*allow, *disallowed]))
+
+
+def _sandbox_default(args: argparse.Namespace, settings: Any, interactive: bool, cwd: Path) -> tuple[bool, list[str]]:
+    """Whether the interactive session's Bash runs sandboxed by default (Claude Code's auto-allow
+    sandbox mode), and the one line that says why not when bubblewrap cannot start here. Print
+    mode keeps Claude Code's default (no sandbox unless settings or --sandbox enable it)."""
+    no_sandbox = bool(args.no_sandbox)
+    if no_sandbox and args.sandbox:
+        raise SetupError("--sandbox and --no-sandbox contradict each other; pass one")
+    block = settings.merged.get("sandbox")
+    enabled = block.get("enabled") if isinstance(block, dict) else None
+    if no_sandbox and (enabled is True or (block is not None and not isinstance(block, dict))):
+        # fail closed: a flag does not lift a sandbox the settings (perhaps managed ones) ask for
+        return False, ["--no-sandbox ignored: the settings enable the sandbox (sandbox.enabled)"]
+    if not interactive or no_sandbox or args.sandbox or enabled is not None or block is not None \
+            and not isinstance(block, dict):
+        return False, []
+    from codeloop.sandbox.bwrap import probe
+
+    if str(cwd) == os.sep:   # the sandbox never makes '/' writable: every command would be refused
+        return False, ["sandbox off: the working directory is '/'; Bash asks before each command"]
+    p = probe()
+    if p.error is not None:
+        return False, [f"sandbox off: {p.error}; Bash asks before each command (--no-sandbox hides this line)"]
+    return True, []
 
 
 def _check_numbers(args: argparse.Namespace) -> None:

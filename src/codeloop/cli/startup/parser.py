@@ -88,6 +88,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="trust this folder's own configuration (hooks, env, allow rules…) for this run")
     p.add_argument("--sandbox", action="store_true",
                    help="run Bash commands inside the OS sandbox (bubblewrap), like sandbox.enabled in settings")
+    p.add_argument("--no-sandbox", action="store_true",
+                   help="interactive session: do not sandbox Bash by default (each command asks as without a "
+                        "sandbox); settings that enable the sandbox still hold")
     p.add_argument("--add-dir", dest="add_dir", nargs="+", action="extend", metavar="DIR",
                    help="additional working directories tools may use")
     p.add_argument("-r", "--resume", metavar="SESSION_ID", help="resume a session by id")

@@ -7,7 +7,9 @@ written by an EXIT trap so `exit N` still reports it) becomes the next call's cw
 
 When the session has a sandbox (`ctx.sandbox`, a `codeloop.sandbox.runtime.Sandbox`)
 the shell runs inside bubblewrap; a sandbox that is enabled but cannot start refuses the call
-(fail closed) unless the settings allow the unsandboxed fallback. Every command gets codeloop's
+(fail closed) unless the settings allow the unsandboxed fallback. A call with
+`dangerouslyDisableSandbox` (allowed by the permission check) runs outside it; a sandboxed command
+that failed for want of network gets a note telling the model so. Every command gets codeloop's
 environment without its secrets (`shell_env`), and codeloop's own /proc files are made
 unreadable to it before the first one runs.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -61,6 +64,9 @@ commands chain them with `&&` (or `;` when later ones should run even if earlier
 - Set `run_in_background` to run a long command (a server, a watcher, a long build) in the \
 background: the call returns a task id at once, the output goes to a file, and you are told \
 when it ends. Read its output with TaskOutput and stop it with TaskStop. No `&` is needed.
+- When the session sandboxes commands, a command that fails only because of the sandbox (no \
+network, a read-only path) may be run again with `dangerouslyDisableSandbox: true`: the user is \
+asked before it runs outside the sandbox. Do not set it otherwise.
 - Never use git commands with -i (interactive) flags, and never push, reset --hard or otherwise \
 make destructive changes unless the user explicitly asked for it."""
 
@@ -151,18 +157,37 @@ def _script(command: str, cwd_file: str) -> str:
     )
 
 
+# Signs in a sandboxed command's output that it reached for the network the sandbox withholds.
+_NET_FAILURE = re.compile(r"could not resolve|temporary failure in name resolution|name or service not known|"
+                          r"network is unreachable|getaddrinfo|failed to establish a new connection|"
+                          r"no address associated with hostname|connect tunnel failed|failed to connect to|"
+                          r"could not connect to|connection refused|nodename nor servname", re.I)
+
+
+def network_hint(sandbox: Any, output: str) -> str | None:
+    """A note for the model when a sandboxed command failed for want of network: how to ask."""
+    if not _NET_FAILURE.search(output[-8192:]):
+        return None
+    where = "no network beyond the hosts in sandbox.network.allowedDomains"
+    if not sandbox.settings.allow_unsandboxed:
+        return f"(This command ran in the sandbox: {where}, and commands may not leave the sandbox here.)"
+    return (f"(This command ran in the sandbox: {where}. If it needs the network, run it again with "
+            f"dangerouslyDisableSandbox: true; the user will be asked to approve running it outside the sandbox.)")
+
+
 @contextmanager
-def _sandboxed(command: str, cwd: Path, cwd_file: str | None,
-               sandbox: Any) -> Iterator[tuple[list[str], dict[str, str], tuple[int, ...]]]:
+def _sandboxed(command: str, cwd: Path, cwd_file: str | None, sandbox: Any,
+               disable: bool = False) -> Iterator[tuple[list[str], dict[str, str], tuple[int, ...]]]:
     """The bwrap prefix, extra environment and descriptors to pass for this call (empty when it
-    runs unsandboxed)."""
+    runs unsandboxed). `disable`: the call's dangerouslyDisableSandbox (the permission check
+    allowed it already)."""
     if sandbox is None or not sandbox.enabled:
         yield [], {}, ()
         return
     from codeloop.sandbox.layout import LayoutError
     from codeloop.sandbox.runtime import Use
 
-    use, why = sandbox.use_for(command)
+    use, why = sandbox.use_for(command, disable=disable)
     if use is Use.REFUSED:
         raise ToolError(why)
     if use is Use.UNSANDBOXED:
@@ -177,6 +202,10 @@ def _sandboxed(command: str, cwd: Path, cwd_file: str | None,
         yield prefix.argv, prefix.env, prefix.pass_fds
     finally:
         prepared.__exit__(None, None, None)
+
+
+def _disable(inp: Any) -> bool:
+    return getattr(inp, "dangerouslyDisableSandbox", None) is True
 
 
 class BashTool(Tool):
@@ -207,9 +236,10 @@ class BashTool(Tool):
         fd, cwd_file = tempfile.mkstemp(prefix="codeloop-cwd-", suffix=".txt", dir=tmp_dir)
         os.close(fd)
         try:
-            with _sandboxed(inp.command, cwd, cwd_file, ctx.sandbox) as (prefix, env, fds):
+            with _sandboxed(inp.command, cwd, cwd_file, ctx.sandbox, _disable(inp)) as (prefix, env, fds):
                 rc, out, err, outcome = await self._run(inp.command, cwd, cwd_file, timeout_ms, ctx, prefix, env,
                                                         fds)
+            sandboxed = bool(prefix)
             new_cwd = Path(cwd_file).read_text(errors="replace").strip()
         finally:
             os.unlink(cwd_file)
@@ -232,6 +262,8 @@ class BashTool(Tool):
         killed = outcome in ("timeout", "abort")
         if rc != 0 and not killed:
             notes.append(f"Exit code {rc}")
+            if sandboxed and (hint := network_hint(ctx.sandbox, combined)):
+                notes.append(hint)
         if notes:
             text = "\n".join([text, *notes]) if text else "\n".join(notes)
         return ToolResult(
@@ -252,7 +284,7 @@ class BashTool(Tool):
         from codeloop.tools.builtin.bash_background import registry
 
         cwd = ctx.cwd if ctx.cwd.is_dir() else ctx.project_dir
-        guard = _sandboxed(inp.command, cwd, None, ctx.sandbox)
+        guard = _sandboxed(inp.command, cwd, None, ctx.sandbox, _disable(inp))
         prefix, env, fds = guard.__enter__()  # the sandbox's layout stays up until the task ends
 
         def cleanup() -> None:

@@ -26,3 +26,9 @@ class BashInput(BaseModel):
         None,
         description="Set to true to run this command in the background. Use TaskOutput to read the output later.",
     )
+    # Claude Code's parameter: the call runs outside the sandbox, so it goes through the ordinary
+    # permission flow (it asks unless an allow rule covers it) and never the sandbox's auto-allow.
+    dangerouslyDisableSandbox: bool | SkipJsonSchema[None] = Field(
+        None,
+        description="Set this to true to dangerously override sandbox mode and run commands without sandboxing.",
+    )

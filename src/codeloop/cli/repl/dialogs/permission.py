@@ -100,6 +100,7 @@ def check_edit(repl: Any, tool_name: str, raw: dict[str, Any]) -> tuple[str | No
 async def ask_user(repl: Any, tool: Any, inp: Any, block: dict[str, Any]) -> Any:
     from codeloop.abort import AbortReason
     from codeloop.cli.repl.render import tool_label
+    from codeloop.permissions.guarded import OUTSIDE_SANDBOX, wants_outside
     from codeloop.permissions.policy import PermissionMode, denial_message
     from codeloop.tools.base import PermissionBehavior, PermissionDecision
 
@@ -117,8 +118,10 @@ async def ask_user(repl: Any, tool: Any, inp: Any, block: dict[str, Any]) -> Any
         if diff:
             repl.renderer.preview(f"{verb} file {raw.get('file_path', '')}", diff, created=created)
         title = f"Do you want to {'create' if created else 'make this edit to'} {Path(str(raw.get('file_path'))).name}?"
-        always = ("always-edits", "Yes, allow all edits during this session (shift+tab)")
+        always: tuple[str, str] | None = ("always-edits", "Yes, allow all edits during this session (shift+tab)")
         rule = None
+        if policy.mode is PermissionMode.BYPASS:   # a guarded folder: once, never a switch out of bypass
+            always = None
     else:
         rule = tool.name
         if tool.name == "Bash" and isinstance(raw.get("command"), str):
@@ -133,7 +136,11 @@ async def ask_user(repl: Any, tool: Any, inp: Any, block: dict[str, Any]) -> Any
                 title = f"Allow {tool_label(tool.name, raw)}? It fetches from {describe(host)}."
         where = f"(saved to {Path('.claude') / 'settings.local.json'})" if tool.name == "Bash" else "this session"
         always = ("always", f"Yes, and don't ask again for {rule} {where}")
-    answer = await repl.choose(title, [("yes", "Yes"), always,
+        if tool.name == "Bash" and wants_outside(inp, raw) and policy.sandbox is not None \
+                and policy.sandbox.enabled:   # leaving the sandbox is approved call by call, never saved
+            title = f"Allow {tool_label(tool.name, raw)} outside the sandbox? {OUTSIDE_SANDBOX}."
+            always = None
+    answer = await repl.choose(title, [("yes", "Yes"), *([always] if always else []),
                                        ("no", "No, and tell Claude what to do differently (esc)")])
     if answer == "always-edits":
         policy.set_mode(PermissionMode.ACCEPT_EDITS)
