@@ -324,6 +324,7 @@ def decide_bash(policy: Any, tool: Any, inp: Any, opinion: PermissionDecision,
                 raw: dict[str, Any]) -> PermissionDecision:
     from codeloop.permissions.bash import split_command
     from codeloop.permissions.git_programs import git_concern
+    from codeloop.permissions.git_reads import git_read_concern
     from codeloop.permissions.modes import PermissionMode
     from codeloop.permissions.readonly import is_read_only
     from codeloop.permissions.rules import DecisionBehavior, evaluate
@@ -352,6 +353,10 @@ def decide_bash(policy: Any, tool: Any, inp: Any, opinion: PermissionDecision,
         return PermissionDecision(PermissionBehavior.ASK, f"Bash matches the ask rule {verdict.matched_rule}.")
     denied = None if sandboxed else policy.read_filter()
     reads = read_concern(policy, split, denied) if denied is not None else None
+    # git prints committed and staged files from its objects, out of the sandbox's sight
+    if (git_reads := git_read_concern(policy, split)) and (git_reads.level.value == "deny"
+                                                           or policy.mode is PermissionMode.BYPASS):
+        return PermissionDecision(PermissionBehavior.DENY, f"Permission to use Bash has been denied: {git_reads.why}.")
     if policy.mode is PermissionMode.BYPASS:
         if reads:
             return PermissionDecision(PermissionBehavior.DENY, f"Permission to use Bash has been denied: {reads}.")
@@ -365,6 +370,8 @@ def decide_bash(policy: Any, tool: Any, inp: Any, opinion: PermissionDecision,
     if policy.mode is PermissionMode.PLAN and not is_read_only(command, repo_programs_ok=git_why is None):
         return PermissionDecision(PermissionBehavior.DENY,
                                   "Bash is not available in plan mode: only read-only tools may run.")
+    if git_reads:
+        return policy.ask_or_deny("Bash", git_reads.why + ".")
     if sandboxed and policy.sandbox.settings.auto_allow:
         if hidden := _hidden_program(policy, split, writes):
             return policy.ask_or_deny("Bash", hidden + ".")
