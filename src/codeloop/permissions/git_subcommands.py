@@ -45,7 +45,8 @@ class GitCall:
 
 
 def ask_read(why: str) -> GitRead:
-    return GitRead(GitReadLevel.ASK, why + ", and a Read deny rule is in force")
+    """An ASK whose reason says which rule makes it one (unless the reason already names it)."""
+    return GitRead(GitReadLevel.ASK, why if "Read deny rule" in why else why + ", and a Read deny rule is in force")
 
 
 # Subcommands that print no file contents and put none under another name: they run, unless a
@@ -166,18 +167,35 @@ def judge_subcommand(call: GitCall, dp: DeniedPaths) -> GitRead | None:
     if sub == "grep":
         return _grep(call, dp)
     if sub == "cat-file":
-        if all(a in ("-t", "-s", "-e", "--batch-check", "--batch-all-objects", "--unordered", "--buffer", "-Z")
-               or not a.startswith("-") for a in args) and any(a.startswith("-") for a in args):
-            return None
-        return ask_read("git cat-file prints objects by id, which cannot be matched to a path")
+        return _cat_file(args)
     if sub in _EXPORTERS:
         return ask_read(f"git {sub} can print or copy files out of git's objects")
     return ask_read(f"git {sub} is not known to keep away from denied files (an alias, or a command that can print "
                 f"or copy them)")
 
 
+def _cat_file(args: list[str]) -> GitRead | None:
+    """Metadata only (`-t`, `-s`, `-e`, `--batch-check`) runs; so does printing `REV:path` objects,
+    whose paths were checked; an object id asks."""
+    flags = [a for a in args if a.startswith("-")]
+    objects = [a for a in args if not a.startswith("-") and a not in ("blob", "tree", "commit", "tag")]
+    if flags and all(f in ("-t", "-s", "-e", "--batch-check", "--batch-all-objects", "--unordered", "--buffer",
+                           "-Z") for f in flags):
+        return None
+    if objects and all(f in ("-p", "--textconv", "--filters") for f in flags) and all(
+            ":" in o and not o.startswith(":/") for o in objects):
+        return None
+    return ask_read("git cat-file prints objects by id, which cannot be matched to a path")
+
+
 def _content_free(call: GitCall, dp: DeniedPaths) -> GitRead | None:
     sub, args = call.sub, call.args
+    if sub == "stash" and args[:1] == ["show"]:
+        if any(_patch_option(a) for a in args[1:]) or not any(a.split("=", 1)[0] in _SUMMARY for a in args[1:]):
+            return ask_read("git stash show can print the stashed changes (stash.showPatch)")
+        return None
+    if sub == "stash" and args[:1] == ["list"]:
+        return _log_like(call, dp)
     letters = _HUNK_LETTERS.get(sub, "")
     before, _ = _split(args)
     for w in before:
@@ -191,16 +209,11 @@ def _content_free(call: GitCall, dp: DeniedPaths) -> GitRead | None:
                     break
     if sub == "worktree" and _positionals(args)[:1] == ["add"]:
         return ask_read("git worktree add checks every committed file out somewhere else")
-    if sub == "stash" and args[:1] == ["show"]:
-        if any(_patch_option(a) for a in args[1:]) or not any(a.split("=", 1)[0] in _SUMMARY for a in args[1:]):
-            return ask_read("git stash show can print the stashed changes (stash.showPatch)")
-        return None
-    if sub == "stash" and args[:1] == ["list"]:
-        return _log_like(call, dp)
     if sub in ("blame", "annotate"):
         hit = _named(args, call, dp)
         return _deny(call, hit) if hit else None
-    if hit := _named(args, call, dp):
+    words = [w for k, w in enumerate(args) if not (k and args[k - 1] in ("-m", "--message"))]
+    if hit := _named(words, call, dp):
         return ask_read(f"git {sub} names {hit}, which a Read deny rule covers")
     return None
 
