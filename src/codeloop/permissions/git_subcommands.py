@@ -63,7 +63,7 @@ _LOG_LIKE = frozenset({"log", "whatchanged", "reflog", "diff-tree", "diff-index"
 _INTERACTIVE = frozenset({"-p", "--patch", "-i", "--interactive", "-e", "--edit", "-v", "--verbose", "-vv"})
 _PATCH_LONG = ("--patch", "--unified", "--word-diff", "--color-words", "--cc", "--remerge-diff", "--binary",
                "--function-context", "--check", "--diff-merges", "--dd", "--full-diff", "--ext-diff", "--textconv",
-               "--pickaxe", "--patch-with", "--follow", "--find-object", "--output")
+               "--pickaxe", "--patch-with")
 _SUMMARY = frozenset({"--stat", "--numstat", "--shortstat", "--name-only", "--name-status", "--raw",
                       "--summary", "--dirstat", "--compact-summary", "-s", "--no-patch", "--quiet",
                       "--exit-code"})
