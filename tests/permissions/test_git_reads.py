@@ -179,7 +179,7 @@ def test_slashless_rules_match_at_any_depth_and_folders_that_may_hold_them_ask(r
 
 def test_the_sandboxs_own_deny_read_list_counts(repo):
     settings = sandbox_settings({"sandbox": {"enabled": True, "filesystem": {"denyRead": ["./secret.txt"]}}})
-    box = Sandbox(settings, [str(repo)], home=str(repo / "home"), protected_dirs=[], read_deny=lambda: [])
+    box = Sandbox(settings, [str(repo)], home=str(repo / "home"), protected_dirs=[], read_deny=list)
     assert decide(repo, "git show HEAD~1:secret.txt", deny=(), sandbox=box).behavior is DENY
     assert decide(repo, "git log -p", deny=(), sandbox=box).behavior is ASK
 

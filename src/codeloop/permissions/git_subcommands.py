@@ -143,7 +143,11 @@ def _content_unless_restricted(call: GitCall, dp: DeniedPaths, specs: list[str],
 
     if hit := _named(specs, call, dp):
         return _deny(call, hit)
-    if call.trusted and "--follow" not in call.args and restricts(specs, call.bases, dp, literal=call.literal):
+    # `--full-diff`/`--pickaxe-all` show whole commits past the pathspec, `--follow` older names, and
+    # a pathspec under a `REV:folder` tree is relative to that folder, not to where it was checked
+    widened = {"--follow", "--full-diff", "--pickaxe-all"} & set(call.args) or any(
+        ":" in w for w in _positionals(_split(call.args)[0]))
+    if call.trusted and not widened and restricts(specs, call.bases, dp, literal=call.literal):
         return None
     return ask_read(f"git {call.sub} {what} without a pathspec that keeps it off the denied files")
 
