@@ -15,6 +15,7 @@ Owns `decide_bash` (called by `PermissionPolicy.decide`) and the two analyses be
 * Read deny rules hold for Bash too (`read_concern`): argument words (globs and braces
   expanded against the filesystem), input redirects (`< secret.txt`), `git show HEAD:path`, and
   directories searched recursively that hold a denied path. Words known only at run time ask.
+  They hold for git's objects too, sandbox or not (`git_reads.py`: `git show HEAD:secret.txt`).
 
 With the sandbox on for a command (`Sandbox.use_for`) and `autoAllowBashIfSandboxed`, the
 command runs without a prompt once deny and ask rules have had their say; the sandbox makes
