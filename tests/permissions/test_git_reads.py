@@ -149,6 +149,29 @@ def test_commands_that_cannot_print_denied_contents_keep_running(repo, command):
     assert decide(repo, command, sandbox=sandbox_for(repo)).behavior is ALLOW
 
 
+HIDDEN = ["printf 'git show HEAD~1:secret.txt' > s.sh", "cat > s.sh <<'EOF'\ngit show HEAD~1:secret.txt\nEOF",
+          "python3 -c \"import subprocess; subprocess.run(['git', 'show', 'HEAD~1:secret.txt'])\""]
+
+
+@pytest.mark.parametrize("command", HIDDEN)
+def test_a_denied_rev_path_written_into_a_script_or_code_is_refused(repo, command):
+    assert decide(repo, command, sandbox=sandbox_for(repo)).behavior is DENY
+
+
+def test_shell_scripts_an_earlier_call_wrote_are_read(repo):
+    (repo / "show.sh").write_text("git show HEAD~1:secret.txt\n")
+    (repo / "log.sh").write_text("#!/bin/sh\ngit log -p\n")
+    (repo / "ok.sh").write_text("#!/bin/sh\ngit status\n")
+    for f in ("show.sh", "log.sh", "ok.sh"):
+        (repo / f).chmod(0o755)
+    box = sandbox_for(repo)
+    for command in ("sh show.sh", "./show.sh", "bash -x ./show.sh"):
+        assert decide(repo, command, sandbox=box).behavior is DENY, command
+    for command in ("bash log.sh", ". ./log.sh", "./log.sh"):
+        assert decide(repo, command, sandbox=box).behavior is ASK, command
+    assert decide(repo, "./ok.sh && sh ok.sh", sandbox=box).behavior is ALLOW
+
+
 def test_with_no_read_deny_rule_nothing_changes(repo):
     for command in ("git show HEAD~1:secret.txt", "git log -p", "git show HEAD~1", "git archive HEAD~1"):
         assert decide(repo, command, deny=(), sandbox=sandbox_for(repo)).behavior is ALLOW, command

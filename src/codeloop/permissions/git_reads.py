@@ -53,6 +53,8 @@ _SAFE_ENV = frozenset({"GIT_OPTIONAL_LOCKS", "GIT_TERMINAL_PROMPT", "GIT_AUTHOR_
                        "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE",
                        "GIT_NO_LAZY_FETCH", "GIT_CONFIG_NOSYSTEM"})
 _PAGER_ENV = frozenset({"PAGER", "LESSOPEN", "LESSCLOSE", "MANPAGER", "LESS"})
+_SCRIPT_LIMIT = 256 * 1024
+_TOKENS = re.compile(r"[\s'\"\[\](),;=`]+")
 
 def git_read_concern(policy: Any, split: SplitResult) -> GitRead | None:
     """Why this command line may print a file a Read deny rule covers from git's objects."""
@@ -85,34 +87,82 @@ def git_read_concern(policy: Any, split: SplitResult) -> GitRead | None:
                                           for w in part.argv[:u.offset])     # `env -C dir git …`
         candidates: list[tuple[list[str], set[int], dict[str, str], bool]] = [
             (u.argv, dyn, {**part.env, **u.env}, True)]
-        candidates += _launched(part)
+        candidates += _launched(part, list(r.cwds))
         for argv, cdyn, env, trusted in candidates:
             cwds = None if r.unknown_cwd or hidden_cwd else list(r.cwds)
             found = _judge(argv, cdyn, env, trusted, exported, cwds, dp)
             if found and found.level is GitReadLevel.DENY:
                 return found
             worst = worst or found
+    if hit := _named_in_text(split, dp, [str(policy.cwd)]):
+        return GitRead(GitReadLevel.DENY, f"the command names {hit} in git's REV:path form, which a Read deny "
+                                          f"rule covers")
     return worst
 
 
 def _may_run_git(split: SplitResult) -> bool:
-    """A cheap first look: a word mentioning git, a program named at run time, or a launcher (whose
-    script is read by `inner_commands`, which decodes what a quick look would not)."""
+    """A cheap first look: a word mentioning git, a program named at run time or by path (a script),
+    or a launcher (whose script `inner_commands` decodes, which a quick look would not)."""
     from codeloop.permissions.shell_cmd import launcher_name
 
-    return any("git" in w for p in split.parts for w in p.argv) or any(
-        p.argv and (0 in p.dynamic or launcher_name(p.argv)) for p in split.parts)
+    return any("git" in w for p in split.parts for w in [*p.argv, *p.heredocs]) or any(
+        p.argv and (0 in p.dynamic or "/" in p.argv[0] or launcher_name(p.argv)) for p in split.parts)
 
 
-def _launched(part: SimpleCommand) -> list[tuple[list[str], set[int], dict[str, str], bool]]:
-    """The git calls a launcher part may run (`xargs git show`, `sh -c 'git …'`)."""
+def _launched(part: SimpleCommand, cwds: list[str]) -> list[tuple[list[str], set[int], dict[str, str], bool]]:
+    """The git calls a launcher part may run (`xargs git show`, `sh -c 'git …'`), and those of a
+    shell script it runs (`sh s.sh`, `. s.sh`, `./s.sh`: written by an earlier call, read here)."""
     from codeloop.permissions.shell_cmd import inner_commands, launcher_name
 
-    if launcher_name(part.argv) is None:
-        return []
+    found = [*inner_commands(part)] if launcher_name(part.argv) else []
+    found += _script_commands(part, cwds)
     env = {"GIT_": "?"} if "GIT_" in part.raw or any(k in part.raw for k in _PAGER_ENV) else {}
-    return [(argv, {k for k, w in enumerate(argv) if "$" in w or "`" in w}, env, False)
-            for argv in inner_commands(part)]
+    return [(argv, {k for k, w in enumerate(argv) if "$" in w or "`" in w}, env, False) for argv in found]
+
+
+def _script_commands(part: SimpleCommand, cwds: list[str]) -> list[list[str]]:
+    from codeloop.permissions.shell_cmd import SHELLS, command_name, inner_commands, strip_wrappers, unwrap
+    from codeloop.permissions.shell_scan import split_command
+
+    argv = unwrap(part.argv).argv
+    if not argv:
+        return []
+    name = command_name(argv[0])
+    if name in SHELLS or name in (".", "source"):
+        options = [a for a in argv[1:] if a.startswith("-")]
+        files = [] if any("c" in o for o in options if not o.startswith("--")) else [
+            a for a in argv[1:] if not a.startswith("-")][:1]
+    else:
+        files = [argv[0]] if "/" in argv[0] else []
+    commands: list[list[str]] = []
+    for path in (os.path.join(base, os.path.expanduser(f)) for f in files for base in cwds):
+        try:
+            if not os.path.isfile(path) or os.path.getsize(path) > _SCRIPT_LIMIT:
+                continue
+            with open(path, "rb") as fh:
+                script = fh.read().decode("utf-8", "replace")
+        except OSError:
+            continue
+        for p in split_command(script).parts:
+            commands += [strip_wrappers(p.argv), *inner_commands(p)]
+    return [c for c in commands if c]
+
+
+def _named_in_text(split: SplitResult, dp: DeniedPaths, cwds: list[str]) -> str | None:
+    """A `REV:denied-path` in any word or heredoc of a line that mentions git (a script being
+    written, `python3 -c "…['git','show','HEAD:secret.txt']…"`): the denied path, or None."""
+    from codeloop.permissions.git_paths import rev_path_denied
+
+    texts = [w for p in split.parts for w in [*p.argv, *p.heredocs]]
+    if not any("git" in t for t in texts):
+        return None
+    for t in texts:
+        for token in _TOKENS.split(t):
+            rev = token.split(":", 1)[0]
+            if ":" in token and not token.split(":", 1)[1].startswith("//") and "/" not in rev and \
+                    (hit := rev_path_denied(token, cwds, dp)):
+                return hit
+    return None
 
 
 def _env_concern(env: dict[str, str]) -> str | None:
