@@ -149,6 +149,19 @@ def test_commands_that_cannot_print_denied_contents_keep_running(repo, command):
     assert decide(repo, command, sandbox=sandbox_for(repo)).behavior is ALLOW
 
 
+def test_a_copy_of_the_repository_is_read_as_the_project(repo, tmp_path_factory):
+    copy = tmp_path_factory.mktemp("copy")
+    for command in (f"cp -r . {copy} && git -C {copy} show HEAD~1:secret.txt",
+                    f"cd {copy} && git log -p -- secret.txt"):
+        assert decide(repo, command, sandbox=sandbox_for(repo)).behavior is DENY, command
+
+
+@pytest.mark.parametrize("command", ["python3 -c \"import zlib; zlib.decompress(open('.git/objects/ab/cd').read())\"",
+                                     "cat objects/ab/cdef0123 | zlib-flate -uncompress", "ls .git/objects/pack"])
+def test_reading_the_object_store_directly_asks(repo, command):
+    assert decide(repo, command, sandbox=sandbox_for(repo)).behavior is ASK
+
+
 HIDDEN = ["printf 'git show HEAD~1:secret.txt' > s.sh", "cat > s.sh <<'EOF'\ngit show HEAD~1:secret.txt\nEOF",
           "python3 -c \"import subprocess; subprocess.run(['git', 'show', 'HEAD~1:secret.txt'])\""]
 

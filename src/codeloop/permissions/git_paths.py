@@ -30,6 +30,13 @@ class DeniedPaths:
     the question "could a denied path lie inside this folder?"."""
     denied: Callable[[str], bool]
     anchors: list[tuple[str, str, bool]]
+    # The session's folder: paths git is given are also read as relative to it, because a copy of
+    # the repository elsewhere (`cp -r . /tmp/c; git -C /tmp/c show HEAD:secret.txt`) holds the
+    # same history under paths no rule names.
+    project: str = "/"
+
+    def with_project(self, bases: list[str]) -> list[str]:
+        return list(dict.fromkeys([*bases, self.project]))
 
     @classmethod
     def of(cls, specs: Iterable[tuple[str, str]], cwd: str) -> DeniedPaths:
@@ -41,7 +48,7 @@ class DeniedPaths:
         def denied(path: str) -> bool:
             forms = {os.path.normpath(path), os.path.realpath(path)}
             return any(m(f) for m in matchers for f in forms)
-        return cls(denied, [anchor_spec(s, o, cwd) for s, o in specs])
+        return cls(denied, [anchor_spec(s, o, cwd) for s, o in specs], os.path.normpath(cwd))
 
     def may_hold(self, folder: str) -> bool:
         """Whether some path at or below `folder` (in any revision) could match a deny rule."""
@@ -92,7 +99,7 @@ def rev_path_denied(word: str, bases: list[str], dp: DeniedPaths) -> str | None:
         if not path or path.startswith(("(", "!", "^")):
             continue                                  # pathspec magic, judged as a pathspec
         relative = path.startswith(("./", "../")) or path in (".", "..")
-        for base in bases:
+        for base in dp.with_project(bases):
             for top in [base] if relative else _above(base):
                 full = os.path.normpath(os.path.join(top, path.lstrip("/")))
                 if dp.denied(full):
@@ -104,7 +111,7 @@ def pathspec_denied(spec: str, bases: list[str], dp: DeniedPaths) -> str | None:
     """The denied path a plain pathspec names (None for magic, globs and allowed paths)."""
     if spec.startswith(":") or _GLOB_CHARS.search(spec):
         return None
-    for base in bases:
+    for base in dp.with_project(bases):
         full = os.path.normpath(os.path.join(base, spec))
         if dp.denied(full):
             return full
@@ -124,7 +131,7 @@ def restricts(specs: list[str], bases: list[str], dp: DeniedPaths, *, literal: b
         if not literal and _GLOB_CHARS.search(spec):
             return False
         positive += 1
-        for base in bases:
+        for base in dp.with_project(bases):
             full = os.path.normpath(os.path.join(base, spec))
             if dp.denied(full):
                 return False
@@ -160,5 +167,6 @@ def tracked_denied(folder: str, dp: DeniedPaths, *, head: bool) -> str | None:
         names.update(listed.stdout.decode("utf-8", "surrogateescape").split("\0"))
     if len(names) > _INDEX_BUDGET:
         return "the repository tracks too many files to check against the Read deny rules"
-    hit = next((n for n in sorted(names) if n and dp.denied(os.path.join(root, n))), None)
-    return f"git tracks {os.path.join(root, hit)}, which a Read deny rule covers" if hit else None
+    hit = next((os.path.join(r, n) for n in sorted(names) for r in (root, dp.project)
+                if n and dp.denied(os.path.join(r, n))), None)
+    return f"git tracks {hit}, which a Read deny rule covers" if hit else None

@@ -54,6 +54,7 @@ _SAFE_ENV = frozenset({"GIT_OPTIONAL_LOCKS", "GIT_TERMINAL_PROMPT", "GIT_AUTHOR_
                        "GIT_NO_LAZY_FETCH", "GIT_CONFIG_NOSYSTEM"})
 _PAGER_ENV = frozenset({"PAGER", "LESSOPEN", "LESSCLOSE", "MANPAGER", "LESS"})
 _SCRIPT_LIMIT = 256 * 1024
+_OBJECT_STORE = re.compile(r"\.git/(objects|modules|worktrees)\b|\bobjects/(pack|info|[0-9a-f]{2})\b")
 _TOKENS = re.compile(r"[\s'\"\[\](),;=`]+")
 
 def git_read_concern(policy: Any, split: SplitResult) -> GitRead | None:
@@ -94,6 +95,8 @@ def git_read_concern(policy: Any, split: SplitResult) -> GitRead | None:
             if found and found.level is GitReadLevel.DENY:
                 return found
             worst = worst or found
+    if raw := _object_store(split):
+        return ask_read(f"{raw[:60]!r} reads git's object store directly")
     if hit := _named_in_text(split, dp, [str(policy.cwd)]):
         return GitRead(GitReadLevel.DENY, f"the command names {hit} in git's REV:path form, which a Read deny "
                                           f"rule covers")
@@ -105,7 +108,7 @@ def _may_run_git(split: SplitResult) -> bool:
     or a launcher (whose script `inner_commands` decodes, which a quick look would not)."""
     from codeloop.permissions.shell_cmd import launcher_name
 
-    return any("git" in w for p in split.parts for w in [*p.argv, *p.heredocs]) or any(
+    return any("git" in w or _OBJECT_STORE.search(w) for p in split.parts for w in [*p.argv, *p.heredocs]) or any(
         p.argv and (0 in p.dynamic or "/" in p.argv[0] or launcher_name(p.argv)) for p in split.parts)
 
 
@@ -146,6 +149,12 @@ def _script_commands(part: SimpleCommand, cwds: list[str]) -> list[list[str]]:
         for p in split_command(script).parts:
             commands += [strip_wrappers(p.argv), *inner_commands(p)]
     return [c for c in commands if c]
+
+
+def _object_store(split: SplitResult) -> str | None:
+    """A word reaching into git's object store (`.git/objects/…`, its packs), read without git."""
+    return next((w for p in split.parts for w in [*p.argv, *p.heredocs]
+                 if _OBJECT_STORE.search(w)), None)
 
 
 def _named_in_text(split: SplitResult, dp: DeniedPaths, cwds: list[str]) -> str | None:
