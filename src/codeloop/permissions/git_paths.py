@@ -154,6 +154,8 @@ def tracked_denied(folder: str, dp: DeniedPaths, *, head: bool) -> str | None:
     `folder` holds: what `git diff` / `git diff --cached` would print. A reason string when
     it cannot be known (the caller asks), None when none is held."""
     top = _git(folder, "rev-parse", "--show-toplevel")
+    if top is not None and top.returncode != 0 and b"not a git repository" in top.stderr.lower():
+        return None                                   # `git diff` outside a repository prints no objects
     if top is None or top.returncode != 0 or not top.stdout.strip():
         return f"git could not say which repository {folder} is in"
     root = top.stdout.decode("utf-8", "surrogateescape").strip()
