@@ -89,7 +89,9 @@ NAMING = ["git show HEAD~1:secret.txt", "git show :secret.txt", "git show :0:sec
           "bash <<< 'git show HEAD~1:secret.txt'", "timeout 5 git --no-pager show HEAD~1:secret.txt",
           "cd src && git show HEAD~1:../secret.txt", "git -C src show HEAD~1:../secret.txt",
           "/usr/lib/git-core/git-show HEAD~1:secret.txt", "git show HEAD~1:secret.txt | base64",
-          "env -i git show HEAD~1:secret.txt", "echo ok; git show HEAD~1:secret.txt > /tmp/x"]
+          "env -i git show HEAD~1:secret.txt", "echo ok; git show HEAD~1:secret.txt > /tmp/x",
+          "git log --stat -- secret.txt", "git diff --numstat HEAD~1 -- secret.txt",
+          "git show --stat HEAD -- secret.txt"]
 
 # -- a git call that can print contents without a pathspec keeping it off them asks ------------
 PRINTING = ["git show HEAD~1", "git show", "git show --stat abc1234", "git log -p", "git log --patch --all",
@@ -110,7 +112,10 @@ PRINTING = ["git show HEAD~1", "git show", "git show --stat abc1234", "git log -
             "git update-index --add --cacheinfo 100644,0123456789012345678901234567890123456789,pub.txt",
             "git read-tree --prefix=pub/ HEAD~1", "git apply --cached x.patch", "git notes add -C abc1234",
             "git diff-tree -p HEAD~1", "git --icase-pathspecs log -p -- SECRET.TXT", "git show HEAD~1^{tree}",
-            "git -p log -p", "env -C src git log -p -- a.py", "git log -p -- ."]
+            "git -p log -p", "env -C src git log -p -- a.py", "git log -p -- .",
+            "git for-each-ref --format='%(raw)' refs/tags", "git tag -l --format='%(contents)'",
+            "git rebase -x 'git log -p' HEAD~1", "git rebase --exec='git log -p' HEAD~1",
+            "git fetch --upload-pack='git log -p; git-upload-pack' .", "git ls-remote --upload-pack=x ."]
 
 
 @pytest.mark.parametrize("command", NAMING)
@@ -131,7 +136,7 @@ def test_printing_contents_asks_even_when_sandboxed(repo, command):
     assert decide(repo, command, mode=PermissionMode.DONT_ASK, sandbox=sandbox_for(repo)).behavior is DENY
 
 
-LEGITIMATE = ["git status", "git status --short", "git log", "git log --oneline --stat -3", "git log -- secret.txt",
+LEGITIMATE = ["git status", "git status --short", "git log", "git log --oneline --stat -3",
               "git log -p -- README.txt", "git log -p HEAD~1..HEAD -- README.txt src", "git diff",
               "git diff -- README.txt", "git diff --stat HEAD~1", "git diff HEAD~1 -- README.txt src",
               "git diff HEAD~1 HEAD -- ':(exclude)secret.txt' README.txt", "git show --stat HEAD~1",

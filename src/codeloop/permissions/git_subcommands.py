@@ -86,6 +86,7 @@ _VALUED_LETTERS = "mFcCtSuUOo"
 _PATCH_SHORT = "puWcm"                  # log/diff: `-p`, `-u`, `-W`, `-c`/`-m` (merges as diffs)
 _PATCH_VALUED = "ULSGO"                 # `-U3`, `-L1,5:f`, `-Sstr`, `-Gre`, `-Oorderfile`
 KNOWN_SUBCOMMANDS = CONTENT_FREE | _LOG_LIKE | _EXPORTERS | {"diff", "show", "grep", "cat-file"}
+_RUNS = ("--exec", "--upload-pack", "--receive-pack", "--to-cmd", "--cc-cmd")   # run a command git is handed
 _MESSAGES = ("commit", "tag", "merge", "stash", "revert", "cherry-pick")
 
 
@@ -135,7 +136,8 @@ def _named(words: list[str], call: GitCall, dp: DeniedPaths) -> str | None:
 
 
 def _deny(call: GitCall, hit: str) -> GitRead:
-    return GitRead(GitReadLevel.DENY, f"git {call.sub} would print {hit}, which a Read deny rule covers")
+    return GitRead(GitReadLevel.DENY, f"git {call.sub} would read {hit} from git's objects, which a Read deny rule "
+                                      f"covers")
 
 
 def _content_unless_restricted(call: GitCall, dp: DeniedPaths, specs: list[str], what: str) -> GitRead | None:
@@ -211,6 +213,10 @@ def _content_free(call: GitCall, dp: DeniedPaths) -> GitRead | None:
                     return ask_read(f"git {sub} {w} shows changes hunk by hunk")
                 if c in _VALUED_LETTERS:
                     break
+    if ran := next((w for w in before if w.startswith(_RUNS) or (sub == "rebase" and w.startswith("-x"))), None):
+        return ask_read(f"git {sub} {ran.split('=', 1)[0]} runs a command, which could print a denied file")
+    if raw := next((w for w in args if "%(raw" in w or "%(contents" in w), None):
+        return ask_read(f"git {sub} {raw[:40]} can print the object a ref points at (a blob too)")
     if sub == "worktree" and _positionals(args)[:1] == ["add"]:
         return ask_read("git worktree add checks every committed file out somewhere else")
     if sub in ("blame", "annotate"):
@@ -224,9 +230,11 @@ def _content_free(call: GitCall, dp: DeniedPaths) -> GitRead | None:
 
 def _log_like(call: GitCall, dp: DeniedPaths) -> GitRead | None:
     before, _ = _split(call.args)
+    _, specs = _revs_and_specs(call)
+    if hit := _named(specs, call, dp):
+        return _deny(call, hit)              # even `--stat` / `--numstat` tell about its contents
     if not any(_patch_option(w) for w in before):
         return None
-    _, specs = _revs_and_specs(call)
     return _content_unless_restricted(call, dp, specs, "with patches, -L or a pickaxe prints file contents")
 
 
@@ -237,9 +245,11 @@ def _diff(call: GitCall, dp: DeniedPaths) -> GitRead | None:
     if "--no-index" in before:
         hit = _named(_positionals(call.args), call, dp)
         return _deny(call, hit) if hit else None
+    revs, specs = _revs_and_specs(call)
+    if hit := _named(specs, call, dp):
+        return _deny(call, hit)
     if any(w.split("=", 1)[0] in _SUMMARY for w in before) and not any(_patch_option(w) for w in before):
         return None
-    revs, specs = _revs_and_specs(call)
     cached = any(w in ("--cached", "--staged") or w.startswith("--merge-base") for w in before)
     if revs or specs or not call.trusted:
         return _content_unless_restricted(call, dp, specs, "against a revision prints committed contents"
