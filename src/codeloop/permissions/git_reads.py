@@ -14,11 +14,16 @@ deny rule is in force (with none, it returns at once and nothing changes):
   `stash show -p`, `add -p`… Also every subcommand not known to be content-free (`archive`,
   `format-patch`, `bundle`, `fast-export`, `checkout-index`, `worktree add`, `apply --cached`,
   aliases…), a `-c` setting or `GIT_*`/pager variable that could start a program, and any word
-  known only at run time. Launchers (`xargs`, `sh -c`, `find -exec`, heredocs) are read through;
-  a git call found inside one is not trusted to keep its pathspecs (xargs appends more).
+  known only at run time. Launchers (`xargs`, `sh -c`, `find -exec`, heredocs) and shell scripts a
+  call runs (`sh s.sh`, `./s.sh`, read from disk) are read through; a git call found inside one is
+  not trusted to keep its pathspecs (xargs appends more). A word reaching into `.git/objects` asks;
+  a denied `REV:path` anywhere on a line that mentions git (a script being written, inline Python)
+  is refused. Paths are also read as relative to the session's folder: a copy of the repository
+  (`cp -r . /tmp/c`) holds the same history under paths no rule names.
 
 Status, log without patches, branch, rev-parse, ls-files, commit, checkout… keep running. This is
-a parse of the command line: a program that inflates `.git/objects` itself is beyond it.
+a parse of the command line: a program that builds its command at run time, or inflates git's
+objects itself (Python's zlib on a pack), is beyond it.
 """
 
 from __future__ import annotations
