@@ -167,6 +167,12 @@ def test_reading_the_object_store_directly_asks(repo, command):
     assert decide(repo, command, sandbox=sandbox_for(repo)).behavior is ASK
 
 
+def test_a_path_climbing_out_is_checked_from_every_folder_above_the_project(repo):
+    # the Bash tool's folder persists between calls (`cd src` earlier): `../secret.txt` may be the project's
+    for command in ("git show HEAD~1:../secret.txt", "git log -p -- ../secret.txt", "git blame ../../secret.txt"):
+        assert decide(repo, command, sandbox=sandbox_for(repo)).behavior is DENY, command
+
+
 HIDDEN = ["printf 'git show HEAD~1:secret.txt' > s.sh", "cat > s.sh <<'EOF'\ngit show HEAD~1:secret.txt\nEOF",
           "python3 -c \"import subprocess; subprocess.run(['git', 'show', 'HEAD~1:secret.txt'])\""]
 

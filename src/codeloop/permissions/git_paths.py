@@ -89,6 +89,18 @@ def _above(folder: str) -> list[str]:
     return out
 
 
+def _places(path: str, bases: list[str], dp: DeniedPaths) -> list[str]:
+    """Where a relative path git is given may point: from each base and the session's folder; one
+    climbing out (`../x`) also as its tail from the session's folder and every folder above it,
+    since the Bash tool's folder (kept between calls) can lie below the one decisions start from."""
+    places = [os.path.normpath(os.path.join(b, path)) for b in dp.with_project(bases)]
+    parts = os.path.normpath(path).split("/")
+    if parts[0] == "..":
+        tail = "/".join(p for p in parts if p != "..")
+        places += [os.path.normpath(os.path.join(top, tail)) for top in _above(dp.project)] if tail else []
+    return places
+
+
 def rev_path_denied(word: str, bases: list[str], dp: DeniedPaths) -> str | None:
     """The denied path a `REV:path`-shaped word names (every text after a colon is tried, so
     `HEAD@{1 12:00}:x`, `:0:x` and `-L1,5:x` are seen), or None."""
@@ -99,11 +111,10 @@ def rev_path_denied(word: str, bases: list[str], dp: DeniedPaths) -> str | None:
         if not path or path.startswith(("(", "!", "^")):
             continue                                  # pathspec magic, judged as a pathspec
         relative = path.startswith(("./", "../")) or path in (".", "..")
-        for base in dp.with_project(bases):
-            for top in [base] if relative else _above(base):
-                full = os.path.normpath(os.path.join(top, path.lstrip("/")))
-                if dp.denied(full):
-                    return full
+        tops = bases if relative else [t for b in dp.with_project(bases) for t in _above(b)]
+        for full in _places(path if relative else path.lstrip("/"), tops, dp):
+            if dp.denied(full):
+                return full
     return None
 
 
@@ -111,11 +122,7 @@ def pathspec_denied(spec: str, bases: list[str], dp: DeniedPaths) -> str | None:
     """The denied path a plain pathspec names (None for magic, globs and allowed paths)."""
     if spec.startswith(":") or _GLOB_CHARS.search(spec):
         return None
-    for base in dp.with_project(bases):
-        full = os.path.normpath(os.path.join(base, spec))
-        if dp.denied(full):
-            return full
-    return None
+    return next((full for full in _places(spec, bases, dp) if dp.denied(full)), None)
 
 
 def restricts(specs: list[str], bases: list[str], dp: DeniedPaths, *, literal: bool = False) -> bool:
@@ -131,8 +138,7 @@ def restricts(specs: list[str], bases: list[str], dp: DeniedPaths, *, literal: b
         if not literal and _GLOB_CHARS.search(spec):
             return False
         positive += 1
-        for base in dp.with_project(bases):
-            full = os.path.normpath(os.path.join(base, spec))
+        for full in _places(spec, bases, dp):
             if dp.denied(full):
                 return False
             if not (os.path.isfile(full) and not os.path.islink(full)) and dp.may_hold(full):
