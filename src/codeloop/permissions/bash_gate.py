@@ -15,6 +15,7 @@ Owns `decide_bash` (called by `PermissionPolicy.decide`) and the two analyses be
 * Read deny rules hold for Bash too (`read_concern`): argument words (globs and braces
   expanded against the filesystem), input redirects (`< secret.txt`), `git show HEAD:path`, and
   directories searched recursively that hold a denied path. Words known only at run time ask.
+  They hold for git's objects too, sandbox or not (`git_reads.py`: `git show HEAD:secret.txt`).
 
 With the sandbox on for a command (`Sandbox.use_for`) and `autoAllowBashIfSandboxed`, the
 command runs without a prompt once deny and ask rules have had their say; the sandbox makes
@@ -325,6 +326,7 @@ def decide_bash(policy: Any, tool: Any, inp: Any, opinion: PermissionDecision,
                 raw: dict[str, Any]) -> PermissionDecision:
     from codeloop.permissions.bash import split_command
     from codeloop.permissions.git_programs import git_concern
+    from codeloop.permissions.git_reads import GitReadLevel, git_read_concern
     from codeloop.permissions.guarded import wants_outside
     from codeloop.permissions.modes import PermissionMode
     from codeloop.permissions.readonly import is_read_only
@@ -354,6 +356,10 @@ def decide_bash(policy: Any, tool: Any, inp: Any, opinion: PermissionDecision,
         return PermissionDecision(PermissionBehavior.ASK, f"Bash matches the ask rule {verdict.matched_rule}.")
     denied = None if sandboxed else policy.read_filter()
     reads = read_concern(policy, split, denied) if denied is not None else None
+    # git prints committed and staged files from its objects, out of the sandbox's sight
+    if (git_reads := git_read_concern(policy, split)) and (git_reads.level is GitReadLevel.DENY
+                                                           or policy.mode is PermissionMode.BYPASS):
+        return PermissionDecision(PermissionBehavior.DENY, f"Permission to use Bash has been denied: {git_reads.why}.")
     if policy.mode is PermissionMode.BYPASS:
         if reads:
             return PermissionDecision(PermissionBehavior.DENY, f"Permission to use Bash has been denied: {reads}.")
@@ -370,6 +376,8 @@ def decide_bash(policy: Any, tool: Any, inp: Any, opinion: PermissionDecision,
     if policy.mode is PermissionMode.PLAN and not is_read_only(command, repo_programs_ok=git_why is None):
         return PermissionDecision(PermissionBehavior.DENY,
                                   "Bash is not available in plan mode: only read-only tools may run.")
+    if git_reads:
+        return policy.ask_or_deny("Bash", git_reads.why + ".")
     if sandboxed and policy.sandbox.settings.auto_allow:
         if hidden := _hidden_program(policy, split, writes):
             return policy.ask_or_deny("Bash", hidden + ".")
