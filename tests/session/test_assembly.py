@@ -36,7 +36,7 @@ async def drain(events) -> list:
 
 
 def is_summary_request(req) -> bool:
-    return "summar" in json.dumps(req.messages[-1]).lower() and not req.body.get("tools")
+    return "Primary Request and Intent" in json.dumps(req.messages[-1])   # the summary instructions
 
 
 async def test_set_model_reaches_requests_compaction_and_gates(project):

@@ -31,7 +31,7 @@ class Model:
 
     def __call__(self, req):
         tokens = len(json.dumps(req.body)) // 4
-        if "You summarise coding sessions" in req.system_text:
+        if "Primary Request and Intent" in json.dumps(req.messages[-1]):   # the summary instructions
             self.summaries += 1
             return sse(text(f"<summary>Summary {self.summaries}: the user asks about the project's "
                             "modules one prompt at a time; every answer so far was given.</summary>"),
@@ -102,7 +102,7 @@ class Worker:
 
     def __call__(self, req):
         tokens = len(json.dumps(req.body)) // 4
-        if "You summarise coding sessions" in req.system_text:
+        if "Primary Request and Intent" in json.dumps(req.messages[-1]):   # the summary instructions
             self.summaries += 1
             return sse(text(f"<summary>Summary {self.summaries}: reading every file, {self.turn} so far."
                             "</summary>"), input_tokens=tokens)

@@ -5,6 +5,12 @@ the summary; the user's CLAUDE.md instructions re-injected; the todo list verbat
 recently read or edited, re-read fresh from disk within a budget (only if no symbolic link leads
 there now, and only regular files); the last user request.
 
+The summary request is the conversation's own request (its tools, system prompt, user context,
+thinking and history, with their cache breakpoints) with the summary instructions appended, as
+Claude Code sends it: everything up to the instructions is read from the prompt cache the last
+turn wrote. A model that answers it with a tool call instead of text gets the plain request
+(a short system prompt, no tools) — so does any session that supplied no `RequestPrefix`.
+
 Compaction must never fail for being too long. When the summarisation request itself is
 too long: first the oldest half of the tool outputs is dropped, then all of them; then the
 history is summarised in chunks — the older part first, then the rest given that summary —
@@ -21,6 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from codeloop.context.tokens import TokenCounter
+from codeloop.loop.request import EPHEMERAL, build_request
 from codeloop.loop.recovery import CompactOutcome
 from codeloop.messages import Message, to_api_messages, user_message
 from codeloop.providers.assembly import assemble, text_of
@@ -191,6 +198,32 @@ def render_transcript(messages: list[Message]) -> str:
     return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class RequestPrefix:
+    """What the conversation's last request was made of, but its messages: the summary request
+    reuses it so that its prefix is the one already in the prompt cache."""
+    system_prompt: list[str]
+    user_context: dict[str, str]
+    tools: list[Any]
+    thinking: dict[str, Any] | None = None
+
+
+def _mark_before_last(request: ModelRequest) -> None:
+    """A second breakpoint on the history's last block (the one before the instructions): the
+    cache entry the conversation's next request would read stays written whatever the answer.
+    The message is copied, never edited: the API messages before the last are shared with the
+    conversation's per-turn cache (loop.request)."""
+    where = [(j, i) for j, m in enumerate(request.messages) for i in range(len(m["content"]))]
+    if len(where) < 2:
+        return
+    j, i = where[-2]
+    message = request.messages[j]
+    if message["content"][i].get("type") in ("text", "tool_result", "image", "tool_use"):
+        content = list(message["content"])
+        content[i] = {**content[i], "cache_control": EPHEMERAL}
+        request.messages[j] = {**message, "content": content}
+
+
 def _clip(s: str, n: int) -> str:
     return s if len(s) <= n else s[:n] + f" …[{len(s) - n} more chars]"
 
@@ -215,6 +248,8 @@ class Compactor:
     # Told after every compaction that succeeded, whatever its trigger (the context pipeline
     # listens: its autocompact breaker re-arms).
     on_success: list[Callable[[CompactOutcome], None]] = field(default_factory=list)
+    # The conversation's current request prefix (None: the plain summary request, as before).
+    prefix: Callable[[], RequestPrefix | None] | None = None
 
     async def _request(self, api_messages: list[dict[str, Any]]) -> str:
         request = ModelRequest(model=self.model, messages=api_messages, max_tokens=self.max_summary_tokens,
@@ -228,7 +263,20 @@ class Compactor:
         return COMPACT_INSTRUCTIONS + (f"\n\nFocus especially on: {focus}" if focus else "")
 
     async def _summarise(self, messages: list[Message], focus: str | None) -> str:
-        return await self._request(to_api_messages([*messages, user_message(self._instructions(focus))]))
+        ask = user_message(self._instructions(focus))
+        prefix = self.prefix() if self.prefix is not None else None
+        if prefix is not None:
+            request = build_request(model=self.model, messages=[*messages, ask], system_prompt=prefix.system_prompt,
+                                    user_context=prefix.user_context, tools=prefix.tools, thinking=prefix.thinking)
+            _mark_before_last(request)
+            answer = await assemble(self.provider, request)
+            text = text_of(answer)
+            # tools were on offer: a model that called one instead of writing is asked plainly
+            if text.strip() or not any(b.get("type") == "tool_use" for b in answer.blocks):
+                if not text.strip():
+                    raise ProviderError("the model returned an empty summary")
+                return _extract_summary(text)
+        return await self._request(to_api_messages([*messages, ask]))
 
     async def _summarise_text(self, text: str, prior: str | None, focus: str | None, part: str) -> str:
         head = (f"Summary of the earlier part of the conversation:\n<previous-summary>\n{prior}\n"

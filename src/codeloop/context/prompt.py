@@ -2,7 +2,10 @@
 
 The user context travels as a meta user message prepended to the history, as in Claude Code,
 so the system prompt stays stable across projects and caches well. Both are read per query
-(`context_loader`, spec 004 §6.1), so a CLAUDE.md edit takes effect on the next prompt. The
+(`ContextLoader`, spec 004 §6.1), so a CLAUDE.md edit takes effect on the next prompt; the
+environment block (date, git branch) is a snapshot taken once per session, as Claude Code takes it,
+so a branch switch or a new day does not invalidate the prompt cache after the static prompt (a new
+day is said in a meta message instead: `ContextLoader.date_change`). The
 project's CLAUDE.md files are read through the session's `ProjectFiles` (permissions.project_files):
 one that is a link out of the project is skipped and warned about, never sent.
 """
@@ -11,7 +14,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TYPE_CHECKING
 
@@ -183,12 +185,14 @@ def styled_prompt(style: Any) -> str:
 
 
 def build_system_prompt(cwd: Path, *, custom: str | None = None, append: str | None = None,
-                        today: _dt.date | None = None, output_style: Any = None) -> list[str]:
+                        today: _dt.date | None = None, output_style: Any = None,
+                        environment: str | None = None) -> list[str]:
     """`output_style` (an OutputStyle, None for the default) shapes the default prompt only: a
-    custom system prompt (--system-prompt) replaces everything, style included."""
+    custom system prompt (--system-prompt) replaces everything, style included. `environment`: the
+    session's snapshot of the environment block (None: taken now)."""
     styled = output_style is not None and custom is None
     parts = [custom if custom is not None else styled_prompt(output_style) if styled else DEFAULT_SYSTEM_PROMPT]
-    parts.append(environment_block(cwd, today))
+    parts.append(environment if environment is not None else environment_block(cwd, today))
     if append:
         parts.append(append)
     if styled and output_style.instructions:
@@ -196,18 +200,48 @@ def build_system_prompt(cwd: Path, *, custom: str | None = None, append: str | N
     return parts
 
 
-def context_loader(cwd: Path, config_dir: Path, *, custom: str | None = None, append: str | None = None,
-                   claude_md: bool = True, sources: frozenset[str] | None = None,
-                   output_style: Any = None, files: ProjectFiles | None = None
-                   ) -> Callable[[], tuple[list[str], dict[str, str]]]:
+DATE_CHANGE = ("<system-reminder>\nThe date has changed: today is now {day}. The user's clock shows it too, "
+               "so there is no need to mention it.\n</system-reminder>")
+
+
+class ContextLoader:
     """(system prompt, user context) as of now: the session calls it before each query.
 
-    `claude_md=False` (--bare) leaves CLAUDE.md discovery out of the user context; `sources`
-    (--setting-sources) keeps only the CLAUDE.md files of those sources. `files`: the session's
-    project-file reader, which keeps the warnings about files it skipped."""
-    read = sources if claude_md else frozenset()   # --bare reads no instruction file at all
+    CLAUDE.md files are read on every call; the environment block and the date are the snapshot of
+    the first call. `claude_md=False` (--bare) leaves CLAUDE.md discovery out of the user context;
+    `sources` (--setting-sources) keeps only the CLAUDE.md files of those sources. `files`: the
+    session's project-file reader, which keeps the warnings about files it skipped."""
 
-    def load() -> tuple[list[str], dict[str, str]]:
-        ctx = user_context(cwd, config_dir, sources=read, files=files)
-        return build_system_prompt(cwd, custom=custom, append=append, output_style=output_style), ctx
-    return load
+    def __init__(self, cwd: Path, config_dir: Path, *, custom: str | None = None, append: str | None = None,
+                 claude_md: bool = True, sources: frozenset[str] | None = None,
+                 output_style: Any = None, files: ProjectFiles | None = None):
+        self.cwd, self.config_dir, self.custom, self.append = cwd, config_dir, custom, append
+        self.sources = sources if claude_md else frozenset()   # --bare reads no instruction file at all
+        self.output_style, self.files = output_style, files
+        self.day: str | None = None          # the snapshot's date (ISO), in the prompt for the whole session
+        self._told: str | None = None        # the last day the model was told of
+        self._environment: str | None = None
+
+    def __call__(self) -> tuple[list[str], dict[str, str]]:
+        if self._environment is None:
+            self.day = _iso_day(None)
+            self._environment = environment_block(self.cwd)
+        ctx = user_context(self.cwd, self.config_dir, sources=self.sources, files=self.files)
+        if self.day is not None:
+            ctx["currentDate"] = f"Today's date is {self.day}."
+        return build_system_prompt(self.cwd, custom=self.custom, append=self.append, output_style=self.output_style,
+                                   environment=self._environment), ctx
+
+    def date_change(self, today: _dt.date | None = None) -> str | None:
+        """A meta reminder when the day moved on since the model was last told (then the new day is
+        the one it knows); None otherwise. The snapshot itself stays, so the cached prefix does."""
+        day = _iso_day(today)
+        if self.day is None or day == (self._told or self.day):
+            return None
+        self._told = day
+        return DATE_CHANGE.format(day=day)
+
+
+def context_loader(cwd: Path, config_dir: Path, **kw: Any) -> ContextLoader:
+    """The session's `ContextLoader` (kept as a function: callers and tests build it this way)."""
+    return ContextLoader(cwd, config_dir, **kw)

@@ -17,7 +17,7 @@ from codeloop.providers.models import default_output_tokens, model_info, support
 
 DEFAULT_MAX_OUTPUT_TOKENS = 8_192      # spec 004 §11.3: the capped default (non-Claude models) …
 ESCALATED_MAX_OUTPUT_TOKENS = 64_000   # … and what a max_tokens stop escalates to, once
-_EPHEMERAL = {"type": "ephemeral"}
+EPHEMERAL = {"type": "ephemeral"}
 # The API requires max_tokens > budget_tokens; keep room for the visible answer.
 _ANSWER_ROOM = 4_096
 
@@ -56,7 +56,7 @@ def _mark_last_block(messages: list[dict[str, Any]]) -> None:
     content = messages[-1]["content"]
     for i in range(len(content) - 1, -1, -1):
         if content[i].get("type") in ("text", "tool_result", "image", "tool_use"):
-            content[i] = {**content[i], "cache_control": _EPHEMERAL}
+            content[i] = {**content[i], "cache_control": EPHEMERAL}
             return
 
 
@@ -67,9 +67,9 @@ def system_blocks(system_prompt: list[str]) -> list[dict[str, Any]]:
     parts = [p for p in system_prompt if p]
     if not parts:
         return []
-    blocks = [{"type": "text", "text": parts[0], "cache_control": _EPHEMERAL}]
+    blocks = [{"type": "text", "text": parts[0], "cache_control": EPHEMERAL}]
     if len(parts) > 1:
-        blocks.append({"type": "text", "text": "\n\n".join(parts[1:]), "cache_control": _EPHEMERAL})
+        blocks.append({"type": "text", "text": "\n\n".join(parts[1:]), "cache_control": EPHEMERAL})
     return blocks
 
 

@@ -18,7 +18,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codeloop.abort import AbortController, AbortReason
 from codeloop.events import (ApiCallEvent, AssistantEvent, CompactBoundary, Event, PermissionDenied, SystemEvent,
@@ -33,6 +33,9 @@ from codeloop.session.parts import SessionParts, SessionPersistence
 from codeloop.session.wiring import SessionWiring
 from codeloop.tools.base import PermissionDecision, Tool, ToolContext
 from codeloop.usage import Usage
+
+if TYPE_CHECKING:
+    from codeloop.context.prompt import ContextLoader
 
 log = logging.getLogger(__name__)
 AskUser = Callable[[Tool, Any, dict[str, Any]], Awaitable[PermissionDecision]]  # Any: the parsed input model
@@ -64,7 +67,7 @@ class ConversationConfig:
     thinking: dict[str, Any] | None = None
     # Re-reads (system_prompt, user_context) — CLAUDE.md, git branch, date — before each query
     # (spec 004 §6.1), so edits take effect without a restart. None: keep the values above.
-    load_context: Callable[[], tuple[list[str], dict[str, str]]] | None = None
+    load_context: ContextLoader | None = None
 
 
 class Conversation(SessionWiring):
@@ -266,6 +269,9 @@ class Conversation(SessionWiring):
             extra += verdict.context
         from codeloop.loop.continuation import take_task_notifications
         extra += take_task_notifications(self.queue)  # tasks that ended while no query ran
+        day = self.config.load_context.date_change() if self.config.load_context is not None else None
+        if day is not None:   # the prompt keeps its snapshot (and its cache); the new day is said here
+            extra.append(user_message(day, is_meta=True))
         for m in [msg, *extra]:
             self.messages.append(m)
             self._write(m)

@@ -55,6 +55,7 @@ class SessionWiring:
     nested_memory: Any
     side_provider: Any
     file_history: Any
+    request_prefix: Any = None                  # context.compact.RequestPrefix of the latest request
 
     if TYPE_CHECKING:  # Conversation defines these; declared here for the type checker only
         @property
@@ -158,7 +159,8 @@ class SessionWiring:
         # summaries and labels are paid for too: their usage joins the session's totals
         self.side_provider = self.tool_context.side_provider = MeteredProvider(self.provider, metered)
         self.compactor = Compactor(self.side_provider, self.config.model, context=self.compact_context,
-                                   before_compact=self.hooks.pre_compact, after_compact=self.hooks.post_compact)
+                                   before_compact=self.hooks.pre_compact, after_compact=self.hooks.post_compact,
+                                   prefix=lambda: self.request_prefix)
         self.pipeline = ContextPipeline(
             compactor=self.compactor, session_dir=self.tool_context.session_dir,
             exempt_tools=ContextPipeline.exempt_from_tools(self.config.tools), collapse=self.collapse,
@@ -204,6 +206,7 @@ class SessionWiring:
         return None
 
     def _turn_params(self, msg: Message) -> QueryParams:
+        from codeloop.context.compact import RequestPrefix
         from codeloop.loop.budget import parse_token_budget
         from codeloop.loop.query import QueryParams
         from codeloop.tools.deferred import hint_for, request_tools
@@ -213,15 +216,22 @@ class SessionWiring:
         ctx.tool_pool = pool = self.tool_pool()
         hint = "\n\n".join(filter(None, [hint_for(pool, ctx), *session_notes(ctx)]))  # + skills, plan mode
 
+        side, cfg = self.sidechain, self.config
+        system_prompt = [*cfg.system_prompt, *([hint] if hint else [])]
+
         def refresh() -> list[Tool]:
             # a server that connected (or died) since the last turn changes what the model is offered
             ctx.tool_pool = fresh = self.tool_pool()
-            return request_tools(fresh, ctx)
+            tools = request_tools(fresh, ctx)
+            self.request_prefix = RequestPrefix(system_prompt, cfg.user_context, tools, cfg.thinking)
+            return tools
 
-        side, cfg = self.sidechain, self.config
+        tools = request_tools(pool, ctx)
+        # what compaction's request starts with, so that it reads this conversation's prompt cache
+        self.request_prefix = RequestPrefix(system_prompt, cfg.user_context, tools, cfg.thinking)
         stop_hooks: StopHooks | None = side.stop_hooks if side is not None else self.hooks.stop_hooks()
-        return QueryParams(messages=list(self.messages), system_prompt=[*cfg.system_prompt, *([hint] if hint else [])],
-                           user_context=cfg.user_context, tools=request_tools(pool, ctx), refresh_tools=refresh,
+        return QueryParams(messages=list(self.messages), system_prompt=system_prompt,
+                           user_context=cfg.user_context, tools=tools, refresh_tools=refresh,
                            provider=self.provider, model=cfg.model, tool_context=ctx, can_use_tool=self.can_use_tool,
                            max_turns=cfg.max_turns, max_output_tokens=cfg.max_output_tokens,
                            fallback_models=list(cfg.fallback_models), queue=self.queue,
