@@ -98,6 +98,7 @@ class PermissionOptions:
     add_dirs: tuple[Path, ...] = ()    # --add-dir + settings additionalDirectories, resolved, existing
     sandbox: bool = False              # --sandbox (settings `sandbox` is read from the settings)
     prompt_tool: str | None = None     # --permission-prompt-tool: "stdio" or an MCP tool name
+    auto_rules: Any = None             # permissions.auto_mode.AutoRules from settings `autoMode`
     # Rule problems found in the command line's own rules: shown as warnings at start.
     cli_rules_typed: bool = False
 

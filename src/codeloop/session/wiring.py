@@ -55,6 +55,7 @@ class SessionWiring:
     nested_memory: Any
     side_provider: Any
     file_history: Any
+    auto_reviewer: Any = None                   # permissions.auto_mode.AutoReviewer, made on first use
 
     if TYPE_CHECKING:  # Conversation defines these; declared here for the type checker only
         @property
