@@ -1,6 +1,6 @@
 """Claude Code's command-line surface: no prefix abbreviations, usage errors exit 1, and the flags
 added for drop-in use (--bare, --debug, -n/--name, --append-system-prompt-file,
---disable-slash-commands, --file, -w/--worktree, --permission-mode auto, the accepted-but-inert
+--disable-slash-commands, --file, -w/--worktree, --permission-mode auto (accepted), the accepted-but-inert
 integrations), plus settings-file hooks for the newer events. The CLI runs as a subprocess."""
 
 import json
@@ -154,7 +154,7 @@ def test_permission_mode_auto_debug_and_inert_flags(tmp_path):
         r = codeloop(["-p", "x", "--permission-mode", "auto", "--ide", "--tmux", "--debug", "api",
                       "--debug-file", "dbg.log", "--output-format", "json"], cwd=tmp_path, base_url=url)
     assert r.returncode == 0, r.stderr
-    assert "--permission-mode auto" in r.stderr and "default mode" in r.stderr
+    assert "--permission-mode auto" not in r.stderr    # a real mode now (tests/permissions/test_auto_mode.py)
     assert r.stderr.count("--ide is not supported") == 1 and "--tmux is not supported" in r.stderr
     assert json.loads(r.stdout)["result"] == "fine"
     assert (tmp_path / "dbg.log").read_text().startswith("[DEBUG]")

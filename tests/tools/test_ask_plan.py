@@ -159,7 +159,8 @@ async def test_sdk_answers_questions_and_approves_the_plan_through_can_use_tool(
     sdk = pytest.importorskip("claude_agent_sdk")
     import shutil
 
-    exe = shutil.which("codeloop")
+    beside = Path(sys.executable).with_name("codeloop")   # this interpreter's own install first
+    exe = str(beside) if beside.exists() else shutil.which("codeloop")
     if exe is None:
         pytest.skip("the codeloop entry point is not installed")
     api = ScriptedAPI(sse(tool_use("AskUserQuestion", {"questions": QUESTIONS[:1]}, id="q")),

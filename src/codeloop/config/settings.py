@@ -59,6 +59,8 @@ class DefaultMode(str, Enum):
     PLAN = "plan"
     DONT_ASK = "dontAsk"
     BYPASS = "bypassPermissions"
+    AUTO = "auto"
+    MANUAL = "manual"      # Claude Code's other name for default
 
 
 PROJECT_SCOPES = frozenset({SettingsScope.PROJECT, SettingsScope.PROJECT_LOCAL})
@@ -112,6 +114,19 @@ class LoadedSettings:
         if mode == DefaultMode.BYPASS.value and self.bypass_disabled():
             return None
         return mode
+
+    def auto_mode(self) -> dict[str, list[Any]]:
+        """`autoMode` (allow, soft_deny, hard_deny, environment), lists joined over the sources a
+        repository cannot write: a project's own file could otherwise exempt itself from review."""
+        out: dict[str, list[Any]] = {}
+        for src in self.sources:
+            block = src.data.get("autoMode")
+            if src.scope in PROJECT_SCOPES or not isinstance(block, dict):
+                continue
+            for key, value in block.items():
+                if isinstance(value, list):
+                    out.setdefault(key, []).extend(value)
+        return out
 
     def hooks(self) -> dict[str, Any]:
         return dict(self.merged.get("hooks") or {})

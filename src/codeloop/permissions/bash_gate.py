@@ -245,7 +245,7 @@ def _write_concern(policy: Any, writes: list[Any], consented: frozenset[int] = f
     consented within the limits of `_beyond_consent`; any other gets the decision an Edit of its
     target would get."""
     from codeloop.permissions.guarded import guarded_write
-    from codeloop.permissions.modes import PermissionMode
+    from codeloop.permissions.modes import EDITS_ALLOWED_MODES
     from codeloop.permissions.rules import DecisionBehavior, path_decision
 
     for w in writes:
@@ -257,7 +257,7 @@ def _write_concern(policy: Any, writes: list[Any], consented: frozenset[int] = f
         d = path_decision("Edit", w.path, policy.rules, cwd=str(policy.cwd))
         if d.behavior is DecisionBehavior.ALLOW:
             continue
-        if d.behavior is DecisionBehavior.PASSTHROUGH and policy.mode is PermissionMode.ACCEPT_EDITS \
+        if d.behavior is DecisionBehavior.PASSTHROUGH and policy.mode in EDITS_ALLOWED_MODES \
                 and policy.inside_workdirs(w.path) and not guarded_write([w], str(policy.cwd), bypass=False):
             continue
         if limit != "not consented":
@@ -353,7 +353,8 @@ def decide_bash(policy: Any, tool: Any, inp: Any, opinion: PermissionDecision,
     if use == "refused":
         return PermissionDecision(PermissionBehavior.DENY, why)
     if verdict.behavior is DecisionBehavior.ASK and policy.mode is not PermissionMode.BYPASS:
-        return PermissionDecision(PermissionBehavior.ASK, f"Bash matches the ask rule {verdict.matched_rule}.")
+        return PermissionDecision(PermissionBehavior.ASK, f"Bash matches the ask rule {verdict.matched_rule}.",
+                                  human=True)
     denied = None if sandboxed else policy.read_filter()
     reads = read_concern(policy, split, denied) if denied is not None else None
     # git prints committed and staged files from its objects, out of the sandbox's sight

@@ -20,6 +20,12 @@ class PermissionMode(str, Enum):
     PLAN = "plan"
     DONT_ASK = "dontAsk"
     BYPASS = "bypassPermissions"
+    AUTO = "auto"          # a classifier answers what would ask (permissions.auto_mode)
+
+
+# Modes in which an Edit inside the working folders runs without a question (auto mode reviews
+# only what would otherwise ask, as Claude Code's does).
+EDITS_ALLOWED_MODES = frozenset({PermissionMode.ACCEPT_EDITS, PermissionMode.AUTO})
 
 
 # The tools that write files: Edit rules govern them, acceptEdits allows them.

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from codeloop.permissions.modes import (EDIT_TOOLS, FILE_READERS, READ_TOOLS, SESSION_TOOLS,  # noqa: F401 (re-exported)
+from codeloop.permissions.modes import (EDIT_TOOLS, EDITS_ALLOWED_MODES, FILE_READERS, READ_TOOLS,  # noqa: F401
+                                        SESSION_TOOLS,
                                         SHELL_RC_FILES, _PATH_KEYS, PermissionMode, _rule_for, ask_paths,
                                         protected_paths)
 from codeloop.tools.base import PermissionBehavior, PermissionDecision, Tool
@@ -44,6 +45,8 @@ class PermissionPolicy:
     # The session's Bash sandbox (codeloop.sandbox.runtime.Sandbox) or None: passed down by the
     # front end, so the decision and the Bash tool consult the same object.
     sandbox: Any = None
+    # Auto mode's extra rules (permissions.auto_mode.AutoRules; None: the built-in ones only).
+    auto_rules: Any = None
     _rules: RuleSet | None = None
 
     @property
@@ -107,7 +110,9 @@ class PermissionPolicy:
         if decision.behavior is PermissionBehavior.ALLOW and verdict.behavior is DecisionBehavior.ALLOW:
             return decision
         detail = decision.message if decision.behavior is PermissionBehavior.ASK else ""
-        return self.ask_or_deny("Bash", f"{OUTSIDE_SANDBOX}. {detail or ''}".strip())
+        outside = self.ask_or_deny("Bash", f"{OUTSIDE_SANDBOX}. {detail or ''}".strip())
+        outside.human = True    # a person decides to leave the sandbox, never auto mode's classifier
+        return outside
 
     def _guarded(self, name: str, raw: dict[str, Any]) -> str | None:
         from codeloop.permissions.guarded import guarded_folder, guarded_reason
@@ -152,11 +157,16 @@ class PermissionPolicy:
         if tool_opinion.behavior is PermissionBehavior.DENY:
             return tool_opinion
         if getattr(tool, "requires_user_interaction", False):  # AskUserQuestion, ExitPlanMode: the prompt is the point
-            return self.ask_or_deny(name, tool_opinion.message or f"{name} needs the user.")
+            decision = self.ask_or_deny(name, tool_opinion.message or f"{name} needs the user.")
+            decision.human = True
+            return decision
         if verdict.behavior is DecisionBehavior.ASK and self.mode is not PermissionMode.BYPASS:
-            return PermissionDecision(PermissionBehavior.ASK, f"{name} matches the ask rule {verdict.matched_rule}.")
+            return PermissionDecision(PermissionBehavior.ASK, f"{name} matches the ask rule {verdict.matched_rule}.",
+                                      human=True)
         if name in EDIT_TOOLS and self.mode is not PermissionMode.PLAN and (guarded := self._guarded(name, raw)):
-            return self.ask_or_deny(name, guarded + ".")   # no allow rule nor mode approves it (Claude Code's rule)
+            decision = self.ask_or_deny(name, guarded + ".")   # no allow rule nor mode approves it (Claude Code's rule)
+            decision.human = True     # nor auto mode's classifier
+            return decision
         session_only = name in SESSION_TOOLS and tool_opinion.behavior is PermissionBehavior.ALLOW
         if self.mode is PermissionMode.BYPASS or session_only:
             return PermissionDecision(PermissionBehavior.ALLOW)
@@ -170,7 +180,7 @@ class PermissionPolicy:
             return self.ask_or_deny(name, f"{name} of a path outside the working directories needs permission.")
         if tool_opinion.behavior is PermissionBehavior.ALLOW:
             return tool_opinion
-        if self.mode is PermissionMode.ACCEPT_EDITS and name in EDIT_TOOLS and self._inside_workdirs(raw):
+        if self.mode in EDITS_ALLOWED_MODES and name in EDIT_TOOLS and self._inside_workdirs(raw):
             return PermissionDecision(PermissionBehavior.ALLOW)
         return self.ask_or_deny(name, f"{name} requires permission.")
 

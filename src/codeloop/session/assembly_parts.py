@@ -181,7 +181,8 @@ def make_policy(options: RunOptions) -> Any:
     dirs = [str(d) for d in p.add_dirs]
     policy = PermissionPolicy(mode=p.mode, allow=list(p.allow), deny=list(p.deny), cwd=cwd,
                               settings_rules=[(str(b.value), r, o) for b, r, o in settings.permission_rules()],
-                              additional_directories=dirs, bypass_disabled=settings.bypass_disabled())
+                              additional_directories=dirs, bypass_disabled=settings.bypass_disabled(),
+                              auto_rules=p.auto_rules)
     if p.sandbox or p.sandbox_default or "sandbox" in settings.merged:   # imported only when asked for
         from codeloop.config.settings import claude_user_dir
         from codeloop.sandbox.runtime import session_sandbox

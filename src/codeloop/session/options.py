@@ -101,6 +101,7 @@ class PermissionOptions:
     # neither --no-sandbox nor `sandbox.enabled: false` turned it off. Print mode never sets it.
     sandbox_default: bool = False
     prompt_tool: str | None = None     # --permission-prompt-tool: "stdio" or an MCP tool name
+    auto_rules: Any = None             # permissions.auto_mode.AutoRules from settings `autoMode`
     # Rule problems found in the command line's own rules: shown as warnings at start.
     cli_rules_typed: bool = False
 

@@ -2,8 +2,10 @@
 
 Order: PreToolUse hooks (a block or "deny" ends it; "allow" answers an ask; "ask" turns an allow
 into a question; `updatedInput` replaces the input), then the tool's own opinion, the rules and
-the mode (`PermissionPolicy.decide`), then — for an ask — the user, or a denial when nobody can
-be asked (print mode). A hook's "allow" never lifts a deny rule.
+the mode (`PermissionPolicy.decide`), then — for an ask — PermissionRequest hooks, auto mode's
+classifier (permissions.auto_mode: it allows or blocks, with its reason shown; when it cannot
+answer, or has paused, the question goes on), then the user, or a denial when nobody can be asked
+(print mode). A hook's "allow" never lifts a deny rule.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from codeloop.events import SystemEvent
-from codeloop.permissions.policy import denial_message
+from codeloop.permissions.policy import PermissionMode, denial_message
 from codeloop.tools.base import PermissionBehavior, PermissionDecision, Tool, ToolContext
 
 
@@ -45,6 +47,9 @@ async def decide_tool_use(conv: Any, tool: Tool, inp: Any, block: dict[str, Any]
         decision = PermissionDecision(PermissionBehavior.ASK, hook.permission_reason or "a PreToolUse hook asks")
     if decision.behavior is PermissionBehavior.ASK:
         decision = await conv.hooks.permission_request(tool.name, raw, agent) or decision
+    if decision.behavior is PermissionBehavior.ASK and not decision.human \
+            and conv.config.policy.mode is PermissionMode.AUTO:
+        decision = await auto_review(conv, tool.name, raw, decision)
     if decision.behavior is PermissionBehavior.ASK:
         if conv.ask_user is not None:
             await conv.hooks.notify(f"Claude needs your permission to use {tool.name}")
@@ -55,3 +60,29 @@ async def decide_tool_use(conv: Any, tool: Tool, inp: Any, block: dict[str, Any]
     if updated is not None and decision.behavior is PermissionBehavior.ALLOW and decision.updated_input is None:
         decision = PermissionDecision(PermissionBehavior.ALLOW, decision.message, updated)
     return decision
+
+
+async def auto_review(conv: Any, tool_name: str, raw: dict[str, Any], asked: PermissionDecision) -> PermissionDecision:
+    """Auto mode: the classifier's verdict on an action that would ask, said to the user as a notice."""
+    from codeloop.permissions.auto_mode import AutoReviewer, AutoRules, VerdictKind, reviewer_model
+
+    if conv.auto_reviewer is None:
+        rules = conv.config.policy.auto_rules or AutoRules()
+        conv.auto_reviewer = AutoReviewer(conv.side_provider, reviewer_model(conv.provider, conv.model), rules)
+    verdict = await conv.auto_reviewer.review(tool_name, raw, conv.messages)
+    if verdict.kind is VerdictKind.ALLOW:
+        conv.hooks.pending_notices.append(SystemEvent("auto_mode_allowed", f"Auto mode allowed {tool_name}: "
+                                                      f"{verdict.reason}", "info"))
+        return PermissionDecision(PermissionBehavior.ALLOW)
+    if verdict.kind is VerdictKind.BLOCK:
+        conv.hooks.pending_notices.append(SystemEvent("auto_mode_blocked", f"Auto mode blocked {tool_name}: "
+                                                      f"{verdict.reason}", "warning"))
+        return PermissionDecision(PermissionBehavior.DENY, (
+            f"Permission to use {tool_name} has been denied by auto mode's reviewer: {verdict.reason} "
+            "Do not try to reach the same effect another way; if the action is needed, tell the user why, "
+            "so they can run it themselves or change the permission mode."))
+    conv.hooks.pending_notices.append(SystemEvent("auto_mode_unavailable", f"Auto mode could not decide on "
+                                                  f"{tool_name}: {verdict.reason}; asking instead", "warning"))
+    if conv.ask_user is not None:
+        conv.auto_reviewer.user_decided()
+    return PermissionDecision(PermissionBehavior.ASK, f"{asked.message} ({verdict.reason})".strip(), human=True)

@@ -56,6 +56,7 @@ class SessionWiring:
     side_provider: Any
     file_history: Any
     request_prefix: Any = None                  # context.compact.RequestPrefix of the latest request
+    auto_reviewer: Any = None                   # permissions.auto_mode.AutoReviewer, made on first use
 
     if TYPE_CHECKING:  # Conversation defines these; declared here for the type checker only
         @property

@@ -155,6 +155,9 @@ class PermissionDecision:
     behavior: PermissionBehavior
     message: str = ""
     updated_input: dict[str, Any] | None = None
+    # An ASK only a person may answer (an ask rule, a tool whose point is the user): auto mode's
+    # classifier leaves it to the user.
+    human: bool = False
 
 
 class Tool:

@@ -91,8 +91,8 @@ def handle_simple(conv: Any, req: dict[str, Any]) -> dict[str, Any]:
 
     subtype = req.get("subtype")
     if subtype == ControlSubtype.SET_PERMISSION_MODE.value:
-        try:  # "auto" needs Claude Code's safety classifier: codeloop runs it as default (README)
-            conv.config.policy.mode = PermissionMode("default" if req.get("mode") == "auto" else req.get("mode"))
+        try:  # "manual" is Claude Code's other name for default
+            conv.config.policy.mode = PermissionMode("default" if req.get("mode") == "manual" else req.get("mode"))
         except ValueError:
             raise ControlError(f"Invalid permission mode: {req.get('mode')!r} (expected one of "
                                f"{', '.join(m.value for m in PermissionMode)})") from None

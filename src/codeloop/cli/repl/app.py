@@ -169,7 +169,7 @@ class Repl(ChoiceMixin, FlowMixin):
     def cycle_permission_mode(self) -> None:
         from codeloop.permissions.policy import PermissionMode
 
-        cycle = [PermissionMode.DEFAULT, PermissionMode.ACCEPT_EDITS, PermissionMode.PLAN]
+        cycle = [PermissionMode.DEFAULT, PermissionMode.ACCEPT_EDITS, PermissionMode.PLAN, PermissionMode.AUTO]
         if self.started_bypass:
             cycle.append(PermissionMode.BYPASS)
         policy = self.conv.config.policy
@@ -205,7 +205,7 @@ class Repl(ChoiceMixin, FlowMixin):
             parts.append(("class:status", "\n".join(status) + "\n"))
         mode = self.conv.config.policy.mode
         label = {PermissionMode.ACCEPT_EDITS: "⏵⏵ accept edits on", PermissionMode.PLAN: "⏸ plan mode on",
-                 PermissionMode.BYPASS: "⏵⏵ bypass permissions on",
+                 PermissionMode.BYPASS: "⏵⏵ bypass permissions on", PermissionMode.AUTO: "⏵⏵ auto mode on",
                  PermissionMode.DONT_ASK: "dontAsk mode"}.get(mode, "? for shortcuts")
         parts.append(("class:mode", f"  {label} (shift+tab to cycle)"))
         queued = len(self.conv.queue)

@@ -256,7 +256,7 @@ def _permissions(args: argparse.Namespace, settings: Any, cwd: Path, disallowed:
 
     requested = ("bypassPermissions" if args.dangerously_skip_permissions else args.permission_mode) \
         or settings.default_mode() or "default"
-    if requested == "auto":   # needs Claude Code's classifier (preflight warned); default mode here
+    if requested == "manual":   # Claude Code's name for the default mode
         requested = "default"
     if requested == "bypassPermissions" and settings.bypass_disabled():
         raise SetupError("bypassPermissions mode is disabled by managed settings "
@@ -270,8 +270,11 @@ def _permissions(args: argparse.Namespace, settings: Any, cwd: Path, disallowed:
         if not d.is_dir():
             raise SetupError(f"--add-dir: {d} is not a directory")
     allow = tuple(args.allowed_tools)
+    from codeloop.permissions.auto_mode import AutoRules
+
     return PermissionOptions(mode=mode, allow=allow, deny=tuple(disallowed), add_dirs=tuple(dirs),
                              sandbox=bool(args.sandbox), prompt_tool=args.permission_prompt_tool or None,
+                             auto_rules=AutoRules.from_settings(settings.auto_mode()),
                              cli_rules_typed=any("(" in r for r in [*allow, *disallowed]))
 
 

@@ -13,7 +13,7 @@ from codeloop.version import __version__
 
 OUTPUT_FORMATS = ("text", "json", "stream-json")
 INPUT_FORMATS = ("text", "stream-json")
-PERMISSION_MODES = ("default", "acceptEdits", "plan", "auto", "dontAsk", "bypassPermissions")
+PERMISSION_MODES = ("default", "acceptEdits", "plan", "auto", "dontAsk", "bypassPermissions", "manual")
 EXIT_USAGE = 1  # Claude Code exits 1 on a usage error (argparse's default is 2)
 
 

@@ -3,7 +3,7 @@
 Owns the flags added for drop-in compatibility beyond the core set in main.py, and `prepare()`,
 which main runs once after parsing: it applies the flags that act on the process before a
 session exists (`--debug`, `--worktree`, `--file`, `--disable-slash-commands`, `--bare`'s
-environment mark, the `--permission-mode auto` warning) and prints one warning line for each flag
+environment mark) and prints one warning line for each flag
 codeloop accepts but cannot honour (IDE, browser, remote and tmux integrations). What the other
 flags mean for the session is resolved into RunOptions (`cli.startup.options`).
 """
@@ -90,10 +90,6 @@ def prepare(args: argparse.Namespace) -> None:
         os.environ[DISABLE_SLASH_ENV] = "1"  # read by input.commands.parse_slash (and the REPL it serves)
     if args.bare or args.safe_mode:
         os.environ.setdefault("CLAUDE_CODE_SIMPLE", "1")  # as Claude Code marks a bare run
-    if args.permission_mode == "auto":   # resolved as default mode (cli.startup.options)
-        sys.stderr.write("codeloop: warning: --permission-mode auto needs Claude Code's safety classifier, which "
-                         "codeloop does not have; running in default mode (actions that need approval are asked "
-                         "for, or denied in print mode)\n")
 
 
 def _category_filter(spec: str):
