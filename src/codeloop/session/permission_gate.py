@@ -33,7 +33,7 @@ async def decide_tool_use(conv: Any, tool: Tool, inp: Any, block: dict[str, Any]
         from codeloop.tools.registry import parse_tool_input
         inp, raw = parse_tool_input(tool, updated), dict(updated)
     opinion = await tool.check_permissions(inp, ctx)
-    decision = conv.config.policy.decide(tool, inp, opinion, raw)
+    decision = conv.config.policy.decide(tool, inp, opinion, _as_run(tool.name, raw, ctx, conv.config.policy.cwd))
     if not conv.read_filter_ready:  # rules are parsed on first use, not at start-up
         conv.read_filter_ready = True
         ctx.read_denied = conv.tool_context.read_denied = conv.config.policy.read_filter()
@@ -86,3 +86,20 @@ async def auto_review(conv: Any, tool_name: str, raw: dict[str, Any], asked: Per
     if conv.ask_user is not None:
         conv.auto_reviewer.user_decided()
     return PermissionDecision(PermissionBehavior.ASK, f"{asked.message} ({verdict.reason})".strip(), human=True)
+
+
+def _as_run(tool_name: str, raw: dict[str, Any], ctx: ToolContext, project: Any) -> dict[str, Any]:
+    """The Bash input as it will run: the shell keeps the folder an earlier call `cd`-ed into, and the
+    policy resolves relative paths from the project, so the command is judged as `cd <there> && …`
+    (`cd src` then `echo x > ../.git/config` is a write to the project's .git/config). The physical
+    folder, as the kernel resolves `..` from it."""
+    import os
+    import shlex
+
+    command = raw.get("command")
+    if tool_name != "Bash" or not isinstance(command, str):
+        return raw
+    here = os.path.realpath(str(ctx.cwd))
+    if here == os.path.realpath(str(project)):
+        return raw
+    return {**raw, "command": f"cd {shlex.quote(here)} && {command}"}
