@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from codeloop.events import Event, SystemEvent
+from codeloop.hooks.lifecycle import LifecycleHooks
 from codeloop.messages import Message, user_message
 from codeloop.tools.base import PermissionBehavior, PermissionDecision
 
@@ -60,6 +61,9 @@ class ConversationHooks:
         # mypy cannot follow, hence Any rather than Any | None.
         self.runner: Any = runner
         self.pending_notices: list[Event] = []
+        # the other events (PostToolBatch, PermissionDenied, MessageDisplay…): read the runner late,
+        # as an SDK may install it after the session started
+        self.lifecycle = LifecycleHooks(lambda: self.runner, lambda events: self.pending_notices.extend(events))
 
     def has(self, event: str, match: str | None = None) -> bool:
         return self.runner is not None and self.runner.has_hooks(event, match)

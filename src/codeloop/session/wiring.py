@@ -228,4 +228,6 @@ class SessionWiring:
                            token_budget=parse_token_budget(msg.text) or cfg.token_budget,
                            reactive_compact=self.compactor, context_pipeline=self.pipeline,
                            context_collapse=self.collapse, compact_context=self.compact_context,
-                           stop_hooks=stop_hooks, thinking=cfg.thinking, memory=self.nested_memory.start)
+                           stop_hooks=stop_hooks, thinking=cfg.thinking, memory=self.nested_memory.start,
+                           post_tool_batch=self.hooks.lifecycle.post_tool_batch,
+                           stop_failure=self.hooks.lifecycle.stop_failure)
