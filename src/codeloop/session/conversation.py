@@ -253,6 +253,7 @@ class Conversation(SessionWiring):
         extra: list[Message] = list(context or [])
         if not self._started and self.sidechain is None:
             extra += await self.hooks.session_start("resume" if self.config.resumed else "startup")
+            await self.hooks.instructions_loaded(self.config.user_context, "session_start")
         self._started = True
         if not msg.is_meta and self.sidechain is None:
             verdict = await self.hooks.user_prompt(msg.text, msg.uuid)
@@ -279,10 +280,12 @@ class Conversation(SessionWiring):
         self._use_model(self.config.model, configured=True)
         from codeloop.loop.query import query
 
+        cfg_context = self.config.user_context
         try:
             async for ev in query(self._turn_params(msg)):
                 self._record(ev)
-                yield ev
+                # hooks on what happened; MessageDisplay changes what is shown, never the record
+                yield ev if self.sidechain is not None else await self.hooks.after_event(ev, cfg_context)
                 if self.sidechain is None:   # hook notices are the main thread's to show
                     for notice in [*self.hooks.drain_notices(), *self._skipped_files()]:
                         yield notice
@@ -302,6 +305,7 @@ class Conversation(SessionWiring):
                                                **self.compact_context())
         ev = CompactBoundary("manual", outcome.pre_tokens, outcome.messages)
         self._record(ev)
+        await self.hooks.instructions_loaded(self.config.user_context, "compact")
         self.sync()
         yield ev
         for notice in self.pipeline.tracking.drain_notices():   # autocompact back on, said now

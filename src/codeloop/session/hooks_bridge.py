@@ -170,6 +170,53 @@ class ConversationHooks:
         if self.has("SessionEnd"):
             await self.runner.run("SessionEnd", {"reason": reason})
 
+    async def instructions_loaded(self, user_context: dict[str, str], reason: str) -> None:
+        """InstructionsLoaded for each CLAUDE.md file in the user context (`reason`: session_start |
+        compact)."""
+        if not self.has("InstructionsLoaded", reason):
+            return
+        from codeloop.context.prompt import loaded_instruction_files
+
+        for path, memory_type in loaded_instruction_files(user_context.get("claudeMd", "")):
+            await self.lifecycle.instructions_loaded(path, memory_type, reason)
+
+    async def after_event(self, ev: Event, user_context: dict[str, str]) -> Event:
+        """The hooks a main-thread event fires, and what a front end shows of it: a nested CLAUDE.md
+        attached fires InstructionsLoaded (nested_traversal), a compaction InstructionsLoaded
+        (compact), an assistant text MessageDisplay (`display`)."""
+        from codeloop.events import AttachmentEvent, CompactBoundary
+
+        if isinstance(ev, AttachmentEvent) and ev.attachment.get("type") == "nested_memory":
+            path = str(ev.attachment.get("path", ""))
+            local = path.endswith("CLAUDE.local.md")
+            await self.lifecycle.instructions_loaded(path, "Local" if local else "Project", "nested_traversal")
+        elif isinstance(ev, CompactBoundary):
+            await self.instructions_loaded(user_context, "compact")
+        return await self.display(ev)
+
+    async def display(self, ev: Event) -> Event:
+        """MessageDisplay: the event a front end shows for an assistant text (a copy whose text is
+        the hooks' displayContent). The history and what the model sees keep the original."""
+        from codeloop.events import AssistantEvent
+
+        if not isinstance(ev, AssistantEvent) or ev.message.is_api_error or not self.lifecycle.displays():
+            return ev
+        msg = ev.message
+        text = "".join(b.get("text", "") for b in msg.content if b.get("type") == "text")
+        shown = await self.lifecycle.message_display(text, turn_id=self.runner.prompt_id or "", message_id=msg.uuid)
+        if shown == text:
+            return ev
+        import dataclasses
+
+        blocks, placed = [], False
+        for b in msg.content:   # the text goes where the first text block was; other blocks stay
+            if b.get("type") != "text":
+                blocks.append(b)
+            elif not placed:
+                blocks.append({**b, "text": shown})
+                placed = True
+        return AssistantEvent(dataclasses.replace(msg, content=blocks))
+
     def drain_notices(self) -> list[Event]:
         notices, self.pending_notices = self.pending_notices, []
         return notices
