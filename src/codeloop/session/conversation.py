@@ -256,6 +256,7 @@ class Conversation(SessionWiring):
             await self.hooks.instructions_loaded(self.config.user_context, "session_start")
         self._started = True
         if not msg.is_meta and self.sidechain is None:
+            await self.hooks.watch.check(self.tool_context.cwd)   # CwdChanged, FileChanged since the last look
             verdict = await self.hooks.user_prompt(msg.text, msg.uuid)
             for ev in [*self.hooks.drain_notices(), *verdict.events]:
                 yield ev

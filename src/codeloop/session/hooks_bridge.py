@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from codeloop.events import Event, SystemEvent
-from codeloop.hooks.lifecycle import LifecycleHooks
+from codeloop.hooks.lifecycle import BatchVerdict, LifecycleHooks
+from codeloop.hooks.watch import WorkspaceWatch
 from codeloop.messages import Message, user_message
 from codeloop.tools.base import PermissionBehavior, PermissionDecision
 
@@ -64,6 +65,7 @@ class ConversationHooks:
         # the other events (PostToolBatch, PermissionDenied, MessageDisplay…): read the runner late,
         # as an SDK may install it after the session started
         self.lifecycle = LifecycleHooks(lambda: self.runner, lambda events: self.pending_notices.extend(events))
+        self.watch = WorkspaceWatch(self.lifecycle, lambda: self.runner)   # CwdChanged, FileChanged
 
     def has(self, event: str, match: str | None = None) -> bool:
         return self.runner is not None and self.runner.has_hooks(event, match)
@@ -86,6 +88,7 @@ class ConversationHooks:
             return []
         out = await self.runner.run("SessionStart", {"source": source}, match_value=source)
         self.pending_notices += _notices(out)
+        self.watch.add(out.watch_paths)
         return _context_message(out.additional_context + out.output, "SessionStart")
 
     async def pre_tool(self, tool_name: str, tool_input: dict[str, Any], tool_use_id: str,
@@ -136,6 +139,15 @@ class ConversationHooks:
             return PermissionDecision(PermissionBehavior.ALLOW, updated_input=updated if isinstance(updated, dict)
                                       else None)
         return None
+
+    def batch_hooks(self, ctx: Any) -> Any:
+        """The loop's post_tool_batch: the main thread's working folder and watched files first
+        (CwdChanged, FileChanged), then the PostToolBatch hooks."""
+        async def after_batch(tool_calls: list[dict[str, Any]], agent: dict[str, Any] | None) -> BatchVerdict:
+            if agent is None:
+                await self.watch.check(ctx.cwd)
+            return await self.lifecycle.post_tool_batch(tool_calls, agent)
+        return after_batch
 
     def stop_hooks(self, event: str = "Stop") -> Any | None:
         """Stop hooks for the main loop, or SubagentStop hooks (`event="SubagentStop"`) for subagents."""
