@@ -58,3 +58,31 @@ def test_print_mode_fires_post_tool_batch_instructions_loaded_and_message_displa
     [shown] = calls(logs, "display")
     assert shown["hook_event_name"] == "MessageDisplay" and shown["delta"] == "the secret answer is 42"
     assert shown["final"] is True and shown["index"] == 0 and shown["turn_id"] and shown["message_id"]
+
+
+def test_init_runs_setup_hooks_before_the_session_and_maintenance_ones_do_not(tmp_path):
+    from fakeapi import error
+
+    logs = tmp_path.parent / f"{tmp_path.name}-logs"
+    logs.mkdir()
+    context = json.dumps({"hookSpecificOutput": {"hookEventName": "Setup", "additionalContext": "SETUP-CTX"}})
+    hooks = {"Setup": [{"matcher": "init", **recorder(logs, "init", context)},
+                       {"matcher": "maintenance", **recorder(logs, "maint")}],
+             "StopFailure": [{"matcher": "authentication_failed|invalid_request", **recorder(logs, "failed")}]}
+    (tmp_path / ".cfg").mkdir()
+    (tmp_path / ".cfg" / "settings.json").write_text(json.dumps({"hooks": hooks}))
+    api = ScriptedAPI(sse(text("ready")), error(400, "invalid_request_error", "bad request body"))
+    with api.serve() as url:
+        r = codeloop(["-p", "hi", "--init"], cwd=tmp_path, base_url=url, env={"HOME": str(logs)})
+        assert r.returncode == 0, r.stderr
+        assert "--init" not in r.stderr                   # no longer "not supported"
+        [setup] = calls(logs, "init")
+        assert setup["hook_event_name"] == "Setup" and setup["trigger"] == "init"
+        assert calls(logs, "maint") == []
+        assert "SETUP-CTX" in json.dumps(api.requests[0].messages)
+        # a turn an API error ends: StopFailure, with the error type the matcher names
+        r = codeloop(["-p", "again"], cwd=tmp_path, base_url=url, env={"HOME": str(logs)})
+    assert r.returncode != 0
+    [failed] = calls(logs, "failed")
+    assert failed["error"] == "invalid_request" and "bad request body" in failed["error_details"]
+    assert len(calls(logs, "init")) == 1                 # Setup runs only when asked for

@@ -62,6 +62,7 @@ class ConversationConfig:
     resumed: bool = False
     max_budget_usd: float | None = None
     thinking: dict[str, Any] | None = None
+    setup_trigger: str | None = None   # --init / --maintenance: Setup hooks before SessionStart
     # Re-reads (system_prompt, user_context) — CLAUDE.md, git branch, date — before each query
     # (spec 004 §6.1), so edits take effect without a restart. None: keep the values above.
     load_context: Callable[[], tuple[list[str], dict[str, str]]] | None = None
@@ -252,6 +253,8 @@ class Conversation(SessionWiring):
         msg = prompt if isinstance(prompt, Message) else user_message(prompt)
         extra: list[Message] = list(context or [])
         if not self._started and self.sidechain is None:
+            if self.config.setup_trigger:
+                extra += await self.hooks.setup(self.config.setup_trigger)
             extra += await self.hooks.session_start("resume" if self.config.resumed else "startup")
             await self.hooks.instructions_loaded(self.config.user_context, "session_start")
         self._started = True

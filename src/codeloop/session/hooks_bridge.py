@@ -83,6 +83,14 @@ class ConversationHooks:
             return PromptVerdict(True, events, [], why)
         return PromptVerdict(False, events, _context_message(out.additional_context + out.output, "UserPromptSubmit"))
 
+    async def setup(self, trigger: str) -> list[Message]:
+        """Setup hooks (--init: init, --maintenance: maintenance); their additionalContext goes to the model."""
+        if not self.has("Setup", trigger):
+            return []
+        out = await self.runner.run("Setup", {"trigger": trigger}, match_value=trigger)
+        self.pending_notices += _notices(out)
+        return _context_message(out.additional_context, "Setup")
+
     async def session_start(self, source: str) -> list[Message]:
         if not self.has("SessionStart", source):
             return []
