@@ -224,3 +224,31 @@ class LifecycleHooks:
         """The errors of the WorktreeRemove hooks (none: removed, or no hook configured)."""
         out = await self._run(HookEvent.WORKTREE_REMOVE, {"worktree_path": worktree_path}, show=False)
         return list(out.errors) if out is not None else []
+
+    # -- for features codeloop lacks yet: MCP elicitation, settings reloaded mid-session ------------
+    async def elicitation(self, server: str, message: str, requested_schema: dict[str, Any], *, mode: str = "form",
+                          url: str | None = None, elicitation_id: str | None = None) -> dict[str, Any] | None:
+        """An MCP server asks the user for input: a hook may answer for them ({"action", "content"?});
+        exit 2 declines. None: ask the user."""
+        out = await self._run(HookEvent.ELICITATION, {"mcp_server_name": server, "message": message, "mode": mode,
+                                                      "url": url, "elicitation_id": elicitation_id,
+                                                      "requested_schema": requested_schema})
+        if out is not None and out.blocked:
+            return {"action": "decline"}
+        return out.elicitation if out is not None else None
+
+    async def elicitation_result(self, server: str, action: str, content: dict[str, Any] | None, *,
+                                 mode: str = "form", elicitation_id: str | None = None) -> dict[str, Any]:
+        """The user answered an elicitation: hooks may override the answer; exit 2 declines it."""
+        answer = {"action": action, **({"content": content} if content is not None else {})}
+        out = await self._run(HookEvent.ELICITATION_RESULT, {"mcp_server_name": server, "elicitation_id": elicitation_id,
+                                                             "mode": mode, "action": action, "content": content or {}})
+        if out is not None and out.blocked:
+            return {"action": "decline"}
+        return out.elicitation if out is not None and out.elicitation is not None else answer
+
+    async def config_change(self, source: str, file_path: str) -> bool:
+        """A settings file changed mid-session: True when a hook blocks applying it (never for
+        policy settings, which no hook may refuse)."""
+        out = await self._run(HookEvent.CONFIG_CHANGE, {"source": source, "file_path": file_path})
+        return bool(out is not None and (out.blocked or out.prevent_continuation) and source != "policy_settings")
