@@ -241,8 +241,9 @@ class LifecycleHooks:
                                  mode: str = "form", elicitation_id: str | None = None) -> dict[str, Any]:
         """The user answered an elicitation: hooks may override the answer; exit 2 declines it."""
         answer = {"action": action, **({"content": content} if content is not None else {})}
-        out = await self._run(HookEvent.ELICITATION_RESULT, {"mcp_server_name": server, "elicitation_id": elicitation_id,
-                                                             "mode": mode, "action": action, "content": content or {}})
+        payload = {"mcp_server_name": server, "elicitation_id": elicitation_id, "mode": mode, "action": action,
+                   "content": content or {}}
+        out = await self._run(HookEvent.ELICITATION_RESULT, payload)
         if out is not None and out.blocked:
             return {"action": "decline"}
         return out.elicitation if out is not None and out.elicitation is not None else answer

@@ -10,6 +10,9 @@ source `compact` (whose context joins the compacted history); PreCompact, Notifi
 SessionEnd are told what happens. `SubagentLifecycle` is the Task tool's seam: SubagentStart and
 SubagentStop hooks, and the `task_started` / `task_progress` / `task_notification` events.
 Tool-lifecycle payloads carry `agent_id`/`agent_type` inside a subagent, and `duration_ms`.
+The newer events go through `lifecycle` (hooks.lifecycle) and `watch` (hooks.watch): Setup before
+SessionStart, InstructionsLoaded, MessageDisplay on what front ends show (`after_event`), and the
+loop's after-batch step (CwdChanged, FileChanged, then PostToolBatch: `batch_hooks`).
 """
 
 from __future__ import annotations
