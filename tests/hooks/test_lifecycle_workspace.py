@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from fakeapi import ScriptedAPI, sse, text, tool_use
-from test_lifecycle_loop import calls, conv_for, recorder, submit
+from hookrec import calls, conv_for, recorder, submit
 
 from codeloop.events import AssistantEvent
 
