@@ -116,3 +116,23 @@ async def test_task_and_worktree_events_through_the_tool_context(tmp_path):
     [removed] = calls(tmp_path, "removed.log")
     assert removed["worktree_path"] == str(made)
     conv.close()
+
+
+async def test_instructions_loaded_for_each_claude_md_at_session_start_and_after_compaction(tmp_path, monkeypatch):
+    from codeloop.context.prompt import user_context
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    cwd = tmp_path / "project"
+    cwd.mkdir()
+    (cwd / "CLAUDE.md").write_text("Shared rules.\n")
+    (cwd / "CLAUDE.local.md").write_text("My rules.\n")
+    api = ScriptedAPI(sse(text("hi")), sse(text("Summary of the conversation so far.")))
+    conv = conv_for(api, cwd, {"InstructionsLoaded": [recorder(tmp_path, "loaded.log")]})
+    conv.config.user_context = user_context(cwd, tmp_path / "cfg")
+    _ = [ev async for ev in conv.submit("hi")]
+    _ = [ev async for ev in conv.compact()]
+    conv.close()
+    got = [(c["file_path"], c["memory_type"], c["load_reason"]) for c in calls(tmp_path, "loaded.log")]
+    shared, mine = str(cwd / "CLAUDE.md"), str(cwd / "CLAUDE.local.md")
+    assert got == [(shared, "Project", "session_start"), (mine, "Local", "session_start"),
+                   (shared, "Project", "compact"), (mine, "Local", "compact")]
