@@ -20,3 +20,29 @@ def test_a_withdrawn_response_is_marked_once():
     assert printed.count("withdrawn") == 1 and printed.index("half an answer") < printed.index("withdrawn")
     r.event(AssistantEvent(Message("assistant", [{"type": "text", "text": "the whole answer"}], id="msg_2")))
     assert "the whole answer" in "".join(out)
+
+
+async def test_with_message_display_hooks_the_repl_prints_the_hooks_text_not_the_stream(tmp_path):
+    """Issue 26: the REPL holds streamed text while MessageDisplay hooks are configured (as the app
+    sets it at each query start) and prints what they answered; without hooks it streams."""
+    import json
+
+    from fakeapi import ScriptedAPI, sse, text
+    from hookrec import conv_for, recorder
+
+    answer = json.dumps({"hookSpecificOutput": {"hookEventName": "MessageDisplay", "displayContent": "[hidden]"}})
+    for hooks, shown, hidden in (({"MessageDisplay": [recorder(tmp_path, "display.log", answer)]}, "[hidden]",
+                                  "hunter2"), ({}, "hunter2", "[hidden]")):
+        cwd = tmp_path / f"p{len(hooks)}"
+        cwd.mkdir()
+        conv = conv_for(ScriptedAPI(sse(text("the password is hunter2", chunks=4))), cwd, hooks)
+        out: list[str] = []
+        r = Renderer(out.append, color=False)
+        r.hold_text = conv.hooks.lifecycle.displays()
+        r.query_started()
+        async for ev in conv.submit("tell me"):
+            r.event(ev)
+        r.query_finished(0.0, False)
+        conv.close()
+        printed = "".join(out)
+        assert shown in printed and hidden not in printed

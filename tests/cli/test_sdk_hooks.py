@@ -217,3 +217,45 @@ async def test_include_hook_events_reports_each_hook(tmp_path):
     assert started.data["hook_id"] == response.data["hook_id"] and started.data["hook_name"] == "PreToolUse:Bash"
     assert response.data["outcome"] == "success" and "nope" in response.data["output"]
     assert turn[-1].result == "ok"
+
+
+async def test_newer_events_reach_sdk_callbacks(tmp_path):
+    """Issue 26: PostToolBatch, PermissionDenied and MessageDisplay callbacks (hook_callback over
+    stream-json), with Claude Code's payloads and the meaning of their answers."""
+    from claude_agent_sdk import AssistantMessage, TextBlock
+
+    cli = _real_cli(tmp_path)
+    (tmp_path / "a.txt").write_text("alpha\n")
+    (tmp_path / "secret.txt").write_text("s3cret\n")
+    seen: dict[str, list] = {}
+
+    def recorder(event, answer=None):
+        async def hook(inp, tool_use_id, ctx):
+            seen.setdefault(event, []).append(inp)
+            return answer or {}
+        return hook
+
+    hooks = {
+        "PostToolBatch": [HookMatcher(hooks=[recorder("PostToolBatch", {"hookSpecificOutput": {
+            "hookEventName": "PostToolBatch", "additionalContext": "CTX-AFTER-BATCH"}})])],
+        "PermissionDenied": [HookMatcher(matcher="Read", hooks=[recorder("PermissionDenied", {"hookSpecificOutput": {
+            "hookEventName": "PermissionDenied", "retry": True}})])],
+        "MessageDisplay": [HookMatcher(hooks=[recorder("MessageDisplay", {"hookSpecificOutput": {
+            "hookEventName": "MessageDisplay", "displayContent": "SHOWN-INSTEAD"}})])],
+    }
+    api = ScriptedAPI(sse(tool_use("Read", {"file_path": str(tmp_path / "a.txt")}, id="r_ok"),
+                          tool_use("Read", {"file_path": str(tmp_path / "secret.txt")}, id="r_denied")),
+                      sse(text("the real text")))
+    with api.serve() as url:
+        [turn] = await run_client(cli, url, tmp_path, ["read"], hooks=hooks, disallowed_tools=["Read(./secret.txt)"])
+    [batch] = seen["PostToolBatch"]
+    assert [c["tool_use_id"] for c in batch["tool_calls"]] == ["r_ok", "r_denied"]
+    assert "alpha" in json.dumps(batch["tool_calls"][0]["tool_response"])
+    assert "CTX-AFTER-BATCH" in sent_text(api.requests[1])
+    [denied] = seen["PermissionDenied"]
+    assert denied["tool_use_id"] == "r_denied" and denied["tool_name"] == "Read" and denied["reason"]
+    assert "may try this call again" in json.dumps(tool_result(api.requests[1], "r_denied"))
+    [shown] = seen["MessageDisplay"]
+    assert shown["delta"] == "the real text" and shown["final"] is True
+    texts = [b.text for m in turn if isinstance(m, AssistantMessage) for b in m.content if isinstance(b, TextBlock)]
+    assert texts == ["SHOWN-INSTEAD"]

@@ -34,6 +34,32 @@ EVENT_PAYLOADS = {
     HookEvent.PERMISSION_REQUEST: {"tool_name": "Write", "tool_input": {"file_path": "/x"},
                                    "permission_suggestions": []},
     HookEvent.POST_COMPACT: {"trigger": "manual", "compact_summary": "we did things"},
+    HookEvent.POST_TOOL_BATCH: {"tool_calls": [{"tool_name": "Read", "tool_input": {"file_path": "/x"},
+                                                "tool_use_id": "t4", "tool_response": "1\tx"}]},
+    HookEvent.PERMISSION_DENIED: {"tool_name": "Bash", "tool_input": {"command": "rm -rf /"}, "tool_use_id": "t5",
+                                  "reason": "denied by rule"},
+    HookEvent.USER_PROMPT_EXPANSION: {"expansion_type": "slash_command", "command_name": "greet",
+                                      "command_args": "Ada", "command_source": "project", "prompt": "Say hi to Ada"},
+    HookEvent.STOP_FAILURE: {"error": "rate_limit", "error_details": "429", "last_assistant_message": "partial"},
+    HookEvent.SETUP: {"trigger": "maintenance"},
+    HookEvent.TEAMMATE_IDLE: {"teammate_name": "ann", "team_name": "core"},
+    HookEvent.TASK_CREATED: {"task_id": "1", "task_subject": "parse", "task_description": "d", "teammate_name": None,
+                             "team_name": None},
+    HookEvent.TASK_COMPLETED: {"task_id": "1", "task_subject": "parse", "task_description": "", "teammate_name": None,
+                               "team_name": None},
+    HookEvent.ELICITATION: {"mcp_server_name": "gh", "message": "token?", "mode": "url", "url": "https://x",
+                            "elicitation_id": "e1", "requested_schema": {}},
+    HookEvent.ELICITATION_RESULT: {"mcp_server_name": "gh", "elicitation_id": "e1", "mode": "form",
+                                   "action": "accept", "content": {"a": 1}},
+    HookEvent.CONFIG_CHANGE: {"source": "user_settings", "file_path": "/u/settings.json"},
+    HookEvent.WORKTREE_CREATE: {"name": "feature"},
+    HookEvent.WORKTREE_REMOVE: {"worktree_path": "/w/feature"},
+    HookEvent.INSTRUCTIONS_LOADED: {"file_path": "/p/CLAUDE.md", "memory_type": "Project",
+                                    "load_reason": "session_start", "globs": None, "trigger_file_path": None,
+                                    "parent_file_path": None},
+    HookEvent.CWD_CHANGED: {"old_cwd": "/p", "new_cwd": "/p/sub"},
+    HookEvent.FILE_CHANGED: {"file_path": "/p/.envrc", "event": "change"},
+    HookEvent.MESSAGE_DISPLAY: {"turn_id": "p1", "message_id": "m1", "index": 0, "final": True, "delta": "hi"},
 }
 
 
@@ -113,7 +139,12 @@ async def test_identical_commands_are_run_once(lab):
 
 
 BLOCKING = {HookEvent.PRE_TOOL_USE, HookEvent.POST_TOOL_USE, HookEvent.USER_PROMPT_SUBMIT,
-            HookEvent.STOP, HookEvent.SUBAGENT_STOP, HookEvent.POST_TOOL_USE_FAILURE, HookEvent.PERMISSION_REQUEST}
+            HookEvent.STOP, HookEvent.SUBAGENT_STOP, HookEvent.POST_TOOL_USE_FAILURE, HookEvent.PERMISSION_REQUEST,
+            # Claude Code's hook menu: exit 2 stops the loop / blocks the expansion / keeps the teammate
+            # working / refuses the task / declines the elicitation / refuses the change / fails creation
+            HookEvent.POST_TOOL_BATCH, HookEvent.USER_PROMPT_EXPANSION, HookEvent.TEAMMATE_IDLE,
+            HookEvent.TASK_CREATED, HookEvent.TASK_COMPLETED, HookEvent.ELICITATION, HookEvent.ELICITATION_RESULT,
+            HookEvent.CONFIG_CHANGE, HookEvent.WORKTREE_CREATE}
 
 
 @pytest.mark.parametrize("event", list(HookEvent))
@@ -146,7 +177,8 @@ async def test_exit_0_plain_stdout_is_context_only_for_prompt_submit_and_session
     cmd = lab.script("echo 'branch: main'")
     out = await run(lab.runner({event.value: [group(cmd)]}), event, EVENT_PAYLOADS[event])
     assert not out.blocked and out.errors == []
-    if event in (HookEvent.USER_PROMPT_SUBMIT, HookEvent.SESSION_START):
+    # (and UserPromptExpansion: "Exit code 0 - stdout shown to Claude", as Claude Code's hook menu says)
+    if event in (HookEvent.USER_PROMPT_SUBMIT, HookEvent.SESSION_START, HookEvent.USER_PROMPT_EXPANSION):
         assert out.additional_context == ["branch: main"] and out.output == []
     else:
         assert out.additional_context == [] and out.output == ["branch: main"]

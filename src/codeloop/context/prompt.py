@@ -155,6 +155,19 @@ def instruction_files(cwd: Path, config_dir: Path, sources: frozenset[str] | Non
     return out
 
 
+# Claude Code's InstructionsLoaded memory_type of each kind of instruction file.
+_MEMORY_TYPES = {USER_KIND: "User", PROJECT_KIND: "Project", LOCAL_KIND: "Local"}
+
+
+def loaded_instruction_files(claude_md: str) -> list[tuple[str, str]]:
+    """(path, memory type) of each instruction file in a user context's `claudeMd` text, in order."""
+    import re
+
+    kinds = "|".join(re.escape(k) for k in _MEMORY_TYPES)
+    return [(m.group(1), _MEMORY_TYPES[m.group(2)])
+            for m in re.finditer(rf"^Contents of (.+) \(({kinds})\):$", claude_md, re.MULTILINE)]
+
+
 def _where(path: Path) -> str:
     """The file's place, its folder's links resolved (not its own: a link is judged when read)."""
     return os.path.join(os.path.realpath(path.parent), path.name)

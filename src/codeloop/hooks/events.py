@@ -4,12 +4,16 @@ Configuration shape (from the merged settings):
 
     {"PreToolUse": [{"matcher": "Bash|Edit", "hooks": [{"type": "command", "command": "...", "timeout": 60}]}]}
 
-Matchers: for the tool events (PreToolUse, PostToolUse, PostToolUseFailure, PermissionRequest) a
-regex full-matched against the tool name (`""`, missing or `"*"` match everything; an invalid regex
-falls back to an exact compare); for PreCompact/PostCompact the trigger (manual|auto); for
-SessionStart the source (startup|resume|clear|compact); for SubagentStart/SubagentStop the agent
-type; for Notification the notification type; for SessionEnd the reason; every other event ignores
-the matcher.
+All 30 of Claude Code's events are named here (`HookEvent`); which of them codeloop fires, and
+where, is the README's hook table. Matchers are a regex full-matched against one payload field
+(`MATCH_FIELD`: `""`, missing or `"*"` match everything; an invalid regex falls back to an exact
+compare): the tool name for the tool events (PreToolUse, PostToolUse, PostToolUseFailure,
+PermissionRequest, PermissionDenied); the trigger for PreCompact/PostCompact/Setup; the source for
+SessionStart and ConfigChange; the agent type for SubagentStart/SubagentStop; the notification type
+for Notification; the reason for SessionEnd; the error type for StopFailure; the command name for
+UserPromptExpansion; the server name for Elicitation/ElicitationResult; the load reason for
+InstructionsLoaded; the file's base name for FileChanged. Every other event ignores the matcher,
+as Claude Code does.
 
 Besides shell commands, a hook can be an in-process callback (`HookCallback`): the Agent SDKs
 register Python/TypeScript functions this way; their answer is read like a command's JSON stdout.
@@ -40,6 +44,23 @@ class HookEvent(str, Enum):
     SUBAGENT_START = "SubagentStart"
     PERMISSION_REQUEST = "PermissionRequest"
     POST_COMPACT = "PostCompact"
+    POST_TOOL_BATCH = "PostToolBatch"
+    PERMISSION_DENIED = "PermissionDenied"
+    USER_PROMPT_EXPANSION = "UserPromptExpansion"
+    STOP_FAILURE = "StopFailure"
+    SETUP = "Setup"
+    TEAMMATE_IDLE = "TeammateIdle"
+    TASK_CREATED = "TaskCreated"
+    TASK_COMPLETED = "TaskCompleted"
+    ELICITATION = "Elicitation"
+    ELICITATION_RESULT = "ElicitationResult"
+    CONFIG_CHANGE = "ConfigChange"
+    WORKTREE_CREATE = "WorktreeCreate"
+    WORKTREE_REMOVE = "WorktreeRemove"
+    INSTRUCTIONS_LOADED = "InstructionsLoaded"
+    CWD_CHANGED = "CwdChanged"
+    FILE_CHANGED = "FileChanged"
+    MESSAGE_DISPLAY = "MessageDisplay"
 
 
 class CompactTrigger(str, Enum):
@@ -72,6 +93,31 @@ EVENT_FIELDS: dict[HookEvent, dict[str, Any]] = {
     HookEvent.SUBAGENT_START: {"agent_id": "", "agent_type": ""},
     HookEvent.PERMISSION_REQUEST: {"tool_name": "", "tool_input": {}, "permission_suggestions": []},
     HookEvent.POST_COMPACT: {"trigger": CompactTrigger.AUTO.value, "compact_summary": ""},
+    # tool_calls: [{tool_name, tool_input, tool_use_id, tool_response}], tool_response being the
+    # tool_result content the model sees
+    HookEvent.POST_TOOL_BATCH: {"tool_calls": []},
+    HookEvent.PERMISSION_DENIED: {"tool_name": "", "tool_input": {}, "tool_use_id": "", "reason": ""},
+    HookEvent.USER_PROMPT_EXPANSION: {"expansion_type": "slash_command", "command_name": "", "command_args": "",
+                                      "command_source": "", "prompt": ""},
+    HookEvent.STOP_FAILURE: {"error": "unknown", "error_details": "", "last_assistant_message": ""},
+    HookEvent.SETUP: {"trigger": "init"},
+    HookEvent.TEAMMATE_IDLE: {"teammate_name": "", "team_name": ""},
+    HookEvent.TASK_CREATED: {"task_id": "", "task_subject": "", "task_description": "", "teammate_name": None,
+                             "team_name": None},
+    HookEvent.TASK_COMPLETED: {"task_id": "", "task_subject": "", "task_description": "", "teammate_name": None,
+                               "team_name": None},
+    HookEvent.ELICITATION: {"mcp_server_name": "", "message": "", "mode": "form", "url": None, "elicitation_id": None,
+                            "requested_schema": {}},
+    HookEvent.ELICITATION_RESULT: {"mcp_server_name": "", "elicitation_id": None, "mode": "form", "action": "cancel",
+                                   "content": {}},
+    HookEvent.CONFIG_CHANGE: {"source": "project_settings", "file_path": ""},
+    HookEvent.WORKTREE_CREATE: {"name": ""},
+    HookEvent.WORKTREE_REMOVE: {"worktree_path": ""},
+    HookEvent.INSTRUCTIONS_LOADED: {"file_path": "", "memory_type": "Project", "load_reason": "session_start",
+                                    "globs": None, "trigger_file_path": None, "parent_file_path": None},
+    HookEvent.CWD_CHANGED: {"old_cwd": "", "new_cwd": ""},
+    HookEvent.FILE_CHANGED: {"file_path": "", "event": "change"},
+    HookEvent.MESSAGE_DISPLAY: {"turn_id": "", "message_id": "", "index": 0, "final": True, "delta": ""},
 }
 
 # Which payload field a matcher is compared with, for the events that have matchers.
@@ -87,7 +133,28 @@ MATCH_FIELD: dict[HookEvent, str] = {
     HookEvent.SUBAGENT_STOP: "agent_type",
     HookEvent.NOTIFICATION: "notification_type",
     HookEvent.SESSION_END: "reason",
+    HookEvent.PERMISSION_DENIED: "tool_name",
+    HookEvent.USER_PROMPT_EXPANSION: "command_name",
+    HookEvent.STOP_FAILURE: "error",
+    HookEvent.SETUP: "trigger",
+    HookEvent.ELICITATION: "mcp_server_name",
+    HookEvent.ELICITATION_RESULT: "mcp_server_name",
+    HookEvent.CONFIG_CHANGE: "source",
+    HookEvent.INSTRUCTIONS_LOADED: "load_reason",
+    HookEvent.FILE_CHANGED: "file_path",   # compared by base name (`match_value`)
 }
+
+
+def match_value(event: HookEvent, payload: dict[str, Any]) -> str | None:
+    """The value an event's matcher is compared with, or None for an event without matchers."""
+    field = MATCH_FIELD.get(event)
+    if field is None:
+        return None
+    value = str(payload.get(field, EVENT_FIELDS[event][field]) or "")
+    if event is HookEvent.FILE_CHANGED:
+        # Claude Code matches FileChanged against file names (".envrc|.env"), not whole paths
+        return value.replace("\\", "/").rsplit("/", 1)[-1]
+    return value
 
 
 @dataclass(frozen=True)

@@ -28,12 +28,21 @@ from codeloop.hooks.events import HookCallback, HookCommand, HookEvent, OnFailur
 
 BLOCKING_EXIT_CODE = 2
 
-# Events where exit 2 / decision "block" actually blocks something.
+# Events where exit 2 / decision "block" actually blocks something (PostToolBatch: stops the loop;
+# Task*: the task is not created/completed; ConfigChange: the change is not applied; Elicitation*:
+# declined; WorktreeCreate: creation failed).
 CAN_BLOCK = frozenset({HookEvent.PRE_TOOL_USE, HookEvent.POST_TOOL_USE, HookEvent.USER_PROMPT_SUBMIT,
                        HookEvent.STOP, HookEvent.SUBAGENT_STOP, HookEvent.POST_TOOL_USE_FAILURE,
-                       HookEvent.PERMISSION_REQUEST})
+                       HookEvent.PERMISSION_REQUEST, HookEvent.POST_TOOL_BATCH, HookEvent.USER_PROMPT_EXPANSION,
+                       HookEvent.TEAMMATE_IDLE, HookEvent.TASK_CREATED, HookEvent.TASK_COMPLETED,
+                       HookEvent.ELICITATION, HookEvent.ELICITATION_RESULT, HookEvent.CONFIG_CHANGE,
+                       HookEvent.WORKTREE_CREATE})
 # Events whose plain (non-JSON) stdout on exit 0 becomes context for the model.
-STDOUT_IS_CONTEXT = frozenset({HookEvent.USER_PROMPT_SUBMIT, HookEvent.SESSION_START})
+STDOUT_IS_CONTEXT = frozenset({HookEvent.USER_PROMPT_SUBMIT, HookEvent.SESSION_START,
+                               HookEvent.USER_PROMPT_EXPANSION})
+# Events whose hookSpecificOutput may carry `watchPaths` (files for the FileChanged watcher).
+_WATCH_EVENTS = frozenset({HookEvent.SESSION_START, HookEvent.CWD_CHANGED, HookEvent.FILE_CHANGED})
+_ELICITATION_ACTIONS = ("accept", "decline", "cancel")
 
 
 class HookPermissionDecision(str, Enum):
@@ -78,6 +87,12 @@ class HookOutcome:
     # (Claude Code shows it in transcript mode unless suppressOutput).
     output: list[str] = field(default_factory=list)
     hooks_run: int = 0
+    retry: bool = False                          # PermissionDenied: the model may try the call again
+    display_content: str | None = None           # MessageDisplay: shown instead of the text
+    watch_paths: list[str] = field(default_factory=list)   # SessionStart/CwdChanged/FileChanged
+    # Elicitation/ElicitationResult: {"action": "accept"|"decline"|"cancel", "content"?: {...}}
+    elicitation: dict[str, Any] | None = None
+    worktree_path: str | None = None             # WorktreeCreate (else its plain stdout)
 
 
 @dataclass
@@ -193,6 +208,7 @@ class _Aggregate:
         ctx = spec.get("additionalContext")
         if isinstance(ctx, str) and ctx.strip():
             self.out.additional_context.append(ctx)
+        self._event_fields(spec, label)
         if self.event is HookEvent.PERMISSION_REQUEST:
             verdict = spec.get("decision")
             if isinstance(verdict, dict) and verdict.get("behavior") in ("allow", "deny"):
@@ -217,6 +233,26 @@ class _Aggregate:
             self.out.updated_input = updated
         elif updated is not None:
             self.out.errors.append(f"{label}: updatedInput must be an object; ignored")
+
+    def _event_fields(self, spec: dict[str, Any], label: str) -> None:
+        """The hookSpecificOutput fields of the events that answer with more than context."""
+        out, event = self.out, self.event
+        if event is HookEvent.PERMISSION_DENIED and spec.get("retry") is True:
+            out.retry = True
+        elif event is HookEvent.MESSAGE_DISPLAY and isinstance(spec.get("displayContent"), str):
+            out.display_content = spec["displayContent"]   # the last hook in configuration order wins
+        elif event is HookEvent.WORKTREE_CREATE and isinstance(spec.get("worktreePath"), str):
+            out.worktree_path = spec["worktreePath"]
+        elif event in (HookEvent.ELICITATION, HookEvent.ELICITATION_RESULT) and "action" in spec:
+            if spec["action"] not in _ELICITATION_ACTIONS:
+                out.errors.append(f"{label}: action must be accept, decline or cancel; ignored")
+            elif out.elicitation is None or spec["action"] != "accept":   # a refusal wins
+                content = spec.get("content")
+                out.elicitation = {"action": spec["action"], **({"content": content}
+                                                                if isinstance(content, dict) else {})}
+        paths = spec.get("watchPaths")
+        if event in _WATCH_EVENTS and isinstance(paths, list):
+            out.watch_paths += [p for p in paths if isinstance(p, str) and p]
 
     def result(self) -> HookOutcome:
         if self.decisions:

@@ -24,8 +24,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from codeloop.hooks.events import (EVENT_FIELDS, MATCH_FIELD, CallbackSource, HookCallback, HookCommand, HookEvent,
-                                   build_input, matching_commands)
+from codeloop.hooks.events import (CallbackSource, HookCallback, HookCommand, HookEvent, build_input,
+                                   matching_commands)
+from codeloop.hooks.events import match_value as event_match_value
 from codeloop.hooks.outcome import HookOutcome, HookProcessResult, aggregate
 
 # After a kill, how long to wait for the pipes to close. Only a grandchild that escaped the
@@ -99,9 +100,8 @@ class HookRunner:
                   match_value: str | None = None) -> HookOutcome:
         event = HookEvent(event)
         payload = dict(payload or {})
-        if match_value is None and event in MATCH_FIELD:
-            field = MATCH_FIELD[event]
-            match_value = str(payload.get(field, EVENT_FIELDS[event][field]))
+        if match_value is None:
+            match_value = event_match_value(event, payload)
         hooks = matching_commands(self.config, event, match_value)
         callbacks = self.callbacks.callbacks_for(event, match_value)
         if not hooks and not callbacks:

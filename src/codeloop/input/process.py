@@ -260,6 +260,14 @@ async def process_user_input(host: CommandHost, registry: CommandRegistry, cmd: 
             return ProcessedInput(output=outcome.text)
         value = outcome.prompt or ""
         result.allowed_tools, result.model = outcome.allowed_tools, outcome.model
+        # UserPromptExpansion hooks: exit 2 blocks the expansion; their stdout is context for the model
+        expansion = await conv.hooks.lifecycle.user_prompt_expansion(name, args, command.source.value, value)
+        if expansion.refused:
+            return ProcessedInput(output=f"/{name} was blocked by a UserPromptExpansion hook: {expansion.reason}")
+        if expansion.context:
+            result.messages.append(user_message("<system-reminder>\nUserPromptExpansion hook additional context:\n"
+                                                + "\n".join(expansion.context) + "\n</system-reminder>",
+                                                is_meta=True))
     if not skip_attachments:
         for mention in mentions_in(host.conv, value):
             msg, why = await attachment_for(host.conv, mention)

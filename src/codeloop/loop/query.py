@@ -8,7 +8,7 @@ tool_result for every tool_use it sent.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -59,6 +59,10 @@ class QueryParams:
     # Nested CLAUDE.md files (§13.2): called once per query; the session's NestedMemory.start
     memory: Callable[[], NestedMemory] | None = None
     thinking: dict[str, Any] | None = None              # extended thinking config for the API
+    # PostToolBatch and StopFailure hooks (hooks.lifecycle.LifecycleHooks): (tool_calls, agent) →
+    # BatchVerdict; (error, last assistant text, agent) → None
+    post_tool_batch: Callable[[list[dict[str, Any]], dict[str, Any] | None], Awaitable[Any]] | None = None
+    stop_failure: Callable[[Any, str, dict[str, Any] | None], Awaitable[None]] | None = None
 
 
 def _interruption(ctx: ToolContext, *, tool_use: bool) -> list[Message]:
@@ -72,6 +76,28 @@ def _interruption(ctx: ToolContext, *, tool_use: bool) -> list[Message]:
 def _abort_reason(ctx: ToolContext, default: TerminalReason) -> TerminalReason:
     return {AbortReason.END_CONVERSATION: TerminalReason.ENDED_BY_MODEL,
             AbortReason.BUDGET: TerminalReason.BUDGET_EXCEEDED}.get(ctx.abort.reason, default)  # type: ignore[arg-type]
+
+
+def _agent(ctx: ToolContext) -> dict[str, Any] | None:
+    return {"agent_id": ctx.agent_id, "agent_type": ctx.agent_type} if ctx.agent_id else None
+
+
+def _tool_calls(blocks: list[dict[str, Any]], results: list[Message]) -> list[dict[str, Any]]:
+    """PostToolBatch's tool_calls: each call with the tool_result content the model sees."""
+    out = []
+    for block, result in zip(blocks, results):
+        answer = result.content[0] if isinstance(result.content, list) and result.content else {}
+        out.append({"tool_name": block.get("name", ""), "tool_input": dict(block.get("input") or {}),
+                    "tool_use_id": block["id"], "tool_response": answer.get("content")})
+    return out
+
+
+async def _stop_failure(p: QueryParams, error: Any, messages: list[Message], ctx: ToolContext) -> None:
+    """StopFailure hooks fire instead of Stop when an API error ended the turn (fire and forget)."""
+    if p.stop_failure is not None:
+        from codeloop.hooks.stop import last_assistant_text
+
+        await p.stop_failure(error, last_assistant_text(messages), _agent(ctx))
 
 
 def _unanswered_text(ctx: ToolContext) -> str:
@@ -135,6 +161,7 @@ async def query(p: QueryParams) -> AsyncIterator[Event]:
                 for m in [*turn.assistant_messages, *turn.yielded_results]:
                     yield Tombstone(m)
                 yield AssistantEvent(api_error_message(str(turn.error)))
+                await _stop_failure(p, turn.error, messages_for_query, ctx)
                 yield Terminal(TerminalReason.MODEL_ERROR, turn_count, str(turn.error))
                 return
 
@@ -174,6 +201,7 @@ async def query(p: QueryParams) -> AsyncIterator[Event]:
                                             transition=Transition.REACTIVE_COMPACT_RETRY)
                             continue
                     yield AssistantEvent(api_error_message(str(turn.error)))
+                    await _stop_failure(p, turn.error, messages_for_query, ctx)
                     reason = TerminalReason.IMAGE_ERROR if turn.withheld == "media" else TerminalReason.PROMPT_TOO_LONG
                     yield Terminal(reason, turn_count, str(turn.error))
                     return
@@ -251,9 +279,20 @@ async def query(p: QueryParams) -> AsyncIterator[Event]:
             if hook_stop is not None:
                 yield Terminal(TerminalReason.HOOK_STOPPED, turn_count, hook_stop)
                 return
+            # -- PostToolBatch hooks: once for the whole batch, before the next request ------------------
+            extra: list[Message] = []
+            if p.post_tool_batch is not None:
+                batch = await p.post_tool_batch(_tool_calls(turn.tool_use_blocks, tool_results), _agent(ctx))
+                if batch.stop_reason is not None:
+                    yield Terminal(TerminalReason.HOOK_STOPPED, turn_count, batch.stop_reason)
+                    return
+                if batch.context:
+                    note = user_message("<system-reminder>\nPostToolBatch hook additional context:\n"
+                                        + "\n".join(batch.context) + "\n</system-reminder>", is_meta=True)
+                    extra.append(note)
+                    yield UserEvent(note)
             # -- a tool's result was the turn's answer (StructuredOutput: Claude Code's endsTurn) ---------
             # The turn ends as any other does: Stop hooks first (§11.5); a block sends the model on.
-            extra: list[Message] = []
             transition = Transition.NEXT_TURN
             if ctx.ends_turn:
                 ctx.ends_turn = False
@@ -266,7 +305,7 @@ async def query(p: QueryParams) -> AsyncIterator[Event]:
                 if verdict.blocking is None:
                     yield verdict.terminal or Terminal(TerminalReason.COMPLETED, turn_count)
                     return
-                extra, transition = verdict.blocking, Transition.STOP_HOOK_BLOCKING
+                extra, transition = [*extra, *verdict.blocking], Transition.STOP_HOOK_BLOCKING
 
             # -- continuation pipeline (§13.2): queued commands, attachments, memory, tool refresh ---------
             async for ev in cont.attachments(ctx):

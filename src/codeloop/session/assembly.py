@@ -82,7 +82,7 @@ def build_session(options: RunOptions, host: SessionHost, *, provider: Any, mode
         thinking=dict(options.model.thinking) if options.model.thinking is not None else None,
         user_context=user_ctx, policy=make_policy(options), max_turns=options.limits.max_turns,
         max_output_tokens=options.limits.max_output_tokens, persist=options.history.persist,
-        interactive=options.interactive)
+        interactive=options.interactive, setup_trigger=options.setup)
     records = [{"type": "permission-mode", "permissionMode": config.policy.mode.value, "sessionId": history.session_id}]
     holder: list[Conversation] = []
     tool_name = options.permissions.prompt_tool

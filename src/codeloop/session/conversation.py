@@ -65,6 +65,7 @@ class ConversationConfig:
     resumed: bool = False
     max_budget_usd: float | None = None
     thinking: dict[str, Any] | None = None
+    setup_trigger: str | None = None   # --init / --maintenance: Setup hooks before SessionStart
     # Re-reads (system_prompt, user_context) — CLAUDE.md, git branch, date — before each query
     # (spec 004 §6.1), so edits take effect without a restart. None: keep the values above.
     load_context: ContextLoader | None = None
@@ -255,9 +256,13 @@ class Conversation(SessionWiring):
         msg = prompt if isinstance(prompt, Message) else user_message(prompt)
         extra: list[Message] = list(context or [])
         if not self._started and self.sidechain is None:
+            if self.config.setup_trigger:
+                extra += await self.hooks.setup(self.config.setup_trigger)
             extra += await self.hooks.session_start("resume" if self.config.resumed else "startup")
+            await self.hooks.instructions_loaded(self.config.user_context, "session_start")
         self._started = True
         if not msg.is_meta and self.sidechain is None:
+            await self.hooks.watch.check(self.tool_context.cwd)   # CwdChanged, FileChanged since the last look
             verdict = await self.hooks.user_prompt(msg.text, msg.uuid)
             for ev in [*self.hooks.drain_notices(), *verdict.events]:
                 yield ev
@@ -285,10 +290,12 @@ class Conversation(SessionWiring):
         self._use_model(self.config.model, configured=True)
         from codeloop.loop.query import query
 
+        cfg_context = self.config.user_context
         try:
             async for ev in query(self._turn_params(msg)):
                 self._record(ev)
-                yield ev
+                # hooks on what happened; MessageDisplay changes what is shown, never the record
+                yield ev if self.sidechain is not None else await self.hooks.after_event(ev, cfg_context)
                 if self.sidechain is None:   # hook notices are the main thread's to show
                     for notice in [*self.hooks.drain_notices(), *self._skipped_files()]:
                         yield notice
@@ -308,6 +315,7 @@ class Conversation(SessionWiring):
                                                **self.compact_context())
         ev = CompactBoundary("manual", outcome.pre_tokens, outcome.messages)
         self._record(ev)
+        await self.hooks.instructions_loaded(self.config.user_context, "compact")
         self.sync()
         yield ev
         for notice in self.pipeline.tracking.drain_notices():   # autocompact back on, said now

@@ -10,6 +10,9 @@ source `compact` (whose context joins the compacted history); PreCompact, Notifi
 SessionEnd are told what happens. `SubagentLifecycle` is the Task tool's seam: SubagentStart and
 SubagentStop hooks, and the `task_started` / `task_progress` / `task_notification` events.
 Tool-lifecycle payloads carry `agent_id`/`agent_type` inside a subagent, and `duration_ms`.
+The newer events go through `lifecycle` (hooks.lifecycle) and `watch` (hooks.watch): Setup before
+SessionStart, InstructionsLoaded, MessageDisplay on what front ends show (`after_event`), and the
+loop's after-batch step (CwdChanged, FileChanged, then PostToolBatch: `batch_hooks`).
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from codeloop.events import Event, SystemEvent
+from codeloop.hooks.lifecycle import BatchVerdict, LifecycleHooks
+from codeloop.hooks.watch import WorkspaceWatch
 from codeloop.messages import Message, user_message
 from codeloop.tools.base import PermissionBehavior, PermissionDecision
 
@@ -60,6 +65,10 @@ class ConversationHooks:
         # mypy cannot follow, hence Any rather than Any | None.
         self.runner: Any = runner
         self.pending_notices: list[Event] = []
+        # the other events (PostToolBatch, PermissionDenied, MessageDisplay…): read the runner late,
+        # as an SDK may install it after the session started
+        self.lifecycle = LifecycleHooks(lambda: self.runner, lambda events: self.pending_notices.extend(events))
+        self.watch = WorkspaceWatch(self.lifecycle, lambda: self.runner)   # CwdChanged, FileChanged
 
     def has(self, event: str, match: str | None = None) -> bool:
         return self.runner is not None and self.runner.has_hooks(event, match)
@@ -77,11 +86,20 @@ class ConversationHooks:
             return PromptVerdict(True, events, [], why)
         return PromptVerdict(False, events, _context_message(out.additional_context + out.output, "UserPromptSubmit"))
 
+    async def setup(self, trigger: str) -> list[Message]:
+        """Setup hooks (--init: init, --maintenance: maintenance); their additionalContext goes to the model."""
+        if not self.has("Setup", trigger):
+            return []
+        out = await self.runner.run("Setup", {"trigger": trigger}, match_value=trigger)
+        self.pending_notices += _notices(out)
+        return _context_message(out.additional_context, "Setup")
+
     async def session_start(self, source: str) -> list[Message]:
         if not self.has("SessionStart", source):
             return []
         out = await self.runner.run("SessionStart", {"source": source}, match_value=source)
         self.pending_notices += _notices(out)
+        self.watch.add(out.watch_paths)
         return _context_message(out.additional_context + out.output, "SessionStart")
 
     async def pre_tool(self, tool_name: str, tool_input: dict[str, Any], tool_use_id: str,
@@ -133,6 +151,15 @@ class ConversationHooks:
                                       else None)
         return None
 
+    def batch_hooks(self, ctx: Any) -> Any:
+        """The loop's post_tool_batch: the main thread's working folder and watched files first
+        (CwdChanged, FileChanged), then the PostToolBatch hooks."""
+        async def after_batch(tool_calls: list[dict[str, Any]], agent: dict[str, Any] | None) -> BatchVerdict:
+            if agent is None:
+                await self.watch.check(ctx.cwd)
+            return await self.lifecycle.post_tool_batch(tool_calls, agent)
+        return after_batch
+
     def stop_hooks(self, event: str = "Stop") -> Any | None:
         """Stop hooks for the main loop, or SubagentStop hooks (`event="SubagentStop"`) for subagents."""
         if not self.has(event):
@@ -165,6 +192,53 @@ class ConversationHooks:
     async def session_end(self, reason: str) -> None:
         if self.has("SessionEnd"):
             await self.runner.run("SessionEnd", {"reason": reason})
+
+    async def instructions_loaded(self, user_context: dict[str, str], reason: str) -> None:
+        """InstructionsLoaded for each CLAUDE.md file in the user context (`reason`: session_start |
+        compact)."""
+        if not self.has("InstructionsLoaded", reason):
+            return
+        from codeloop.context.prompt import loaded_instruction_files
+
+        for path, memory_type in loaded_instruction_files(user_context.get("claudeMd", "")):
+            await self.lifecycle.instructions_loaded(path, memory_type, reason)
+
+    async def after_event(self, ev: Event, user_context: dict[str, str]) -> Event:
+        """The hooks a main-thread event fires, and what a front end shows of it: a nested CLAUDE.md
+        attached fires InstructionsLoaded (nested_traversal), a compaction InstructionsLoaded
+        (compact), an assistant text MessageDisplay (`display`)."""
+        from codeloop.events import AttachmentEvent, CompactBoundary
+
+        if isinstance(ev, AttachmentEvent) and ev.attachment.get("type") == "nested_memory":
+            path = str(ev.attachment.get("path", ""))
+            local = path.endswith("CLAUDE.local.md")
+            await self.lifecycle.instructions_loaded(path, "Local" if local else "Project", "nested_traversal")
+        elif isinstance(ev, CompactBoundary):
+            await self.instructions_loaded(user_context, "compact")
+        return await self.display(ev)
+
+    async def display(self, ev: Event) -> Event:
+        """MessageDisplay: the event a front end shows for an assistant text (a copy whose text is
+        the hooks' displayContent). The history and what the model sees keep the original."""
+        from codeloop.events import AssistantEvent
+
+        if not isinstance(ev, AssistantEvent) or ev.message.is_api_error or not self.lifecycle.displays():
+            return ev
+        msg = ev.message
+        text = "".join(b.get("text", "") for b in msg.content if b.get("type") == "text")
+        shown = await self.lifecycle.message_display(text, turn_id=self.runner.prompt_id or "", message_id=msg.uuid)
+        if shown == text:
+            return ev
+        import dataclasses
+
+        blocks, placed = [], False
+        for b in msg.content:   # the text goes where the first text block was; other blocks stay
+            if b.get("type") != "text":
+                blocks.append(b)
+            elif not placed:
+                blocks.append({**b, "text": shown})
+                placed = True
+        return AssistantEvent(dataclasses.replace(msg, content=blocks))
 
     def drain_notices(self) -> list[Event]:
         notices, self.pending_notices = self.pending_notices, []

@@ -165,4 +165,5 @@ class RunOptions:
     agents: Mapping[str, AgentDefinition] = field(default_factory=dict)  # files, then --agents
     feature_flags: Mapping[str, Any] = field(default_factory=dict)
     hooks: bool = True                             # False: --bare (no settings hooks)
+    setup: str | None = None                       # --init / --maintenance: the Setup hooks' trigger
     warnings: tuple[str, ...] = ()                 # found while resolving; the front end shows them

@@ -5,7 +5,9 @@ into a question; `updatedInput` replaces the input), then the tool's own opinion
 the mode (`PermissionPolicy.decide`), then — for an ask — PermissionRequest hooks, auto mode's
 classifier (permissions.auto_mode: it allows or blocks, with its reason shown; when it cannot
 answer, or has paused, the question goes on), then the user, or a denial when nobody can be asked
-(print mode). A hook's "allow" never lifts a deny rule.
+(print mode). A hook's "allow" never lifts a deny rule. A denial the permission system made
+without asking anyone (a rule, the mode, auto mode's classifier, nobody to ask) runs the
+PermissionDenied hooks; one answering `retry: true` lets the model know it may make the call again.
 """
 
 from __future__ import annotations
@@ -45,18 +47,22 @@ async def decide_tool_use(conv: Any, tool: Tool, inp: Any, block: dict[str, Any]
         decision = PermissionDecision(PermissionBehavior.ALLOW)
     if hook_says == "ask" and decision.behavior is PermissionBehavior.ALLOW:
         decision = PermissionDecision(PermissionBehavior.ASK, hook.permission_reason or "a PreToolUse hook asks")
+    if decision.behavior is PermissionBehavior.DENY:
+        return await _denied(conv, tool, raw, block, decision, agent)
     if decision.behavior is PermissionBehavior.ASK:
         decision = await conv.hooks.permission_request(tool.name, raw, agent) or decision
     if decision.behavior is PermissionBehavior.ASK and not decision.human \
             and conv.config.policy.mode is PermissionMode.AUTO:
         decision = await auto_review(conv, tool.name, raw, decision)
+        if decision.behavior is PermissionBehavior.DENY:
+            return await _denied(conv, tool, raw, block, decision, agent)
     if decision.behavior is PermissionBehavior.ASK:
         if conv.ask_user is not None:
             await conv.hooks.notify(f"Claude needs your permission to use {tool.name}")
             decision = await conv.ask_user(tool, inp, {**block, "input": raw})  # as a hook rewrote it
         else:
-            decision = PermissionDecision(PermissionBehavior.DENY,
-                                          denial_message(tool.name, decision, interactive=False))
+            decision = await _denied(conv, tool, raw, block, PermissionDecision(
+                PermissionBehavior.DENY, denial_message(tool.name, decision, interactive=False)), agent)
     if updated is not None and decision.behavior is PermissionBehavior.ALLOW and decision.updated_input is None:
         decision = PermissionDecision(PermissionBehavior.ALLOW, decision.message, updated)
     return decision
@@ -103,3 +109,13 @@ def _as_run(tool_name: str, raw: dict[str, Any], ctx: ToolContext, project: Any)
     if here == os.path.realpath(str(project)):
         return raw
     return {**raw, "command": f"cd {shlex.quote(here)} && {command}"}
+
+
+async def _denied(conv: Any, tool: Tool, raw: dict[str, Any], block: dict[str, Any], decision: PermissionDecision,
+                  agent: dict[str, Any] | None) -> PermissionDecision:
+    """PermissionDenied hooks see the denial; `retry` adds that the model may try again."""
+    reason = decision.message or f"Permission to use {tool.name} was denied."
+    if await conv.hooks.lifecycle.permission_denied(tool.name, raw, block.get("id", ""), reason, agent):
+        return PermissionDecision(PermissionBehavior.DENY, reason + "\n\nA PermissionDenied hook says you may try "
+                                  "this call again if the user asked for it.")
+    return decision

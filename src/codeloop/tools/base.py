@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from codeloop.hooks.lifecycle import LifecycleHooks
     from codeloop.permissions.project_files import ProjectFiles
     from codeloop.providers.base import Provider
     from codeloop.tools.builtin.bash_background import BackgroundTasks
@@ -89,6 +90,9 @@ class ToolContext:
     ended_by_model: bool = False
     # PostToolUse hooks: (tool_name, input, response, tool_use_id) → PostToolFeedback | None
     post_tool_use: Callable[..., Any] | None = None
+    # The other hook events a tool fires: TaskCreated/TaskCompleted (TaskCreate, TaskUpdate),
+    # WorktreeCreate/WorktreeRemove (EnterWorktree, ExitWorktree), CwdChanged. None: no session.
+    lifecycle_hooks: LifecycleHooks | None = None
     # Re-checks deny rules right before file I/O: (tool_name, path) → None, or raises ToolError.
     path_guard: Callable[[str, Path], None] | None = None
     # Deny rules for reading, for tools that search many files (Grep, Glob): path → denied?

@@ -108,6 +108,7 @@ class Repl(ChoiceMixin, FlowMixin):
         self.renderer.event(ev)
 
     def query_started(self) -> None:
+        self.renderer.hold_text = self.conv.hooks.lifecycle.displays()
         self.renderer.query_started()
 
     def query_finished(self, duration_s: float, aborted: bool) -> None:

@@ -105,6 +105,8 @@ class Renderer:
         self._printed = 0           # characters of the current text block already printed
         self._tool_names: dict[str, tuple[str, dict[str, Any]]] = {}
         self._withdrawn: set[str | None] = set()   # response ids already marked as withdrawn
+        # MessageDisplay hooks decide what a text shows: it is printed whole, once they answered
+        self.hold_text = False
         self.progress = Progress(tool_label)
         self.busy = False
         self.expanded = False       # Ctrl+O: tool output in full
@@ -186,9 +188,10 @@ class Renderer:
         elif kind == "content_block_delta":
             delta = raw.get("delta") or {}
             if delta.get("type") == "text_delta":
-                self._buf += delta.get("text", "")
                 self.progress.stats.streamed_chars += len(delta.get("text", ""))
-                self._flush_text(final=False)
+                if not self.hold_text:
+                    self._buf += delta.get("text", "")
+                    self._flush_text(final=False)
             elif delta.get("type") in ("input_json_delta", "thinking_delta"):
                 self.progress.stats.streamed_chars += len(delta.get("partial_json", "") or delta.get("thinking", ""))
         elif kind == "message_start":

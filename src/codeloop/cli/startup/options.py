@@ -93,6 +93,7 @@ def resolve_options(args: argparse.Namespace, *, interactive: bool, skip_setting
                       json_schema=_json_schema(args.json_schema)),
         output=_output(args), agents=agents, feature_flags=_feature_flags(settings, local),
         hooks=not (args.bare or args.safe_mode),
+        setup="init" if args.init else "maintenance" if args.maintenance else None,
         warnings=tuple(warnings))
 
 
