@@ -150,3 +150,17 @@ def test_the_mode_is_accepted_and_shown(tmp_path):
     assert r.returncode == 0, r.stderr
     init = next(x for x in lines(r) if x.get("subtype") == "init")
     assert init["permissionMode"] == "auto" and "warning" not in r.stderr
+
+
+def test_a_block_runs_the_permission_denied_hooks(tmp_path):
+    log = tmp_path / "denied.jsonl"
+    hooks = {"hooks": {"PermissionDenied": [{"matcher": "Bash", "hooks": [
+        {"type": "command", "command": f"cat >> '{log}'; echo >> '{log}'"}]}]}}
+    api = ScriptedAPI(sse(tool_use("Bash", {"command": "git push --force"})),
+                      verdict(True, "Force-pushing rewrites shared history."), sse(text("ok")))
+    with api.serve() as url:
+        r = cli(["--settings", json.dumps(hooks)], tmp_path, url)
+    assert r.returncode == 0, r.stderr
+    [event] = [json.loads(x) for x in log.read_text().splitlines() if x.strip()]
+    assert event["hook_event_name"] == "PermissionDenied" and event["tool_input"]["command"] == "git push --force"
+    assert "rewrites shared history" in event["reason"]
