@@ -153,10 +153,11 @@ def _script(command: str, cwd_file: str) -> str:
 
 @contextmanager
 def _sandboxed(command: str, cwd: Path, cwd_file: str | None,
-               sandbox: Any) -> Iterator[tuple[list[str], dict[str, str]]]:
-    """The bwrap prefix and extra environment for this call ([] and {} when it runs unsandboxed)."""
+               sandbox: Any) -> Iterator[tuple[list[str], dict[str, str], list[str]]]:
+    """The bwrap prefix and extra environment for this call ([] and {} when it runs unsandboxed),
+    and a list the sandbox fills when the call ends with what it undid (planted configuration)."""
     if sandbox is None or not sandbox.enabled:
-        yield [], {}
+        yield [], {}, []
         return
     from codeloop.sandbox.layout import LayoutError
     from codeloop.sandbox.runtime import Use
@@ -165,7 +166,7 @@ def _sandboxed(command: str, cwd: Path, cwd_file: str | None,
     if use is Use.REFUSED:
         raise ToolError(why)
     if use is Use.UNSANDBOXED:
-        yield [], {}
+        yield [], {}, []
         return
     try:
         prepared = sandbox.prepare(str(cwd), [cwd_file] if cwd_file else [])
@@ -173,7 +174,7 @@ def _sandboxed(command: str, cwd: Path, cwd_file: str | None,
     except LayoutError as e:
         raise ToolError(f"Bash refused: the sandbox cannot start safely: {e}") from None
     try:
-        yield prefix.argv, prefix.env
+        yield prefix.argv, prefix.env, prefix.notes
     finally:
         prepared.__exit__(None, None, None)
 
@@ -206,8 +207,9 @@ class BashTool(Tool):
         fd, cwd_file = tempfile.mkstemp(prefix="codeloop-cwd-", suffix=".txt", dir=tmp_dir)
         os.close(fd)
         try:
-            with _sandboxed(inp.command, cwd, cwd_file, ctx.sandbox) as (prefix, env):
+            with _sandboxed(inp.command, cwd, cwd_file, ctx.sandbox) as (prefix, env, undone):
                 rc, out, err, outcome = await self._run(inp.command, cwd, cwd_file, timeout_ms, ctx, prefix, env)
+            notes += undone
             new_cwd = Path(cwd_file).read_text(errors="replace").strip()
         finally:
             os.unlink(cwd_file)
@@ -251,7 +253,7 @@ class BashTool(Tool):
 
         cwd = ctx.cwd if ctx.cwd.is_dir() else ctx.project_dir
         guard = _sandboxed(inp.command, cwd, None, ctx.sandbox)
-        prefix, env = guard.__enter__()  # the sandbox's layout stays up until the task ends
+        prefix, env, _undone = guard.__enter__()  # the layout stays up until the task ends (undone: logged)
 
         def cleanup() -> None:
             guard.__exit__(None, None, None)
