@@ -196,6 +196,14 @@ def _remove(path: str) -> bool:
     return True
 
 
+def _mkdir(path: str) -> None:
+    if os.path.realpath(os.path.dirname(path)) == os.path.dirname(path):
+        try:
+            os.mkdir(path, 0o755)
+        except OSError:
+            pass
+
+
 def _put(path: str, data: bytes) -> bool:
     """Write `data` at `path` in place of whatever is there now (file, link or folder)."""
     parent = os.path.dirname(path)
@@ -245,7 +253,8 @@ def revert(before: Snapshot, after: Snapshot) -> list[str]:
         parts = path.split("/")
         if ".claude" in parts or ".codeloop" in parts or name == ".mcp.json":
             if new is None and old is not None and old.kind == "dir":
-                continue                       # its files are put back one by one
+                _mkdir(path)                   # removed: made again, its files put back one by one
+                continue
             if new is not None and new.kind == "dir" and old is not None and old.kind == "dir":
                 continue
             if new is not None and new.kind == "dir" and old is None:
