@@ -74,7 +74,8 @@ def render_config(entries: list[tuple[str, str]]) -> bytes:
     for key, value in entries:
         head, _, name = key.rpartition(".")
         sect, dot, sub = head.partition(".")
-        header = f'[{sect} "{sub.replace(chr(92), chr(92) * 2).replace(chr(34), chr(92) + chr(34))}"]' if dot else f"[{sect}]"
+        quoted = sub.replace("\\", "\\\\").replace('"', '\\"')
+        header = f'[{sect} "{quoted}"]' if dot else f"[{sect}]"
         if header != section:
             lines.append(header)
             section = header

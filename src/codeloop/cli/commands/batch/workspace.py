@@ -103,7 +103,8 @@ def _private_env(ws: Path) -> dict[str, str]:
     priv = _private(ws)
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     env.update(GIT_DIR=str(priv), GIT_WORK_TREE=str(ws), GIT_INDEX_FILE=str(priv / "index"),
-               GIT_OBJECT_DIRECTORY=str(priv / "objects"), GIT_ALTERNATE_OBJECT_DIRECTORIES=str(ws / ".git" / "objects"),
+               GIT_OBJECT_DIRECTORY=str(priv / "objects"),
+               GIT_ALTERNATE_OBJECT_DIRECTORIES=str(ws / ".git" / "objects"),
                GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull, GIT_ATTR_NOSYSTEM="1",
                GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0", HOME=str(priv))
     return env
