@@ -18,10 +18,13 @@ import tempfile
 
 _mine: set[str] = set()
 _state = {"swept": False, "atexit": False}
+_checked: list[str] = []
 
 
 def _folder() -> str | None:
     """The journal folder: created 0700, used only when it is ours and a real folder."""
+    if _checked:
+        return _checked[0]
     path = os.path.join(tempfile.gettempdir(), f"codeloop-placeholders-{os.getuid()}")
     try:
         os.mkdir(path, 0o700)
@@ -35,6 +38,7 @@ def _folder() -> str | None:
         return None
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
         return None
+    _checked.append(path)
     return path
 
 
@@ -67,18 +71,22 @@ def remove_placeholder(path: str) -> None:
         pass
 
 
-def add(path: str) -> None:
+def add(paths: list[str]) -> None:
+    """Record placeholders this process is about to have bwrap create."""
+    if not paths:
+        return
     if not _state["atexit"]:
         import atexit
         atexit.register(_at_exit)
         _state["atexit"] = True
-    _mine.add(path)
+    _mine.update(paths)
     _write()
 
 
-def discard(path: str) -> None:
-    if path in _mine:
-        _mine.discard(path)
+def discard(paths: list[str]) -> None:
+    """Forget placeholders this process removed."""
+    if _mine & set(paths):
+        _mine.difference_update(paths)
         _write()
 
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 import os
 import stat
 from dataclasses import dataclass, field
+from typing import Any
 
 from codeloop.sandbox.gitconf import config_entries, index_gitlinks, render_config, safe_key
 
@@ -57,7 +58,7 @@ class Snapshot:
     """The sensitive entries under the roots, and each folder's listing (for the next walk)."""
     entries: dict[str, Entry] = field(default_factory=dict)
     gitdirs: set[str] = field(default_factory=set)
-    folders: dict[str, tuple[tuple[int, ...], list[tuple[str, bool]]]] = field(default_factory=dict)
+    folders: dict[str, tuple[tuple[int, ...], Any]] = field(default_factory=dict)
 
 
 def _entry(path: str, prev: Snapshot | None) -> Entry | None:
@@ -135,46 +136,60 @@ def _gitdir(gd: str, snap: Snapshot, prev: Snapshot | None, budget: list[int], d
                         stack.append(p)
 
 
+def _listing(d: str, budget: list[int]) -> tuple[tuple[str, ...], tuple[tuple[str, bool], ...], bool] | None:
+    """A folder's subfolders, its sensitive entries and whether it is laid out like a bare
+    repository: all a later walk needs, so an unchanged folder costs one lstat."""
+    try:
+        with os.scandir(d) as it:
+            items = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
+    except OSError:
+        return None
+    budget[0] -= len(items)
+    if budget[0] < 0:
+        raise TooBig(d)
+    names = {n for n, _ in items}
+    bare = {"HEAD", "objects", "refs"} <= names and not d.endswith("/.git")
+    return (tuple(n for n, is_dir in items if is_dir and n not in SENSITIVE),
+            tuple((n, is_dir) for n, is_dir in items if n in SENSITIVE), bare)
+
+
 def take(roots: list[str], previous: Snapshot | None = None, *, skip: frozenset[str] = frozenset()) -> Snapshot:
     """The sensitive entries under `roots` (real paths); `skip` the paths mounted read-only."""
     snap, budget = Snapshot(), [MAX_ENTRIES]
     stack = list(dict.fromkeys(roots))
+    cache = previous.folders if previous else {}
+    folders, lstat, is_dir_mode = snap.folders, os.lstat, stat.S_ISDIR
     while stack:
         d = stack.pop()
         try:
-            st = os.lstat(d)
+            st = lstat(d)
         except OSError:
             continue
-        if not stat.S_ISDIR(st.st_mode):
+        if not is_dir_mode(st.st_mode):
             continue
         ident = (st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
-        cached = previous.folders.get(d) if previous else None
+        cached = cache.get(d)
         if cached is not None and cached[0] == ident:
             listing = cached[1]
         else:
-            try:
-                with os.scandir(d) as it:
-                    listing = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
-            except OSError:
+            found = _listing(d, budget)
+            if found is None:
                 continue
-            budget[0] -= len(listing)
-            if budget[0] < 0:
-                raise TooBig(d)
-        snap.folders[d] = (ident, listing)
-        names = {n for n, _ in listing}
-        if {"HEAD", "objects", "refs"} <= names and os.path.basename(d) != ".git":
+            listing = found
+        folders[d] = (ident, listing)
+        subdirs, sensitive, bare = listing
+        if bare:
             _gitdir(d, snap, previous, budget)      # a bare repository: git uses it from inside
-        for name, is_dir in listing:
-            path = os.path.join(d, name)
+        for name, is_dir in sensitive:
+            path = f"{d}/{name}"
             if path in skip:
                 continue
             if name == ".git" and is_dir:
                 snap.entries[path] = Entry("dir")
                 _gitdir(path, snap, previous, budget)
-            elif name in SENSITIVE:
+            else:
                 _tree(path, snap, previous, budget)
-            elif is_dir:
-                stack.append(path)
+        stack.extend(f"{d}/{n}" for n in subdirs)
     return snap
 
 

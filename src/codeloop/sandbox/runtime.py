@@ -213,26 +213,30 @@ class Sandbox:
             from codeloop.sandbox.layout import LayoutError
             raise LayoutError(f"too many files under {e} to watch for configuration a command could plant "
                               f"(git hooks, .claude/, .mcp.json in subfolders); disable the sandbox here") from None
+        fresh = [path for path in placeholders if not os.path.lexists(path)]
+        leftovers.add([p for p in fresh if p not in _created])
         for path in placeholders:
             _placeholders[path] = _placeholders.get(path, 0) + 1
-            if not os.path.lexists(path):
-                _created.add(path)
-                leftovers.add(path)
+        _created.update(fresh)
         prepared = Prepared(argv, env)
         try:
             yield prepared
         finally:
-            prepared.notes += watch.finish()
-            for path in layout.absent:
-                _remove_planted(path)
-            for path in placeholders:
-                _placeholders[path] -= 1
-                if _placeholders[path] == 0:
-                    del _placeholders[path]
-                    if path in _created:
-                        _created.discard(path)
-                        leftovers.remove_placeholder(path)
-                        leftovers.discard(path)
+            try:
+                prepared.notes += watch.finish()
+            finally:
+                for path in layout.absent:
+                    _remove_planted(path)
+                removed = []
+                for path in placeholders:
+                    _placeholders[path] -= 1
+                    if _placeholders[path] == 0:
+                        del _placeholders[path]
+                        if path in _created:
+                            _created.discard(path)
+                            leftovers.remove_placeholder(path)
+                            removed.append(path)
+                leftovers.discard(removed)
 
     def _network(self):
         if not self.settings.allowed_domains:
