@@ -92,6 +92,17 @@ def test_dot_git_file_hook_and_bare_repository_are_undone(project, outside):
         assert what in res.content
 
 
+def test_dot_git_file_into_an_unwatched_corner_of_a_git_folder_is_removed(project, outside):
+    """A `.git` file may point at a worktree's or submodule's git folder (watched), not at any
+    folder that merely lies inside one (`.git/x`, whose config nobody checked)."""
+    marker = outside / "PWNED"
+    res = one(project, f"git init -q --bare .git/x && git --git-dir=.git/x config core.fsmonitor 'touch {marker}' && "
+                       "mkdir s && echo 'gitdir: ../.git/x' > s/.git")
+    assert not (project / "s/.git").exists() and "s/.git" in res.content
+    git(project / "s", "status")
+    assert not marker.exists()
+
+
 def test_gitlink_added_to_the_index_is_undone(project, outside):
     marker = outside / "PWNED"
     res = one(project, f"git init -q m && git -C m {ID} commit -q --allow-empty -m x && "

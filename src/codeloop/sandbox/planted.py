@@ -89,21 +89,23 @@ def _entry(path: str, prev: Snapshot | None) -> Entry | None:
 
 def _tree(top: str, snap: Snapshot, prev: Snapshot | None, budget: list[int]) -> None:
     """Record `top` and, for a folder, everything under it (a `.claude/`, a `hooks/`)."""
-    e = _entry(top, prev)
-    if e is None:
-        return
-    snap.entries[top] = e
-    if e.kind != "dir":
-        return
-    try:
-        names = sorted(os.listdir(top))
-    except OSError:
-        return
-    budget[0] -= len(names)
-    if budget[0] < 0:
-        raise TooBig(top)
-    for n in names:
-        _tree(os.path.join(top, n), snap, prev, budget)
+    stack = [top]
+    while stack:
+        path = stack.pop()
+        e = _entry(path, prev)
+        if e is None:
+            continue
+        snap.entries[path] = e
+        if e.kind != "dir":
+            continue
+        try:
+            names = os.listdir(path)
+        except OSError:
+            continue
+        budget[0] -= len(names)
+        if budget[0] < 0:
+            raise TooBig(path)
+        stack.extend(f"{path}/{n}" for n in names)
 
 
 def _gitdir(gd: str, snap: Snapshot, prev: Snapshot | None, budget: list[int], depth: int = 0) -> None:
@@ -153,9 +155,11 @@ def _listing(d: str, budget: list[int]) -> tuple[tuple[str, ...], tuple[tuple[st
             tuple((n, is_dir) for n, is_dir in items if n in SENSITIVE), bare)
 
 
-def take(roots: list[str], previous: Snapshot | None = None, *, skip: frozenset[str] = frozenset()) -> Snapshot:
-    """The sensitive entries under `roots` (real paths); `skip` the paths mounted read-only."""
-    snap, budget = Snapshot(), [MAX_ENTRIES]
+def take(roots: list[str], previous: Snapshot | None = None, *, skip: frozenset[str] = frozenset(),
+         limit: int = MAX_ENTRIES) -> Snapshot:
+    """The sensitive entries under `roots` (real paths); `skip` the paths mounted read-only; more
+    than `limit` entries listed raises TooBig."""
+    snap, budget = Snapshot(), [limit]
     stack = list(dict.fromkeys(roots))
     cache = previous.folders if previous else {}
     folders, lstat, is_dir_mode = snap.folders, os.lstat, stat.S_ISDIR
@@ -291,8 +295,8 @@ def _points_into(path: str, data: bytes | None, gitdirs: set[str]) -> bool:
         text = text[7:].strip()
     elif os.path.basename(path) != "commondir":
         return False
-    target = os.path.realpath(os.path.join(os.path.dirname(path), text))
-    return any(target == g or target.startswith(g + "/") for g in gitdirs)
+    # exactly a git folder this scan watched (its config and hooks were checked), nothing deeper
+    return os.path.realpath(os.path.join(os.path.dirname(path), text)) in gitdirs
 
 
 def _git_change(path: str, gd: str, old: Entry | None, new: Entry | None, before: Snapshot,
@@ -373,13 +377,11 @@ class Watch:
         import time
 
         t = time.perf_counter()
-        try:
-            after = take(self.roots, self.before, skip=self.skip)
-        except TooBig as e:
-            _previous.pop(self.key, None)
-            return [f"could NOT check what the command changed: more than {MAX_ENTRIES} entries under {e}"]
+        # no limit after the call: a command that made millions of files to outrun the check is
+        # checked all the same, at its own cost
+        after = take(self.roots, self.before, skip=self.skip, limit=1 << 62)
         lines = revert(self.before, after)
-        _previous[self.key] = after if not lines else take(self.roots, after, skip=self.skip)
+        _previous[self.key] = after if not lines else take(self.roots, after, skip=self.skip, limit=1 << 62)
         self.cost_ms += (time.perf_counter() - t) * 1000
         log = logging.getLogger(__name__)
         log.debug("planted-configuration scan: %.1f ms", self.cost_ms)
