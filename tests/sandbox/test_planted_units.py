@@ -1,0 +1,48 @@
+"""The planted-configuration scan's parsers, on files real git wrote (no sandbox needed)."""
+
+from __future__ import annotations
+
+import os
+import struct
+import subprocess
+
+import pytest
+
+from codeloop.sandbox.gitconf import config_entries, index_gitlinks, render_config, safe_key
+
+ENV = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+
+
+def git(cwd, *args):
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd, env=ENV,
+                          check=True, capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("version", ["2", "3", "4"])
+def test_gitlinks_are_read_from_every_index_version(tmp_path, version):
+    git(tmp_path, "init", "-q")
+    for name in ("a.txt", "dir/b.txt", "dir/c.txt", "zz.txt"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(name)
+    git(tmp_path, "add", ".")
+    sha = "1" * 40
+    git(tmp_path, "update-index", "--add", "--cacheinfo", f"160000,{sha},dir/sub")
+    git(tmp_path, "update-index", "--add", "--cacheinfo", f"160000,{sha},dir/sub2")
+    git(tmp_path, "update-index", "--index-version", version)
+    if version == "3":                                   # an extended-flags entry (skip-worktree)
+        git(tmp_path, "update-index", "--skip-worktree", "zz.txt")
+    data = (tmp_path / ".git" / "index").read_bytes()
+    assert index_gitlinks(data) == {b"dir/sub", b"dir/sub2"}
+    assert index_gitlinks(data[:-40] + b"\0" * 40) == {b"dir/sub", b"dir/sub2"}   # checksum unread
+    torn = data[:data.index(struct.pack(">I", 0o160000)) + 10]
+    assert index_gitlinks(torn) == {b"(unreadable index)"}                          # torn: fail closed
+    assert index_gitlinks(None) == {b"(unreadable index)"}
+
+
+def test_config_allow_list_and_round_trip():
+    entries = config_entries(b'[core]\n\tfsmonitor = touch x\n\tbare = false\n[remote "Up\\"s"]\n\turl = a\\\\b\n'
+                             b'[filter "lfs"]\n\tclean = git-lfs clean\n[alias]\n\tst = !sh\n[include]\n\tpath = ../x\n')
+    assert entries is not None
+    assert [k for k, _ in entries if safe_key(k)] == ["core.bare", 'remote.Up"s.url']
+    assert config_entries(render_config(entries)) == entries
+    assert config_entries(b"[core\n") is None                                     # unreadable: unsafe
