@@ -67,3 +67,17 @@ async def test_stopping_a_sandboxed_background_task_ends_the_pid_namespace(tmp_p
         await asyncio.sleep(0.05)
     assert alive(marker) and ctx.background.kill_all() == 1
     assert await gone(marker)
+
+
+@needs_bwrap
+async def test_configuration_a_background_command_plants_is_undone_and_reported(tmp_path):
+    """Issue 25 #5: when a sandboxed background task ends, what it planted is undone, and the
+    note lands in its output, where TaskOutput and the end-of-task notice read."""
+    ctx = context(tmp_path)
+    res = await call(BashTool(), ctx, run_in_background=True,
+                     command="mkdir -p sub/.claude && echo '{}' > sub/.claude/settings.json && echo done")
+    task = ctx.background.get(res.data["backgroundTaskId"])
+    out = await call(TaskOutputTool(), ctx, task_id=task.id, block=True, timeout=60_000)
+    assert "<status>completed</status>" in out.content
+    assert not (tmp_path / "sub" / ".claude").exists()
+    assert "undid configuration" in task.output() and "sub/.claude" in task.output()

@@ -253,10 +253,17 @@ class BashTool(Tool):
 
         cwd = ctx.cwd if ctx.cwd.is_dir() else ctx.project_dir
         guard = _sandboxed(inp.command, cwd, None, ctx.sandbox)
-        prefix, env, _undone = guard.__enter__()  # the layout stays up until the task ends (undone: logged)
+        prefix, env, undone = guard.__enter__()  # the sandbox's layout stays up until the task ends
+        output: list[Path] = []
 
         def cleanup() -> None:
             guard.__exit__(None, None, None)
+            if undone and output:               # what the sandbox undid, where TaskOutput reads
+                try:
+                    with open(output[0], "a", encoding="utf-8") as fh:
+                        fh.write("\n" + "\n".join(undone) + "\n")
+                except OSError:
+                    pass
         try:
             task = await registry(ctx).start_shell(
                 inp.command, [*prefix, _shell(), "-c", inp.command], cwd=cwd,
@@ -268,6 +275,7 @@ class BashTool(Tool):
         except BaseException:
             cleanup()
             raise
+        output.append(task.output_file)
         return ToolResult(f"Command running in background with ID: {task.id}. Output is being written to: "
                           f"{task.output_file}", data={"backgroundTaskId": task.id, "stdout": "", "stderr": "",
                                                        "interrupted": False, "cwd": str(ctx.cwd)})
