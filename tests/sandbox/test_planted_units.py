@@ -40,8 +40,9 @@ def test_gitlinks_are_read_from_every_index_version(tmp_path, version):
 
 
 def test_config_allow_list_and_round_trip():
-    entries = config_entries(b'[core]\n\tfsmonitor = touch x\n\tbare = false\n[remote "Up\\"s"]\n\turl = a\\\\b\n'
-                             b'[filter "lfs"]\n\tclean = git-lfs clean\n[alias]\n\tst = !sh\n[include]\n\tpath = ../x\n')
+    entries = config_entries(b'[core]\n\tfsmonitor = touch x\n\tbare = false\n'
+                             b'[remote "Up\\"s"]\n\turl = a\\\\b\n[filter "lfs"]\n\tclean = git-lfs clean\n'
+                             b'[alias]\n\tst = !sh\n[include]\n\tpath = ../x\n')
     assert entries is not None
     assert [k for k, _ in entries if safe_key(k)] == ["core.bare", 'remote.Up"s.url']
     assert config_entries(render_config(entries)) == entries
