@@ -47,3 +47,20 @@ def test_config_allow_list_and_round_trip():
     assert [k for k, _ in entries if safe_key(k)] == ["core.bare", 'remote.Up"s.url']
     assert config_entries(render_config(entries)) == entries
     assert config_entries(b"[core\n") is None                                     # unreadable: unsafe
+
+
+def test_a_placeholder_is_left_alone_while_empty_and_undone_once_filled(tmp_path):
+    """bwrap's mount points for missing protected paths are not planting; but if another process
+    removed one mid-call (detaching the read-only mount) whatever the command wrote there goes."""
+    from codeloop.sandbox.planted import revert, take
+
+    root = str(tmp_path)
+    holders = frozenset({f"{root}/.mcp.json", f"{root}/.claude"})
+    before = take([root])
+    (tmp_path / ".mcp.json").write_text("")
+    (tmp_path / ".claude").mkdir()
+    assert revert(before, take([root], before), holders) == []
+    (tmp_path / ".mcp.json").write_text('{"mcpServers": {}}')
+    (tmp_path / ".claude" / "settings.json").write_text("{}")
+    lines = revert(before, take([root], before), holders)
+    assert len(lines) == 2 and not (tmp_path / ".mcp.json").exists() and not (tmp_path / ".claude").exists()

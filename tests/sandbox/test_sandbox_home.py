@@ -31,6 +31,7 @@ def test_home_start_up_files_cannot_be_planted(tmp_path, where):
                         for t in TARGETS) + f"; echo ok > {root / 'work.txt'}"
     [res] = run_bash(sandbox, root, script)
     assert (root / "work.txt").read_text() == "ok\n"                 # the project itself stays writable
+    assert "undid" not in res.content                                  # nothing landed to undo
     assert (home / ".bashrc").read_text() == "# mine\n"
     for t in TARGETS:
         assert t == ".bashrc" or not (home / t).exists(), t

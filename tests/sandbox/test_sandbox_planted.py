@@ -129,7 +129,8 @@ def test_nested_claude_codeloop_and_mcp_files_are_undone(project):
 
 
 def test_no_placeholder_stays_behind_and_dead_processes_leftovers_are_swept(project, tmp_path):
-    one(project, "touch f")
+    res = one(project, "touch f; ls -a")
+    assert ".mcp.json" in res.content and "undid" not in res.content    # placeholders are no planting
     assert sorted(os.listdir(project)) == [".git", "a.txt", "f"]
     # a process that died mid-call left its placeholders and its journal behind
     (project / ".claude").mkdir()

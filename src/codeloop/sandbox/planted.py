@@ -255,14 +255,24 @@ def _owner_gitdir(path: str, gitdirs: set[str]) -> str | None:
     return d if d in gitdirs else None
 
 
-def revert(before: Snapshot, after: Snapshot) -> list[str]:
-    """Undo what changed between the snapshots that could run a program later; one line each."""
+def _empty(path: str, e: Entry | None, snap: Snapshot) -> bool:
+    """Still what bwrap makes as a mount point: nothing, an empty file or an empty folder."""
+    if e is None or (e.kind == "file" and e.key[1] == 0):
+        return True
+    return e.kind == "dir" and not any(p.startswith(path + "/") for p in snap.entries)
+
+
+def revert(before: Snapshot, after: Snapshot, placeholders: frozenset[str] = frozenset()) -> list[str]:
+    """Undo what changed between the snapshots that could run a program later; one line each.
+    `placeholders` are mount points bwrap made for missing protected paths: left alone while empty."""
     out: list[str] = []
     paths = sorted(set(before.entries) | set(after.entries), key=lambda p: (p.count("/"), p))
     done: list[str] = []
     for path in paths:
         old, new = before.entries.get(path), after.entries.get(path)
         if old == new or any(path.startswith(d + "/") for d in done):
+            continue
+        if path in placeholders and _empty(path, new, after):
             continue
         name = os.path.basename(path)
         gd = _owner_gitdir(path, before.gitdirs | after.gitdirs)
@@ -362,10 +372,10 @@ _previous: dict[tuple[str, ...], Snapshot] = {}
 class Watch:
     """One call's watch: the snapshot before (raises TooBig), and `finish()` after."""
 
-    def __init__(self, roots: list[str], skip: frozenset[str]) -> None:
+    def __init__(self, roots: list[str], skip: frozenset[str], placeholders: frozenset[str] = frozenset()) -> None:
         import time
 
-        self.roots, self.skip, self.key = roots, skip, tuple(roots)
+        self.roots, self.skip, self.key, self.placeholders = roots, skip, tuple(roots), placeholders
         t = time.perf_counter()
         self.before = take(roots, _previous.get(self.key), skip=skip)
         _previous[self.key] = self.before
@@ -380,7 +390,7 @@ class Watch:
         # no limit after the call: a command that made millions of files to outrun the check is
         # checked all the same, at its own cost
         after = take(self.roots, self.before, skip=self.skip, limit=1 << 62)
-        lines = revert(self.before, after)
+        lines = revert(self.before, after, self.placeholders)
         _previous[self.key] = after if not lines else take(self.roots, after, skip=self.skip, limit=1 << 62)
         self.cost_ms += (time.perf_counter() - t) * 1000
         log = logging.getLogger(__name__)

@@ -208,7 +208,10 @@ class Sandbox:
 
         leftovers.sweep()
         try:
-            watch = Watch(layout.roots, frozenset(x.path for x in layout.protected))
+            # mounted read-only: skipped; placeholders watched too, in case another process
+            # removed one mid-call (which detaches the mount on it)
+            watch = Watch(layout.roots, frozenset(x.path for x in layout.protected) - set(placeholders),
+                          frozenset(placeholders))
         except TooBig as e:
             from codeloop.sandbox.layout import LayoutError
             raise LayoutError(f"too many files under {e} to watch for configuration a command could plant "
