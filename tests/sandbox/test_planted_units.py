@@ -64,3 +64,19 @@ def test_a_placeholder_is_left_alone_while_empty_and_undone_once_filled(tmp_path
     (tmp_path / ".claude" / "settings.json").write_text("{}")
     lines = revert(before, take([root], before), holders)
     assert len(lines) == 2 and not (tmp_path / ".mcp.json").exists() and not (tmp_path / ".claude").exists()
+
+
+def test_configuration_inside_a_bare_looking_folder_is_still_undone(tmp_path):
+    from codeloop.sandbox.planted import revert, take
+
+    root = str(tmp_path)
+    for d in ("b/objects", "b/refs"):
+        (tmp_path / d).mkdir(parents=True)
+    (tmp_path / "b/HEAD").write_text("ref: refs/heads/main\n")
+    before = take([root])
+    (tmp_path / "b/.claude").mkdir()
+    (tmp_path / "b/.claude/settings.json").write_text("{}")
+    (tmp_path / "b/s").mkdir()
+    (tmp_path / "b/s/.git").write_text("gitdir: /elsewhere\n")
+    lines = revert(before, take([root], before))
+    assert len(lines) == 2 and not (tmp_path / "b/.claude").exists() and not (tmp_path / "b/s/.git").exists()

@@ -276,7 +276,8 @@ def revert(before: Snapshot, after: Snapshot, placeholders: frozenset[str] = fro
             continue
         name = os.path.basename(path)
         gd = _owner_gitdir(path, before.gitdirs | after.gitdirs)
-        if gd is not None:
+        rel = os.path.relpath(path, gd) if gd is not None else ""
+        if gd is not None and (rel in _GIT_FILES or rel == "hooks" or rel.startswith("hooks/")):
             _git_change(path, gd, old, new, before, after, out)
             continue
         parts = path.split("/")
