@@ -331,7 +331,9 @@ def _git_change(path: str, gd: str, old: Entry | None, new: Entry | None, before
         added = _gitlinks(new) - (_gitlinks(old) if old is not None else frozenset())
         if added:
             shown = ", ".join(sorted(p.decode("utf-8", "replace") for p in added)[:5])
-            _undo(path, old, f"new gitlink {shown}: git status would run git inside it", out)
+            _undo(path, old, f"new gitlink {shown}: git status would run git inside it; the index is back "
+                             f"as before this command, so stage again without it, or ask the user to add the "
+                             f"submodule outside the sandbox", out)
 
 
 def _config_change(path: str, old: Entry | None, new: Entry, out: list[str]) -> None:
