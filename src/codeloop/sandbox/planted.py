@@ -19,11 +19,9 @@ creates them. So around every sandboxed call (`runtime.Sandbox.prepare`):
      hook (not `*.sample`, which never runs) is removed or put back; a `commondir` or `.git`
      file must point into a git folder this scan watches, or it is removed; a new gitlink in an
      index that existed before puts the old index back.
-   A brand-new repository (`git init sub`, `git clone`) therefore stays usable: only what would
-   run a program outside the sandbox is taken out of it.
-
-Fails closed: past `MAX_ENTRIES` listed entries `take` raises `TooBig`, and the caller refuses
-the call rather than run it unwatched.
+   A brand-new repository (`git init sub`, `git clone`) stays usable: only what would run a
+   program outside the sandbox is taken out of it. Fails closed: past `MAX_ENTRIES` listed
+   entries the walk before a call raises `TooBig` and the caller refuses the call.
 """
 
 from __future__ import annotations
@@ -215,14 +213,6 @@ def _remove(path: str) -> bool:
     return True
 
 
-def _mkdir(path: str) -> None:
-    if os.path.realpath(os.path.dirname(path)) == os.path.dirname(path):
-        try:
-            os.mkdir(path, 0o755)
-        except OSError:
-            pass
-
-
 def _put(path: str, data: bytes) -> bool:
     """Write `data` at `path` in place of whatever is there now (file, link or folder)."""
     parent = os.path.dirname(path)
@@ -283,7 +273,11 @@ def revert(before: Snapshot, after: Snapshot, placeholders: frozenset[str] = fro
         parts = path.split("/")
         if ".claude" in parts or ".codeloop" in parts or name == ".mcp.json":
             if new is None and old is not None and old.kind == "dir":
-                _mkdir(path)                   # removed: made again, its files put back one by one
+                if os.path.realpath(os.path.dirname(path)) == os.path.dirname(path):
+                    try:                       # made again, its files put back one by one
+                        os.makedirs(path, 0o755, exist_ok=True)
+                    except OSError:
+                        pass
                 continue
             if new is not None and new.kind == "dir" and old is not None and old.kind == "dir":
                 continue
