@@ -386,11 +386,17 @@ class Watch:
         t = time.perf_counter()
         # no limit after the call: a command that made millions of files to outrun the check is
         # checked all the same, at its own cost
-        after = take(self.roots, self.before, skip=self.skip, limit=1 << 62)
-        lines = revert(self.before, after, self.placeholders)
-        _previous[self.key] = after if not lines else take(self.roots, after, skip=self.skip, limit=1 << 62)
-        self.cost_ms += (time.perf_counter() - t) * 1000
         log = logging.getLogger(__name__)
+        try:
+            after = take(self.roots, self.before, skip=self.skip, limit=1 << 62)
+            lines = revert(self.before, after, self.placeholders)
+            _previous[self.key] = after if not lines else take(self.roots, after, skip=self.skip, limit=1 << 62)
+        except Exception as exc:  # a bug here must not hide a planting: said loudly, never swallowed
+            log.exception("sandbox: the check for planted configuration failed")
+            _previous.pop(self.key, None)
+            return [f"The sandbox could NOT check what this command changed ({exc!r}): look for new .git "
+                    f"config or hooks, .claude/, .codeloop/ or .mcp.json in subfolders before running git there."]
+        self.cost_ms += (time.perf_counter() - t) * 1000
         log.debug("planted-configuration scan: %.1f ms", self.cost_ms)
         for line in lines:
             log.warning("sandbox: %s", line)
