@@ -356,14 +356,9 @@ def _gitlinks(e: Entry) -> frozenset[bytes]:
     return index_gitlinks(e.data if e.kind == "file" else None)
 
 
-def describe(lines: list[str]) -> str:
-    """The note the model reads in the tool result."""
-    return ("The sandbox undid configuration this command wrote that would run programs outside the "
-            "sandbox later (git config, hooks, gitlinks, .git files, .claude/, .codeloop/, .mcp.json):\n"
-            + "\n".join(f"- {x}" for x in lines))
-
-
 _previous: dict[tuple[str, ...], Snapshot] = {}
+_NOTE = ("The sandbox undid configuration this command wrote that would run programs outside the sandbox "
+         "later (git config, hooks, gitlinks, .git files, .claude/, .codeloop/, .mcp.json):\n")
 
 
 class Watch:
@@ -383,11 +378,8 @@ class Watch:
         import logging
         import time
 
-        t = time.perf_counter()
-        # no limit after the call: a command that made millions of files to outrun the check is
-        # checked all the same, at its own cost
-        log = logging.getLogger(__name__)
-        try:
+        t, log = time.perf_counter(), logging.getLogger(__name__)
+        try:  # no limit after the call: a flood of files cannot outrun the check (at the command's cost)
             after = take(self.roots, self.before, skip=self.skip, limit=1 << 62)
             lines = revert(self.before, after, self.placeholders)
             _previous[self.key] = after if not lines else take(self.roots, after, skip=self.skip, limit=1 << 62)
@@ -400,4 +392,4 @@ class Watch:
         log.debug("planted-configuration scan: %.1f ms", self.cost_ms)
         for line in lines:
             log.warning("sandbox: %s", line)
-        return [describe(lines)] if lines else []
+        return [_NOTE + "\n".join(f"- {x}" for x in lines)] if lines else []
