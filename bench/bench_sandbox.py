@@ -7,8 +7,9 @@ the bubblewrap sandbox, (c) sandboxed with a Read deny rule that must be found a
 (`.env`, walking a 2,000-file project), and (d) the layout planning alone, in a fresh git
 checkout (`.mcp.json`, `.claude/`, `.codeloop/` missing: three placeholders), (e) with
 `allowedDomains` (the in-sandbox proxy forwarder starts first); plus the cost of a
-read-only command (`ls`) with the sandbox on, which runs inside it too (issue 25). Target: the
-sandbox adds < 15 ms median per call.
+read-only command (`ls`) with the sandbox on, which runs inside it too (issue 25), and the scan for
+configuration planted in subfolders (`sandbox/planted.py`: one lstat per folder, twice a call).
+Target: the sandbox adds < 15 ms median per call.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from codeloop.config.sandbox import sandbox_settings  # noqa: E402
 from codeloop.sandbox.bwrap import probe  # noqa: E402
+from codeloop.sandbox.planted import revert, take  # noqa: E402
 from codeloop.sandbox.runtime import Sandbox  # noqa: E402
 from codeloop.tools.base import ToolContext  # noqa: E402
 from codeloop.tools.builtin.bash import BashTool  # noqa: E402
@@ -91,6 +93,14 @@ def main() -> None:
                     pass
                 layout.append((time.perf_counter() - t) * 1000)
             out["layout + argv only"] = layout
+            scan, snap = [], take([str(root.resolve())])
+            for _ in range(args.runs):
+                t = time.perf_counter()
+                before = take([str(root.resolve())], snap)
+                snap = take([str(root.resolve())], before)
+                revert(before, snap)
+                scan.append((time.perf_counter() - t) * 1000)
+            out["planted-configuration scan (before + after + compare)"] = scan
             return out
 
         results = asyncio.run(run())

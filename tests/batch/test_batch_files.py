@@ -122,6 +122,30 @@ def test_workspace_clone_ref_setup_and_diff(tmp_path):
         prepare(TaskSpec(id="gone", prompt="p", repo=str(tmp_path / "nowhere")), batch)
 
 
+def test_batch_diff_runs_nothing_the_workspace_names(tmp_path):
+    """Issue 25 #5: a task rewrote its workspace's git config (fsmonitor, a filter, a textconv and
+    an external diff), added a hook and planted a nested repository with its own fsmonitor; the
+    batch's `git add -A` and `git diff` on the host run none of them (a marker file would show)."""
+    base = make_repo(tmp_path / "src", {"a.txt": "one\n"})
+    ws, baseline = prepare(TaskSpec(id="t", prompt="p", repo=str(tmp_path / "src"), ref=base), tmp_path / "batch")
+    markers = [tmp_path / f"ran-{i}" for i in range(6)]
+    with open(ws / ".git" / "config", "a") as fh:
+        fh.write(f"[core]\n\tfsmonitor = touch {markers[0]}\n"
+                 f"[filter \"x\"]\n\tclean = touch {markers[1]}; cat\n\tsmudge = cat\n"
+                 f"[diff \"x\"]\n\ttextconv = touch {markers[2]}; cat\n[diff]\n\texternal = touch {markers[3]}\n")
+    hook = ws / ".git" / "hooks" / "post-index-change"
+    hook.write_text(f"#!/bin/sh\ntouch {markers[4]}\n")
+    hook.chmod(0o755)
+    (ws / ".gitattributes").write_text("* filter=x diff=x\n")
+    (ws / "a.txt").write_text("two\n")
+    sub = ws / "sub"
+    make_repo(sub, {"s.txt": "s\n"})
+    subprocess.run(["git", "-C", str(sub), "config", "core.fsmonitor", f"touch {markers[5]}"], check=True)
+    patch = diff(ws, baseline)
+    assert "-one\n+two" in patch and "Subproject commit" in patch and ".gitattributes" in patch
+    assert [m.name for m in markers if m.exists()] == []
+
+
 def test_report_cli_text_and_predictions(tmp_path):
     out = tmp_path / "r.jsonl"
     out.write_text("".join(json.dumps(r) + "\n" for r in [

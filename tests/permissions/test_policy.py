@@ -108,6 +108,23 @@ def test_git_config_hooks_and_mcp_json_are_guarded_under_accept_edits(tmp_path):
         assert decide(policy, "Write", {"file_path": str(tmp_path / target), "content": "x"}) is expected, target
 
 
+@pytest.mark.parametrize("home_rel", [".", "me"])
+def test_nested_configuration_and_home_start_up_files_ask_under_accept_edits(tmp_path, monkeypatch, home_rel):
+    """Issue 25 #5: nested `.claude/`, `.codeloop/`, `.mcp.json` and nested git folders, and with
+    the project at or above home, home's shell, ssh, git and Claude files are never auto-written."""
+    home = (tmp_path / home_rel).resolve()
+    monkeypatch.setenv("HOME", str(home))
+    policy = PermissionPolicy(cwd=tmp_path, mode=PermissionMode.ACCEPT_EDITS)
+    ask, deny = PermissionBehavior.ASK, PermissionBehavior.DENY
+    cases = [("sub/.claude/settings.json", ask), ("a/b/.mcp.json", ask), ("sub/.codeloop/settings.json", ask),
+             ("sub/.git/config", deny), ("sub/.git/hooks/post-checkout", deny), ("sub/.git", deny),
+             ("sub/.git/index", deny), ("src/app.py", PermissionBehavior.ALLOW)]
+    cases += [(os.path.join(home_rel, t), ask) for t in (".bash_aliases", ".ssh/config", ".claude.json",
+                                                         ".config/fish/config.fish", ".local/bin/git")]
+    for target, expected in cases:
+        assert decide(policy, "Write", {"file_path": str(tmp_path / target), "content": "x"}) is expected, target
+
+
 def test_plan_mode_runs_read_only_bash_only(tmp_path, monkeypatch):
     import subprocess
     monkeypatch.setenv("HOME", str(tmp_path))

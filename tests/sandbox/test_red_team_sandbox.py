@@ -121,8 +121,8 @@ def test_git_commondir_cannot_redirect_the_repository_config(repo):
     assert "pwned" not in git("config", "--get", "core.fsmonitor", cwd=repo).stdout
 
 
-@gap("only the root's .git is protected: a nested repository's config (core.fsmonitor) can be planted")
 def test_a_nested_repository_config_cannot_be_planted(repo):
+    # planted.py takes it out after the call (the repository itself stays)
     run_bash(make_sandbox(repo), repo, "git init -q sub && git -C sub config core.fsmonitor 'touch pwned'")
     planted = git("config", "--get", "core.fsmonitor", cwd=repo / "sub").stdout if (repo / "sub").exists() else ""
     assert "pwned" not in planted

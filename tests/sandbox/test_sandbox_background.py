@@ -77,3 +77,17 @@ async def test_a_background_command_gets_the_unix_socket_filter_too(tmp_path):
     res = await call(BashTool(), ctx, run_in_background=True, command=f'python3 -c "{code}"')
     out = await call(TaskOutputTool(), ctx, task_id=res.data["backgroundTaskId"], block=True, timeout=60_000)
     assert "pair ok" in out.content and "Operation not permitted" in out.content, out.content
+
+
+@needs_bwrap
+async def test_configuration_a_background_command_plants_is_undone_and_reported(tmp_path):
+    """Issue 25 #5: when a sandboxed background task ends, what it planted is undone, and the
+    note lands in its output, where TaskOutput and the end-of-task notice read."""
+    ctx = context(tmp_path)
+    res = await call(BashTool(), ctx, run_in_background=True,
+                     command="mkdir -p sub/.claude && echo '{}' > sub/.claude/settings.json && echo done")
+    task = ctx.background.get(res.data["backgroundTaskId"])
+    out = await call(TaskOutputTool(), ctx, task_id=task.id, block=True, timeout=60_000)
+    assert "<status>completed</status>" in out.content
+    assert not (tmp_path / "sub" / ".claude").exists()
+    assert "undid configuration" in task.output() and "sub/.claude" in task.output()

@@ -89,15 +89,22 @@ def _common_dir_paths(cwd: Path) -> list[Path]:
 
 
 # Shell start-up files: writing one runs code in every later shell.
-SHELL_RC_FILES = (".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zshenv",
-                  ".zprofile", ".zlogin", ".inputrc")
+SHELL_RC_FILES = (".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".bash_aliases", ".profile", ".zshrc",
+                  ".zshenv", ".zprofile", ".zlogin", ".zlogout", ".kshrc", ".cshrc", ".tcshrc", ".inputrc")
 
 
 def ask_paths(cwd: Path) -> list[str]:
     """Writable only with a question, in every mode but bypass: configuration that starts programs
     (MCP servers, custom commands and agents, hooks) and shell start-up files."""
     home = Path(os.path.expanduser("~"))
-    return [str(cwd / ".mcp.json"), str(cwd / ".claude"), str(cwd / ".codeloop"),
+    # nested ones too: codeloop started in `sub/` loads `sub/.claude`, `sub/.mcp.json` (nested git
+    # folders are protected outright: `**/.git` above)
+    nested = [f"{cwd}/**/.mcp.json", f"{cwd}/**/.claude/**", f"{cwd}/**/.codeloop/**"]
+    # with the project at or above home these lie in the working folders: ssh (`Match exec`),
+    # fish, Claude Code's user file, npm's (`node-options`), the bin folders on $PATH
+    user = [str(home / ".claude.json"), str(home / ".npmrc"),
+            *(f"{home / d}/**" for d in (".ssh", ".config/fish", ".local/bin", "bin"))]
+    return [str(cwd / ".mcp.json"), str(cwd / ".claude"), str(cwd / ".codeloop"), *nested, *user,
             *(str(home / f) for f in SHELL_RC_FILES)]
 
 

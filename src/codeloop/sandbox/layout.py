@@ -28,10 +28,13 @@ _ROOT_PROTECTED = ((".claude", "dir"), (".codeloop", "dir"), (".mcp.json", "file
                    (".git/config", "file"), (".git/hooks", "dir"), (".vscode", "dir"), (".idea", "dir"),
                    (".husky", "dir"))
 # In the home folder (matters only when home lies inside a writable root).
-_HOME_PROTECTED = (".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc",
-                   ".zshenv", ".zprofile", ".zlogin", ".gitconfig", ".inputrc")
-# git's per-user config folder (`~/.config/git/config`, `attributes`) names programs like ~/.gitconfig
-_HOME_PROTECTED_DIRS = (".config/git",)
+_HOME_PROTECTED = (".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".bash_aliases", ".profile",
+                   ".zshrc", ".zshenv", ".zprofile", ".zlogin", ".zlogout", ".kshrc", ".cshrc", ".tcshrc",
+                   ".gitconfig", ".inputrc", ".claude.json", ".npmrc", ".vimrc", ".exrc")
+# Folders of programs or configuration that starts them: git's per-user config, ssh (`Match exec`,
+# `ProxyCommand`), fish, Claude Code's and codeloop's own, and the user's bin folders on $PATH.
+_HOME_PROTECTED_DIRS = (".config/git", ".ssh", ".config/fish", ".claude", ".codeloop", ".config/systemd",
+                        ".config/autostart", ".local/bin", "bin")
 # Files in a `.git` folder that redirect where git reads its config from (`commondir` points at
 # another repository folder; `config.worktree` adds config). A missing one cannot get a
 # placeholder (git dies on an empty `commondir`), so it is kept absent instead: whatever the call

@@ -3,7 +3,8 @@
 Owns the per-command choice (`use_for`: sandboxed, unsandboxed, or refused because the sandbox
 is enabled but cannot start) and `prepare`, which builds the bwrap command line for one call and
 undoes its side effects afterwards (placeholder mount points for protected paths that did not
-exist). The policy and the tool ask the same object, so a command auto-allowed *because* it is
+exist, `leftovers.py`; configuration planted in subfolders, `planted.py`, reported in
+`Prepared.notes`). The policy and the tool ask the same object, so a command auto-allowed *because* it is
 sandboxed is the command that then runs sandboxed.
 
 Unix sockets: unless `sandbox.network.allowAllUnixSockets` is true, every call carries the
@@ -56,6 +57,8 @@ class Prepared:
     argv: list[str]                      # prefix: the caller appends its command
     env: dict[str, str] = field(default_factory=dict)
     pass_fds: tuple[int, ...] = ()       # descriptors the argv names (seccomp program, proxy channel)
+    # filled when the call ends: what the sandbox undid (planted configuration), for the model
+    notes: list[str] = field(default_factory=list)
 
 
 # Placeholder mount points in use, by path (several calls may run at once): the last user
@@ -227,12 +230,33 @@ class Sandbox:
         # also paths another call's placeholder occupies right now: removing it while this
         # sandbox relies on it would detach this sandbox's mount too
         placeholders = [x.path for x in layout.protected if not x.exists or x.path in _created]
+        from codeloop.sandbox import leftovers
+        from codeloop.sandbox.planted import TooBig, Watch
+
+        leftovers.sweep()
+        try:
+            # mounted read-only: skipped; placeholders watched too, in case another process
+            # removed one mid-call (which detaches the mount on it)
+            watch = Watch(layout.roots, frozenset(x.path for x in layout.protected) - set(placeholders),
+                          frozenset(placeholders))
+        except TooBig as e:
+            from codeloop.sandbox.layout import LayoutError
+
+            if fd is not None:
+                os.close(fd)
+            if channel is not None:
+                channel[0].close()
+                channel[1].close()
+            raise LayoutError(f"too many files under {e} to watch for configuration a command could plant "
+                              f"(git hooks, .claude/, .mcp.json in subfolders); disable the sandbox here") from None
+        fresh = [path for path in placeholders if not os.path.lexists(path)]
+        leftovers.add([p for p in fresh if p not in _created])
         for path in placeholders:
             _placeholders[path] = _placeholders.get(path, 0) + 1
-            if not os.path.lexists(path):
-                _created.add(path)
+        _created.update(fresh)
+        prepared = Prepared(argv, env, tuple(fds))
         try:
-            yield Prepared(argv, env, tuple(fds))
+            yield prepared
         finally:
             if fd is not None:
                 os.close(fd)
@@ -244,15 +268,21 @@ class Sandbox:
                     channel[0].shutdown(socket.SHUT_RDWR)
                 except OSError:
                     pass
-            for path in layout.absent:
-                _remove_planted(path)
-            for path in placeholders:
-                _placeholders[path] -= 1
-                if _placeholders[path] == 0:
-                    del _placeholders[path]
-                    if path in _created:
-                        _created.discard(path)
-                        _remove_placeholder(path)
+            try:
+                prepared.notes += watch.finish()
+            finally:
+                for path in layout.absent:
+                    _remove_planted(path)
+                removed = []
+                for path in placeholders:
+                    _placeholders[path] -= 1
+                    if _placeholders[path] == 0:
+                        del _placeholders[path]
+                        if path in _created:
+                            _created.discard(path)
+                            leftovers.remove_placeholder(path)
+                            removed.append(path)
+                leftovers.discard(removed)
 
     def _network(self):
         if not self.settings.allowed_domains:
@@ -275,18 +305,6 @@ def _remove_planted(path: str) -> None:
         if stat.S_ISDIR(st.st_mode):
             shutil.rmtree(path)
         else:
-            os.unlink(path)
-    except OSError:
-        pass
-
-
-def _remove_placeholder(path: str) -> None:
-    """Remove the empty file or folder bwrap made as a mount point (only if still empty)."""
-    try:
-        st = os.lstat(path)
-        if stat.S_ISDIR(st.st_mode):
-            os.rmdir(path)
-        elif stat.S_ISREG(st.st_mode) and st.st_size == 0:
             os.unlink(path)
     except OSError:
         pass

@@ -18,17 +18,15 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import shlex
 import shutil
 import signal
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 
 from codeloop.tools.base import CURRENT_TOOL_USE_ID, LazyModel, Tool, ToolContext, ToolError, ToolResult
+from codeloop.tools.builtin.bash_sandbox import _disable, _sandboxed, network_hint
 from codeloop.tools.builtin.shell_env import command_environment, protect_process
 
 DEFAULT_TIMEOUT_MS = 120_000
@@ -157,57 +155,6 @@ def _script(command: str, cwd_file: str) -> str:
     )
 
 
-# Signs in a sandboxed command's output that it reached for the network the sandbox withholds.
-_NET_FAILURE = re.compile(r"could not resolve|temporary failure in name resolution|name or service not known|"
-                          r"network is unreachable|getaddrinfo|failed to establish a new connection|"
-                          r"no address associated with hostname|connect tunnel failed|failed to connect to|"
-                          r"could not connect to|connection refused|nodename nor servname", re.I)
-
-
-def network_hint(sandbox: Any, output: str) -> str | None:
-    """A note for the model when a sandboxed command failed for want of network: how to ask."""
-    if not _NET_FAILURE.search(output[-8192:]):
-        return None
-    where = "no network beyond the hosts in sandbox.network.allowedDomains"
-    if not sandbox.settings.allow_unsandboxed:
-        return f"(This command ran in the sandbox: {where}, and commands may not leave the sandbox here.)"
-    return (f"(This command ran in the sandbox: {where}. If it needs the network, run it again with "
-            f"dangerouslyDisableSandbox: true; the user will be asked to approve running it outside the sandbox.)")
-
-
-@contextmanager
-def _sandboxed(command: str, cwd: Path, cwd_file: str | None, sandbox: Any,
-               disable: bool = False) -> Iterator[tuple[list[str], dict[str, str], tuple[int, ...]]]:
-    """The bwrap prefix, extra environment and descriptors to pass for this call (empty when it
-    runs unsandboxed). `disable`: the call's dangerouslyDisableSandbox (the permission check
-    allowed it already)."""
-    if sandbox is None or not sandbox.enabled:
-        yield [], {}, ()
-        return
-    from codeloop.sandbox.layout import LayoutError
-    from codeloop.sandbox.runtime import Use
-
-    use, why = sandbox.use_for(command, disable=disable)
-    if use is Use.REFUSED:
-        raise ToolError(why)
-    if use is Use.UNSANDBOXED:
-        yield [], {}, ()
-        return
-    try:
-        prepared = sandbox.prepare(str(cwd), [cwd_file] if cwd_file else [])
-        prefix = prepared.__enter__()
-    except LayoutError as e:
-        raise ToolError(f"Bash refused: the sandbox cannot start safely: {e}") from None
-    try:
-        yield prefix.argv, prefix.env, prefix.pass_fds
-    finally:
-        prepared.__exit__(None, None, None)
-
-
-def _disable(inp: Any) -> bool:
-    return getattr(inp, "dangerouslyDisableSandbox", None) is True
-
-
 class BashTool(Tool):
     name: ClassVar[str] = "Bash"
     description: ClassVar[str] = DESCRIPTION
@@ -236,10 +183,11 @@ class BashTool(Tool):
         fd, cwd_file = tempfile.mkstemp(prefix="codeloop-cwd-", suffix=".txt", dir=tmp_dir)
         os.close(fd)
         try:
-            with _sandboxed(inp.command, cwd, cwd_file, ctx.sandbox, _disable(inp)) as (prefix, env, fds):
+            with _sandboxed(inp.command, cwd, cwd_file, ctx.sandbox, _disable(inp)) as (prefix, env, fds, undone):
                 rc, out, err, outcome = await self._run(inp.command, cwd, cwd_file, timeout_ms, ctx, prefix, env,
                                                         fds)
             sandboxed = bool(prefix)
+            notes += undone
             new_cwd = Path(cwd_file).read_text(errors="replace").strip()
         finally:
             os.unlink(cwd_file)
@@ -285,10 +233,17 @@ class BashTool(Tool):
 
         cwd = ctx.cwd if ctx.cwd.is_dir() else ctx.project_dir
         guard = _sandboxed(inp.command, cwd, None, ctx.sandbox, _disable(inp))
-        prefix, env, fds = guard.__enter__()  # the sandbox's layout stays up until the task ends
+        prefix, env, fds, undone = guard.__enter__()  # the sandbox's layout stays up until the task ends
+        output: list[Path] = []
 
         def cleanup() -> None:
             guard.__exit__(None, None, None)
+            if undone and output:               # what the sandbox undid, where TaskOutput reads
+                try:
+                    with open(output[0], "a", encoding="utf-8") as fh:
+                        fh.write("\n" + "\n".join(undone) + "\n")
+                except OSError:
+                    pass
         try:
             task = await registry(ctx).start_shell(
                 inp.command, [*prefix, _shell(), "-c", inp.command], cwd=cwd,
@@ -301,6 +256,7 @@ class BashTool(Tool):
         except BaseException:
             cleanup()
             raise
+        output.append(task.output_file)
         return ToolResult(f"Command running in background with ID: {task.id}. Output is being written to: "
                           f"{task.output_file}", data={"backgroundTaskId": task.id, "stdout": "", "stderr": "",
                                                        "interrupted": False, "cwd": str(ctx.cwd)})

@@ -8,8 +8,11 @@ Every task gets a folder of its own under the batch folder:
 - `workdir`: a copy of the folder (its `.git` too when it has one).
 - neither: an empty folder.
 The optional setup command runs next; then the tree is snapshotted (`git write-tree` through a
-private index, so neither HEAD nor the agent's index moves) and the task's diff is taken
-against that snapshot: setup output never shows up as the agent's change.
+private git folder beside the workspace, so neither HEAD nor the agent's index moves) and the
+task's diff is taken against that snapshot: setup output never shows up as the agent's change.
+The snapshot and the diff run git on the host over a tree the task wrote, so they run it with
+a git folder, config and index of codeloop's own (`_private_env`): the workspace's config,
+hooks, fsmonitor, filter and diff drivers and submodules' configuration are never read.
 """
 
 from __future__ import annotations
@@ -25,7 +28,6 @@ from pathlib import Path
 GIT_ID = ["-c", "user.name=codeloop batch", "-c", "user.email=batch@codeloop.invalid",
           "-c", "commit.gpgsign=false", "-c", "core.hooksPath=/dev/null"]
 _SAFE_RE = re.compile(r"[^A-Za-z0-9_.-]+")
-_INDEX_NAME = "codeloop-batch-index"
 
 
 class WorkspaceError(Exception):
@@ -87,30 +89,70 @@ def _checkout(repo: str, ref: str | None, ws: Path, batch_dir: Path) -> None:
         _git(["checkout", "--detach", "--quiet", "FETCH_HEAD"], cwd=ws)
 
 
-def _index_env(ws: Path) -> dict[str, str]:
-    git_dir = ws / ".git"
-    env = dict(os.environ)
-    env["GIT_INDEX_FILE"] = str(git_dir / _INDEX_NAME)
+def _private(ws: Path) -> Path:
+    """The git folder the batch's own snapshot and diff use: beside the workspace, out of the
+    task's reach, with a config codeloop wrote (no fsmonitor, hooks, filters or diff drivers)."""
+    return ws.parent / f".{ws.name}.codeloop-git"
+
+
+def _private_env(ws: Path) -> dict[str, str]:
+    """git told to run nothing from the workspace: its own git folder, index and objects (the
+    workspace's objects only read, as alternates), no system or user config, no GIT_* from the
+    caller. A task can rewrite the workspace's `.git/config`, hooks and `.gitattributes`; a filter
+    or diff driver named in `.gitattributes` is then undefined, so git uses the bytes as they are."""
+    priv = _private(ws)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_DIR=str(priv), GIT_WORK_TREE=str(ws), GIT_INDEX_FILE=str(priv / "index"),
+               GIT_OBJECT_DIRECTORY=str(priv / "objects"),
+               GIT_ALTERNATE_OBJECT_DIRECTORIES=str(ws / ".git" / "objects"),
+               GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull, GIT_ATTR_NOSYSTEM="1",
+               GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0", HOME=str(priv))
     return env
+
+
+# the configuration git would use is codeloop's own already; these say it again, on the command line
+NO_PROGRAMS = ["-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "submodule.recurse=false",
+               "-c", "diff.external=", "-c", "core.attributesFile=/dev/null", "-c", "core.pager=cat",
+               "--no-pager"]
+
+
+def _make_private(ws: Path) -> None:
+    """The private git folder, made before the task runs (when the workspace is still ours)."""
+    priv = _private(ws)
+    shutil.rmtree(priv, ignore_errors=True)
+    for sub in ("objects", "refs", "info"):
+        (priv / sub).mkdir(parents=True)
+    (priv / "HEAD").write_text("ref: refs/heads/codeloop-batch\n")
+    fmt = subprocess.run(["git", "config", "--file", str(ws / ".git" / "config"), "extensions.objectformat"],
+                         capture_output=True, text=True, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+                         stdin=subprocess.DEVNULL).stdout.strip()
+    ext = f"[extensions]\n\tobjectformat = {fmt}\n" if fmt == "sha256" else ""
+    version = 1 if ext else 0
+    (priv / "config").write_text(f"[core]\n\trepositoryformatversion = {version}\n\tbare = false\n{ext}")
+    exclude = ws / ".git" / "info" / "exclude"
+    if exclude.is_file() and not exclude.is_symlink():
+        shutil.copyfile(exclude, priv / "info" / "exclude")
+    real_index = ws / ".git" / "index"
+    if real_index.is_file() and not real_index.is_symlink():
+        shutil.copyfile(real_index, priv / "index")  # keeps stat data: no re-hashing of big trees
 
 
 def snapshot(ws: Path) -> str:
     """The tree id of everything in the workspace now (ignored files aside)."""
-    env = _index_env(ws)
-    real_index = ws / ".git" / "index"
-    if real_index.exists() and not Path(env["GIT_INDEX_FILE"]).exists():
-        shutil.copyfile(real_index, env["GIT_INDEX_FILE"])  # keeps stat data: no re-hashing of big trees
-    _git(["add", "-A", "."], cwd=ws, env=env)
-    return _git(["write-tree"], cwd=ws, env=env).strip()
+    _make_private(ws)
+    env = _private_env(ws)
+    _git([*NO_PROGRAMS, "add", "-A", "."], cwd=ws, env=env)
+    return _git([*NO_PROGRAMS, "write-tree"], cwd=ws, env=env).strip()
 
 
 def diff(ws: Path, baseline: str) -> str:
     """The task's change: the workspace now against the post-setup snapshot, as a git patch."""
-    if not (ws / ".git").is_dir():
+    if not (ws / ".git").is_dir() or not (_private(ws) / "HEAD").is_file():
         raise WorkspaceError("the workspace is no longer a git repository")
-    env = _index_env(ws)
-    _git(["add", "-A", "."], cwd=ws, env=env)
-    return _git(["diff", "--cached", "--no-color", "--no-ext-diff", baseline], cwd=ws, env=env)
+    env = _private_env(ws)
+    _git([*NO_PROGRAMS, "add", "-A", "."], cwd=ws, env=env)
+    return _git([*NO_PROGRAMS, "diff", "--cached", "--no-color", "--no-ext-diff", "--no-textconv",
+                 "--ignore-submodules=none", baseline], cwd=ws, env=env)
 
 
 def prepare(spec, batch_dir: Path, *, setup_timeout: float = 900) -> tuple[Path, str]:
@@ -118,6 +160,7 @@ def prepare(spec, batch_dir: Path, *, setup_timeout: float = 900) -> tuple[Path,
     ws = batch_dir / "workspaces" / folder_name(spec.id)
     if ws.exists():
         shutil.rmtree(ws)
+    shutil.rmtree(_private(ws), ignore_errors=True)
     ws.parent.mkdir(parents=True, exist_ok=True)
     if spec.repo:
         _checkout(spec.repo, spec.ref, ws, batch_dir)
