@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -25,12 +26,27 @@ def transcript(cwd):
     return files[0] if files else None
 
 
+def gone(pid: int, within_s: float = 30.0) -> bool:
+    """Whether the process has ended (a zombie waiting for init counts): waits for it, as the
+    kernel delivers SIGKILL at once but the exit itself takes a moment on a loaded machine."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        if state in ("Z", "X"):
+            return True
+        time.sleep(0.05)
+    return False
+
+
 @pytest.mark.parametrize("signum,code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_a_signal_ends_a_run_whose_tool_is_stuck(tmp_path, signum, code):
     # File tools no longer block on FIFOs (issue 13 item 1), so the stuck tool is a command that
     # ignores SIGTERM/SIGINT and waits on a FIFO nobody writes to: only the group SIGKILL ends it.
     os.mkfifo(tmp_path / "stuck.fifo")
-    stuck = "trap '' TERM INT; cat stuck.fifo"
+    stuck = "echo $$ > shell.pid; trap '' TERM INT; cat stuck.fifo"
     api = ScriptedAPI(sse(tool_use("Bash", {"command": stuck}, id="g1")),
                       sse(text("resumed fine")))
     with api.serve() as url:
@@ -50,6 +66,7 @@ def test_a_signal_ends_a_run_whose_tool_is_stuck(tmp_path, signum, code):
             proc.communicate()
             pytest.fail("the signalled process did not exit")
         assert proc.returncode == code, err
+        assert gone(int((tmp_path / "shell.pid").read_text())), "the stuck command outlived codeloop"
         lines = [json.loads(line) for line in out.splitlines() if line.strip()]
         assert lines[-1]["type"] == "result" and lines[-1]["is_error"] is True
         assert lines[-1]["terminal_reason"].startswith("aborted")

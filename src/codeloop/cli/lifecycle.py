@@ -108,6 +108,8 @@ def hard_exit(code: int) -> None:
     """Flush what was written and end now, without waiting for any thread."""
     if (codecache := sys.modules.get("codeloop.cli.startup.codecache")) is not None:
         codecache.save()   # atexit handlers do not run after os._exit
+    if (groups := sys.modules.get("codeloop.tools.process_groups")) is not None:
+        groups.kill_all()  # no command of the model outlives codeloop (their atexit sweep is skipped too)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

@@ -25,6 +25,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, ClassVar
 
+from codeloop.tools import process_groups
 from codeloop.tools.base import CURRENT_TOOL_USE_ID, LazyModel, Tool, ToolContext, ToolError, ToolResult
 from codeloop.tools.builtin.bash_sandbox import _disable, _sandboxed, network_hint
 from codeloop.tools.builtin.shell_env import command_environment, protect_process
@@ -282,6 +283,7 @@ class BashTool(Tool):
             )
         except OSError as e:
             raise ToolError(f"Could not start the shell in {cwd}: {e.strerror or e}") from e
+        process_groups.add(proc.pid)   # killed at codeloop's exit if this call has not ended it by then
         cap_out, cap_err = _Capture(), _Capture()
         assert proc.stdout is not None and proc.stderr is not None
         readers = asyncio.gather(cap_out.drain(proc.stdout), cap_err.drain(proc.stderr))
@@ -319,6 +321,7 @@ class BashTool(Tool):
             # Whatever went wrong above, the shell must not outlive the call.
             if proc.returncode is None:
                 _kill_group(proc.pid, signal.SIGKILL)
+            process_groups.discard(proc.pid)
         rc = proc.returncode if proc.returncode is not None else -1
         return rc, cap_out.text(), cap_err.text(), outcome
 

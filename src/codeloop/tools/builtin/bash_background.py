@@ -26,12 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from codeloop.messages import new_uuid
+from codeloop.tools import process_groups
 
 TAIL_CHARS = 2_000                  # output tail carried by a notification
 READ_BYTES = 256 * 1024             # head and tail read from a big output file
 KILL_GRACE_S = 2.0
-_LIVE: set[int] = set()             # process groups still running, for the atexit sweep
-_ATEXIT = False
 
 
 class TaskKind(str, Enum):
@@ -123,11 +122,6 @@ def _kill_group(pgid: int, sig: int) -> None:
         pass
 
 
-def _sweep() -> None:
-    # atexit: whatever path the process took to exit, no background shell outlives it
-    for pgid in list(_LIVE):
-        _kill_group(pgid, signal.SIGKILL)
-    _LIVE.clear()
 
 
 class BackgroundTasks:
@@ -152,7 +146,6 @@ class BackgroundTasks:
                           pass_fds: tuple[int, ...] = ()) -> BackgroundTask:
         """Start `argv` (the shell, behind the sandbox prefix if any) with output to a file, in `env`
         (the whole environment: the caller leaves codeloop's secrets out, tools.builtin.shell_env)."""
-        global _ATEXIT
         task_id = "b" + new_uuid().replace("-", "")[:8]
         out = self._output_file(task_id)
         with open(out, "wb") as sink:
@@ -161,11 +154,7 @@ class BackgroundTasks:
                 start_new_session=True, env=env, pass_fds=pass_fds)
         task = BackgroundTask(task_id, TaskKind.BASH, description or command, out, command=command,
                               tool_use_id=tool_use_id, pgid=proc.pid)
-        _LIVE.add(proc.pid)
-        if not _ATEXIT:
-            import atexit
-            atexit.register(_sweep)
-            _ATEXIT = True
+        process_groups.add(proc.pid)    # whatever path codeloop takes to exit, the shell goes with it
         self.tasks[task_id] = task
         task.runner = asyncio.ensure_future(self._watch(task, proc, cleanup))
         self._started(task)
@@ -181,7 +170,7 @@ class BackgroundTasks:
         finally:
             # the group may still hold children the shell left behind; they end with the task
             _kill_group(proc.pid, signal.SIGKILL)
-            _LIVE.discard(proc.pid)
+            process_groups.discard(proc.pid)
             if cleanup is not None:
                 cleanup()
         if task.status is TaskStatus.RUNNING:
@@ -281,7 +270,7 @@ class BackgroundTasks:
             task.status = TaskStatus.KILLED
             if task.pgid is not None:
                 _kill_group(task.pgid, signal.SIGKILL)
-                _LIVE.discard(task.pgid)
+                process_groups.discard(task.pgid)
             elif task.stop_hook is not None:
                 task.stop_hook()
             if task.runner is not None and task.kind is TaskKind.AGENT:
