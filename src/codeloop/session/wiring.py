@@ -121,6 +121,8 @@ class SessionWiring:
             project_files=self.parts.project_files)
         if side is None:
             ctx.session_dir = store.session_dir(cfg.cwd, self.session_id)
+            from codeloop.tools.task_board import TaskBoard
+            ctx.task_board = TaskBoard(ctx.session_dir if cfg.persist else None)
             if self.parts.spawn is not None and any(t.name == "Agent" for t in cfg.tools):
                 ctx.spawn_subagent = partial(self.parts.spawn, self)
             from codeloop.session.background import wire_background
@@ -134,6 +136,7 @@ class SessionWiring:
             ctx.non_interactive, ctx.entrypoint = parent.non_interactive, parent.entrypoint
             ctx.read_denied, ctx.background, ctx.live_output = parent.read_denied, parent.background, parent.live_output
             ctx.project_trusted = parent.project_trusted
+            ctx.task_board = parent.task_board   # one task list per session, as in Claude Code
         ctx.tool_pool = self.tool_pool()
         return ctx
 

@@ -32,9 +32,14 @@ BUILTINS: tuple[tuple[str, str, str], ...] = (
     ("TaskOutput", "codeloop.tools.builtin.task_output", "TaskOutputTool"),
     ("TaskStop", "codeloop.tools.builtin.task_output", "TaskStopTool"),
     ("ToolSearch", "codeloop.tools.builtin.tool_search", "ToolSearchTool"),
+    ("TaskCreate", "codeloop.tools.builtin.task_list", "TaskCreateTool"),
+    ("TaskGet", "codeloop.tools.builtin.task_list", "TaskGetTool"),
+    ("TaskList", "codeloop.tools.builtin.task_list", "TaskListTool"),
+    ("TaskUpdate", "codeloop.tools.builtin.task_list", "TaskUpdateTool"),
     ("EndConversation", "codeloop.tools.builtin.end_conversation", "EndConversationTool"),
 )
-DEFERRED = frozenset({"EndConversation"})
+# Deferred as Claude Code defers them (a default request lists them by name for ToolSearch).
+DEFERRED = frozenset({"EndConversation", "TaskCreate", "TaskGet", "TaskList", "TaskUpdate"})
 # Claude Code's older tool names, still accepted from models, old transcripts, rules and flags.
 LEGACY_NAMES = {"Task": "Agent", "BashOutput": "TaskOutput", "BashOutputTool": "TaskOutput",
                 "AgentOutputTool": "TaskOutput", "AgentOutput": "TaskOutput", "KillShell": "TaskStop",
