@@ -1,0 +1,43 @@
+"""The session tools of issue 26 (task list, scheduled prompts) through the real CLI against the
+loopback fake API."""
+
+import json
+
+from fakeapi import ScriptedAPI, sse, text, tool_use
+from test_print_mode import codeloop, jsonl
+
+
+def _tool_results(req):
+    return [b for b in req.messages[-1]["content"] if isinstance(b, dict) and b.get("type") == "tool_result"]
+
+
+def test_task_list_in_print_mode_and_after_resume(tmp_path):
+    api = ScriptedAPI(
+        sse(tool_use("ToolSearch", {"query": "select:TaskCreate,TaskUpdate,TaskList"}), stop="tool_use"),
+        sse(tool_use("TaskCreate", {"subject": "Run tests", "description": "pytest -q"}, id="c1"), stop="tool_use"),
+        sse(tool_use("TaskUpdate", {"taskId": "1", "status": "in_progress"}, id="u1"), stop="tool_use"),
+        sse(text("working on it")),
+        # the resumed session
+        sse(tool_use("ToolSearch", {"query": "select:TaskList"}), stop="tool_use"),
+        sse(tool_use("TaskList", {}, id="l1"), stop="tool_use"),
+        sse(text("still there")))
+    with api.serve() as url:
+        r = codeloop(["-p", "plan it", "--output-format", "stream-json", "--verbose"], cwd=tmp_path, base_url=url)
+        assert r.returncode == 0, r.stderr
+        lines = jsonl(r.stdout)
+        sid = lines[0]["session_id"]
+        again = codeloop(["-p", "what is left?", "--resume", sid], cwd=tmp_path, base_url=url)
+    assert again.returncode == 0, again.stderr
+    init = lines[0]
+    assert {"TaskCreate", "TaskGet", "TaskList", "TaskUpdate"} <= set(init["tools"])
+    first = api.requests[0]
+    assert "TaskCreate" not in first.tool_names and "TaskCreate" in first.system_text   # deferred: a hint only
+    # stream-json shows the list the way it shows TodoWrite's: in the tool_use_result
+    shown = [ln["tool_use_result"] for ln in lines if ln.get("type") == "user" and "tool_use_result" in ln]
+    update = next(s for s in shown if isinstance(s, dict) and s.get("taskId") == "1")
+    assert update["statusChange"] == {"from": "pending", "to": "in_progress"}
+    assert update["tasks"] == [{"id": "1", "subject": "Run tests", "status": "in_progress", "activeForm": None,
+                                "owner": None, "blockedBy": []}]
+    listing = _tool_results(api.requests[6])[0]["content"]
+    listing = listing if isinstance(listing, str) else listing[0]["text"]
+    assert listing == "#1 [in_progress] Run tests"
