@@ -36,10 +36,15 @@ BUILTINS: tuple[tuple[str, str, str], ...] = (
     ("TaskGet", "codeloop.tools.builtin.task_list", "TaskGetTool"),
     ("TaskList", "codeloop.tools.builtin.task_list", "TaskListTool"),
     ("TaskUpdate", "codeloop.tools.builtin.task_list", "TaskUpdateTool"),
+    ("CronCreate", "codeloop.tools.builtin.schedule", "CronCreateTool"),
+    ("CronDelete", "codeloop.tools.builtin.schedule", "CronDeleteTool"),
+    ("CronList", "codeloop.tools.builtin.schedule", "CronListTool"),
+    ("ScheduleWakeup", "codeloop.tools.builtin.schedule", "ScheduleWakeupTool"),
     ("EndConversation", "codeloop.tools.builtin.end_conversation", "EndConversationTool"),
 )
 # Deferred as Claude Code defers them (a default request lists them by name for ToolSearch).
-DEFERRED = frozenset({"EndConversation", "TaskCreate", "TaskGet", "TaskList", "TaskUpdate"})
+DEFERRED = frozenset({"EndConversation", "TaskCreate", "TaskGet", "TaskList", "TaskUpdate", "CronCreate",
+                      "CronDelete", "CronList"})
 # Claude Code's older tool names, still accepted from models, old transcripts, rules and flags.
 LEGACY_NAMES = {"Task": "Agent", "BashOutput": "TaskOutput", "BashOutputTool": "TaskOutput",
                 "AgentOutputTool": "TaskOutput", "AgentOutput": "TaskOutput", "KillShell": "TaskStop",
@@ -90,7 +95,14 @@ def _skill_gate(ctx: Any) -> bool:
     return ctx.agent_id is None and bool(session_skills(ctx))
 
 
-_GATES = {"EndConversation": _end_conversation_gate, "Agent": _task_gate, "WebSearch": _web_search_gate,
+def _schedule_gate(ctx: Any) -> bool:
+    from codeloop.tools.scheduler import scheduling_enabled
+
+    return scheduling_enabled(ctx)
+
+
+_GATES = {"CronCreate": _schedule_gate, "CronDelete": _schedule_gate, "CronList": _schedule_gate,
+          "ScheduleWakeup": _schedule_gate, "EndConversation": _end_conversation_gate, "Agent": _task_gate, "WebSearch": _web_search_gate,
           "AskUserQuestion": _main_agent_gate, "ExitPlanMode": _main_agent_gate, "Skill": _skill_gate}
 
 _JSON_TYPES = {
