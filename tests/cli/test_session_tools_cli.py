@@ -41,3 +41,49 @@ def test_task_list_in_print_mode_and_after_resume(tmp_path):
     listing = _tool_results(api.requests[6])[0]["content"]
     listing = listing if isinstance(listing, str) else listing[0]["text"]
     assert listing == "#1 [in_progress] Run tests"
+
+
+def test_scheduled_wakeup_fires_a_new_turn_in_stream_json(tmp_path):
+    import os
+    import subprocess
+    import sys
+    import threading
+
+    api = ScriptedAPI(
+        sse(tool_use("ScheduleWakeup", {"delaySeconds": 0.2, "reason": "check the deploy", "prompt": "is it live?",
+                                        "noop": False}, id="w1"), stop="tool_use"),
+        sse(text("I will check back.")),
+        sse(text("It is live.")))            # the turn the wakeup started
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CODELOOP_"))}
+    env.update({"ANTHROPIC_API_KEY": "test-key", "CODELOOP_CONFIG_DIR": str(tmp_path / ".cfg"), "HOME": str(tmp_path),
+                # the 60 s floor lowered so a wakeup 0.2 s away is taken as asked
+                "CODELOOP_WAKEUP_MIN_DELAY_S": "0"})
+    with api.serve() as url:
+        env["ANTHROPIC_BASE_URL"] = url
+        proc = subprocess.Popen([sys.executable, "-m", "codeloop", "-p", "--input-format", "stream-json",
+                                 "--output-format", "stream-json", "--verbose"], cwd=tmp_path, env=env,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        killer = threading.Timer(90, proc.kill)   # a hang fails the test instead of holding it
+        killer.start()
+        try:
+            proc.stdin.write(json.dumps({"type": "user", "message": {"role": "user", "content": "deploy it"}}) + "\n")
+            proc.stdin.flush()
+            lines, results = [], 0
+            while results < 2:
+                raw = proc.stdout.readline()
+                assert raw, f"codeloop ended early: {proc.stderr.read()}"
+                line = json.loads(raw)
+                lines.append(line)
+                results += line.get("type") == "result"
+            proc.stdin.close()
+            assert proc.wait(30) == 0
+        finally:
+            killer.cancel()
+    first, second = [ln for ln in lines if ln.get("type") == "result"]
+    assert first["result"] == "I will check back." and second["result"] == "It is live."
+    wake = next(ln["tool_use_result"] for ln in lines if ln.get("type") == "user" and "tool_use_result" in ln)
+    assert wake["wasClamped"] is False and wake["clampedDelaySeconds"] == 0.2
+    # the scheduled prompt reached the model as the user's turn, after the first turn ended
+    last = api.requests[2].messages[-1]
+    assert last["role"] == "user" and [b["text"] for b in last["content"]] == ["is it live?"]
+    assert "ScheduleWakeup" in api.requests[0].tool_names   # sent at once, as Claude Code sends it
