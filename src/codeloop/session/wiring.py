@@ -126,7 +126,8 @@ class SessionWiring:
             from codeloop.loop.queue import Priority, QueuedCommand
             from codeloop.tools.scheduler import PromptScheduler
             # a due scheduled prompt waits in the queue (LATER: never mid-turn) for the front end to run
-            ctx.scheduler = PromptScheduler(lambda text: self.queue.enqueue(QueuedCommand(text, priority=Priority.LATER)))
+            ctx.scheduler = PromptScheduler(
+                lambda text: self.queue.enqueue(QueuedCommand(text, priority=Priority.LATER)))
             if self.parts.spawn is not None and any(t.name == "Agent" for t in cfg.tools):
                 ctx.spawn_subagent = partial(self.parts.spawn, self)
             from codeloop.session.background import wire_background

@@ -102,7 +102,8 @@ def _schedule_gate(ctx: Any) -> bool:
 
 
 _GATES = {"CronCreate": _schedule_gate, "CronDelete": _schedule_gate, "CronList": _schedule_gate,
-          "ScheduleWakeup": _schedule_gate, "EndConversation": _end_conversation_gate, "Agent": _task_gate, "WebSearch": _web_search_gate,
+          "ScheduleWakeup": _schedule_gate,
+          "EndConversation": _end_conversation_gate, "Agent": _task_gate, "WebSearch": _web_search_gate,
           "AskUserQuestion": _main_agent_gate, "ExitPlanMode": _main_agent_gate, "Skill": _skill_gate}
 
 _JSON_TYPES = {

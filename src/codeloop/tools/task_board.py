@@ -46,14 +46,14 @@ class TaskRecord:
     def from_json(cls, raw: Any) -> TaskRecord | None:
         if not isinstance(raw, dict) or not isinstance(raw.get("id"), str) or not isinstance(raw.get("subject"), str):
             return None
-        status = raw.get("status")
+        status, meta = raw.get("status"), raw.get("metadata")
         return cls(id=raw["id"], subject=raw["subject"], description=str(raw.get("description") or ""),
                    activeForm=raw.get("activeForm") if isinstance(raw.get("activeForm"), str) else None,
                    status=status if status in {s.value for s in TaskStatus} else TaskStatus.PENDING.value,
                    owner=raw.get("owner") if isinstance(raw.get("owner"), str) else None,
                    blocks=[b for b in raw.get("blocks") or [] if isinstance(b, str)],
                    blockedBy=[b for b in raw.get("blockedBy") or [] if isinstance(b, str)],
-                   metadata=raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {})
+                   metadata=meta if isinstance(meta, dict) else {})
 
 
 class TaskBoard:
@@ -92,7 +92,8 @@ class TaskBoard:
 
     def all(self) -> list[TaskRecord]:
         """Every task, in id order (numeric ids first, as they were created)."""
-        return sorted(self._load().values(), key=lambda t: (not t.id.isdigit(), int(t.id) if t.id.isdigit() else 0, t.id))
+        return sorted(self._load().values(),
+                      key=lambda t: (not t.id.isdigit(), int(t.id) if t.id.isdigit() else 0, t.id))
 
     def get(self, task_id: str) -> TaskRecord | None:
         return self._load().get(task_id.strip().lstrip("#"))

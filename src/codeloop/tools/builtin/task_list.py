@@ -157,13 +157,13 @@ class TaskUpdateTool(_SessionStateTool):
         b = board(ctx)
         rec = b.get(inp.taskId)
         if rec is None:
-            data = {"success": False, "taskId": inp.taskId, "updatedFields": [], "error": "Task not found"}
-            return ToolResult(f"Task #{inp.taskId} not found", data=data)
+            missing = {"success": False, "taskId": inp.taskId, "updatedFields": [], "error": "Task not found"}
+            return ToolResult(f"Task #{inp.taskId} not found", data=missing)
         if inp.status == "deleted":
             ok = await asyncio.to_thread(b.delete, rec.id)
-            data = {"success": ok, "taskId": rec.id, "updatedFields": ["deleted"] if ok else [],
+            gone = {"success": ok, "taskId": rec.id, "updatedFields": ["deleted"] if ok else [],
                     **({"statusChange": {"from": rec.status, "to": "deleted"}} if ok else {}), "tasks": b.snapshot()}
-            return ToolResult(f"Updated task #{rec.id} deleted", data=data)
+            return ToolResult(f"Updated task #{rec.id} deleted", data=gone)
         updated, change = self._apply(rec, inp, b)
         if updated:
             await self._save(b)
