@@ -9,7 +9,8 @@ from codeloop.tools.registry import builtin_tools, find_tool, parse_tool_input, 
 # issue 26 added the task list (TaskCreate…TaskUpdate) and the scheduling tools (Cron*, ScheduleWakeup)
 NAMES = ["Bash", "Glob", "Grep", "ExitPlanMode", "Read", "Edit", "Write", "NotebookEdit", "WebFetch", "TodoWrite",
          "WebSearch", "AskUserQuestion", "Skill", "TaskOutput", "TaskStop", "ToolSearch", "TaskCreate", "TaskGet",
-         "TaskList", "TaskUpdate", "CronCreate", "CronDelete", "CronList", "ScheduleWakeup", "EndConversation"]
+         "TaskList", "TaskUpdate", "CronCreate", "CronDelete", "CronList", "ScheduleWakeup", "EnterWorktree",
+         "ExitWorktree", "EndConversation"]
 
 
 def names(tools):

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from codeloop.permissions.project_files import ProjectFiles
     from codeloop.providers.base import Provider
     from codeloop.tools.builtin.bash_background import BackgroundTasks
+    from codeloop.tools.builtin.worktree import WorktreeSession
     from codeloop.tools.capabilities import SessionPolicy, SessionSandbox
     from codeloop.tools.scheduler import PromptScheduler
     from codeloop.tools.skills import Skill
@@ -143,6 +144,8 @@ class ToolContext:
     task_board: TaskBoard | None = None
     # Prompts scheduled inside the running session (CronCreate, ScheduleWakeup); None: none can be.
     scheduler: PromptScheduler | None = None
+    # The worktree EnterWorktree moved this context into (ExitWorktree goes back); None: not in one.
+    worktree: WorktreeSession | None = None
 
     @property
     def gate_model(self) -> str:

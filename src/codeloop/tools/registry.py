@@ -40,11 +40,13 @@ BUILTINS: tuple[tuple[str, str, str], ...] = (
     ("CronDelete", "codeloop.tools.builtin.schedule", "CronDeleteTool"),
     ("CronList", "codeloop.tools.builtin.schedule", "CronListTool"),
     ("ScheduleWakeup", "codeloop.tools.builtin.schedule", "ScheduleWakeupTool"),
+    ("EnterWorktree", "codeloop.tools.builtin.worktree", "EnterWorktreeTool"),
+    ("ExitWorktree", "codeloop.tools.builtin.worktree", "ExitWorktreeTool"),
     ("EndConversation", "codeloop.tools.builtin.end_conversation", "EndConversationTool"),
 )
 # Deferred as Claude Code defers them (a default request lists them by name for ToolSearch).
 DEFERRED = frozenset({"EndConversation", "TaskCreate", "TaskGet", "TaskList", "TaskUpdate", "CronCreate",
-                      "CronDelete", "CronList"})
+                      "CronDelete", "CronList", "EnterWorktree", "ExitWorktree"})
 # Claude Code's older tool names, still accepted from models, old transcripts, rules and flags.
 LEGACY_NAMES = {"Task": "Agent", "BashOutput": "TaskOutput", "BashOutputTool": "TaskOutput",
                 "AgentOutputTool": "TaskOutput", "AgentOutput": "TaskOutput", "KillShell": "TaskStop",
@@ -101,7 +103,8 @@ def _schedule_gate(ctx: Any) -> bool:
     return scheduling_enabled(ctx)
 
 
-_GATES = {"CronCreate": _schedule_gate, "CronDelete": _schedule_gate, "CronList": _schedule_gate,
+_GATES = {"EnterWorktree": _main_agent_gate, "ExitWorktree": _main_agent_gate,
+          "CronCreate": _schedule_gate, "CronDelete": _schedule_gate, "CronList": _schedule_gate,
           "ScheduleWakeup": _schedule_gate,
           "EndConversation": _end_conversation_gate, "Agent": _task_gate, "WebSearch": _web_search_gate,
           "AskUserQuestion": _main_agent_gate, "ExitPlanMode": _main_agent_gate, "Skill": _skill_gate}
