@@ -87,3 +87,62 @@ def test_scheduled_wakeup_fires_a_new_turn_in_stream_json(tmp_path):
     last = api.requests[2].messages[-1]
     assert last["role"] == "user" and [b["text"] for b in last["content"]] == ["is it live?"]
     assert "ScheduleWakeup" in api.requests[0].tool_names   # sent at once, as Claude Code sends it
+
+
+def test_send_message_reaches_a_running_background_agent(tmp_path):
+    """The main agent messages a background agent while it waits on a file; the agent's next
+    request carries the message. Requests are routed by who sent them (the two run at once)."""
+    import re
+
+    go, child_done = tmp_path / "go", tmp_path / "child_done"
+    state = {"agent": None}
+
+    def is_child(req):
+        first = req.messages[0]["content"]
+        text_ = first if isinstance(first, str) else " ".join(b.get("text", "") for b in first)
+        return "CHILD-TASK" in text_
+
+    def route(req):
+        results = [b for b in req.messages[-1]["content"] if isinstance(b, dict) and b.get("type") == "tool_result"] \
+            if isinstance(req.messages[-1]["content"], list) else []
+        if is_child(req):
+            if len(req.messages) == 1:   # wait until the main agent says go (a condition, not a sleep)
+                return sse(tool_use("Bash", {"command": f"until [ -f {go} ]; do sleep 0.05; done; echo waited"}),
+                           stop="tool_use")
+            if not child_done.exists():
+                return sse(tool_use("Bash", {"command": f"touch {child_done}"}), stop="tool_use")
+            return sse(text("child finished"))
+        if len(req.messages) == 1:
+            return sse(tool_use("Agent", {"description": "helper", "prompt": "CHILD-TASK: wait for word",
+                                          "subagent_type": "general-purpose", "run_in_background": True}),
+                       stop="tool_use")
+        body = json.dumps(results)
+        if state["agent"] is None:
+            state["agent"] = re.search(r"agentId: ([0-9a-f-]+)", body).group(1)
+            return sse(tool_use("ToolSearch", {"query": "select:SendMessage"}), stop="tool_use")
+        if "SendMessage" in req.tool_names and "Message sent" not in body and "waited" not in body \
+                and not go.exists():
+            return sse(tool_use("SendMessage", {"to": state["agent"], "summary": "the word",
+                                                "message": "the password is swordfish"}),
+                       tool_use("SendMessage", {"to": "nobody", "message": "hi"}),
+                       tool_use("Bash", {"command": f"touch {go}"}), stop="tool_use")
+        if not any("until" in json.dumps(m) and "child_done" in json.dumps(m) for m in req.messages):
+            return sse(tool_use("Bash", {"command": f"until [ -f {child_done} ]; do sleep 0.05; done"}),
+                       stop="tool_use")
+        return sse(text("main done"))
+
+    api = ScriptedAPI(*[route] * 12)
+    with api.serve() as url:
+        r = codeloop(["-p", "delegate", "--output-format", "stream-json", "--verbose",
+                      "--permission-mode", "bypassPermissions"], cwd=tmp_path, base_url=url, timeout=120)
+    assert r.returncode == 0, r.stderr
+    sent = next(ln["tool_use_result"] for ln in jsonl(r.stdout)
+                if ln.get("type") == "user" and isinstance(ln.get("tool_use_result"), dict)
+                and ln["tool_use_result"].get("success") is True)
+    assert sent["routing"] == {"sender": "main", "target": state["agent"], "summary": "the word"}
+    child_second = [q for q in api.requests if is_child(q) and len(q.messages) > 1][0]
+    carried = json.dumps(child_second.messages)
+    assert "the password is swordfish" in carried and 'from=\\"main\\"' in carried
+    refused = [b for q in api.requests if not is_child(q) for b in q.messages[-1]["content"]
+               if isinstance(b, dict) and b.get("type") == "tool_result" and b.get("is_error")]
+    assert any("No agent named 'nobody'" in json.dumps(b) for b in refused)

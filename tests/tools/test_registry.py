@@ -10,7 +10,7 @@ from codeloop.tools.registry import builtin_tools, find_tool, parse_tool_input, 
 NAMES = ["Bash", "Glob", "Grep", "ExitPlanMode", "Read", "Edit", "Write", "NotebookEdit", "WebFetch", "TodoWrite",
          "WebSearch", "AskUserQuestion", "Skill", "TaskOutput", "TaskStop", "ToolSearch", "TaskCreate", "TaskGet",
          "TaskList", "TaskUpdate", "CronCreate", "CronDelete", "CronList", "ScheduleWakeup", "EnterWorktree",
-         "ExitWorktree", "EndConversation"]
+         "ExitWorktree", "SendMessage", "EndConversation"]
 
 
 def names(tools):

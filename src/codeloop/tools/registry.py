@@ -42,11 +42,12 @@ BUILTINS: tuple[tuple[str, str, str], ...] = (
     ("ScheduleWakeup", "codeloop.tools.builtin.schedule", "ScheduleWakeupTool"),
     ("EnterWorktree", "codeloop.tools.builtin.worktree", "EnterWorktreeTool"),
     ("ExitWorktree", "codeloop.tools.builtin.worktree", "ExitWorktreeTool"),
+    ("SendMessage", "codeloop.tools.builtin.send_message", "SendMessageTool"),
     ("EndConversation", "codeloop.tools.builtin.end_conversation", "EndConversationTool"),
 )
 # Deferred as Claude Code defers them (a default request lists them by name for ToolSearch).
 DEFERRED = frozenset({"EndConversation", "TaskCreate", "TaskGet", "TaskList", "TaskUpdate", "CronCreate",
-                      "CronDelete", "CronList", "EnterWorktree", "ExitWorktree"})
+                      "CronDelete", "CronList", "EnterWorktree", "ExitWorktree", "SendMessage"})
 # Claude Code's older tool names, still accepted from models, old transcripts, rules and flags.
 LEGACY_NAMES = {"Task": "Agent", "BashOutput": "TaskOutput", "BashOutputTool": "TaskOutput",
                 "AgentOutputTool": "TaskOutput", "AgentOutput": "TaskOutput", "KillShell": "TaskStop",
@@ -103,7 +104,11 @@ def _schedule_gate(ctx: Any) -> bool:
     return scheduling_enabled(ctx)
 
 
-_GATES = {"EnterWorktree": _main_agent_gate, "ExitWorktree": _main_agent_gate,
+def _send_message_gate(ctx: Any) -> bool:
+    return ctx.background is not None
+
+
+_GATES = {"SendMessage": _send_message_gate, "EnterWorktree": _main_agent_gate, "ExitWorktree": _main_agent_gate,
           "CronCreate": _schedule_gate, "CronDelete": _schedule_gate, "CronList": _schedule_gate,
           "ScheduleWakeup": _schedule_gate,
           "EndConversation": _end_conversation_gate, "Agent": _task_gate, "WebSearch": _web_search_gate,
