@@ -15,11 +15,11 @@ if TYPE_CHECKING:
     from codeloop.permissions.project_files import ProjectFiles
     from codeloop.providers.base import Provider
     from codeloop.tools.builtin.bash_background import BackgroundTasks
-    from codeloop.tools.builtin.worktree import WorktreeSession
     from codeloop.tools.capabilities import SessionPolicy, SessionSandbox
     from codeloop.tools.scheduler import PromptScheduler
     from codeloop.tools.skills import Skill
     from codeloop.tools.task_board import TaskBoard
+    from codeloop.tools.worktree_state import WorktreeSession
 
 import math
 from collections.abc import Awaitable, Callable, Mapping

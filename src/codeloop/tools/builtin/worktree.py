@@ -19,26 +19,16 @@ import asyncio
 import os
 import re
 import secrets
-from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from codeloop.tools.base import PermissionBehavior, PermissionDecision, Tool, ToolContext, ToolError, ToolResult
+from codeloop.tools.worktree_state import WorktreeSession
 
 _SEGMENT = re.compile(r"[A-Za-z0-9._-]+")
 _GIT_TIMEOUT_S = 120
-
-
-@dataclass
-class WorktreeSession:
-    """The worktree this session entered, and where it came from."""
-    path: Path
-    original_cwd: Path
-    branch: str | None
-    created: bool             # made by EnterWorktree (so ExitWorktree may remove it and its branch)
-    base_head: str | None     # the commit it started from: later commits are work a removal would lose
 
 
 async def _git(cwd: Path, *args: str) -> tuple[int, str, str]:
