@@ -149,3 +149,4 @@ async def test_schedule_wakeup_clamps_replaces_and_stops(tmp_path, monkeypatch):
     # the second call replaced the first: one wakeup was pending when the loop was stopped
     assert stopped == "Loop ended: cancelled 1 pending wakeup(s); no further wakeups scheduled."
     assert sched.jobs() == [] and fired == []
+
