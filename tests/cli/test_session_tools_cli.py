@@ -146,3 +146,21 @@ def test_send_message_reaches_a_running_background_agent(tmp_path):
     refused = [b for q in api.requests if not is_child(q) for b in q.messages[-1]["content"]
                if isinstance(b, dict) and b.get("type") == "tool_result" and b.get("is_error")]
     assert any("No agent named 'nobody'" in json.dumps(b) for b in refused)
+
+
+def test_a_subagent_adds_to_the_sessions_task_list(tmp_path):
+    api = ScriptedAPI(
+        sse(tool_use("Agent", {"description": "plan", "prompt": "list the steps",
+                               "subagent_type": "general-purpose"}), stop="tool_use"),
+        sse(tool_use("ToolSearch", {"query": "select:TaskCreate"}), stop="tool_use"),          # the subagent
+        sse(tool_use("TaskCreate", {"subject": "Step from the subagent", "description": "d"}), stop="tool_use"),
+        sse(text("added one step")),
+        sse(tool_use("ToolSearch", {"query": "select:TaskList"}), stop="tool_use"),            # the main agent
+        sse(tool_use("TaskList", {}), stop="tool_use"),
+        sse(text("done")))
+    with api.serve() as url:
+        r = codeloop(["-p", "plan", "--output-format", "json"], cwd=tmp_path, base_url=url)
+    assert r.returncode == 0, r.stderr
+    listing = _tool_results(api.requests[6])[0]["content"]
+    listing = listing if isinstance(listing, str) else listing[0]["text"]
+    assert listing == "#1 [pending] Step from the subagent"
