@@ -43,42 +43,48 @@ def test_task_list_in_print_mode_and_after_resume(tmp_path):
     assert listing == "#1 [in_progress] Run tests"
 
 
-def test_scheduled_wakeup_fires_a_new_turn_in_stream_json(tmp_path):
+def _stream_json_turns(tmp_path, api, prompt, *, results, env=None, timeout=90):
+    """Run a stream-json session with stdin held open until `results` result lines came out (the
+    later ones started by scheduled prompts); its output lines."""
     import os
     import subprocess
     import sys
     import threading
 
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CODELOOP_"))}
+    full.update({"ANTHROPIC_API_KEY": "test-key", "CODELOOP_CONFIG_DIR": str(tmp_path / ".cfg"),
+                 "HOME": str(tmp_path), **(env or {})})
+    with api.serve() as url:
+        full["ANTHROPIC_BASE_URL"] = url
+        proc = subprocess.Popen([sys.executable, "-m", "codeloop", "-p", "--input-format", "stream-json",
+                                 "--output-format", "stream-json", "--verbose"], cwd=tmp_path, env=full,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        killer = threading.Timer(timeout, proc.kill)   # a hang fails the test instead of holding it
+        killer.start()
+        try:
+            proc.stdin.write(json.dumps({"type": "user", "message": {"role": "user", "content": prompt}}) + "\n")
+            proc.stdin.flush()
+            lines, seen = [], 0
+            while seen < results:
+                raw = proc.stdout.readline()
+                assert raw, f"codeloop ended early: {proc.stderr.read()}"
+                lines.append(json.loads(raw))
+                seen += lines[-1].get("type") == "result"
+            proc.stdin.close()
+            assert proc.wait(30) == 0
+        finally:
+            killer.cancel()
+    return lines
+
+
+def test_scheduled_wakeup_fires_a_new_turn_in_stream_json(tmp_path):
     api = ScriptedAPI(
         sse(tool_use("ScheduleWakeup", {"delaySeconds": 0.2, "reason": "check the deploy", "prompt": "is it live?",
                                         "noop": False}, id="w1"), stop="tool_use"),
         sse(text("I will check back.")),
         sse(text("It is live.")))            # the turn the wakeup started
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CODELOOP_"))}
-    env.update({"ANTHROPIC_API_KEY": "test-key", "CODELOOP_CONFIG_DIR": str(tmp_path / ".cfg"), "HOME": str(tmp_path),
-                # the 60 s floor lowered so a wakeup 0.2 s away is taken as asked
-                "CODELOOP_WAKEUP_MIN_DELAY_S": "0"})
-    with api.serve() as url:
-        env["ANTHROPIC_BASE_URL"] = url
-        proc = subprocess.Popen([sys.executable, "-m", "codeloop", "-p", "--input-format", "stream-json",
-                                 "--output-format", "stream-json", "--verbose"], cwd=tmp_path, env=env,
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        killer = threading.Timer(90, proc.kill)   # a hang fails the test instead of holding it
-        killer.start()
-        try:
-            proc.stdin.write(json.dumps({"type": "user", "message": {"role": "user", "content": "deploy it"}}) + "\n")
-            proc.stdin.flush()
-            lines, results = [], 0
-            while results < 2:
-                raw = proc.stdout.readline()
-                assert raw, f"codeloop ended early: {proc.stderr.read()}"
-                line = json.loads(raw)
-                lines.append(line)
-                results += line.get("type") == "result"
-            proc.stdin.close()
-            assert proc.wait(30) == 0
-        finally:
-            killer.cancel()
+    # the 60 s floor lowered so a wakeup 0.2 s away is taken as asked
+    lines = _stream_json_turns(tmp_path, api, "deploy it", results=2, env={"CODELOOP_WAKEUP_MIN_DELAY_S": "0"})
     first, second = [ln for ln in lines if ln.get("type") == "result"]
     assert first["result"] == "I will check back." and second["result"] == "It is live."
     wake = next(ln["tool_use_result"] for ln in lines if ln.get("type") == "user" and "tool_use_result" in ln)
@@ -87,6 +93,23 @@ def test_scheduled_wakeup_fires_a_new_turn_in_stream_json(tmp_path):
     last = api.requests[2].messages[-1]
     assert last["role"] == "user" and [b["text"] for b in last["content"]] == ["is it live?"]
     assert "ScheduleWakeup" in api.requests[0].tool_names   # sent at once, as Claude Code sends it
+
+
+def test_a_cron_job_fires_at_the_next_minute_in_stream_json(tmp_path):
+    """Real time: cron's unit is the minute, so this waits for the next minute boundary (≤ 60 s)."""
+    api = ScriptedAPI(
+        sse(tool_use("ToolSearch", {"query": "select:CronCreate"}), stop="tool_use"),
+        sse(tool_use("CronCreate", {"cron": "* * * * *", "prompt": "CRON-TICK", "recurring": False}), stop="tool_use"),
+        sse(text("Scheduled for the next minute.")),
+        sse(text("Tick handled.")))
+    lines = _stream_json_turns(tmp_path, api, "remind me", results=2, timeout=150)
+    created = next(ln["tool_use_result"] for ln in lines if ln.get("type") == "user"
+                   and isinstance(ln.get("tool_use_result"), dict) and "humanSchedule" in ln["tool_use_result"])
+    assert created["recurring"] is False and created["durable"] is False and created["nextFireAt"] % 60000 == 0
+    results = [ln for ln in lines if ln.get("type") == "result"]
+    assert results[1]["result"] == "Tick handled."
+    last = api.requests[3].messages[-1]
+    assert [b["text"] for b in last["content"]] == ["CRON-TICK"]
 
 
 def test_send_message_reaches_a_running_background_agent(tmp_path):
