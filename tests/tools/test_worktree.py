@@ -121,3 +121,19 @@ async def test_outside_a_repository(tmp_path):
     await run(make_params(api, tmp_path, tool_context=ctx))
     [(err, msg)] = results(api, 1)
     assert err and "needs a git repository" in msg
+
+
+async def test_edits_inside_the_worktree_still_ask_outside_bypass(repo):
+    """Known limit, kept fail-closed: the rules stay rooted at the session's folder, whose `.claude/`
+    is an ask path, so acceptEdits does not wave through writes in a worktree EnterWorktree made."""
+    from codeloop.permissions.policy import PermissionMode, PermissionPolicy
+    from codeloop.tools.base import PermissionBehavior
+    from codeloop.tools.registry import parse_tool_input
+
+    policy = PermissionPolicy(mode=PermissionMode.ACCEPT_EDITS, cwd=repo)
+    write = find_tool(builtin_tools(), "Write")
+    raw = {"file_path": str(repo / ".claude" / "worktrees" / "w" / "a.txt"), "content": "x"}
+    inp = parse_tool_input(write, raw)
+    ctx = ToolContext(cwd=repo, project_dir=repo)
+    decision = policy.decide(write, inp, await write.check_permissions(inp, ctx), raw)
+    assert decision.behavior is PermissionBehavior.ASK
