@@ -278,7 +278,9 @@ def test_system_prompt_flags_and_claude_md_reach_the_api(tmp_path):
         codeloop(["-p", "x", "--append-system-prompt", "Be terse."], cwd=tmp_path, base_url=url)
         codeloop(["-p", "y", "--system-prompt", "You are a pirate."], cwd=tmp_path, base_url=url)
     first, second = api.requests
-    assert first.system_text.startswith("You are codeloop") and first.system_text.endswith("Be terse.")
+    # the appended text ends the prompt proper; only the deferred-tools hint (issue 26's tools) follows it
+    assert first.system_text.startswith("You are codeloop")
+    assert first.system_text.split("\n\nThe following deferred tools")[0].endswith("Be terse.")
     assert "<env>" in first.system_text and f"Working directory: {tmp_path.resolve()}" in first.system_text
     assert second.system_text.startswith("You are a pirate.")
     assert "Project rule: use tabs." in first.messages[0]["content"][0]["text"]

@@ -46,3 +46,21 @@ async def test_with_message_display_hooks_the_repl_prints_the_hooks_text_not_the
         conv.close()
         printed = "".join(out)
         assert shown in printed and hidden not in printed
+
+
+def test_the_task_list_is_drawn_like_todowrite_checklist():
+    from codeloop.events import UserEvent
+    from codeloop.messages import tool_result_message
+
+    out: list[str] = []
+    r = Renderer(out.append, color=False)
+    call = Message("assistant", [{"type": "tool_use", "id": "u1", "name": "TaskUpdate",
+                                  "input": {"taskId": "2", "status": "in_progress"}}], id="m1")
+    r.event(AssistantEvent(call))
+    tasks = [{"id": "1", "subject": "Write tests", "status": "completed"},
+             {"id": "2", "subject": "Fix parser", "status": "in_progress"},
+             {"id": "3", "subject": "Ship", "status": "pending"}]
+    r.event(UserEvent(tool_result_message("u1", "Updated task #2 status", tool_use_result={"tasks": tasks})))
+    printed = "".join(out)
+    assert "☒ Write tests" in printed and "☐ Fix parser" in printed and "☐ Ship" in printed
+    assert "Updated task #2 status" not in printed

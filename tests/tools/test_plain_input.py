@@ -13,7 +13,8 @@ from pydantic import BaseModel, Field, field_validator
 from codeloop.tools.plain_input import check, spec_of
 from codeloop.tools.registry import builtin_tools
 
-SAMPLES = [None, "", "x", "files_with_matches", "content", 0, 1, -1, 5, 2.0, True, False, [], {}, "5", "true"]
+# "keep": ExitWorktree's required `action` is an enum, so some sample must be one of its values
+SAMPLES = [None, "", "x", "files_with_matches", "content", "keep", 0, 1, -1, 5, 2.0, True, False, [], {}, "5", "true"]
 
 
 def _candidates(tool) -> list[dict]:

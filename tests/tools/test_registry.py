@@ -6,8 +6,11 @@ from codeloop.tools.base import ToolError
 from codeloop.tools.registry import builtin_tools, find_tool, parse_tool_input, select_tools
 
 # issue 16 added ExitPlanMode, NotebookEdit, WebFetch, WebSearch, AskUserQuestion, Skill, TaskOutput and TaskStop
+# issue 26 added the task list (TaskCreate…TaskUpdate) and the scheduling tools (Cron*, ScheduleWakeup)
 NAMES = ["Bash", "Glob", "Grep", "ExitPlanMode", "Read", "Edit", "Write", "NotebookEdit", "WebFetch", "TodoWrite",
-         "WebSearch", "AskUserQuestion", "Skill", "TaskOutput", "TaskStop", "ToolSearch", "EndConversation"]
+         "WebSearch", "AskUserQuestion", "Skill", "TaskOutput", "TaskStop", "ToolSearch", "TaskCreate", "TaskGet",
+         "TaskList", "TaskUpdate", "CronCreate", "CronDelete", "CronList", "ScheduleWakeup", "EnterWorktree",
+         "ExitWorktree", "SendMessage", "EndConversation"]
 
 
 def names(tools):

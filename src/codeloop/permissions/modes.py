@@ -38,7 +38,7 @@ FILE_READERS = frozenset({"cat", "head", "tail", "wc", "grep", "egrep", "fgrep",
 # rule written for them means the same here), and they ask outside the working directories.
 READ_TOOLS = frozenset({"Read", "Glob", "Grep", "LS", "NotebookRead"})
 # Tools that touch only the session's own state: allowed in every mode unless a rule denies them.
-SESSION_TOOLS = frozenset({"TodoWrite"})
+SESSION_TOOLS = frozenset({"TodoWrite", "TaskCreate", "TaskGet", "TaskList", "TaskUpdate"})
 _PATH_KEYS = ("file_path", "notebook_path", "path")
 
 

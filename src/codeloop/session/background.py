@@ -16,7 +16,25 @@ def wire_background(ctx: Any, queue: Any) -> None:
     from codeloop.loop.continuation import task_notification
     from codeloop.tools.builtin.bash_background import registry
 
-    registry(ctx).listeners.append(lambda task: queue.enqueue(task_notification(task)))
+    from codeloop.loop.queue import QueuedCommand, QueueMode
+
+    tasks = registry(ctx)
+    tasks.listeners.append(lambda task: queue.enqueue(task_notification(task)))
+    # SendMessage from a background agent to "main": read at the main thread's next turn
+    tasks.inboxes["main"] = lambda text: queue.enqueue(QueuedCommand(text, mode=QueueMode.TASK_NOTIFICATION))
+
+
+def open_inbox(parent_ctx: Any, agent_id: str, queue: Any) -> Any:
+    """Let SendMessage reach the background agent `agent_id` (its conversation's `queue`) while it
+    runs; returns the callable that closes the inbox again. Nothing for a foreground subagent."""
+    from codeloop.loop.queue import QueuedCommand, QueueMode
+
+    tasks = parent_ctx.background
+    if tasks is None or tasks.get(agent_id) is None:
+        return lambda: None
+    tasks.inboxes[agent_id] = lambda text: queue.enqueue(
+        QueuedCommand(text, mode=QueueMode.TASK_NOTIFICATION, agent_id=agent_id))
+    return lambda: tasks.inboxes.pop(agent_id, None)
 
 
 def stop_background(ctx: Any) -> None:

@@ -240,6 +240,8 @@ class Conversation(SessionWiring):
         if self.sidechain is None:
             from codeloop.session.background import stop_background
             stop_background(self.tool_context)  # no background task outlives its session
+            if self.tool_context.scheduler is not None:
+                self.tool_context.scheduler.close()   # nor a scheduled prompt
         self.persistence.close()
 
     # -- the turn --------------------------------------------------------------------------------

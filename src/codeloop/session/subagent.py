@@ -128,6 +128,8 @@ async def run_subagent(parent: Conversation, definition: Any, prompt: str, paren
     child = subagent_conversation(parent, definition, parent_ctx, agent_id=agent_id,
                                   parent_tool_use_id=parent_tool_use_id, abort=abort, stop_hooks=stop_hooks)
     emit = _forward(parent_ctx)
+    from codeloop.session.background import open_inbox
+    close_inbox = open_inbox(parent_ctx, agent_id, child.queue)   # SendMessage reaches it while it runs
     first = user_message(prompt)
     first.parent_tool_use_id = parent_tool_use_id
     text_by_response: tuple[Any, str] = (None, "")
@@ -162,6 +164,7 @@ async def run_subagent(parent: Conversation, definition: Any, prompt: str, paren
                                        total_tokens=_tokens(last_usage),
                                        duration_ms=int((time.monotonic() - started) * 1000))
     finally:
+        close_inbox()
         await child.aclose()
     total = _tokens(last_usage)
     reason = terminal.reason.value if terminal is not None else "aborted"

@@ -124,6 +124,13 @@ class SessionWiring:
             project_files=self.parts.project_files)
         if side is None:
             ctx.session_dir = store.session_dir(cfg.cwd, self.session_id)
+            from codeloop.tools.task_board import TaskBoard
+            ctx.task_board = TaskBoard(ctx.session_dir if cfg.persist else None)
+            from codeloop.loop.queue import Priority, QueuedCommand
+            from codeloop.tools.scheduler import PromptScheduler
+            # a due scheduled prompt waits in the queue (LATER: never mid-turn) for the front end to run
+            ctx.scheduler = PromptScheduler(
+                lambda text: self.queue.enqueue(QueuedCommand(text, priority=Priority.LATER)))
             if self.parts.spawn is not None and any(t.name == "Agent" for t in cfg.tools):
                 ctx.spawn_subagent = partial(self.parts.spawn, self)
             from codeloop.session.background import wire_background
@@ -137,6 +144,7 @@ class SessionWiring:
             ctx.non_interactive, ctx.entrypoint = parent.non_interactive, parent.entrypoint
             ctx.read_denied, ctx.background, ctx.live_output = parent.read_denied, parent.background, parent.live_output
             ctx.project_trusted = parent.project_trusted
+            ctx.task_board = parent.task_board   # one task list per session, as in Claude Code
         ctx.tool_pool = self.tool_pool()
         return ctx
 

@@ -17,7 +17,10 @@ if TYPE_CHECKING:
     from codeloop.providers.base import Provider
     from codeloop.tools.builtin.bash_background import BackgroundTasks
     from codeloop.tools.capabilities import SessionPolicy, SessionSandbox
+    from codeloop.tools.scheduler import PromptScheduler
     from codeloop.tools.skills import Skill
+    from codeloop.tools.task_board import TaskBoard
+    from codeloop.tools.worktree_state import WorktreeSession
 
 import math
 from collections.abc import Awaitable, Callable, Mapping
@@ -141,6 +144,12 @@ class ToolContext:
     ends_turn: bool = False
     # The answer a StructuredOutput call gave (validated); the structured-output driver takes it.
     structured_output: StructuredAnswer | None = None
+    # The session's task list (TaskCreate…TaskUpdate), shared with its subagents.
+    task_board: TaskBoard | None = None
+    # Prompts scheduled inside the running session (CronCreate, ScheduleWakeup); None: none can be.
+    scheduler: PromptScheduler | None = None
+    # The worktree EnterWorktree moved this context into (ExitWorktree goes back); None: not in one.
+    worktree: WorktreeSession | None = None
 
     @property
     def gate_model(self) -> str:

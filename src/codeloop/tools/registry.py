@@ -32,9 +32,22 @@ BUILTINS: tuple[tuple[str, str, str], ...] = (
     ("TaskOutput", "codeloop.tools.builtin.task_output", "TaskOutputTool"),
     ("TaskStop", "codeloop.tools.builtin.task_output", "TaskStopTool"),
     ("ToolSearch", "codeloop.tools.builtin.tool_search", "ToolSearchTool"),
+    ("TaskCreate", "codeloop.tools.builtin.task_list", "TaskCreateTool"),
+    ("TaskGet", "codeloop.tools.builtin.task_list", "TaskGetTool"),
+    ("TaskList", "codeloop.tools.builtin.task_list", "TaskListTool"),
+    ("TaskUpdate", "codeloop.tools.builtin.task_list", "TaskUpdateTool"),
+    ("CronCreate", "codeloop.tools.builtin.schedule", "CronCreateTool"),
+    ("CronDelete", "codeloop.tools.builtin.schedule", "CronDeleteTool"),
+    ("CronList", "codeloop.tools.builtin.schedule", "CronListTool"),
+    ("ScheduleWakeup", "codeloop.tools.builtin.schedule", "ScheduleWakeupTool"),
+    ("EnterWorktree", "codeloop.tools.builtin.worktree", "EnterWorktreeTool"),
+    ("ExitWorktree", "codeloop.tools.builtin.worktree", "ExitWorktreeTool"),
+    ("SendMessage", "codeloop.tools.builtin.send_message", "SendMessageTool"),
     ("EndConversation", "codeloop.tools.builtin.end_conversation", "EndConversationTool"),
 )
-DEFERRED = frozenset({"EndConversation"})
+# Deferred as Claude Code defers them (a default request lists them by name for ToolSearch).
+DEFERRED = frozenset({"EndConversation", "TaskCreate", "TaskGet", "TaskList", "TaskUpdate", "CronCreate",
+                      "CronDelete", "CronList", "EnterWorktree", "ExitWorktree", "SendMessage"})
 # Claude Code's older tool names, still accepted from models, old transcripts, rules and flags.
 LEGACY_NAMES = {"Task": "Agent", "BashOutput": "TaskOutput", "BashOutputTool": "TaskOutput",
                 "AgentOutputTool": "TaskOutput", "AgentOutput": "TaskOutput", "KillShell": "TaskStop",
@@ -85,7 +98,20 @@ def _skill_gate(ctx: Any) -> bool:
     return ctx.agent_id is None and bool(session_skills(ctx))
 
 
-_GATES = {"EndConversation": _end_conversation_gate, "Agent": _task_gate, "WebSearch": _web_search_gate,
+def _schedule_gate(ctx: Any) -> bool:
+    from codeloop.tools.scheduler import scheduling_enabled
+
+    return scheduling_enabled(ctx)
+
+
+def _send_message_gate(ctx: Any) -> bool:
+    return ctx.background is not None
+
+
+_GATES = {"SendMessage": _send_message_gate, "EnterWorktree": _main_agent_gate, "ExitWorktree": _main_agent_gate,
+          "CronCreate": _schedule_gate, "CronDelete": _schedule_gate, "CronList": _schedule_gate,
+          "ScheduleWakeup": _schedule_gate,
+          "EndConversation": _end_conversation_gate, "Agent": _task_gate, "WebSearch": _web_search_gate,
           "AskUserQuestion": _main_agent_gate, "ExitPlanMode": _main_agent_gate, "Skill": _skill_gate}
 
 _JSON_TYPES = {

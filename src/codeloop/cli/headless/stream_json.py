@@ -32,6 +32,7 @@ from codeloop.session.structured import StructuredEvent, run_structured
 from codeloop.tools.base import PermissionBehavior, PermissionDecision
 
 _EOF = object()
+_WAKE = object()   # a scheduled prompt came due
 _STDIO = "stdio"
 
 
@@ -90,6 +91,12 @@ class StreamJsonSession:
 
         self.conv = conv
         self.glue = SdkGlue(self, mirror=self.options.output.session_mirror)
+        conv.queue.subscribe(self._queue_changed)
+
+    def _queue_changed(self) -> None:
+        # A scheduled prompt came due (CronCreate, ScheduleWakeup): wake the idle loop to run it.
+        if _scheduled(self.conv.queue):
+            self.inbox.put_nowait(_WAKE)
 
     def side_event(self, ev: Event) -> None:
         """Subagent messages and task events go out with the running query's printer."""
@@ -180,7 +187,10 @@ class StreamJsonSession:
         reader = asyncio.ensure_future(self.read())
         try:
             while (msg := await self.inbox.get()) is not _EOF:
-                await self.query(msg)
+                if msg is _WAKE:
+                    await self.run_scheduled()
+                else:
+                    await self.query(msg)
                 if self.signal is not None:
                     break
         finally:
@@ -192,6 +202,13 @@ class StreamJsonSession:
         if self.signal is not None:
             return EXIT_SIGINT if self.signal == signal.SIGINT else EXIT_SIGTERM
         return EXIT_ERROR if self.last_error else EXIT_OK
+
+    async def run_scheduled(self) -> None:
+        """Each due scheduled prompt runs as a turn of its own, between the SDK's messages."""
+        due = _scheduled(self.conv.queue)
+        self.conv.queue.remove(due)
+        for cmd in due:
+            await self.query({"type": "user", "message": {"role": "user", "content": cmd.value}})
 
     def _prompt_message(self, msg: dict[str, Any]) -> Message | None:
         raw = msg.get("message")
@@ -269,6 +286,13 @@ class StreamJsonSession:
         if self.abort is not None:
             self.abort.abort(AbortReason.USER if signum == signal.SIGINT else AbortReason.SIGNAL)
         self.inbox.put_nowait(_EOF)
+
+
+def _scheduled(queue: Any) -> list[Any]:
+    from codeloop.loop.queue import Priority, QueueMode
+
+    return [c for c in queue.peek_all()
+            if c.mode is QueueMode.PROMPT and c.priority is Priority.LATER and c.agent_id is None]
 
 
 async def run_stream_json(options: RunOptions, out: TextIO, lines: AsyncIterator[str] | None = None) -> int:

@@ -62,6 +62,7 @@ class Repl(ChoiceMixin, FlowMixin):
         self.session: Any = None
         self.queued_echo: list[str] = []   # input typed while busy, drawn when taken up
         self.started_at = time.monotonic()
+        self._scheduled_drain = False
         self.renderer.progress.live_output = lambda: self.conv.tool_context.live_output
 
     async def open(self) -> list[str]:
@@ -76,7 +77,26 @@ class Repl(ChoiceMixin, FlowMixin):
                 ask_user=self.ask_user, listeners=[self._side_event], progress=update, notice=startup_notice))
         finally:
             finish()
+        self.conv.queue.subscribe(self._queue_changed)   # successors keep this queue
         return warnings
+
+    def _queue_changed(self) -> None:
+        """A scheduled prompt came due (CronCreate, ScheduleWakeup): run it now if the session is
+        idle; a running query takes it up when it ends (the dispatcher drains the queue then)."""
+        from codeloop.loop.queue import Priority, QueueMode
+
+        if self._scheduled_drain or self.dispatcher.guard.is_active:
+            return
+        if any(c.priority is Priority.LATER and c.mode is QueueMode.PROMPT and c.agent_id is None
+               for c in self.conv.queue.peek_all()):
+            self._scheduled_drain = True
+
+            async def drain() -> None:
+                try:
+                    await self.dispatcher.drain_queue()
+                finally:
+                    self._scheduled_drain = False
+            self._spawn(drain())
 
     @property
     def cwd(self) -> Path:

@@ -269,6 +269,10 @@ class Renderer:
         if name == "TodoWrite" and not error and isinstance(data, dict) and "newTodos" in data:
             self._out(todo_lines(data["newTodos"]))
             return
+        if name in ("TaskCreate", "TaskUpdate") and not error and isinstance(data, dict) and "tasks" in data:
+            # Claude Code's task list, drawn like TodoWrite's checklist (subject in place of content)
+            self._out(todo_lines([{**t, "content": t.get("subject", "")} for t in data["tasks"]]))
+            return
         if name == "Read" and not error:
             text = f"Read {lines_word(max(1, text.count(chr(10)) + 1 if text else 0))}"
         self._result_lines(text or "(no output)", error=error)

@@ -130,6 +130,9 @@ class BackgroundTasks:
         self.emit = emit
         self.tasks: dict[str, BackgroundTask] = {}
         self.listeners: list[Callable[[BackgroundTask], None]] = []   # called once per finished task
+        # SendMessage's addresses: "main" (the main thread) and each running background agent's id →
+        # a capability the session registers that queues a message for that conversation's next turn.
+        self.inboxes: dict[str, Callable[[str], None]] = {}
 
     # -- starting ------------------------------------------------------------------------------------
     def _output_file(self, task_id: str) -> Path:
