@@ -85,6 +85,7 @@ class WorktreeAnswer:
     """What WorktreeCreate hooks did: the worktree's path, or why creating it failed."""
     path: str | None = None
     error: str | None = None
+    configured: bool = True   # False: no WorktreeCreate hook, so git makes the worktree
 
 
 class LifecycleHooks:
@@ -210,7 +211,7 @@ class LifecycleHooks:
     async def worktree_create(self, name: str) -> WorktreeAnswer:
         out = await self._run(HookEvent.WORKTREE_CREATE, {"name": name}, show=False)
         if out is None:
-            return WorktreeAnswer(error="no WorktreeCreate hook is configured")
+            return WorktreeAnswer(error="no WorktreeCreate hook is configured", configured=False)
         if out.blocked or out.errors:
             return WorktreeAnswer(error="; ".join([*out.block_reasons, *out.errors]))
         path = out.worktree_path or (out.output[-1].strip().splitlines()[-1].strip() if out.output else "")

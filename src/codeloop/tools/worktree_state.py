@@ -18,3 +18,4 @@ class WorktreeSession:
     branch: str | None
     created: bool             # made by EnterWorktree (so ExitWorktree may remove it and its branch)
     base_head: str | None     # the commit it started from: later commits are work a removal would lose
+    by_hook: bool = False     # made by a WorktreeCreate hook (not git): WorktreeRemove hooks remove it

@@ -26,6 +26,10 @@ class _SessionStateTool(Tool):
         return PermissionDecision(PermissionBehavior.ALLOW)
 
     @staticmethod
+    def _agent(ctx: ToolContext) -> dict[str, Any] | None:
+        return {"agent_id": ctx.agent_id, "agent_type": ctx.agent_type} if ctx.agent_id else None
+
+    @staticmethod
     async def _save(b: TaskBoard) -> None:
         try:
             await asyncio.to_thread(b.save)
@@ -57,6 +61,11 @@ class TaskCreateTool(_SessionStateTool):
             raise ToolError("The subject is blank. Call TaskCreate again with a short title in `subject`.")
         b = board(ctx)
         rec = await asyncio.to_thread(b.create, inp.subject, inp.description, inp.activeForm, inp.metadata)
+        if ctx.lifecycle_hooks is not None:   # TaskCreated hooks may refuse it (exit 2): then it never was
+            refusal = await ctx.lifecycle_hooks.task_created(rec.id, rec.subject, rec.description, self._agent(ctx))
+            if refusal.refused:
+                await asyncio.to_thread(b.delete, rec.id)
+                raise ToolError(f"The task was not created: {refusal.reason}")
         data = {"task": {"id": rec.id, "subject": rec.subject, "description": rec.description},
                 "tasks": b.snapshot()}
         return ToolResult(f"Task #{rec.id} created successfully: {rec.subject}", data=data)
@@ -164,6 +173,10 @@ class TaskUpdateTool(_SessionStateTool):
             gone = {"success": ok, "taskId": rec.id, "updatedFields": ["deleted"] if ok else [],
                     **({"statusChange": {"from": rec.status, "to": "deleted"}} if ok else {}), "tasks": b.snapshot()}
             return ToolResult(f"Updated task #{rec.id} deleted", data=gone)
+        if inp.status == "completed" and rec.status != "completed" and ctx.lifecycle_hooks is not None:
+            refusal = await ctx.lifecycle_hooks.task_completed(rec.id, rec.subject, rec.description, self._agent(ctx))
+            if refusal.refused:   # a TaskCompleted hook (exit 2) holds the task open: nothing changes
+                raise ToolError(f"Task #{rec.id} was not marked completed: {refusal.reason}")
         updated, change = self._apply(rec, inp, b)
         if updated:
             await self._save(b)

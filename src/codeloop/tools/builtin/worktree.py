@@ -122,6 +122,10 @@ class EnterWorktreeTool(Tool):
         path = base / name
         if os.path.lexists(path):
             raise ToolError(f"{path} already exists; pass it as `path` to switch into it.")
+        if ctx.lifecycle_hooks is not None:   # a WorktreeCreate hook replaces git (other version control)
+            answer = await ctx.lifecycle_hooks.worktree_create(name)
+            if answer.configured:
+                return self._enter_made_by_hook(answer.path, answer.error, ctx)
         _, head, _ = await _git(root, "rev-parse", "HEAD")
         branch = "worktree-" + name.replace("/", "-")
         rc, _, err = await _git(root, "worktree", "add", "-b", branch, str(path))
@@ -135,6 +139,18 @@ class EnterWorktreeTool(Tool):
         msg = (f"Created worktree at {path} on branch {branch}. The session is now working in the worktree. "
                "Use ExitWorktree to leave mid-session.")
         return ToolResult(msg, data={"worktreePath": str(path), "worktreeBranch": branch, "message": msg})
+
+    @staticmethod
+    def _enter_made_by_hook(path: str | None, error: str | None, ctx: ToolContext) -> ToolResult:
+        if path is None or not Path(path).is_dir():
+            why = error or f"{path} is not a folder"
+            raise ToolError(f"No worktree was made: the WorktreeCreate hook failed ({why}).")
+        made = Path(path)
+        ctx.worktree = WorktreeSession(made, ctx.cwd, None, True, None, by_hook=True)
+        ctx.cwd = made
+        msg = (f"Created worktree at {made} (by the WorktreeCreate hook). The session is now working in the "
+               "worktree. Use ExitWorktree to leave mid-session.")
+        return ToolResult(msg, data={"worktreePath": str(made), "message": msg})
 
     async def _enter_existing(self, target: Path, root: Path, ctx: ToolContext,
                               current: WorktreeSession | None) -> ToolResult:
@@ -201,6 +217,15 @@ class ExitWorktreeTool(Tool):
         if not wt.created:
             raise ToolError(f"This tool will not remove the worktree at {wt.path}: it was not created by "
                             "EnterWorktree in this session. Use action: \"keep\" to exit and leave it on disk.")
+        if wt.by_hook:   # its own version control: the WorktreeRemove hooks remove it
+            errors = await ctx.lifecycle_hooks.worktree_remove(str(wt.path)) if ctx.lifecycle_hooks else []
+            if errors:
+                raise ToolError(f"The WorktreeRemove hook failed: {'; '.join(errors)[:400]}. The session is still "
+                                "in the worktree.")
+            self._leave(ctx, wt)
+            msg = (f"Exited and removed worktree at {wt.path} (by the WorktreeRemove hook). Session is now back in "
+                   f"{ctx.cwd}.")
+            return ToolResult(msg, data={**base, "message": msg})
         files, commits = await self._unsaved_work(wt)
         if (files or commits) and not inp.discard_changes:
             raise ToolError(f"Worktree has {files} uncommitted file(s) and {commits} commit(s) not on the branch it "
@@ -213,6 +238,8 @@ class ExitWorktreeTool(Tool):
             raise ToolError(f"git worktree remove failed: {err.strip()[:400]}. The session is still in the worktree.")
         if wt.branch:
             await _git(root, "branch", "-D", wt.branch)
+        if ctx.lifecycle_hooks is not None:   # told, as Claude Code tells them; git removed it already
+            await ctx.lifecycle_hooks.worktree_remove(str(wt.path))
         self._leave(ctx, wt)
         msg = (f"Exited and removed worktree at {wt.path}" + (f" and branch {wt.branch}" if wt.branch else "") +
                f". Session is now back in {ctx.cwd}.")
