@@ -37,3 +37,18 @@ def test_home_start_up_files_cannot_be_planted(tmp_path, where):
         assert t == ".bashrc" or not (home / t).exists(), t
     after = sorted(n for n in os.listdir(home) if n != "work.txt")
     assert after == before                                             # no placeholder left behind
+
+
+def test_git_works_with_home_in_the_project_and_no_gitconfig(tmp_path, monkeypatch):
+    """The read-only stand-in for a missing ~/.gitconfig is an empty readable file: git reads an
+    empty config where an unreadable one (a device node under a nodev mount) stops it cold."""
+    root = tmp_path / "project"
+    (root / "sub").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(root))
+    for name in ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM", "XDG_CONFIG_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    sandbox = Sandbox(sandbox_settings({"sandbox": {"enabled": True}}), [str(root)], home=str(root))
+    [res] = run_bash(sandbox, root, "cd sub && git init -q . && git status --short && echo GIT-OK; "
+                                    "cat ~/.gitconfig; echo rc=$?; echo x > ~/.gitconfig || echo REFUSED")
+    assert "GIT-OK" in res.content and "rc=0" in res.content and "REFUSED" in res.content, res.content
+    assert not (root / ".gitconfig").exists()

@@ -65,7 +65,7 @@ def probe() -> Probe:
 
 
 def bwrap_argv(bwrap: str, layout: Layout, *, cwd: str, blank_file: str, blank_dir: str, empty_dir: str,
-               keep_writable: list[str], seccomp_fd: int | None = None) -> list[str]:
+               keep_writable: list[str], seccomp_fd: int | None = None, empty_file: str = "/dev/null") -> list[str]:
     """Everything before `--` (the caller appends the command); `seccomp_fd` holds the filter
     bwrap loads just before it execs the command (the caller passes the descriptor on)."""
     a = [bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-net",
@@ -82,7 +82,9 @@ def bwrap_argv(bwrap: str, layout: Layout, *, cwd: str, blank_file: str, blank_d
         if p.exists:
             a += ["--ro-bind", p.path, p.path]
         else:
-            a += ["--ro-bind", empty_dir if p.kind is Kind.DIR else "/dev/null", p.path]
+            # an empty readable file, not /dev/null: a device node under a nodev mount is unreadable,
+            # and git stops at an unreadable ~/.gitconfig where a missing or empty one is fine
+            a += ["--ro-bind", empty_dir if p.kind is Kind.DIR else empty_file, p.path]
     for path, kind in layout.masked:
         a += ["--ro-bind", blank_dir if kind is Kind.DIR else blank_file, path]
     for path in keep_writable:

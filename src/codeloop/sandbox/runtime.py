@@ -69,7 +69,7 @@ _blanks: dict[str, str] = {}
 
 
 def _blank_paths() -> dict[str, str]:
-    """An empty mode-000 file and folder (masks) and an empty 0555 folder (placeholders)."""
+    """An empty mode-000 file and folder (masks), an empty 0555 folder and 0444 file (placeholders)."""
     if not _blanks:
         base = tempfile.mkdtemp(prefix="codeloop-sandbox-")
         f = os.path.join(base, "masked")
@@ -80,7 +80,11 @@ def _blank_paths() -> dict[str, str]:
         os.mkdir(d, 0)
         os.chmod(d, 0)
         os.mkdir(e, 0o555)
-        _blanks.update(file=f, dir=d, empty=e)
+        ef = os.path.join(base, "empty-file")
+        with open(ef, "w"):
+            pass
+        os.chmod(ef, 0o444)
+        _blanks.update(file=f, dir=d, empty=e, empty_file=ef)
     return _blanks
 
 
@@ -210,7 +214,7 @@ class Sandbox:
         # bwrap loads the filter before anything in the sandbox starts (its own init included)
         fd = seccomp.program_fd() if use_filter else None
         argv = bwrap_argv(p.path, layout, cwd=os.path.realpath(cwd), blank_file=blanks["file"],
-                          blank_dir=blanks["dir"], empty_dir=blanks["empty"],
+                          blank_dir=blanks["dir"], empty_dir=blanks["empty"], empty_file=blanks["empty_file"],
                           keep_writable=[os.path.realpath(k) for k in keep_writable], seccomp_fd=fd)
         env: dict[str, str] = {}
         fds = [] if fd is None else [fd]
