@@ -175,7 +175,7 @@ def test_api_error_result_has_claude_codes_shape(tmp_path):
         assert proc.returncode == 1 and res["type"] == "result"
         assert res["subtype"] == "success" and res["is_error"] is True and res["api_error_status"] == 400
         assert res["result"] == "API Error: 400 messages: text content blocks must be non-empty"
-        assert res["terminal_reason"] == "model_error"
+        assert res["terminal_reason"] == "api_error"
 
 
 async def test_sdk_sees_the_api_error_payload(tmp_path):

@@ -34,7 +34,7 @@ def test_no_headers_is_bounded_and_reported(tmp_path):
                 env={"CODELOOP_HEADERS_TIMEOUT_MS": "500", "CODELOOP_MAX_RETRIES": "1"})
     assert r.returncode == 1
     res = json.loads(r.stdout)
-    assert res["is_error"] and "no response headers" in res["errors"][0]
+    assert res["is_error"] and "no response headers" in res["result"]
     assert len(api.requests) == 2
 
 

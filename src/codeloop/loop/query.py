@@ -135,7 +135,7 @@ async def query(p: QueryParams) -> AsyncIterator[Event]:
                 for m in [*turn.assistant_messages, *turn.yielded_results]:
                     yield Tombstone(m)
                 yield AssistantEvent(api_error_message(str(turn.error)))
-                yield Terminal(TerminalReason.MODEL_ERROR, turn_count, str(turn.error))
+                yield Terminal(TerminalReason.API_ERROR, turn_count, str(turn.error))
                 return
 
             max_tokens_hit = turn.stop_reason == "max_tokens"

@@ -71,6 +71,7 @@ class SdkGlue:
     def initialize(self, req: dict[str, Any]) -> dict[str, Any]:
         registry = control.HookRegistry.from_initialize(req.get("hooks"))
         self.session.hooks = registry
+        self.session.forward_subagent_text = req.get("forwardSubagentText") is True
         if registry.matchers:
             self._install_hooks(registry)
         if req.get("agents"):
