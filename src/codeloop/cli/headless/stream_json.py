@@ -206,7 +206,7 @@ class StreamJsonSession:
         else:
             return None
         extra = {"uuid": msg["uuid"]} if isinstance(msg.get("uuid"), str) and msg["uuid"] else {}
-        return user_message(blocks, **extra)
+        return user_message(blocks, sent_as_text=isinstance(blocks, str), **extra)
 
     async def query(self, msg: dict[str, Any]) -> None:
         conv, started = self.conv, time.monotonic()
