@@ -218,6 +218,15 @@ def output_style(options: RunOptions, files: Any = None) -> tuple[Any, list[str]
     return resolve_output_style(options.settings.merged.get("outputStyle"), dirs, files)
 
 
+def style_name(style: Any, options: RunOptions) -> str:
+    """The output style system/init reports: the one in use, else the name configured (as Claude
+    Code reports it, even one with no definition here), else "default"."""
+    configured = options.settings.merged.get("outputStyle")
+    if style is not None:
+        return str(style.name)
+    return configured.strip() if isinstance(configured, str) and configured.strip() else "default"
+
+
 # -- MCP -------------------------------------------------------------------------------------------
 
 async def start_mcp(options: RunOptions) -> tuple[Any, list[str]]:
