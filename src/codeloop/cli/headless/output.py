@@ -207,6 +207,9 @@ class Printer:
                 if ev.text and "message" not in line:
                     line["message"] = ev.text   # e.g. "Switched to X due to high demand for Y"
                 emit(self.out, line)
+                if (patch := task_patch(ev)) is not None:
+                    emit(self.out, {"type": "system", "subtype": "task_updated", "task_id": ev.data.get("task_id"),
+                                    "patch": patch, "session_id": sid, "uuid": new_uuid()})
             elif ev.level != "info":  # text mode: retries too, so a wait is never silent
                 sys.stderr.write(f"codeloop: {ev.text}\n")
                 sys.stderr.flush()
@@ -269,6 +272,28 @@ class Printer:
                 self.out.flush()
         else:
             emit(self.out, result)
+
+
+# task_notification's status → the raw lifecycle status task_updated reports (Claude Code keeps `killed`).
+_TASK_STATUS = {"completed": "completed", "failed": "failed", "stopped": "killed"}
+
+
+def task_patch(ev: SystemEvent) -> dict[str, Any] | None:
+    """The `task_updated` patch that follows a task's start or end (None for other events): the
+    SDK's TaskUpdatedMessage, which is how a consumer tracks a task that ends without a notification."""
+    if ev.subtype == "task_started":
+        return {"status": "running"}
+    if ev.subtype == "task_notification":
+        status = _TASK_STATUS.get(str(ev.data.get("status")), "failed")
+        return {"status": status, "end_time": int(time.time() * 1000)}
+    return None
+
+
+def status_line(session_id: str, status: str | None, **extra: Any) -> dict[str, Any]:
+    """A `system/status` line, Claude Code's: `status` is "compacting" while a compaction runs and
+    null otherwise; a permission-mode change carries `permissionMode`, a compaction's end `compact_result`."""
+    return {"type": "system", "subtype": "status", "status": status, **extra, "session_id": session_id,
+            "uuid": new_uuid()}
 
 
 def _version() -> str:

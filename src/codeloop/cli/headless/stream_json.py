@@ -24,7 +24,7 @@ from codeloop.cli.headless import control
 from codeloop.cli.headless.control import ControlError, ControlSubtype
 from codeloop.cli.headless.output import (EXIT_ERROR, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM, STRUCTURED_RETRY_LIMIT,
                                           BudgetGuard, Printer, apply_structured, build_result, emit, error_result,
-                                          message_line)
+                                          message_line, status_line)
 from codeloop.events import Event, SystemEvent, Terminal, TerminalReason, UserEvent
 from codeloop.messages import Message, new_uuid, user_message
 from codeloop.session.options import RunOptions
@@ -148,6 +148,8 @@ class StreamJsonSession:
             emit(self.out, control.error(rid, str(exc)))
             return
         emit(self.out, control.success(rid, response))
+        if subtype == ControlSubtype.SET_PERMISSION_MODE.value:   # Claude Code announces the new mode
+            emit(self.out, status_line(self.conv.session_id, None, permissionMode=self.conv.config.policy.mode.value))
 
     async def ask(self, subtype: ControlSubtype, **fields: Any) -> dict[str, Any]:
         """Send an outbound request; the SDK's answer, or raise (error answer, EOF, abort)."""
@@ -234,6 +236,7 @@ class StreamJsonSession:
         conv.last_terminal = None
         structured: dict[str, Any] = {}
         if command == "/compact" and len(prompt.content) == 1 and slash_commands_enabled():
+            emit(self.out, status_line(conv.session_id, "compacting"))
             events = conv.compact(focus.strip())
         elif self.schema is not None:
             events = run_structured(conv, prompt, self.schema, STRUCTURED_RETRY_LIMIT, abort=abort)
@@ -257,6 +260,9 @@ class StreamJsonSession:
             self.printer = None
             conv.sync()
             self.glue.mirror(lambda frame: emit(self.out, frame))
+        if command == "/compact" and len(prompt.content) == 1 and slash_commands_enabled():
+            ok = conv.last_terminal is None or conv.last_terminal.reason is TerminalReason.COMPLETED
+            emit(self.out, status_line(conv.session_id, None, compact_result="success" if ok else "failed"))
         result = build_result(conv, conv.last_terminal, started=started, final_text=printer.final_text,
                               stop_reason=printer.stop_reason)
         apply_structured(result, structured, printer.final_text)
