@@ -89,7 +89,8 @@ def build_session(options: RunOptions, host: SessionHost, *, provider: Any, mode
     ask = host.ask_user
     if tool_name and tool_name != "stdio":   # an MCP tool answers permission prompts
         ask = permission_prompt_tool(mcp, tool_name, lambda: holder[0])
-    parts = SessionParts(settings=settings, trusted=options.trusted, mcp=mcp, output_style=style_name(style, options), api_key_source=_key_source(provider, options), listeners=list(host.listeners),
+    parts = SessionParts(settings=settings, trusted=options.trusted, mcp=mcp, output_style=style_name(style, options),
+                         api_key_source=_key_source(provider, options), listeners=list(host.listeners),
                          claude_records=True, records=records, memory_file_names=_memory_names(options),
                          options=options, spawn=_spawn_subagent, project_files=files)
     conv = Conversation(config, provider, session_id=history.session_id, messages=history.messages,

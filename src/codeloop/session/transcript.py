@@ -56,8 +56,9 @@ def message_to_entry(msg: Message, *, session_id: str, cwd: Path | str,
     if msg.sent_as_text and len(msg.content) == 1 and msg.content[0].get("type") == "text":
         message["content"] = msg.content[0]["text"]   # as it was sent, as Claude Code stores it
     if msg.role == "user":
-        # api_message() leaves these out for users; keep them when set so round-trips are total.
-        for key, value in (("id", msg.id), ("model", msg.model), ("stop_reason", msg.stop_reason), ("usage", msg.usage)):
+        # api_message() leaves these out for users; keep them when set so round-trips are total
+        for key, value in (("id", msg.id), ("model", msg.model), ("stop_reason", msg.stop_reason),
+                           ("usage", msg.usage)):
             if value is not None:
                 message[key] = value
     entry: dict[str, Any] = {
@@ -126,8 +127,7 @@ def encode_entry(entry: dict[str, Any]) -> bytes:
     try:
         return (text + "\n").encode("utf-8")
     except UnicodeEncodeError:
-        # Lone surrogates (undecodable tool output) are not valid UTF-8, but \u escapes are
-        # and load back to the same string.
+        # Lone surrogates (undecodable tool output) are not valid UTF-8; \u escapes are, and load back the same.
         text = json.dumps(entry, ensure_ascii=True, separators=(",", ":"), default=_json_default)
         return (text + "\n").encode("ascii")
 

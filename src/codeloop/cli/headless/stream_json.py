@@ -219,7 +219,8 @@ class StreamJsonSession:
             self.last_error = True
             return
         if self.budget is not None and self.budget.check(conv):
-            self._result(error_result(conv.session_id, [self.budget.error_text(conv)], subtype="error_max_budget_usd"), msg)
+            self._result(error_result(conv.session_id, [self.budget.error_text(conv)],
+                                      subtype="error_max_budget_usd"), msg)
             return
         await self.glue.ready()
         command, _, focus = prompt.text.strip().partition(" ")
