@@ -38,8 +38,12 @@ def results(out: list[dict]) -> list[dict]:
 
 def test_clear_emits_conversation_reset_and_goes_on_in_a_fresh_session(tmp_path):
     api = ScriptedAPI(sse(text("one")), sse(text("two")))
+    log = tmp_path / "starts.jsonl"
+    hook = {"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": f"cat >> {log}; echo >> {log}"}]}]}}
     with api.serve() as url:
-        out = run(tmp_path, url, [user("say one"), user("/clear"), user("say two")])
+        out = run(tmp_path, url, [user("say one"), user("/clear"), user("say two")],
+                  *STREAM, "--settings", json.dumps(hook))
+    assert [json.loads(x)["source"] for x in log.read_text().split("\n") if x.strip()] == ["startup", "clear"]
     first, cleared, last = results(out)
     [reset] = [x for x in out if x["type"] == "conversation_reset"]
     assert reset["session_id"] == first["session_id"] and reset["new_conversation_id"] and reset["uuid"]

@@ -90,6 +90,7 @@ class Conversation(SessionWiring):
         self.queue = parts.queue or CommandQueue()
         self.abort: AbortController | None = None
         self._started = False
+        self.start_source: str | None = None   # SessionStart's source when not startup/resume ("clear")
         self.read_filter_ready = False
         # A session the model ended stays ended (spec 000): the marker survives resume.
         self.ended_by_model = any(e.get("type") == "ended-by-model" for e in entries or [])
@@ -252,7 +253,8 @@ class Conversation(SessionWiring):
         msg = prompt if isinstance(prompt, Message) else user_message(prompt)
         extra: list[Message] = list(context or [])
         if not self._started and self.sidechain is None:
-            extra += await self.hooks.session_start("resume" if self.config.resumed else "startup")
+            source = self.start_source or ("resume" if self.config.resumed else "startup")
+            extra += await self.hooks.session_start(source)
         self._started = True
         if not msg.is_meta and self.sidechain is None:
             verdict = await self.hooks.user_prompt(msg.text, msg.uuid)

@@ -280,6 +280,7 @@ class StreamJsonSession:
 
         old = self.conv
         self.conv = new = successor(old)
+        new.start_source = "clear"
         await old.aclose("clear")
         emit(self.out, {"type": "conversation_reset", "new_conversation_id": new_uuid(), "uuid": new_uuid(),
                         "session_id": old.session_id})
