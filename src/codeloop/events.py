@@ -22,7 +22,7 @@ class TerminalReason(str, Enum):
     ABORTED_STREAMING = "aborted_streaming"
     ABORTED_TOOLS = "aborted_tools"
     HOOK_STOPPED = "hook_stopped"
-    MODEL_ERROR = "model_error"
+    API_ERROR = "api_error"   # as Claude Code names it (the SDK keys ResultError on it)
     PROMPT_TOO_LONG = "prompt_too_long"
     IMAGE_ERROR = "image_error"
     ENDED_BY_MODEL = "ended_by_model"

@@ -75,6 +75,8 @@ class Message:
     tool_use_result: Any = None
     parent_tool_use_id: str | None = None
     timestamp: str | None = None
+    # A prompt the host sent as a plain string (the SDK's `query("…")`): the transcript keeps it a string.
+    sent_as_text: bool = False
 
     @property
     def text(self) -> str:

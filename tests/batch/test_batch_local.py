@@ -332,3 +332,16 @@ def test_a_second_batch_on_the_same_results_file_is_refused(tmp_path):
     (tmp_path / "d").mkdir()
     r = run_batch(["tasks.jsonl", "--out", str(tmp_path / "d")], cwd=tmp_path)
     assert r.returncode == 1 and r.stderr.splitlines()[-1].startswith("codeloop batch: cannot ")
+
+
+def test_an_api_error_is_a_failure_with_its_text(tmp_path):
+    # Claude Code's shape for it is subtype "success" with is_error: the batch must not count it a success
+    make_repo(tmp_path / "proj", {"a.txt": "a\n"})
+    write_tasks(tmp_path / "tasks.jsonl", [{"id": "e", "prompt": f"{marker('e')} go", "repo": "proj"}])
+    api = RoutedAPI({"e": [error(400, "invalid_request_error", "bad request body")]})
+    out = tmp_path / "r.jsonl"
+    with api.serve() as url:
+        r = run_batch(["tasks.jsonl", "-o", str(out)], cwd=tmp_path, url=url)
+    [rec] = read_results(out)
+    assert r.returncode == 1 and rec["outcome"] == "failed", rec
+    assert rec["error"] == "API Error: 400 bad request body"

@@ -61,7 +61,9 @@ def test_subagent_messages_carry_parent_tool_use_id(tmp_path):
     assert r.returncode == 0, r.stderr
     lines = jsonl(r.stdout)
     sub = [l for l in lines if l.get("parent_tool_use_id") == "task1"]
-    assert [l["type"] for l in sub] == ["user", "assistant", "user", "assistant"]  # prompt, Read, result, answer
+    # prompt, Read, result: the subagent's closing text stays unsent without forwardSubagentText (Claude Code's rule)
+    assert [l["type"] for l in sub] == ["user", "assistant", "user"]
+    assert all(b["type"] != "text" for l in sub if l["type"] == "assistant" for b in l["message"]["content"])
     assert "Task" not in api.requests[1].tool_names            # no recursion inside the subagent
     task_result = api.requests[3].messages[-1]["content"][0]
     assert task_result["tool_use_id"] == "task1" and task_result["content"] == "The secret is 42."

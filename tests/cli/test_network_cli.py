@@ -34,7 +34,7 @@ def test_no_headers_is_bounded_and_reported(tmp_path):
                 env={"CODELOOP_HEADERS_TIMEOUT_MS": "500", "CODELOOP_MAX_RETRIES": "1"})
     assert r.returncode == 1
     res = json.loads(r.stdout)
-    assert res["is_error"] and "no response headers" in res["errors"][0]
+    assert res["is_error"] and "no response headers" in res["result"]
     assert len(api.requests) == 2
 
 
@@ -43,7 +43,7 @@ def test_a_wrong_endpoint_fails_at_once_naming_anthropic_base_url(tmp_path):
     with api.serve() as url:
         r = run(tmp_path, ["-p", "hi"], url)
     assert r.returncode == 1 and len(api.requests) == 1
-    assert r.stderr.strip() == f"Error: API Error (404): Not Found — check ANTHROPIC_BASE_URL (now {url}): " \
+    assert r.stderr.strip() == f"Error: API Error: 404 Not Found — check ANTHROPIC_BASE_URL (now {url}): " \
                                "nothing answers the API path there"
 
 

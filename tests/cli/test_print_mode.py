@@ -163,7 +163,7 @@ def test_api_error_exit_code_and_text(tmp_path):
     with api.serve() as url:
         r = codeloop(["-p", "hi", "--output-format", "json"], cwd=tmp_path, base_url=url)
     res = json.loads(r.stdout)
-    assert r.returncode == 1 and res["is_error"] and "invalid x-api-key" in res["errors"][0]
+    assert r.returncode == 1 and res["is_error"] and "invalid x-api-key" in res["result"] and res["errors"] == []
 
 
 def test_resume_and_continue_send_history(tmp_path):

@@ -77,8 +77,9 @@ def cli(request, tmp_path):
 
 
 def options(cli, url, tmp_path, **kw):
+    # HOME too: an SDK-started codeloop keeps its sessions in ~/.claude/projects, never the machine's
     env = {"ANTHROPIC_BASE_URL": url, "ANTHROPIC_API_KEY": "k", "CODELOOP_CONFIG_DIR": str(tmp_path / ".cfg"),
-           "CLAUDE_AGENT_SDK_SKIP_VERSION_CHECK": "1"}
+           "CLAUDE_AGENT_SDK_SKIP_VERSION_CHECK": "1", "HOME": str(tmp_path / "home")}
     return ClaudeAgentOptions(cli_path=cli, env=env, cwd=str(tmp_path), **kw)
 
 

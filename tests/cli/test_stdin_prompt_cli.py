@@ -41,7 +41,7 @@ def test_a_10mb_prompt_is_refused_whole_not_cut(tmp_path):
         r = run(tmp_path, ["-p", "--output-format", "json"], url, input=big)
     assert r.returncode == 1
     res = json.loads(r.stdout)
-    assert res["is_error"] and "Prompt is too long" in res["errors"][0] and "nothing was cut" in res["errors"][0]
+    assert res["is_error"] and "Prompt is too long" in res["result"] and "nothing was cut" in res["result"]
     assert api.requests == []                     # nothing half-sent
     # the prompt is kept whole in the transcript: nothing was lost either
     files = list((tmp_path / ".cfg" / "projects").rglob("*.jsonl"))

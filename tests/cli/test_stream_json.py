@@ -355,3 +355,26 @@ def test_cli_replay_and_permission_prompt_flags(tmp_path):
     assert r.returncode == 0, r.stderr
     out = [json.loads(l) for l in r.stdout.splitlines()]
     assert any(l["type"] == "user" and l["uuid"] == "44444444-5555-4666-8777-888888888888" for l in out)
+
+
+async def test_an_interrupted_answer_keeps_the_text_already_streamed(tmp_path):
+    from fakeapi import stalled
+
+    # "hello " arrives, then the model stalls in the middle of the block
+    api = ScriptedAPI(stalled(text("hello world", chunks=2), after=4), sse(text("next answer")))
+    pipe = Pipe()
+    conv, task = start(api, tmp_path, pipe, include_partial_messages=True)
+    pipe.user("slow")
+    await pipe.wait_for(lambda l: l["type"] == "stream_event" and
+                        (l["event"].get("delta") or {}).get("text") == "hello ")
+    pipe.control("int_1", subtype="interrupt")
+    first = await pipe.wait_for(lambda l: l["type"] == "result")
+    assert first["terminal_reason"] == "aborted_streaming"
+    said = [b["text"] for l in pipe.lines if l["type"] == "assistant" for b in l["message"]["content"]]
+    assert said == ["hello "]                                   # as Claude Code, the partial answer stays
+    pipe.user("again")
+    pipe.eof()
+    assert await task == 0
+    sent = [(m["role"], b.get("text")) for m in api.requests[1].messages for b in m["content"]]
+    assert ("assistant", "hello ") in sent and sent.index(("assistant", "hello ")) < sent.index(
+        ("user", "[Request interrupted by user]"))

@@ -69,7 +69,7 @@ async def test_stop_failure_fires_instead_of_stop_with_the_error_type_as_matcher
              "Stop": [recorder(tmp_path, "stop.log")]}
     api = ScriptedAPI(error(400, "invalid_request_error", "slow down and fix the request"))
     events = await submit(conv_for(api, cwd, hooks))
-    assert [e.reason for e in events if isinstance(e, Terminal)] == [TerminalReason.MODEL_ERROR]
+    assert [e.reason for e in events if isinstance(e, Terminal)] == [TerminalReason.API_ERROR]
     [fail] = calls(tmp_path, "fail.log")
     assert fail["hook_event_name"] == "StopFailure" and fail["error"] == "invalid_request"
     assert "slow down" in fail["error_details"]

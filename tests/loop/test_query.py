@@ -91,11 +91,11 @@ async def test_permission_denial_is_reported(tmp_path):
     assert api.requests[1].messages[-1]["content"][0]["is_error"] is True
 
 
-async def test_non_retryable_api_error_ends_with_model_error(tmp_path):
+async def test_non_retryable_api_error_ends_with_api_error(tmp_path):
     api = ScriptedAPI(error(400, "invalid_request_error", "messages: roles must alternate"))
     events = await run(make_params(api, tmp_path))
     t = terminal(events)
-    assert t.reason is TerminalReason.MODEL_ERROR and "roles must alternate" in t.error
+    assert t.reason is TerminalReason.API_ERROR and "roles must alternate" in t.error
     err = [e.message for e in events if isinstance(e, AssistantEvent)][-1]
     assert err.is_api_error and "roles must alternate" in err.text
 

@@ -158,17 +158,17 @@ async def test_sse_error_event_midway_is_retried_and_partial_message_tombstoned(
     assert [m.text for m in remaining_history(events) if m.role == "assistant"] == ["full answer"]
 
 
-async def test_retries_exhausted_ends_with_model_error(tmp_path):
+async def test_retries_exhausted_ends_with_api_error(tmp_path):
     api = ScriptedAPI(*[error(500, "api_error", "boom")] * 4)
     events = await run(make_params(api, tmp_path))
     t = terminal(events)
-    assert t.reason is TerminalReason.MODEL_ERROR and "boom" in t.error and len(api.requests) == 4
+    assert t.reason is TerminalReason.API_ERROR and "boom" in t.error and len(api.requests) == 4
 
 
 async def test_non_retryable_4xx_is_not_retried(tmp_path):
     api = ScriptedAPI(error(400, "invalid_request_error", "tools.0.name: bad"), sse(text("never")))
     events = await run(make_params(api, tmp_path))
-    assert terminal(events).reason is TerminalReason.MODEL_ERROR and len(api.requests) == 1
+    assert terminal(events).reason is TerminalReason.API_ERROR and len(api.requests) == 1
     assert "tools.0.name: bad" in terminal(events).error
 
 
@@ -440,7 +440,7 @@ async def test_max_tokens_retracts_a_read_only_result_that_already_ran(tmp_path)
 async def test_fatal_error_leaves_no_partial_message(tmp_path):
     api = ScriptedAPI(sse(text("half an ans"), error={"type": "invalid_request_error", "message": "bad"}))
     events = await run(make_params(api, tmp_path))
-    assert terminal(events).reason is TerminalReason.MODEL_ERROR
+    assert terminal(events).reason is TerminalReason.API_ERROR
     kept = [m for m in remaining_history(events) if m.role == "assistant"]
     assert [m.is_api_error for m in kept] == [True]      # only the error notice remains
 

@@ -103,7 +103,7 @@ async def test_non_retryable_status_fails_at_once(tmp_path):
     api = ScriptedAPI(plain(404, "Not Found"), sse(text("never")))
     events = await run(params(api, tmp_path))
     t = terminal(events)
-    assert t.reason is TerminalReason.MODEL_ERROR and len(api.requests) == 1
+    assert t.reason is TerminalReason.API_ERROR and len(api.requests) == 1
     assert "API Error (404): Not Found" in t.error and "ANTHROPIC_BASE_URL" in t.error
 
 
@@ -113,7 +113,7 @@ async def test_retry_after_beyond_the_budget_fails_at_once_with_the_servers_word
     retry = RetryPolicy(max_retries=5, base_delay_s=0.001, max_delay_s=0.005)
     events = await run(params(api, tmp_path, retry))
     t = terminal(events)
-    assert t.reason is TerminalReason.MODEL_ERROR and len(api.requests) == 1
+    assert t.reason is TerminalReason.API_ERROR and len(api.requests) == 1
     assert "Daily quota used up" in t.error and "retry after 3600s" in t.error
     assert not [e for e in events if isinstance(e, SystemEvent) and e.subtype == "api_retry"]
 
@@ -124,7 +124,7 @@ async def test_a_529_storm_stops_at_the_wall_time_budget(tmp_path):
     retry = RetryPolicy(max_retries=1000, base_delay_s=0.02, max_delay_s=0.05, budget_s=0.5)
     events = await run(params(api, tmp_path, retry))
     t = terminal(events)
-    assert t.reason is TerminalReason.MODEL_ERROR and "Overloaded" in t.error and "gave up after" in t.error
+    assert t.reason is TerminalReason.API_ERROR and "Overloaded" in t.error and "gave up after" in t.error
     assert 2 <= len(api.requests) < 200
 
 

@@ -181,7 +181,7 @@ async def test_sdk_answers_questions_and_approves_the_plan_through_can_use_tool(
                "session_id": ""}
 
     env = {"ANTHROPIC_BASE_URL": "", "ANTHROPIC_API_KEY": "k", "CODELOOP_CONFIG_DIR": str(tmp_path / ".cfg"),
-           "CLAUDE_AGENT_SDK_SKIP_VERSION_CHECK": "1"}
+           "CLAUDE_AGENT_SDK_SKIP_VERSION_CHECK": "1", "HOME": str(tmp_path / "home")}
     with api.serve() as url:
         env["ANTHROPIC_BASE_URL"] = url
         opts = sdk.ClaudeAgentOptions(cli_path=exe, env=env, cwd=str(tmp_path), can_use_tool=can_use_tool,

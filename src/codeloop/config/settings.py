@@ -67,8 +67,9 @@ PROJECT_SCOPES = frozenset({SettingsScope.PROJECT, SettingsScope.PROJECT_LOCAL})
 
 # What an untrusted project file may still contribute. An allowlist, not a denylist: a key added
 # later that runs commands (statusLine, credential helpers, …) is then blocked by default.
-# Restrictions are always safe to apply, and the model name runs nothing.
-_UNTRUSTED_TOP_LEVEL = frozenset({"$schema", "model"})
+# Restrictions are always safe to apply, and the model name runs nothing; nor does the output
+# style's name (a style is prompt text, which a project supplies untrusted anyway, like CLAUDE.md).
+_UNTRUSTED_TOP_LEVEL = frozenset({"$schema", "model", "outputStyle"})
 _UNTRUSTED_PERMISSIONS = frozenset({"deny", "ask", "disableBypassPermissionsMode"})
 
 

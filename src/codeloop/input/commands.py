@@ -176,7 +176,9 @@ async def _help(host: CommandHost, args: str) -> CommandOutcome:
 
 
 async def _clear(host: CommandHost, args: str) -> CommandOutcome:
-    await host.switch_conversation(conversation_like(host.conv), reason="clear")
+    fresh = conversation_like(host.conv)
+    fresh.start_source = "clear"   # its SessionStart hooks hear source "clear", as in Claude Code
+    await host.switch_conversation(fresh, reason="clear")
     return CommandOutcome("Started a new session: " + host.conv.session_id)
 
 

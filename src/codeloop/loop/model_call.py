@@ -174,6 +174,11 @@ async def call_model(p, turn: ModelTurn, *, tools: list, ctx: ToolContext, syste
             turn.error = exc
         if pending is not None:
             yield AssistantEvent(pending)
+        if turn.aborted:   # as Claude Code, an interrupted answer keeps the words already streamed
+            for block in assembler.open_text():
+                partial = Message(role="assistant", content=[block], id=assembler.id, model=assembler.model)
+                turn.assistant_messages.append(partial)
+                yield AssistantEvent(partial)
         turn.yielded_results = yielded_results
         turn.stop_reason = assembler.stop_reason
         if assembler.id is not None:

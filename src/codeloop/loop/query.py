@@ -162,7 +162,7 @@ async def query(p: QueryParams) -> AsyncIterator[Event]:
                     yield Tombstone(m)
                 yield AssistantEvent(api_error_message(str(turn.error)))
                 await _stop_failure(p, turn.error, messages_for_query, ctx)
-                yield Terminal(TerminalReason.MODEL_ERROR, turn_count, str(turn.error))
+                yield Terminal(TerminalReason.API_ERROR, turn_count, str(turn.error))
                 return
 
             max_tokens_hit = turn.stop_reason == "max_tokens"

@@ -26,6 +26,11 @@ class ResponseAssembler:
     def has_open_blocks(self) -> bool:
         return bool(self._open)
 
+    def open_text(self) -> list[dict[str, Any]]:
+        """The text blocks still streaming, as far as they got (non-empty only): what an
+        interrupted response had already said."""
+        return [dict(b) for _, b in sorted(self._open.items()) if b.get("type") == "text" and b.get("text")]
+
     def feed(self, event: dict[str, Any]) -> dict[str, Any] | None:
         etype = event.get("type")
         if etype == "message_start":

@@ -20,7 +20,7 @@ from dataclasses import replace
 from typing import Any
 
 from codeloop.session.assembly_parts import (History, load_history, make_policy, make_provider, make_tools,
-                                             output_style, permission_prompt_tool, start_mcp)
+                                             output_style, permission_prompt_tool, start_mcp, style_name)
 from codeloop.session.conversation import Conversation, ConversationConfig
 from codeloop.session.options import RunOptions, SetupError
 from codeloop.session.parts import SessionHost, SessionParts
@@ -89,8 +89,8 @@ def build_session(options: RunOptions, host: SessionHost, *, provider: Any, mode
     ask = host.ask_user
     if tool_name and tool_name != "stdio":   # an MCP tool answers permission prompts
         ask = permission_prompt_tool(mcp, tool_name, lambda: holder[0])
-    parts = SessionParts(settings=settings, trusted=options.trusted, mcp=mcp, output_style=style.name if style else
-                         "default", api_key_source=_key_source(provider, options), listeners=list(host.listeners),
+    parts = SessionParts(settings=settings, trusted=options.trusted, mcp=mcp, output_style=style_name(style, options),
+                         api_key_source=_key_source(provider, options), listeners=list(host.listeners),
                          claude_records=True, records=records, memory_file_names=_memory_names(options),
                          options=options, spawn=_spawn_subagent, project_files=files)
     conv = Conversation(config, provider, session_id=history.session_id, messages=history.messages,

@@ -214,9 +214,31 @@ def output_style(options: RunOptions, files: Any = None) -> tuple[Any, list[str]
     from codeloop.session import store
 
     sources = options.setting_sources
+    # An untrusted folder may name a style (the name runs nothing) but not pick its own prompt text
+    # to replace the system prompt with: then only built-in and user styles answer to the name.
+    project = sources is None or "project" in sources or "local" in sources
+    if not options.trusted and _chosen_in_project(options.settings, "outputStyle"):
+        project = False
     dirs = style_dirs(options.cwd, [store.config_dir(), claude_user_dir()], user=sources is None or "user" in sources,
-                      project=sources is None or "project" in sources or "local" in sources)
+                      project=project)
     return resolve_output_style(options.settings.merged.get("outputStyle"), dirs, files)
+
+
+def _chosen_in_project(settings: Any, key: str) -> bool:
+    """Whether the value of `key` in force comes from the folder's own settings files."""
+    from codeloop.config.settings import PROJECT_SCOPES
+
+    source = next((s for s in settings.sources if key in s.data), None)   # highest precedence first
+    return source is not None and source.scope in PROJECT_SCOPES
+
+
+def style_name(style: Any, options: RunOptions) -> str:
+    """The output style system/init reports: the one in use, else the name configured (as Claude
+    Code reports it, even one with no definition here), else "default"."""
+    configured = options.settings.merged.get("outputStyle")
+    if style is not None:
+        return str(style.name)
+    return configured.strip() if isinstance(configured, str) and configured.strip() else "default"
 
 
 # -- MCP -------------------------------------------------------------------------------------------

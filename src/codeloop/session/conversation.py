@@ -94,6 +94,7 @@ class Conversation(SessionWiring):
         self.queue = parts.queue or CommandQueue()
         self.abort: AbortController | None = None
         self._started = False
+        self.start_source: str | None = None   # SessionStart's source when not startup/resume ("clear")
         self.read_filter_ready = False
         # A session the model ended stays ended (spec 000): the marker survives resume.
         self.ended_by_model = any(e.get("type") == "ended-by-model" for e in entries or [])
@@ -260,7 +261,8 @@ class Conversation(SessionWiring):
         if not self._started and self.sidechain is None:
             if self.config.setup_trigger:
                 extra += await self.hooks.setup(self.config.setup_trigger)
-            extra += await self.hooks.session_start("resume" if self.config.resumed else "startup")
+            source = self.start_source or ("resume" if self.config.resumed else "startup")
+            extra += await self.hooks.session_start(source)
             await self.hooks.instructions_loaded(self.config.user_context, "session_start")
         self._started = True
         if not msg.is_meta and self.sidechain is None:

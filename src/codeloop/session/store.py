@@ -41,13 +41,23 @@ class SessionInfo:
 
 
 def projects_dir() -> Path:
-    """`$CLAUDE_CONFIG_DIR/projects` when that is set — where Claude Code and the Agent SDK's
-    session readers look (the SDK sets it to resume from a `session_store`) — else codeloop's own
-    `<config>/projects`, so an unset variable never mixes codeloop's sessions into ~/.claude."""
+    """Where Claude Code and the Agent SDK's session readers look — `$CLAUDE_CONFIG_DIR/projects`,
+    else `~/.claude/projects` — when that variable is set (the SDK sets it to resume from a
+    `session_store`) or an SDK started codeloop (`CLAUDE_CODE_ENTRYPOINT=sdk-py`, `sdk-ts`, …:
+    `list_sessions`, `get_session_messages` and truncating resume read there). Otherwise
+    codeloop's own `<config>/projects`: a plain CLI install never writes into ~/.claude."""
     claude = os.environ.get("CLAUDE_CONFIG_DIR")
     if claude:
         return Path(claude).expanduser() / "projects"
+    if started_by_sdk():
+        return Path.home() / ".claude" / "projects"
     return config_dir() / "projects"
+
+
+def started_by_sdk() -> bool:
+    """An Agent SDK started this process: it names itself in the entrypoint (`sdk-py`, `sdk-ts`, `sdk-cli`)."""
+    entry = os.environ.get("CODELOOP_ENTRYPOINT") or os.environ.get("CLAUDE_CODE_ENTRYPOINT") or ""
+    return entry.strip().startswith("sdk-")
 
 
 def _search_dirs() -> list[Path]:

@@ -20,6 +20,7 @@ prompt builder or the transcript — this module does.
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import time
 from typing import TYPE_CHECKING, Any
@@ -107,6 +108,17 @@ def _forward(parent_ctx: ToolContext) -> Any:
     return emit
 
 
+def _write_sidecar(transcript: Any, meta: dict[str, Any]) -> None:
+    """`agent-<id>.meta.json` beside the subagent's transcript, as Claude Code writes it: the Agent
+    SDK's `get_subagent_messages` reads which tool call (and which agent) spawned it from there."""
+    try:
+        transcript.parent.mkdir(parents=True, exist_ok=True)
+        sidecar = transcript.with_name(transcript.name.removesuffix(".jsonl") + ".meta.json")
+        sidecar.write_text(json.dumps({k: v for k, v in meta.items() if v is not None}), encoding="utf-8")
+    except OSError:   # the transcript writer reports an unwritable folder; the sidecar is a hint
+        log.warning("could not write the subagent's .meta.json beside %s", transcript)
+
+
 async def run_subagent(parent: Conversation, definition: Any, prompt: str, parent_ctx: ToolContext, *,
                        parent_tool_use_id: str | None, description: str = "", agent_id: str | None = None,
                        abort: Any = None) -> SubagentOutcome:
@@ -119,6 +131,9 @@ async def run_subagent(parent: Conversation, definition: Any, prompt: str, paren
     lifecycle = SubagentLifecycle(parent.hooks)
     side_path = (subagent_transcript_path(parent_ctx.session_dir, agent_id)
                  if parent_ctx.session_dir is not None and parent.config.persist else None)
+    if side_path is not None:
+        _write_sidecar(side_path, {"agentType": definition.name, "description": description,
+                                   "toolUseId": parent_tool_use_id, "parentAgentId": parent_ctx.agent_id})
     started = time.monotonic()
     # task_started, SubagentStart hooks (their context joins the prompt)
     context = await lifecycle.start(parent_ctx.emit, agent_id=agent_id, agent_type=definition.name,

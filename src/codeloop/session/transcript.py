@@ -53,10 +53,12 @@ def message_to_entry(msg: Message, *, session_id: str, cwd: Path | str,
     """One message's record. `extra`: the fields Claude Code writes on every message record
     (`userType`, `entrypoint`, `gitBranch`, `promptId`…), placed before `message` as it does."""
     message = msg.api_message()
+    if msg.sent_as_text and len(msg.content) == 1 and msg.content[0].get("type") == "text":
+        message["content"] = msg.content[0]["text"]   # as it was sent, as Claude Code stores it
     if msg.role == "user":
-        # api_message() leaves these out for users; keep them when set so round-trips are total.
-        for key, value in (("id", msg.id), ("model", msg.model),
-                           ("stop_reason", msg.stop_reason), ("usage", msg.usage)):
+        # api_message() leaves these out for users; keep them when set so round-trips are total
+        for key, value in (("id", msg.id), ("model", msg.model), ("stop_reason", msg.stop_reason),
+                           ("usage", msg.usage)):
             if value is not None:
                 message[key] = value
     entry: dict[str, Any] = {
@@ -84,10 +86,9 @@ def entry_to_message(entry: dict[str, Any]) -> Message | None:
     if role not in MESSAGE_TYPES or not isinstance(message, dict):
         return None
     content = message.get("content")
-    # Claude Code stores plain user prompts as a bare string.
-    if isinstance(content, str):
-        content = [{"type": "text", "text": content}]
-    elif not isinstance(content, list) or not all(isinstance(b, dict) for b in content):
+    as_text = isinstance(content, str)   # Claude Code stores plain user prompts as a bare string
+    content = [{"type": "text", "text": content}] if as_text else content
+    if not isinstance(content, list) or not all(isinstance(b, dict) for b in content):
         return None
     uuid = entry.get("uuid")
     return Message(
@@ -95,7 +96,7 @@ def entry_to_message(entry: dict[str, Any]) -> Message | None:
         id=message.get("id"), model=message.get("model"), stop_reason=message.get("stop_reason"),
         usage=message.get("usage"), is_meta=bool(entry.get("isMeta")),
         is_api_error=bool(entry.get("isApiErrorMessage")), tool_use_result=tool_use_result(entry, content),
-        parent_tool_use_id=entry.get("parent_tool_use_id"), timestamp=entry.get("timestamp"))
+        parent_tool_use_id=entry.get("parent_tool_use_id"), timestamp=entry.get("timestamp"), sent_as_text=as_text)
 
 
 def _has_tool_use(entry: dict[str, Any]) -> bool:
@@ -126,8 +127,7 @@ def encode_entry(entry: dict[str, Any]) -> bytes:
     try:
         return (text + "\n").encode("utf-8")
     except UnicodeEncodeError:
-        # Lone surrogates (undecodable tool output) are not valid UTF-8, but \u escapes are
-        # and load back to the same string.
+        # Lone surrogates (undecodable tool output) are not valid UTF-8; \u escapes are, and load back the same.
         text = json.dumps(entry, ensure_ascii=True, separators=(",", ":"), default=_json_default)
         return (text + "\n").encode("ascii")
 

@@ -20,6 +20,7 @@ from codeloop.messages import new_uuid
 from codeloop.session.options import OutputFormat, OutputOptions
 
 EXIT_OK, EXIT_ERROR, EXIT_SIGINT, EXIT_SIGTERM = 0, 1, 130, 143
+_SUBAGENT_PROSE = frozenset({"text", "thinking", "redacted_thinking"})
 STRUCTURED_RETRY_LIMIT = 2
 
 
@@ -77,10 +78,10 @@ def build_result(conv, terminal: Terminal | None, *, started: float, final_text:
         # Claude Code's shape for a run that ended on a failed API call: the loop itself
         # completed, so `subtype` is "success", `is_error` is true and `result` holds the
         # "API Error: 400 …" prose (what `jq .result` scripts print), with the HTTP status
-        # beside it. `errors` keeps codeloop's own wording (with its hint) for earlier readers.
+        # beside it, and `errors` empty: the SDK's ResultError then quotes `result` as the cause.
         error = terminal.error if terminal and terminal.error else _reason_text(reason)
         text, status = api_error_text(error)
-        result.update(subtype="success", is_error=True, result=text, errors=[error])
+        result.update(subtype="success", is_error=True, result=text, errors=[])
         if status is not None:
             result["api_error_status"] = status
     elif subtype == "success":
@@ -95,7 +96,7 @@ def build_result(conv, terminal: Terminal | None, *, started: float, final_text:
     return result
 
 
-API_ERROR_REASONS = frozenset({TerminalReason.MODEL_ERROR, TerminalReason.PROMPT_TOO_LONG,
+API_ERROR_REASONS = frozenset({TerminalReason.API_ERROR, TerminalReason.PROMPT_TOO_LONG,
                                TerminalReason.IMAGE_ERROR})
 _API_ERROR_STATUS = r"API Error \((\d{3})\): "   # compiled on first use
 
@@ -113,12 +114,19 @@ ENDED_MESSAGE = ("The model ended this conversation (EndConversation). It cannot
                  "start a new session.")
 
 
-def apply_structured(result: dict[str, Any], structured: dict[str, Any]) -> dict[str, Any]:
-    """Fold the structured-output outcome (`--json-schema`) into a result line."""
+def apply_structured(result: dict[str, Any], structured: dict[str, Any], final_text: str = "") -> dict[str, Any]:
+    """Fold the structured-output outcome (`--json-schema`) into a result line: `structured_output`
+    holds the value, and `result` is never left empty — the model's closing words, else the value
+    as JSON text (what `jq -r .result` scripts print)."""
+    import json
+
     from codeloop.session.structured import StructuredEvent
 
     if StructuredEvent.OUTPUT.value in structured:
-        result["structured_output"] = structured[StructuredEvent.OUTPUT.value]["structured_output"]
+        value = structured[StructuredEvent.OUTPUT.value]["structured_output"]
+        result["structured_output"] = value
+        if not result["is_error"]:
+            result["result"] = final_text.strip() or json.dumps(value, ensure_ascii=False)
     elif StructuredEvent.FAILED.value in structured and not result["is_error"]:
         result.update(subtype="error_max_structured_output_retries", is_error=True,
                       errors=structured[StructuredEvent.FAILED.value]["errors"])
@@ -199,6 +207,9 @@ class Printer:
                 if ev.text and "message" not in line:
                     line["message"] = ev.text   # e.g. "Switched to X due to high demand for Y"
                 emit(self.out, line)
+                if (patch := task_patch(ev)) is not None:
+                    emit(self.out, {"type": "system", "subtype": "task_updated", "task_id": ev.data.get("task_id"),
+                                    "patch": patch, "session_id": sid, "uuid": new_uuid()})
             elif ev.level != "info":  # text mode: retries too, so a wait is never silent
                 sys.stderr.write(f"codeloop: {ev.text}\n")
                 sys.stderr.flush()
@@ -230,26 +241,59 @@ class Printer:
             emit(self.out, {"type": "tombstone", "message": message_line(msg, sid), "uuid": new_uuid(),
                             "session_id": sid})
 
-    def side_event(self, ev: Event) -> None:
-        """A subagent's messages (with their parent_tool_use_id), retractions and task events, in stream-json."""
+    def side_event(self, ev: Event, *, forward_text: bool = False) -> None:
+        """A subagent's messages (with their parent_tool_use_id), retractions and task events, in stream-json.
+
+        As in Claude Code, a subagent's text and thinking stay unsent unless the SDK asked for
+        them (`forwardSubagentText` in `initialize`): by default its tool calls and results go out."""
         if self.fmt != "stream-json":
             return
         if isinstance(ev, SystemEvent) and ev.subtype.startswith("task_"):
             self.event(ev)
         elif isinstance(ev, (AssistantEvent, UserEvent)):
-            emit(self.out, message_line(ev.message, self.conv.session_id))
+            line = message_line(ev.message, self.conv.session_id)
+            if isinstance(ev, AssistantEvent) and not forward_text:
+                content = line["message"].get("content")
+                kept = [b for b in content if b.get("type") not in _SUBAGENT_PROSE] if isinstance(content, list) else []
+                if not kept:
+                    return
+                line["message"] = {**line["message"], "content": kept}
+            emit(self.out, line)
         elif isinstance(ev, Tombstone):
             self._retract(ev.message)
 
     def result(self, result: dict[str, Any]) -> None:
         if self.fmt == "text":
             if result["is_error"]:
-                sys.stderr.write(f"Error: {'; '.join(result.get('errors') or ['unknown error'])}\n")
+                why = result.get("errors") or [result.get("result") or "unknown error"]   # an API error: `result`
+                sys.stderr.write(f"Error: {'; '.join(why)}\n")
             else:
                 self.out.write(result.get("result", "") + ("\n" if not result.get("result", "").endswith("\n") else ""))
                 self.out.flush()
         else:
             emit(self.out, result)
+
+
+# task_notification's status → the raw lifecycle status task_updated reports (Claude Code keeps `killed`).
+_TASK_STATUS = {"completed": "completed", "failed": "failed", "stopped": "killed"}
+
+
+def task_patch(ev: SystemEvent) -> dict[str, Any] | None:
+    """The `task_updated` patch that follows a task's start or end (None for other events): the
+    SDK's TaskUpdatedMessage, which is how a consumer tracks a task that ends without a notification."""
+    if ev.subtype == "task_started":
+        return {"status": "running"}
+    if ev.subtype == "task_notification":
+        status = _TASK_STATUS.get(str(ev.data.get("status")), "failed")
+        return {"status": status, "end_time": int(time.time() * 1000)}
+    return None
+
+
+def status_line(session_id: str, status: str | None, **extra: Any) -> dict[str, Any]:
+    """A `system/status` line, Claude Code's: `status` is "compacting" while a compaction runs and
+    null otherwise; a permission-mode change carries `permissionMode`, a compaction's end `compact_result`."""
+    return {"type": "system", "subtype": "status", "status": status, **extra, "session_id": session_id,
+            "uuid": new_uuid()}
 
 
 def _version() -> str:

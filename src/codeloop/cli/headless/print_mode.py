@@ -155,7 +155,7 @@ async def _run(options: RunOptions, prompt: str, out: TextIO) -> int:
         await conv.aclose()
         await conv.provider.aclose()
     result = apply_structured(build_result(conv, conv.last_terminal, started=started, final_text=printer.final_text,
-                                           stop_reason=printer.stop_reason), structured)
+                                           stop_reason=printer.stop_reason), structured, printer.final_text)
     if not guard.settle():
         await asyncio.sleep(3600)   # the watchdog wrote the result line and is ending the process
     printer.result(result)

@@ -60,6 +60,7 @@ class SdkGlue:
         self.ready_task: asyncio.Future | None = None
         self.mirror_offset = 0 if mirror else None  # None: --session-mirror is off
         self.offsets: dict[Path, int] = {}
+        self.meta_sent: set[Path] = set()
         if session.options.output.include_hook_events:
             install_hook_events(session.conv, session.out)
 
@@ -71,6 +72,7 @@ class SdkGlue:
     def initialize(self, req: dict[str, Any]) -> dict[str, Any]:
         registry = control.HookRegistry.from_initialize(req.get("hooks"))
         self.session.hooks = registry
+        self.session.forward_subagent_text = req.get("forwardSubagentText") is True
         if registry.matchers:
             self._install_hooks(registry)
         if req.get("agents"):
@@ -120,6 +122,12 @@ class SdkGlue:
         subagents = sorted((here / self.conv.session_id / "subagents").glob("agent-*.jsonl"))
         for path in [main, *subagents]:
             entries = self._new_entries(path)
+            if path != main and path not in self.meta_sent and entries:
+                # a store has no sidecar files: the `.meta.json` goes along as an agent_metadata entry
+                self.meta_sent.add(path)
+                meta = _read_json(path.with_name(path.name.removesuffix(".jsonl") + ".meta.json"))
+                if meta is not None:
+                    entries.insert(0, {**meta, "type": "agent_metadata"})
             if entries:
                 emit({"type": "transcript_mirror", "filePath": str(there / path.relative_to(here)),
                       "entries": entries})
@@ -141,6 +149,14 @@ class SdkGlue:
             except ValueError:
                 continue
         return entries
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def install_hook_events(conv: Any, out: Any) -> None:

@@ -24,9 +24,9 @@ from codeloop.cli.headless import control
 from codeloop.cli.headless.control import ControlError, ControlSubtype
 from codeloop.cli.headless.output import (EXIT_ERROR, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM, STRUCTURED_RETRY_LIMIT,
                                           BudgetGuard, Printer, apply_structured, build_result, emit, error_result,
-                                          message_line)
-from codeloop.events import Event, SystemEvent, UserEvent
-from codeloop.messages import Message, user_message
+                                          message_line, status_line)
+from codeloop.events import Event, SystemEvent, Terminal, TerminalReason, UserEvent
+from codeloop.messages import Message, new_uuid, user_message
 from codeloop.session.options import RunOptions
 from codeloop.session.structured import StructuredEvent, run_structured
 from codeloop.tools.base import PermissionBehavior, PermissionDecision
@@ -34,6 +34,7 @@ from codeloop.tools.base import PermissionBehavior, PermissionDecision
 _EOF = object()
 _WAKE = object()   # a scheduled prompt came due
 _STDIO = "stdio"
+_CLEAR = frozenset({"/clear", "/reset", "/new"})
 
 
 async def stdin_lines() -> AsyncIterator[str]:
@@ -74,6 +75,7 @@ class StreamJsonSession:
         self.last_error = False
         self.signal: int | None = None
         self.printer: Printer | None = None     # the running query's
+        self.forward_subagent_text = False      # initialize's forwardSubagentText
         schema = options.limits.json_schema
         self.schema = dict(schema) if schema is not None else None
         budget = options.limits.max_budget_usd
@@ -101,7 +103,7 @@ class StreamJsonSession:
     def side_event(self, ev: Event) -> None:
         """Subagent messages and task events go out with the running query's printer."""
         if self.printer is not None:
-            self.printer.side_event(ev)
+            self.printer.side_event(ev, forward_text=self.forward_subagent_text)
 
     # -- stdin -------------------------------------------------------------------------------------
     async def read(self) -> None:
@@ -153,6 +155,8 @@ class StreamJsonSession:
             emit(self.out, control.error(rid, str(exc)))
             return
         emit(self.out, control.success(rid, response))
+        if subtype == ControlSubtype.SET_PERMISSION_MODE.value:   # Claude Code announces the new mode
+            emit(self.out, status_line(self.conv.session_id, None, permissionMode=self.conv.config.policy.mode.value))
 
     async def ask(self, subtype: ControlSubtype, **fields: Any) -> dict[str, Any]:
         """Send an outbound request; the SDK's answer, or raise (error answer, EOF, abort)."""
@@ -221,7 +225,7 @@ class StreamJsonSession:
         else:
             return None
         extra = {"uuid": msg["uuid"]} if isinstance(msg.get("uuid"), str) and msg["uuid"] else {}
-        return user_message(blocks, **extra)
+        return user_message(blocks, sent_as_text=isinstance(blocks, str), **extra)
 
     async def query(self, msg: dict[str, Any]) -> None:
         conv, started = self.conv, time.monotonic()
@@ -232,9 +236,15 @@ class StreamJsonSession:
             self.last_error = True
             return
         if self.budget is not None and self.budget.check(conv):
-            self._result(error_result(conv.session_id, [self.budget.error_text(conv)], subtype="error_max_budget_usd"))
+            self._result(error_result(conv.session_id, [self.budget.error_text(conv)],
+                                      subtype="error_max_budget_usd"), msg)
             return
         await self.glue.ready()
+        command, _, focus = prompt.text.strip().partition(" ")
+        from codeloop.input.commands import slash_commands_enabled
+        if command in _CLEAR and len(prompt.content) == 1 and slash_commands_enabled():
+            await self.clear(started, msg)
+            return
         printer = self.printer = Printer(self.options.output, self.out, conv)
         printer.init()  # Claude Code sends system/init at the start of every turn
         printer.prompt_uuid = prompt.uuid
@@ -242,10 +252,9 @@ class StreamJsonSession:
             emit(self.out, {**message_line(prompt, conv.session_id), "isReplay": True})
         self.abort = abort = AbortController()
         conv.last_terminal = None
-        command, _, focus = prompt.text.strip().partition(" ")
         structured: dict[str, Any] = {}
-        from codeloop.input.commands import slash_commands_enabled
         if command == "/compact" and len(prompt.content) == 1 and slash_commands_enabled():
+            emit(self.out, status_line(conv.session_id, "compacting"))
             events = conv.compact(focus.strip())
         elif self.schema is not None:
             events = run_structured(conv, prompt, self.schema, STRUCTURED_RETRY_LIMIT, abort=abort)
@@ -262,22 +271,47 @@ class StreamJsonSession:
                 printer.event(ev)
         except Exception as exc:  # one broken query must not end the session
             self._result(error_result(conv.session_id, [f"{type(exc).__name__}: {exc}"],
-                                      duration_ms=(time.monotonic() - started) * 1000))
+                                      duration_ms=(time.monotonic() - started) * 1000), msg)
             return
         finally:
             self.abort = None
             self.printer = None
             conv.sync()
             self.glue.mirror(lambda frame: emit(self.out, frame))
+        if command == "/compact" and len(prompt.content) == 1 and slash_commands_enabled():
+            ok = conv.last_terminal is None or conv.last_terminal.reason is TerminalReason.COMPLETED
+            emit(self.out, status_line(conv.session_id, None, compact_result="success" if ok else "failed"))
         result = build_result(conv, conv.last_terminal, started=started, final_text=printer.final_text,
                               stop_reason=printer.stop_reason)
-        apply_structured(result, structured)
+        apply_structured(result, structured, printer.final_text)
         if self.budget is not None and not result["is_error"] and self.budget.check(conv):
             result.update(subtype="error_max_budget_usd", is_error=True, errors=[self.budget.error_text(conv)])
             result.pop("result", None)
-        self._result(result)
+        self._result(result, msg)
 
-    def _result(self, result: dict[str, Any]) -> None:
+    async def clear(self, started: float, msg: dict[str, Any]) -> None:
+        """`/clear` (`/reset`, `/new`): a fresh session on the same connection. Claude Code says so
+        with a `conversation_reset` line stamped with the outgoing session's id; the result and
+        everything after carry the new one."""
+        from codeloop.session.assembly import successor
+
+        old = self.conv
+        self.conv = new = successor(old)
+        new.start_source = "clear"
+        await old.aclose("clear")
+        emit(self.out, {"type": "conversation_reset", "new_conversation_id": new_uuid(), "uuid": new_uuid(),
+                        "session_id": old.session_id})
+        result = build_result(new, Terminal(TerminalReason.COMPLETED), started=started, final_text="",
+                              stop_reason=None)
+        self._result(result, msg)
+
+    def _result(self, result: dict[str, Any], msg: dict[str, Any] | None = None) -> None:
+        """Write the turn's result; the host's `origin` stamp and the prompt's uuid go back on it."""
+        if msg is not None:
+            if isinstance(msg.get("origin"), dict):
+                result["origin"] = msg["origin"]
+            if isinstance(msg.get("uuid"), str) and msg["uuid"]:
+                result.update(user_message_uuid=msg["uuid"], user_message_uuids=[msg["uuid"]])
         self.last_error = bool(result.get("is_error"))
         emit(self.out, result)
 

@@ -101,13 +101,17 @@ def resolve_options(args: argparse.Namespace, *, interactive: bool, skip_setting
 
 def _load_settings(args: argparse.Namespace, cwd: Path, settings_arg: str | None, sources: set[str] | None,
                    skip: frozenset[str]) -> tuple[Any, bool, list[str]]:
-    """The settings hierarchy, with the folder's own configuration only if the folder is trusted."""
+    """The settings hierarchy, with the folder's own configuration only if the folder is trusted.
+
+    A `--setting-sources` that names `project` or `local` is consent, as `--trust` is: whoever
+    runs codeloop asked for this folder's settings (hooks included), as Claude Code honours them
+    in print mode. Without it an untrusted folder contributes only its harmless keys."""
     from codeloop.config.settings import load_settings
     from codeloop.config.trust import check_trust
 
     status = check_trust(cwd)
     warnings = [status.warning] if status.warning else []
-    trusted = bool(args.trust) or status.trusted
+    trusted = bool(args.trust) or status.trusted or bool(sources and sources & _CONSENTING_SOURCES)
     if not trusted and (note := status.note(cwd)):
         warnings.append(note)
     settings = load_settings(cwd, cli_settings=settings_arg, trusted=trusted, sources=sources, skip=skip)
@@ -116,6 +120,9 @@ def _load_settings(args: argparse.Namespace, cwd: Path, settings_arg: str | None
     warnings += [f"settings: {e}" for e in settings.errors]
     warnings += settings.ignored_untrusted
     return settings, trusted, warnings
+
+
+_CONSENTING_SOURCES = frozenset({"project", "local"})
 
 
 def _setting_sources(value: str | None) -> set[str] | None:

@@ -286,12 +286,14 @@ def _fill(rec: dict[str, Any], watch: _Watch, code: int, err_path: Path) -> None
         outcome = Outcome.INTERRUPTED
     else:
         outcome = _SUBTYPE_OUTCOME.get(res.get("subtype", ""), Outcome.FAILED)
+        if outcome is Outcome.SUCCESS and res.get("is_error"):   # an API error: subtype "success", is_error
+            outcome = Outcome.FAILED
     rec["outcome"] = outcome.value
     if outcome is Outcome.SUCCESS:
         rec["error"] = None
         return
-    if res is not None and res.get("errors"):
-        rec["error"] = "; ".join(str(e) for e in res["errors"])
+    if res is not None and (res.get("errors") or res.get("is_error") and res.get("result")):
+        rec["error"] = "; ".join(str(e) for e in res.get("errors") or [res["result"]])
     elif code < 0:
         rec["error"] = f"codeloop was killed by {_signame(-code)} before it printed a result"
     else:
