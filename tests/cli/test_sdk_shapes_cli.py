@@ -166,3 +166,19 @@ def test_an_untrusted_folder_names_a_style_but_cannot_pick_its_own_prompt_text(t
     assert [x["output_style"] for x in untrusted if x.get("subtype") == "init"] == ["pirate"]
     assert "TALK LIKE A PIRATE" not in api.requests[0].system_text
     assert "TALK LIKE A PIRATE" in api.requests[1].system_text   # consent: the folder's style applies
+
+
+def test_an_automatic_compaction_is_announced_with_system_status(tmp_path):
+    """Autocompaction happens inside a turn, where the host cannot see it coming: `system/status`
+    says "compacting" when it starts and gives its `compact_result` when it ends."""
+    api = ScriptedAPI(sse(text("one"), input_tokens=25_000), sse(text("<summary>We said one.</summary>")),
+                      sse(text("two")))
+    with api.serve() as url:
+        out = run(tmp_path, url, [user("say one"), user("say two")], env={"CODELOOP_CONTEXT_WINDOW": "30000"})
+    assert "Primary Request and Intent" in json.dumps(api.requests[1].messages[-1])   # it did compact
+    statuses = [(x.get("status"), x.get("compact_result")) for x in out if x.get("subtype") == "status"]
+    assert statuses == [("compacting", None), (None, "success")]
+    first, second = results(out)
+    kinds = [x["type"] for x in out]
+    assert kinds.index("result") < [i for i, x in enumerate(out) if x.get("subtype") == "status"][0]
+    assert second["result"] == "two"

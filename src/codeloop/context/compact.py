@@ -248,6 +248,10 @@ class Compactor:
     # Told after every compaction that succeeded, whatever its trigger (the context pipeline
     # listens: its autocompact breaker re-arms).
     on_success: list[Callable[[CompactOutcome], None]] = field(default_factory=list)
+    # Told when a compaction starts, (trigger), and ends, (trigger, succeeded): stream-json's
+    # `system/status` lines for the automatic ones a front end cannot see coming.
+    on_start: list[Callable[[str], None]] = field(default_factory=list)
+    on_end: list[Callable[[str, bool], None]] = field(default_factory=list)
     # The conversation's current request prefix (None: the plain summary request, as before).
     prefix: Callable[[], RequestPrefix | None] | None = None
 
@@ -328,6 +332,22 @@ class Compactor:
                       instructions: str | None = None,
                       todos: list[dict[str, Any]] | None = None, recent_files: list[str] | None = None,
                       cwd: Path | None = None) -> CompactOutcome:
+        for started in list(self.on_start):
+            started(trigger)
+        ok = False
+        try:
+            outcome = await self._compact(messages, trigger=trigger, focus=focus, extra_context=extra_context,
+                                          instructions=instructions, todos=todos, recent_files=recent_files, cwd=cwd)
+            ok = True
+            return outcome
+        finally:
+            for ended in list(self.on_end):
+                ended(trigger, ok)
+
+    async def _compact(self, messages: list[Message], *, trigger: Literal["auto", "manual"],
+                       focus: str | None, extra_context: list[Message] | None, instructions: str | None,
+                       todos: list[dict[str, Any]] | None, recent_files: list[str] | None,
+                       cwd: Path | None) -> CompactOutcome:
         if self.before_compact is not None:
             await self.before_compact(trigger, focus)
         ctx = self.context() if self.context is not None else {}

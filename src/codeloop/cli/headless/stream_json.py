@@ -260,6 +260,16 @@ class StreamJsonSession:
             events = run_structured(conv, prompt, self.schema, STRUCTURED_RETRY_LIMIT, abort=abort)
         else:
             events = conv.submit(prompt, abort=abort)
+
+        def auto_started(trigger: str) -> None:    # automatic compactions, said as Claude Code says them
+            if trigger == "auto":
+                emit(self.out, status_line(conv.session_id, "compacting"))
+
+        def auto_ended(trigger: str, ok: bool) -> None:
+            if trigger == "auto":
+                emit(self.out, status_line(conv.session_id, None, compact_result="success" if ok else "failed"))
+        conv.compactor.on_start.append(auto_started)
+        conv.compactor.on_end.append(auto_ended)
         try:
             async for ev in events:
                 if isinstance(ev, SystemEvent) and ev.subtype in (StructuredEvent.OUTPUT.value,
@@ -274,6 +284,8 @@ class StreamJsonSession:
                                       duration_ms=(time.monotonic() - started) * 1000), msg)
             return
         finally:
+            conv.compactor.on_start.remove(auto_started)
+            conv.compactor.on_end.remove(auto_ended)
             self.abort = None
             self.printer = None
             conv.sync()
