@@ -182,3 +182,12 @@ def test_an_automatic_compaction_is_announced_with_system_status(tmp_path):
     kinds = [x["type"] for x in out]
     assert kinds.index("result") < [i for i, x in enumerate(out) if x.get("subtype") == "status"][0]
     assert second["result"] == "two"
+
+
+def test_a_print_mode_prompt_is_stored_as_the_text_it_was(tmp_path):
+    api = ScriptedAPI(sse(text("hi back")))
+    with api.serve() as url:
+        run(tmp_path, url, [], "-p", "hello there", "--output-format", "json")
+    [transcript] = list((tmp_path / ".cfg" / "projects").rglob("*.jsonl"))
+    users = [json.loads(x) for x in transcript.read_text().splitlines() if '"type": "user"' in x or '"type":"user"' in x]
+    assert [u["message"]["content"] for u in users if not u.get("isMeta")] == ["hello there"]

@@ -256,7 +256,8 @@ class Conversation(SessionWiring):
                     self._record(ev)
                 yield ev
             return
-        msg = prompt if isinstance(prompt, Message) else user_message(prompt)
+        # a prompt given as text is stored as text, as Claude Code stores `-p "…"` and typed prompts
+        msg = prompt if isinstance(prompt, Message) else user_message(prompt, sent_as_text=isinstance(prompt, str))
         extra: list[Message] = list(context or [])
         if not self._started and self.sidechain is None:
             if self.config.setup_trigger:
