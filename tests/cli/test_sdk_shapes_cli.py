@@ -189,5 +189,6 @@ def test_a_print_mode_prompt_is_stored_as_the_text_it_was(tmp_path):
     with api.serve() as url:
         run(tmp_path, url, [], "-p", "hello there", "--output-format", "json")
     [transcript] = list((tmp_path / ".cfg" / "projects").rglob("*.jsonl"))
-    users = [json.loads(x) for x in transcript.read_text().splitlines() if '"type": "user"' in x or '"type":"user"' in x]
+    entries = [json.loads(x) for x in transcript.read_text().splitlines() if x.strip()]
+    users = [e for e in entries if e.get("type") == "user"]
     assert [u["message"]["content"] for u in users if not u.get("isMeta")] == ["hello there"]
