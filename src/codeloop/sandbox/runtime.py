@@ -172,8 +172,10 @@ class Sandbox:
         allowed = {os.path.realpath(p) for p in self._extra_paths(self.settings.allow_read)}
         out: list[tuple[str, Kind]] = []
         for path in [*(os.path.join(self.home, p) for p in CREDENTIAL_PATHS), *self.protected_dirs]:
+            if not os.path.lexists(path):
+                continue     # nothing there, through links or not: nothing to mask (and no realpath to pay)
             for p in dict.fromkeys((os.path.normpath(path), os.path.realpath(path))):
-                if p in allowed or os.path.realpath(p) in allowed:
+                if allowed and (p in allowed or os.path.realpath(p) in allowed):
                     continue
                 if any(r == p or r.startswith(p.rstrip(os.sep) + os.sep) for r in roots):
                     continue
