@@ -278,11 +278,13 @@ def _permissions(args: argparse.Namespace, settings: Any, cwd: Path, disallowed:
         if not d.is_dir():
             raise SetupError(f"--add-dir: {d} is not a directory")
     allow = tuple(args.allowed_tools)
-    from codeloop.permissions.auto_mode import AutoRules
-
+    auto_rules = None
+    if block := settings.auto_mode():   # the classifier's module is imported only when rules exist
+        from codeloop.permissions.auto_mode import AutoRules
+        auto_rules = AutoRules.from_settings(block)
     return PermissionOptions(mode=mode, allow=allow, deny=tuple(disallowed), add_dirs=tuple(dirs),
                              sandbox=bool(args.sandbox), prompt_tool=args.permission_prompt_tool or None,
-                             auto_rules=AutoRules.from_settings(settings.auto_mode()),
+                             auto_rules=auto_rules,
                              cli_rules_typed=any("(" in r for r in [*allow, *disallowed]))
 
 
