@@ -38,6 +38,10 @@ def run_suite(tmp_path: Path, *select: str) -> dict[str, str]:
     for f in SUITE.glob("test_*.py"):
         shutil.copy(f, work / f.name)
     (work / "pytest.ini").write_text("[pytest]\nmarkers =\n    e2e: the SDK's e2e marker\n")
+    # As the SDK's own e2e conftest does: asyncio only. anyio >= 4.16 otherwise runs every test once
+    # per installed backend (twice where trio is installed); a plugin's fixture cannot override it.
+    (work / "conftest.py").write_text(
+        "import pytest\n\n\n@pytest.fixture\ndef anyio_backend():\n    return 'asyncio'\n")
     home = tmp_path / "home"
     home.mkdir()
     report = tmp_path / "report.xml"
