@@ -11,8 +11,9 @@ Unix sockets: unless `sandbox.network.allowAllUnixSockets` is true, every call c
 seccomp filter of `seccomp.py`; where it cannot load, the sandbox counts as unavailable (refused,
 or unsandboxed with prompts when `failIfUnavailable` is false), like a bwrap that cannot start.
 
-Fast path: a command the scanner proves read-only (`ls`, `cat README.md`) runs without bwrap
-when no Read deny rule needs masking: the sandbox would buy nothing there.
+No fast path: with the sandbox on, every command runs inside it, read-only ones too (`env`,
+`cat ~/.ssh/id_rsa` and `tail -f x &` are read-only, and only the sandbox hides secrets and ends
+what a command leaves behind). Cost per call: `bench/bench_sandbox.py`.
 """
 
 from __future__ import annotations
