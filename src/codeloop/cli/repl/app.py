@@ -220,8 +220,7 @@ class Repl(ChoiceMixin, FlowMixin):
         if self.picker is not None:
             parts += self.picker.fragments(self.app_buffer_text())
         elif self.pending is not None:
-            opts = "  ".join(f"{i}) {label}" for i, (_, label) in enumerate(self.pending.options, 1))
-            parts.append(("class:choice", f"{self.pending.title}  {opts}\n"))
+            parts += self.choice_fragments()
         elif status:
             parts.append(("class:status", "\n".join(status) + "\n"))
         mode = self.conv.config.policy.mode
@@ -269,11 +268,10 @@ class Repl(ChoiceMixin, FlowMixin):
             self.show(f"Internal error: {type(exc).__name__}: {exc}", style="error")
 
     def _make_session(self) -> Any:
-        from prompt_toolkit import PromptSession
         from prompt_toolkit.history import FileHistory
         from prompt_toolkit.styles import Style
 
-        from codeloop.cli.repl.complete import FileIndex, ReplCompleter
+        from codeloop.cli.repl.complete import FileIndex, MenuRoomSession, ReplCompleter
         from codeloop.cli.repl.keys import build_bindings
         from codeloop.session.store import config_dir
 
@@ -288,9 +286,9 @@ class Repl(ChoiceMixin, FlowMixin):
             problems.append("keybindings: expected an object of key → /command; ignored")
         for problem in problems:
             self.show(problem, style="warning")
-        session: Any = PromptSession(history=FileHistory(str(cfg / "history")), multiline=True,
+        session: Any = MenuRoomSession(history=FileHistory(str(cfg / "history")), multiline=True,
                                      key_bindings=bindings, bottom_toolbar=self.toolbar, style=style,
-                                     enable_history_search=False, reserve_space_for_menu=0, erase_when_done=True,
+                                     enable_history_search=False, erase_when_done=True,
                                      completer=ReplCompleter(self.registry, FileIndex(self.conv.config.cwd)),
                                      complete_while_typing=True, complete_in_thread=True,
                                      prompt_continuation=lambda width, line, soft: " " * width)

@@ -1,5 +1,12 @@
 """REPL completion: `/` lists slash commands (built-in and custom, with descriptions), `@` fuzzy-
-matches file paths of the project.
+matches file paths of the project; Enter on an open menu; the room the menu needs on screen.
+
+Commands are offered as Claude Code orders them: names that start with what was typed, then
+aliases that do (`/re` offers /resume and /rewind before /clear, alias `reset`), then fuzzy
+matches. Enter with a `/` menu open runs the highlighted command (the first, unless ↑/↓ chose
+another) when it starts with what was typed; with an `@` menu it inserts the highlighted path.
+The prompt reserves room for the menu while one is open, and only then: with the screen full of
+output (or after a resize) a menu that had no room below the input would not be drawn at all.
 
 The file list comes from `rg --files` (which honours .gitignore, .ignore and hidden files as the
 Grep tool does), else `git ls-files`, else a bounded walk; it is built once in a thread and
@@ -14,11 +21,15 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterable
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from prompt_toolkit.completion import Completer, Completion
+from prompt_toolkit import PromptSession
+from prompt_toolkit.application.current import get_app
+from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
+from prompt_toolkit.layout.dimension import Dimension
 
 FILES_TTL_S = 30.0
 MAX_FILES = 50_000
@@ -152,9 +163,10 @@ class ReplCompleter(Completer):
             return
         typed = typed.lower()
         cmds = self.registry.all() if self.registry is not None else []
-        starts = [c for c in cmds if c.name.startswith(typed) or any(a.startswith(typed) for a in c.aliases)]
-        fuzzy = [c for c in cmds if c not in starts and fuzzy_score(typed, c.name) is not None]
-        for c in [*starts, *fuzzy]:
+        names = [c for c in cmds if c.name.startswith(typed)]
+        aliases = [c for c in cmds if c not in names and any(a.startswith(typed) for a in c.aliases)]
+        fuzzy = [c for c in cmds if c not in names and c not in aliases and fuzzy_score(typed, c.name) is not None]
+        for c in [*names, *aliases, *fuzzy]:
             hint = f" {c.argument_hint}" if c.argument_hint else ""
             source = "" if c.source is CommandSource.BUILTIN else f" ({c.source.value})"
             yield Completion(f"/{c.name}" + (" " if c.argument_hint else ""), start_position=-len(typed) - 1,
@@ -164,3 +176,49 @@ class ReplCompleter(Completer):
         for path in self.index.search(query):
             text = f'@"{path}"' if " " in path else f"@{path}"
             yield Completion(text + ("" if path.endswith("/") else " "), start_position=-replace, display=path)
+
+
+class MenuEnter(str, Enum):
+    """What Enter did with an open completion menu."""
+    NONE = "none"           # no menu: Enter submits the input as it is
+    RUN = "run"             # a command was taken from the `/` menu: Enter submits it
+    INSERTED = "inserted"   # a path was taken from the `@` menu: the input stays open
+
+
+def menu_enter(buf: Any) -> MenuEnter:
+    """Enter with a completion menu: take its highlighted entry (the first unless ↑/↓ moved)."""
+    before = buf.document.text_before_cursor
+    slash = before.startswith("/") and " " not in before and "\n" not in before
+    state = buf.complete_state
+    if state is not None and state.current_completion is not None:   # chosen with ↑/↓: already in the text
+        buf.complete_state = None
+        return MenuEnter.RUN if slash else MenuEnter.INSERTED
+    if state is not None and state.completions:
+        first: Completion | None = state.completions[0]
+    elif slash and buf.completer is not None:   # typed faster than the menu appeared: the same first entry
+        first = next(iter(buf.completer.get_completions(buf.document, CompleteEvent(text_inserted=True))), None)
+    else:
+        return MenuEnter.NONE
+    if first is None:
+        return MenuEnter.NONE
+    if slash:
+        typed = before[1:].lower()
+        if not first.text.lower().startswith("/" + typed):   # only a fuzzy guess: send what was typed
+            return MenuEnter.NONE
+        buf.cancel_completion()
+        buf.text = first.text.rstrip()
+        return MenuEnter.RUN
+    buf.cancel_completion()
+    buf.apply_completion(first)
+    return MenuEnter.INSERTED
+
+
+class MenuRoomSession(PromptSession[str]):
+    """A PromptSession that makes room below the input for the completion menu while it is open
+    (prompt_toolkit's `reserve_space_for_menu` would keep those rows blank all the time)."""
+
+    def _get_default_buffer_control_height(self) -> Dimension:
+        state = self.default_buffer.complete_state
+        if state is not None and state.completions and not get_app().is_done:
+            return Dimension(min=min(len(state.completions), MAX_SHOWN) + 1)
+        return Dimension()

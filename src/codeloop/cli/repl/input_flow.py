@@ -2,9 +2,11 @@
 happened, and what keeps work from being lost on the way out.
 
 Owns the echo of submitted input (at once when idle; input typed while the model works is drawn
-when it is taken up — folded into the running query, or run after it), the Ctrl+D confirmation
-while the model works, the Ctrl+O transcript toggle and the subagent/Bash progress feed. A mixin of `repl.Repl`. (The
-questions asked before the REPL starts are `cli.startup.interactive`'s.)
+when it is taken up — folded into the running query, or run after it), its withdrawal (Esc puts
+what is still queued back in the input, as Claude Code does, instead of sending it after the
+interrupt), the Ctrl+D confirmation while the model works, the Ctrl+O transcript toggle and the
+subagent/Bash progress feed. A mixin of `repl.Repl`. (The questions asked before the REPL starts
+are `cli.startup.interactive`'s.)
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ class FlowMixin:
     dispatcher: Any
     queued_echo: list[str]
     registry: Any
+    pastes: dict[int, dict[str, Any]]
     _last_ctrl_d: float
 
     def show(self, text: str, *, style: str = "") -> None: ...
@@ -60,6 +63,34 @@ class FlowMixin:
         if match is not None:
             self.queued_echo.remove(match)
             self._echo(match)
+
+    def withdraw_queued(self, buffer: Any) -> bool:
+        """Take back what the user queued and is not yet taken up: into the input, oldest first and
+        before the draft, with the images pasted with it. False when nothing was queued."""
+        from prompt_toolkit.document import Document
+
+        from codeloop.loop.queue import QueueMode
+
+        mine = [c for c in self.conv.queue.peek_all() if c.agent_id is None and c.pre_expansion_value is not None
+                and c.mode in (QueueMode.PROMPT, QueueMode.BASH)]   # typed here: not cron, not notices
+        if not mine:
+            return False
+        self.conv.queue.remove(mine)
+        texts = []
+        for cmd in mine:
+            typed = cmd.pre_expansion_value or ""
+            if "[Pasted text #" in typed:   # the pasted text itself is gone from the input: its expansion
+                typed = cmd.value
+            texts.append(f"!{typed}" if cmd.mode is QueueMode.BASH else typed)
+            self.pastes.update({k: v for k, v in (cmd.pasted_contents or {}).items() if isinstance(k, int)})
+            echo = next((q for q in self.queued_echo if q.strip().removeprefix("!").strip() == typed.strip()), None)
+            if echo is not None:
+                self.queued_echo.remove(echo)
+        joined = "\n".join(texts)
+        draft = buffer.text
+        buffer.document = Document(joined + ("\n" + draft if draft else ""), cursor_position=len(joined))
+        self._invalidate()
+        return True
 
     def busy(self) -> bool:
         return self.dispatcher.guard.is_active

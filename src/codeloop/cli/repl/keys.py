@@ -1,16 +1,19 @@
 """REPL key bindings: what each key does, and only that (the actions live behind `KeyActions`).
 
-    Enter            submit (a trailing `\\` turns it into a newline); answers a pending choice
-                     (text that is not an answer stays in the prompt, it is never discarded)
+    Enter            submit (a trailing `\\` turns it into a newline); takes the highlighted option
+                     of a pending choice (a draft in the input stays as it is); with a `/` menu
+                     open runs the highlighted command, with an `@` menu inserts the highlighted path
     Alt/Meta+Enter   newline (also Ctrl+J)
-    Esc              interrupt the running query; cancels a pending choice ("No")
+    Esc              interrupt the running query, and put what was queued for it back in the input
+                     (it is not sent); declines a pending choice ("No")
     Esc Esc          on empty input: /rewind (restore code and/or conversation to an earlier prompt)
     Ctrl+C           clear the input / interrupt; twice within 2 s exits
     Ctrl+D           exit on empty input (while the model works: press twice)
     Ctrl+O           toggle the transcript view (tool output in full)
     Shift+Tab        cycle permission modes: default → acceptEdits → plan (→ bypass if started so)
-    1-9, y, n        answer a pending choice (permission prompt)
-    ↑/↓, Enter       move in / pick from an open list (/resume); typing searches it
+    1-9              answer a pending choice (permission prompt), whatever the input holds
+    y, n             answer a pending choice on an empty input
+    ↑/↓, Enter       move in / pick from a pending choice or an open list (/resume; typing searches it)
     Tab              accept the highlighted completion (`/command`, `@path`); else open the menu
     ?                on empty input: show the shortcuts (not inserted)
     paste            long pastes collapse into a `[Pasted text #N +K lines]` placeholder; a pasted
@@ -48,7 +51,9 @@ class KeyActions(Protocol):
     def request_exit(self) -> None: ...
     def ctrl_d(self) -> None: ...
     def toggle_transcript(self) -> None: ...
-    def is_choice_answer(self, text: str) -> bool: ...
+    def move_choice(self, delta: int) -> None: ...
+    def accept_choice(self) -> None: ...
+    def withdraw_queued(self, buffer: Any) -> bool: ...
     def cycle_permission_mode(self) -> None: ...
     def add_paste(self, text: str) -> str: ...
     def app_buffer_text(self) -> str: ...
@@ -65,6 +70,7 @@ def build_bindings(repl: KeyActions, commands: dict[str, str] | None = None) -> 
     kb = KeyBindings()
     warnings = [_bind_command(kb, repl, keys, command) for keys, command in (commands or {}).items()]
     choosing = Condition(lambda: repl.pending is not None)
+    selecting = Condition(lambda: repl.pending is not None and not repl.pending.free_text)
 
     @kb.add("enter")
     def _enter(event) -> None:
@@ -74,12 +80,15 @@ def build_bindings(repl: KeyActions, commands: dict[str, str] | None = None) -> 
                 buf.reset()
             return
         if repl.pending is not None:
-            answer = buf.text.strip()
-            if answer and not repl.is_choice_answer(answer):  # a message being typed: keep it
-                repl.answer_choice(answer)                     # (which says how to answer)
-                return
-            buf.reset()
-            repl.answer_choice(answer)
+            if not repl.pending.free_text:
+                repl.accept_choice()     # the highlighted option; a draft in the input is kept
+            elif buf.text.strip():
+                repl.answer_choice(buf.text)
+                buf.reset()
+            return
+        from codeloop.cli.repl.complete import MenuEnter, menu_enter
+
+        if menu_enter(buf) is MenuEnter.INSERTED:
             return
         if buf.document.text_before_cursor.endswith("\\"):
             buf.delete_before_cursor(1)
@@ -109,6 +118,7 @@ def build_bindings(repl: KeyActions, commands: dict[str, str] | None = None) -> 
             repl.send_command("/rewind")  # Esc Esc on empty input: back to an earlier prompt
             return
         last_escape[0] = now
+        repl.withdraw_queued(event.current_buffer)   # back in the input, not sent after the interrupt
         repl.interrupt()
 
     @kb.add("c-c")
@@ -132,10 +142,23 @@ def build_bindings(repl: KeyActions, commands: dict[str, str] | None = None) -> 
     def _cycle_mode(event) -> None:
         repl.cycle_permission_mode()
 
-    for key in "123456789yn":
-        @kb.add(key, filter=choosing & Condition(lambda: not repl.app_buffer_text()))
-        def _choice(event, key=key) -> None:
+    for key in "123456789":   # a digit answers the dialog, never types into the draft
+        @kb.add(key, filter=selecting)
+        def _digit(event, key=key) -> None:
             repl.answer_choice(key)
+
+    for key in "yn":
+        @kb.add(key, filter=selecting & Condition(lambda: not repl.app_buffer_text()))
+        def _yes_no(event, key=key) -> None:
+            repl.answer_choice(key)
+
+    @kb.add("up", filter=selecting)
+    def _choice_up(event) -> None:
+        repl.move_choice(-1)
+
+    @kb.add("down", filter=selecting)
+    def _choice_down(event) -> None:
+        repl.move_choice(1)
 
     picking = Condition(lambda: repl.picker is not None)
 

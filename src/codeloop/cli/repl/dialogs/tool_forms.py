@@ -1,8 +1,10 @@
 """The REPL's forms for the two tools whose permission prompt is the feature (issue 16).
 
-AskUserQuestion: each question is a numbered selector (the REPL's `choose`); a multiSelect
-question is answered one pick at a time until "Done". The answers go back as the tool's
-`updatedInput.answers` ({question: label, comma-joined for several}), as Claude Code's form does.
+AskUserQuestion: each question is a numbered selector (the REPL's `choose`) ending, as Claude
+Code's does, with "Other": the user types an answer of their own in the input line, and that text
+is the answer to the question. A multiSelect question is answered one pick at a time until "Done".
+The answers go back as the tool's `updatedInput.answers` ({question: label or typed text, comma-
+joined for several}), as Claude Code's form does.
 ExitPlanMode: the plan is shown, then "yes, auto-accept edits" / "yes, approve edits manually" /
 "no, keep planning"; a yes switches the permission mode before the tool runs.
 """
@@ -12,6 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 DONE = "__done__"
+OTHER = "__other__"
+OTHER_LABEL = "Other (type your own answer)"
 KEEP_PLANNING = ("The user chose to keep planning. Stay in plan mode, refine the plan (use AskUserQuestion if "
                  "something is unclear) and present it again with ExitPlanMode.")
 
@@ -32,7 +36,7 @@ async def ask_questions(repl: Any, raw: dict[str, Any]) -> Any:
                    for lab, o in zip(labels, q.get("options") or [])]
         title = f"[{q.get('header', '')}] {q.get('question', '')}".strip()
         if not q.get("multiSelect"):
-            pick = await repl.choose(title, options)
+            pick = await _pick(repl, title, [*options, (OTHER, OTHER_LABEL)])
             if pick is None:
                 return _deny("The user declined to answer the questions.")
             answers[q["question"]] = pick
@@ -40,17 +44,28 @@ async def ask_questions(repl: Any, raw: dict[str, Any]) -> Any:
         picked: list[str] = []
         while True:
             left = [o for o in options if o[0] not in picked]
-            pick = await repl.choose(f"{title} (pick one at a time; Done to finish)",
-                                     [*left, (DONE, "Done")] if picked else left)
+            pick = await _pick(repl, f"{title} (pick one at a time; Done to finish)",
+                               [*left, (OTHER, OTHER_LABEL), *([(DONE, "Done")] if picked else [])])
             if pick is None:
                 return _deny("The user declined to answer the questions.")
             if pick == DONE:
                 break
             picked.append(pick)
-            if len(picked) == len(options):
+            if len([p for p in picked if p in labels]) == len(options):
                 break
         answers[q["question"]] = ", ".join(picked)
     return PermissionDecision(PermissionBehavior.ALLOW, updated_input={**raw, "answers": answers})
+
+
+async def _pick(repl: Any, title: str, options: list[tuple[str, str]]) -> str | None:
+    """A label, or the text typed after choosing Other (Esc there goes back to the choices)."""
+    while True:
+        pick = await repl.choose(title, options)
+        if pick != OTHER:
+            return pick
+        typed = await repl.ask_text(f"{title} — your answer:")
+        if typed:
+            return typed
 
 
 async def approve_plan(repl: Any, raw: dict[str, Any]) -> Any:
