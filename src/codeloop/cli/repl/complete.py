@@ -219,6 +219,9 @@ class MenuRoomSession(PromptSession[str]):
 
     def _get_default_buffer_control_height(self) -> Dimension:
         state = self.default_buffer.complete_state
-        if state is not None and state.completions and not get_app().is_done:
-            return Dimension(min=min(len(state.completions), MAX_SHOWN) + 1)
+        app = get_app()
+        if state is not None and state.completions and not app.is_done:
+            # at most half the screen: the toolbar needs the rest (more would be "Window too small")
+            rows = app.output.get_size().rows
+            return Dimension(min=max(1, min(len(state.completions) + 1, MAX_SHOWN + 1, rows // 2)))
         return Dimension()
