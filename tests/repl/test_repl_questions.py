@@ -33,10 +33,10 @@ def test_questions_then_plan_approval_switches_to_accept_edits(tmp_path, run):
         pick(t, "2")
         t.expect(r"\[Sections\] Which sections should it have\?")
         pick(t, "1")                      # Summary
-        t.expect(r"3\) Done")             # Charts, Appendix, Done
+        t.expect(r"4\) Done")             # Charts, Appendix, Other, Done
         pick(t, "2")                      # Appendix
-        t.expect(r"2\) Done")
-        pick(t, "2")
+        t.expect(r"3\) Done")             # Charts, Other, Done
+        pick(t, "3")
         t.expect("Here is Claude's plan")
         t.expect(r"1\) Yes, and auto-accept edits")
         pick(t, "1")
