@@ -287,11 +287,11 @@ class Repl(ChoiceMixin, FlowMixin):
         for problem in problems:
             self.show(problem, style="warning")
         session: Any = MenuRoomSession(history=FileHistory(str(cfg / "history")), multiline=True,
-                                     key_bindings=bindings, bottom_toolbar=self.toolbar, style=style,
-                                     enable_history_search=False, erase_when_done=True,
-                                     completer=ReplCompleter(self.registry, FileIndex(self.conv.config.cwd)),
-                                     complete_while_typing=True, complete_in_thread=True,
-                                     prompt_continuation=lambda width, line, soft: " " * width)
+                                       key_bindings=bindings, bottom_toolbar=self.toolbar, style=style,
+                                       enable_history_search=False, erase_when_done=True,
+                                       completer=ReplCompleter(self.registry, FileIndex(self.conv.config.cwd)),
+                                       complete_while_typing=True, complete_in_thread=True,
+                                       prompt_continuation=lambda width, line, soft: " " * width)
         session.app.ttimeoutlen = 0.05   # a bare Esc is recognised quickly
         session.app.timeoutlen = 0.3     # …while Esc+Enter still reads as Alt+Enter
         return session
