@@ -126,3 +126,31 @@ def test_esc_puts_the_queued_message_back_in_the_input(tmp_path, screen):
     assert len(api.requests) == 2
     sent = json.dumps(api.requests[1].messages)
     assert sent.count("second thought") == 1 and "second thought edited" in sent
+
+
+def test_other_in_a_multi_select_question_and_esc_back_to_the_choices(tmp_path, screen):
+    question = {"question": "Which sections should it have?", "header": "Sections",
+                "options": [{"label": "Summary", "description": "One paragraph"},
+                            {"label": "Charts", "description": "Figures"}], "multiSelect": True}
+    api = ScriptedAPI(sse(tool_use("AskUserQuestion", {"questions": [question]}, id="q")), sse(text("Noted.")))
+    with api.serve() as url:
+        s = screen(url)
+        s.term.send("draft a report\r")
+        s.wait_text("3) Other")
+        s.term.send("3")
+        s.wait_text("your answer:")
+        s.term.send("\x1b")                             # Esc: back to the choices, nothing answered
+        s.wait_for(lambda shown: "your answer:" not in shown and "3) Other" in shown)
+        s.term.send("1")                                # Summary
+        s.wait_text("3) Done")                          # Charts, Other, Done
+        s.term.send("\x1b[B")                           # ↓ to Other, Enter
+        s.wait_for(lambda shown: option_line(shown, 2).lstrip().startswith("❯ 2) Other"))
+        s.term.send("\r")
+        s.wait_text("your answer:")
+        s.term.send("Glossary\r")
+        s.wait_text("⎿  Glossary")
+        s.wait_text("3) Done")                          # Charts, Other, Done again
+        s.term.send("3")
+        s.wait_text("Noted.")
+    result = next(b for b in api.requests[1].messages[-1]["content"] if b.get("type") == "tool_result")
+    assert '"Which sections should it have?"="Summary, Glossary"' in json.dumps(result).replace('\\"', '"')
