@@ -31,6 +31,11 @@ def test_enter_runs_the_highlighted_command(tmp_path, screen):
         s.wait_for(lambda shown: s.input_line().startswith("> /status"))
         s.term.send("\r")
         s.wait_text("Model:")
+        s.wait_for(lambda shown: s.input_line() == ">")
+        s.term.send("/rese")               # only an alias starts so: /clear (alias reset) is highlighted
+        s.wait_text("/clear")
+        s.term.send("\r")
+        s.wait_text("Started a new session")
 
 
 def test_enter_on_the_file_menu_inserts_the_path_and_sends_nothing(tmp_path, screen):

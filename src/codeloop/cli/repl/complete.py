@@ -139,6 +139,14 @@ class FileIndex:
         return [p for _, p in scored[:limit]]
 
 
+class CommandCompletion(Completion):
+    """A `/command` entry, marked when its name or an alias starts with what was typed."""
+
+    def __init__(self, text: str, *, prefix: bool, **kw: Any) -> None:
+        super().__init__(text, **kw)
+        self.prefix = prefix
+
+
 class ReplCompleter(Completer):
     """`/name` → commands of `registry`; `@query` → files of `index`."""
 
@@ -169,8 +177,9 @@ class ReplCompleter(Completer):
         for c in [*names, *aliases, *fuzzy]:
             hint = f" {c.argument_hint}" if c.argument_hint else ""
             source = "" if c.source is CommandSource.BUILTIN else f" ({c.source.value})"
-            yield Completion(f"/{c.name}" + (" " if c.argument_hint else ""), start_position=-len(typed) - 1,
-                             display=f"/{c.name}{hint}", display_meta=f"{c.description}{source}")
+            yield CommandCompletion(f"/{c.name}" + (" " if c.argument_hint else ""), start_position=-len(typed) - 1,
+                                    display=f"/{c.name}{hint}", display_meta=f"{c.description}{source}",
+                                    prefix=c not in fuzzy)
 
     def _files(self, query: str, replace: int) -> Iterable[Completion]:
         for path in self.index.search(query):
@@ -202,8 +211,7 @@ def menu_enter(buf: Any) -> MenuEnter:
     if first is None:
         return MenuEnter.NONE
     if slash:
-        typed = before[1:].lower()
-        if not first.text.lower().startswith("/" + typed):   # only a fuzzy guess: send what was typed
+        if not getattr(first, "prefix", False):   # only a fuzzy guess: send what was typed
             return MenuEnter.NONE
         buf.cancel_completion()
         buf.text = first.text.rstrip()
