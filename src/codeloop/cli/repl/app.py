@@ -9,8 +9,9 @@ erased on Enter and echoed here: at once when idle, and — for input typed whil
 when it is actually taken up, so the screen shows things in the order they happened.
 
 prompt_toolkit and rich are imported only here and below, so `codeloop -p` never loads them.
-Esc, Ctrl+C and SIGINT only ever abort the running query: the loop's abort paths answer every
-tool_use, and the transcript is synced and closed on the way out.
+Esc, Ctrl+C and SIGINT only ever abort the running query (Esc also puts what was queued for it
+back in the input): the loop's abort paths answer every tool_use, and the transcript is synced
+and closed on the way out.
 """
 
 from __future__ import annotations
