@@ -7,6 +7,16 @@ from fakeapi import ScriptedAPI, sse, text
 MENU_ENTRY = "Show commands and keys"   # /help's description, in the `/` menu
 
 
+def highlighted(s) -> str:
+    """The menu entry drawn highlighted (reverse video), e.g. "/help"; "" when none is."""
+    for y, line in enumerate(s.text().splitlines()):
+        marked = [x for x in range(len(line)) if s.screen.buffer[y][x].reverse]
+        words = line[marked[0]:marked[-1] + 1].split() if marked else []
+        if words and words[0][:1] in "/@" or len(words) == 1:
+            return words[0]
+    return ""
+
+
 def test_prefix_matches_come_first(tmp_path, screen):
     with ScriptedAPI().serve() as url:
         s = screen(url)
@@ -21,16 +31,20 @@ def test_enter_runs_the_highlighted_command(tmp_path, screen):
     with ScriptedAPI().serve() as url:
         s = screen(url)
         s.term.send("/he")
-        s.wait_text(MENU_ENTRY)
-        s.term.send("\r")                  # the first entry, /help, is the highlighted one
+        s.wait_for(lambda shown: highlighted(s) == "/help")   # the first entry, highlighted at once…
+        assert s.input_line().rstrip() == "> /he"              # …and not written into the input
+        s.term.send("\r")
         s.wait_text("Commands:")
         s.wait_for(lambda shown: s.input_line() == ">")
-        s.term.send("/sta")
-        s.wait_text("/status")
-        s.term.send("\x1b[B")               # ↓ chooses the entry: it is in the input
-        s.wait_for(lambda shown: s.input_line().startswith("> /status"))
+        s.term.send("/co")
+        s.wait_for(lambda shown: highlighted(s).startswith("/co"))
+        first = highlighted(s)
+        s.term.send("\x1b[B")                                  # ↓: the next entry
+        s.wait_for(lambda shown: highlighted(s) not in ("", first))
+        second = highlighted(s)
+        assert second.startswith("/co")
         s.term.send("\r")
-        s.wait_text("Model:")
+        s.wait_for(lambda shown: f"> {second}" in shown.splitlines())   # what ran is what was highlighted
         s.wait_for(lambda shown: s.input_line() == ">")
         s.term.send("/rese")               # only an alias starts so: /clear (alias reset) is highlighted
         s.wait_text("/clear")
@@ -45,7 +59,7 @@ def test_enter_on_the_file_menu_inserts_the_path_and_sends_nothing(tmp_path, scr
     with api.serve() as url:
         s = screen(url)
         s.term.send("look at @alpmod")
-        s.wait_text("src/alpha_module.py")
+        s.wait_for(lambda shown: highlighted(s) == "src/alpha_module.py")
         s.term.send("\r")
         s.wait_for(lambda shown: s.input_line().rstrip() == "> look at @src/alpha_module.py")
         assert api.requests == []

@@ -3,8 +3,10 @@ matches file paths of the project; Enter on an open menu; the room the menu need
 
 Commands are offered as Claude Code orders them: names that start with what was typed, then
 aliases that do (`/re` offers /resume and /rewind before /clear, alias `reset`), then fuzzy
-matches. Enter with a `/` menu open runs the highlighted command (the first, unless ↑/↓ chose
-another) when it starts with what was typed; with an `@` menu it inserts the highlighted path.
+matches. As in Claude Code the first entry of a menu is highlighted from the start (without
+being written into the input, which stays what was typed) and ↑/↓ move on from it; Enter with a
+`/` menu open runs the highlighted command when its name or an alias starts with what was typed
+(a fuzzy guess is not run: the input is sent as typed); with an `@` menu it inserts the path.
 The prompt reserves room for the menu while one is open, and only then: with the screen full of
 output (or after a resize) a menu that had no room below the input would not be drawn at all.
 
@@ -199,31 +201,31 @@ def menu_enter(buf: Any) -> MenuEnter:
     before = buf.document.text_before_cursor
     slash = before.startswith("/") and " " not in before and "\n" not in before
     state = buf.complete_state
-    if state is not None and state.current_completion is not None:   # chosen with ↑/↓: already in the text
-        buf.complete_state = None
-        return MenuEnter.RUN if slash else MenuEnter.INSERTED
     if state is not None and state.completions:
-        first: Completion | None = state.completions[0]
+        first: Completion | None = state.completions[min(state.complete_index or 0, len(state.completions) - 1)]
     elif slash and buf.completer is not None:   # typed faster than the menu appeared: the same first entry
         first = next(iter(buf.completer.get_completions(buf.document, CompleteEvent(text_inserted=True))), None)
     else:
         return MenuEnter.NONE
     if first is None:
         return MenuEnter.NONE
+    if slash and not getattr(first, "prefix", False):   # only a fuzzy guess: send what was typed
+        return MenuEnter.NONE
+    buf.apply_completion(first)     # (back to what was typed, then the entry: whether ↑/↓ wrote it or not)
     if slash:
-        if not getattr(first, "prefix", False):   # only a fuzzy guess: send what was typed
-            return MenuEnter.NONE
-        buf.cancel_completion()
-        buf.text = first.text.rstrip()
+        buf.text = buf.text.rstrip()
         return MenuEnter.RUN
-    buf.cancel_completion()
-    buf.apply_completion(first)
     return MenuEnter.INSERTED
 
 
 class MenuRoomSession(PromptSession[str]):
     """A PromptSession that makes room below the input for the completion menu while it is open
-    (prompt_toolkit's `reserve_space_for_menu` would keep those rows blank all the time)."""
+    (prompt_toolkit's `reserve_space_for_menu` would keep those rows blank all the time), and
+    highlights a menu's first entry as soon as it is there."""
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.default_buffer.on_completions_changed += _highlight_first
 
     def _get_default_buffer_control_height(self) -> Dimension:
         state = self.default_buffer.complete_state
@@ -233,3 +235,17 @@ class MenuRoomSession(PromptSession[str]):
             rows = app.output.get_size().rows
             return Dimension(min=max(1, min(len(state.completions) + 1, MAX_SHOWN + 1, rows // 2)))
         return Dimension()
+
+
+def _highlight_first(buf: Any) -> None:
+    """Mark the first entry without writing it into the input (prompt_toolkit would write it).
+    Not a lone entry that adds nothing (`/help` typed in full): prompt_toolkit drops that one
+    from the list, and a mark on an emptied list would point at nothing."""
+    state = buf.complete_state
+    if state is None or not state.completions or state.complete_index is not None:
+        return
+    if len(state.completions) == 1:
+        before, only = state.original_document.text_before_cursor, state.completions[0]
+        if before[len(before) + only.start_position:] == only.text:
+            return
+    state.go_to_index(0)
