@@ -15,16 +15,17 @@ from typing import Any
 from codeloop.tools.base import ToolError
 
 
-# Signs in a sandboxed command's output that it reached for the network the sandbox withholds.
-_NET_FAILURE = re.compile(r"could not resolve|temporary failure in name resolution|name or service not known|"
-                          r"network is unreachable|getaddrinfo|failed to establish a new connection|"
-                          r"no address associated with hostname|connect tunnel failed|failed to connect to|"
-                          r"could not connect to|connection refused|nodename nor servname", re.I)
+# Signs in a sandboxed command's output that it reached for the network the sandbox withholds
+# (compiled on the first failed sandboxed call, not at start-up).
+_NET_FAILURE = (r"could not resolve|temporary failure in name resolution|name or service not known|"
+                r"network is unreachable|getaddrinfo|failed to establish a new connection|"
+                r"no address associated with hostname|connect tunnel failed|failed to connect to|"
+                r"could not connect to|connection refused|nodename nor servname")
 
 
 def network_hint(sandbox: Any, output: str) -> str | None:
     """A note for the model when a sandboxed command failed for want of network: how to ask."""
-    if not _NET_FAILURE.search(output[-8192:]):
+    if not re.search(_NET_FAILURE, output[-8192:], re.I):
         return None
     where = "no network beyond the hosts in sandbox.network.allowedDomains"
     if not sandbox.settings.allow_unsandboxed:
