@@ -119,8 +119,10 @@ class CommandRegistry:
 
     @classmethod
     def load(cls, cwd: Path, config_dir: Path, *, home: Path | None = None) -> CommandRegistry:
+        from codeloop.input.commands_more import more_builtins
+
         reg = cls()
-        for cmd in BUILTINS:
+        for cmd in (*BUILTINS, *more_builtins()):
             reg.add(cmd)
         custom, warnings = load_custom_commands(cwd, config_dir, home=home)
         reg.warnings += warnings
