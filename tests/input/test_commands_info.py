@@ -150,7 +150,8 @@ async def test_hooks_shows_event_matcher_command_and_source(tmp_path):
     front.conv.config.hooks = settings.hooks()
     await d.on_submit("/hooks")
     out = front.text()
-    assert "  PreToolUse\n    [Bash] echo pre\n        from project: " + str(tmp_path / ".claude" / "settings.json") in out
+    where = str(tmp_path / ".claude" / "settings.json")
+    assert "  PreToolUse\n    [Bash] echo pre\n        from project: " + where in out
     assert "  Stop\n    [*] notify-send done" in out
 
 

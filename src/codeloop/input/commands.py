@@ -122,7 +122,7 @@ class CommandRegistry:
         from codeloop.input.commands_more import more_builtins
 
         reg = cls()
-        for cmd in (*BUILTINS, *more_builtins()):
+        for cmd in (*BUILTINS, *(Command(**{**spec, "type": CommandType(spec["type"])}) for spec in more_builtins())):
             reg.add(cmd)
         custom, warnings = load_custom_commands(cwd, config_dir, home=home)
         reg.warnings += warnings

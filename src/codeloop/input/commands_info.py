@@ -57,7 +57,10 @@ async def mcp_command(host: CommandHost, args: str) -> CommandOutcome:
     if name not in known or mcp is None:
         return CommandOutcome(f"No MCP server named {name!r}" + (f" (known: {', '.join(known)})" if known else ""))
     host.show(f"Reconnecting to {name}…", style="info")
-    status = await mcp.reconnect(name)
+    try:
+        status = await mcp.reconnect(name)
+    except KeyError:   # an SDK server waits for the SDK's channel; there is nothing to restart yet
+        return CommandOutcome(f"{name} is an SDK server that has not started (no SDK drives this session).")
     error = mcp.errors().get(name)
     tools: list[Any] = next((t for cfg, _, _, t in mcp.servers() if cfg.name == name), [])
     if status.value == "connected":
