@@ -45,7 +45,8 @@ async def test_context_uses_the_sessions_real_usage(tmp_path):
     (tmp_path / "CLAUDE.md").write_text("Always run the linter. " * 200)
     api = ScriptedAPI(sse(text("hello back"), input_tokens=30_000, output_tokens=500))
     d, front = make_dispatcher(api, tmp_path)
-    front.conv.config.user_context["claudeMd"] = (tmp_path / "CLAUDE.md").read_text()
+    from codeloop.context.prompt import user_context
+    front.conv.config.user_context = user_context(tmp_path, tmp_path / ".cfg")
     await d.on_submit("hello")
     usage = measure(front.conv)
     t = usage.tokens
@@ -63,6 +64,7 @@ async def test_context_uses_the_sessions_real_usage(tmp_path):
     grid_rows = [ln for ln in out.splitlines() if ln.startswith("  ") and ln.strip()[:1] in "■▣▦◆●⛶⛝"]
     assert len(grid_rows) == GRID_SIDE
     assert len(api.requests) == 1
+    assert f"Memory files · /memory\n  └ {tmp_path / 'CLAUDE.md'}: 1." in out
     await d.on_submit("/context json")
     data = json.loads(front.shown[-1][0])
     assert data["maxTokens"] == 200_000 and {c["name"] for c in data["categories"]} >= {"Messages", "Free space"}
@@ -101,6 +103,10 @@ async def test_mcp_lists_servers_with_status_and_tools_and_reconnects_one(tmp_pa
     out = front.text()
     assert "✔ tools  connected  (stdio, settings:" in out and "mcp__tools__echo" in out
     assert "✘ broken  failed" in out and "missing configuration" in out
+    from codeloop.input.context_usage import measure
+    usage = measure(front.conv)
+    assert [name for name, _ in usage.mcp_servers] == ["tools"] and usage.tokens[Category.MCP_TOOLS] > 100
+    assert usage.tokens[Category.MCP_TOOLS] == usage.mcp_servers[0][1]
     before = servers.version
     await d.on_submit("/mcp reconnect tools")
     assert "Reconnected to tools: connected" in front.text()

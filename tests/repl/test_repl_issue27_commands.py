@@ -44,6 +44,9 @@ def test_mcp_lists_servers_and_reconnects_one(tmp_path, screen):
         shown = s.wait_text("/mcp reconnect <server> restarts one.", timeout=30)
         assert "✔ tools  connected" in shown and "mcp__tools__echo" in shown
         assert "✘ broken  failed" in shown and "missing configuration" in shown
+        send(s, "/context")
+        shown = s.wait_text("MCP tools · /mcp")
+        assert "  └ tools: " in shown and "▦" in shown
         send(s, "/mcp reconnect tools")
         s.wait_text("Reconnected to tools: connected", timeout=30)
         send(s, "/doctor")

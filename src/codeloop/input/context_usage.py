@@ -42,10 +42,12 @@ GLYPHS = {Category.SYSTEM_PROMPT: "■", Category.SYSTEM_TOOLS: "▣", Category.
 
 @dataclass(frozen=True)
 class ContextUsage:
-    """Tokens per category for one model's window."""
+    """Tokens per category for one model's window, and the memory files and MCP servers behind them."""
     model: str
     window: int
     tokens: dict[Category, int]
+    memory_files: tuple[tuple[str, int], ...] = ()   # (path, tokens)
+    mcp_servers: tuple[tuple[str, int], ...] = ()    # (server, tokens of its tool schemas)
 
     @property
     def used(self) -> int:
@@ -63,15 +65,19 @@ def measure(conv: Conversation) -> ContextUsage:
     model = conv.model
     window = context_window(model)
     system = counter.estimate_text("\n\n".join(conv.config.system_prompt))
-    builtin = mcp = 0
-    ctx = conv.tool_context
-    for tool in request_tools(conv.tool_pool(), ctx):
+    builtin = 0
+    servers: dict[str, int] = {}
+    for tool in request_tools(conv.tool_pool(), conv.tool_context):
         cost = counter.estimate_blocks([{"type": "tool_use", "input": tool.api_schema()}])
         if tool.name.startswith("mcp__"):
-            mcp += cost
+            server = getattr(tool, "server", None) or tool.name.split("__")[1]
+            servers[server] = servers.get(server, 0) + cost
         else:
             builtin += cost
-    memory = counter.estimate_text(conv.config.user_context.get("claudeMd", ""))
+    mcp = sum(servers.values())
+    claude_md = conv.config.user_context.get("claudeMd", "")
+    memory = counter.estimate_text(claude_md)
+    files = tuple((path, counter.estimate_text(body)) for path, body in memory_sections(claude_md))
     fixed = system + builtin + mcp + memory
     total = counter.estimate_next(conv.messages)
     has_usage = any(m.role == "assistant" and m.usage for m in conv.messages)
@@ -80,7 +86,17 @@ def measure(conv: Conversation) -> ContextUsage:
     free = max(0, window - fixed - messages - buffer)
     return ContextUsage(model, window, {
         Category.SYSTEM_PROMPT: system, Category.SYSTEM_TOOLS: builtin, Category.MCP_TOOLS: mcp,
-        Category.MEMORY: memory, Category.MESSAGES: messages, Category.FREE: free, Category.BUFFER: buffer})
+        Category.MEMORY: memory, Category.MESSAGES: messages, Category.FREE: free, Category.BUFFER: buffer},
+        files, tuple(servers.items()))
+
+
+def memory_sections(claude_md: str) -> list[tuple[str, str]]:
+    """(path, text) of each instruction file in the user context's CLAUDE.md text."""
+    import re
+
+    marks = list(re.finditer(r"^Contents of (.+) \((?:[^()]*)\):$", claude_md, re.MULTILINE))
+    return [(m.group(1), claude_md[m.end():marks[i + 1].start() if i + 1 < len(marks) else len(claude_md)])
+            for i, m in enumerate(marks)]
 
 
 def cells(usage: ContextUsage, total_cells: int = GRID_SIDE * GRID_SIDE) -> list[Category]:
@@ -125,6 +141,10 @@ def render(usage: ContextUsage) -> str:
         left = rows[i] if i < len(rows) else " " * (GRID_SIDE * 2 - 1)
         right = legend[i] if i < len(legend) else ""
         lines.append(f"  {left}   {right}".rstrip())
+    if usage.memory_files:
+        lines += ["", "Memory files · /memory", *(f"  └ {p}: {short(n)} tokens" for p, n in usage.memory_files)]
+    if usage.mcp_servers:
+        lines += ["", "MCP tools · /mcp", *(f"  └ {name}: {short(n)} tokens" for name, n in usage.mcp_servers)]
     return "\n".join(lines)
 
 
