@@ -30,7 +30,7 @@ def bwrap_works() -> bool:
 async def test_hash_line_asks_where_and_appends_to_that_memory_file(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     api = ScriptedAPI()
-    d, front = make_dispatcher(api, tmp_path, choices=["project", "user", None])
+    d, front = make_dispatcher(api, tmp_path, choices=["project", "user", None, "prompt"])
     assert await d.on_submit("# always use uv, never pip") is SubmitPath.IMMEDIATE
     assert "Save to memory: 'always use uv, never pip' — where?" in front.text()
     assert (tmp_path / "CLAUDE.md").read_text() == "- always use uv, never pip\n"
@@ -39,6 +39,10 @@ async def test_hash_line_asks_where_and_appends_to_that_memory_file(tmp_path, mo
     await d.on_submit("# not this one")
     assert "Not saved to memory." in front.text() and "not this one" not in (tmp_path / "CLAUDE.md").read_text()
     assert api.requests == []   # memory notes never reach the model as prompts
+    api.responses.append(sse(text("Issue 12 it is.")))
+    assert await d.on_submit("#12 is the issue to fix") is SubmitPath.EXECUTED   # …unless the user says so
+    assert api.requests[0].messages[-1]["content"][-1]["text"] == "#12 is the issue to fix"
+    api.requests.clear()
     # the next prompt carries the new memory (CLAUDE.md is re-read before each query)
     from codeloop.context.prompt import context_loader
     front.conv.config.load_context = context_loader(tmp_path, tmp_path / ".cfg")

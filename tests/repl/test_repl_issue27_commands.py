@@ -74,9 +74,12 @@ def test_hash_note_goes_to_the_chosen_memory_and_memory_opens_the_editor(tmp_pat
         s.term.send("1")
         s.wait_text(f"Edited {tmp_path / 'CLAUDE.md'}")
         assert "- added in the editor" in (tmp_path / "CLAUDE.md").read_text()
-        send(s, "what do you know?")
+        send(s, "#1 priority: fix the flaky test")
+        s.wait_text("4) Not memory: send it to the model as a prompt")
+        s.term.send("4")
         s.wait_text("Noted.")
     assert "always run the tests with -q" in json.dumps(api.requests[0].body)
+    assert api.requests[0].messages[-1]["content"][-1]["text"] == "#1 priority: fix the flaky test"
 
 
 def test_agents_hooks_output_style_and_vim(tmp_path, screen):

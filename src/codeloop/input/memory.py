@@ -9,7 +9,7 @@ gets the screen. Edits take effect on the next prompt (CLAUDE.md is re-read befo
 A line that starts with `#` is a note for memory, as in Claude Code: the user is asked where it
 goes — project memory (./CLAUDE.md, shared through the repository), local project memory
 (./CLAUDE.local.md) or user memory (~/.claude/CLAUDE.md, every project) — and it is appended
-there as a bullet.
+there as a bullet — or, if the user says so, sent to the model as an ordinary prompt.
 """
 
 from __future__ import annotations
@@ -58,13 +58,20 @@ def append_note(path: Path, note: str) -> None:
         f.write(f"{sep}- {note}\n")
 
 
-async def add_memory_note(host: CommandHost, text: str) -> str:
-    """Ask where the `# note` goes and append it there; the line to show."""
+SEND_AS_PROMPT = "prompt"
+
+
+async def add_memory_note(host: CommandHost, text: str) -> str | None:
+    """Ask where the `# note` goes and append it there; the line to show. None: the user would
+    rather send the line to the model as it is (a prompt that happens to start with #)."""
     note = memory_note(text)
     if note is None:
         return "Nothing to remember: type the note after the #."
     choice = await host.choose(f"Save to memory: {note!r} — where?",
-                               [(s.value, label) for s, label in SCOPE_LABELS.items()])
+                               [*((s.value, label) for s, label in SCOPE_LABELS.items()),
+                                (SEND_AS_PROMPT, "Not memory: send it to the model as a prompt")])
+    if choice == SEND_AS_PROMPT:
+        return None
     if choice is None:
         return "Not saved to memory."
     path = memory_path(MemoryScope(choice), host.conv.config.cwd)
