@@ -297,3 +297,17 @@ def test_new_commands_are_registered_and_import_lazily(tmp_path):
             "assert not [m for m in sys.modules if m.startswith('codeloop.input.commands_') and m != "
             "'codeloop.input.commands_more'], sorted(sys.modules)")
     subprocess.run([sys.executable, "-c", code], cwd=tmp_path, check=True)
+
+
+def test_a_custom_review_command_wins_over_the_built_in_prompt_quietly(tmp_path):
+    from codeloop.input.commands import CommandRegistry
+    from codeloop.input.custom_commands import CommandSource
+
+    (tmp_path / ".claude" / "commands").mkdir(parents=True)
+    (tmp_path / ".claude" / "commands" / "review.md").write_text("Review $ARGUMENTS our way")
+    (tmp_path / ".claude" / "commands" / "context.md").write_text("not the built-in")
+    reg = CommandRegistry.load(tmp_path, tmp_path / "cfg", home=tmp_path / "home")
+    assert reg.find("review").source is CommandSource.PROJECT
+    assert reg.find("context").source is CommandSource.BUILTIN          # local built-ins still win, as before
+    assert reg.warnings == ["/context from project is shadowed by an earlier definition"]
+    assert reg.find("security-review").source is CommandSource.BUILTIN
