@@ -157,6 +157,12 @@ class Repl(ChoiceMixin, FlowMixin):
         if conv.ended_by_model:
             self.show("This session was ended by the model. Start a new session (or /clear).", style="warning")
 
+    async def run_in_terminal(self, fn: Any) -> Any:
+        """Give `fn` the terminal (the editor /memory opens); the prompt steps aside meanwhile."""
+        from prompt_toolkit.application import run_in_terminal
+
+        return await run_in_terminal(fn)
+
     def request_exit(self) -> None:
         self.exiting = True
         if self.session is not None and self.session.app.is_running:
