@@ -13,7 +13,6 @@ rich is imported here, so this module is only imported once the REPL starts.
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 from collections import deque
@@ -22,10 +21,12 @@ from typing import Any
 
 from rich.console import Console
 from rich.markdown import Markdown
+from rich.padding import Padding
 from rich.text import Text
 
 from codeloop.events import (ApiCallEvent, AssistantEvent, CompactBoundary, Event, PermissionDenied, StreamEvent,
                              SystemEvent, Terminal, Tombstone, UserEvent)
+from codeloop.cli.repl.cells import call_body, result_line, strip_reminders, tool_label
 from codeloop.cli.repl.progress import Progress, duration
 from codeloop.loop.state import TerminalReason
 from codeloop.messages import Message
@@ -37,19 +38,7 @@ RESULT_LINES = 3
 KEPT_CELLS = 50                # tool results Ctrl+O can show in full
 DIFF_LINES = 40
 TURN_DURATION_LINE_AFTER_S = 30.0
-_MAIN_ARG = ("command", "file_path", "notebook_path", "pattern", "url", "query", "description", "path", "prompt")
 _STYLES = {"": "", "info": "dim", "hint": "cyan", "warning": "yellow", "error": "bold red", "ok": "green"}
-
-
-def tool_label(name: str, inp: dict[str, Any]) -> str:
-    """`Bash(ls -la)`: the tool and its one most telling argument, kept to one line."""
-    if name == "TodoWrite":
-        return "Update Todos"
-    arg = next((inp[k] for k in _MAIN_ARG if isinstance(inp.get(k), str) and inp.get(k)), None)
-    if arg is None and inp:
-        arg = json.dumps(inp, ensure_ascii=False)
-    arg = " ".join(str(arg or "").split())
-    return f"{name}({arg[:100] + '…' if len(arg) > 100 else arg})"
 
 
 def stable_prefix_end(buf: str) -> int:
@@ -229,6 +218,8 @@ class Renderer:
                 if self.busy:
                     self.progress.tool_started(block.get("id", ""), block.get("name", ""), label)
                 self._out(Text.assemble(("● ", "green"), (label, "bold")))
+                if (body := call_body(block.get("name", ""), inp)) is not None:
+                    self._out(Padding(Markdown(body, code_theme="ansi_dark"), (0, 0, 0, 5)))
             elif kind == "thinking" and block.get("thinking"):
                 self.show("✻ Thinking…", "info")
 
@@ -273,8 +264,12 @@ class Renderer:
             # Claude Code's task list, drawn like TodoWrite's checklist (subject in place of content)
             self._out(todo_lines([{**t, "content": t.get("subject", "")} for t in data["tasks"]]))
             return
-        if name == "Read" and not error:
-            text = f"Read {lines_word(max(1, text.count(chr(10)) + 1 if text else 0))}"
+        text = strip_reminders(text)
+        line = result_line(name, inp, text, data, error)
+        if line is not None:   # written for the model: a line for people, the result behind Ctrl+O
+            self.cells.append((self._label, text, error))
+            self._result_lines(line, error=error, record=False)
+            return
         self._result_lines(text or "(no output)", error=error)
 
     def _result_lines(self, text: str, *, error: bool, record: bool = True) -> None:
