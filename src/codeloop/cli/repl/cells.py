@@ -167,7 +167,7 @@ def result_line(name: str, inp: dict[str, Any], text: str, data: Any, error: boo
 
 def _read_line(text: str, d: dict[str, Any]) -> str:
     kind = d.get("type")
-    f = d.get("file") if isinstance(d.get("file"), dict) else {}
+    f: dict[str, Any] = d["file"] if isinstance(d.get("file"), dict) else {}
     if kind == "image":
         return f"Read image ({int(d.get('originalSize') or 0) / 1024:.1f}KB)"
     if kind == "notebook":

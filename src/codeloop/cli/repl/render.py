@@ -101,6 +101,7 @@ class Renderer:
         self.expanded = False       # Ctrl+O: tool output in full
         self.cells: deque[tuple[str, str, bool]] = deque(maxlen=KEPT_CELLS)   # (label, output, error)
         self._label = ""            # the label of the cell whose result is being drawn
+        self.lines_added = self.lines_removed = 0   # by edits this session (the status line's cost block)
 
     @staticmethod
     def _width() -> int:
@@ -293,6 +294,7 @@ class Renderer:
         body = [ln for ln in lines if not ln.startswith(("---", "+++"))]
         added = sum(1 for ln in body if ln.startswith("+"))
         removed = sum(1 for ln in body if ln.startswith("-"))
+        self.lines_added, self.lines_removed = self.lines_added + added, self.lines_removed + removed
         summary = (f"Created with {added} line{'s' * (added != 1)}" if created else
                    f"Updated with {added} addition{'s' * (added != 1)} and {removed} removal{'s' * (removed != 1)}")
         out = Text.assemble(("  ⎿  ", "dim"), (summary, ""))
