@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-VIM_LABELS = {"insert": "INSERT", "navigation": "NORMAL", "replace": "REPLACE", "replace_single": "REPLACE",
-              "insert_multiple": "INSERT"}
+# prompt_toolkit's InputMode values → the names vim (and Claude Code's status line JSON) use
+VIM_LABELS = {"vi-insert": "INSERT", "vi-insert-multiple": "INSERT", "vi-navigation": "NORMAL",
+              "vi-replace": "REPLACE", "vi-replace-single": "REPLACE"}
 
 
 class FooterMixin:
