@@ -343,7 +343,10 @@ class Renderer:
         shown = [m for m in messages if not m.is_meta and (m.text or m.tool_uses())][-limit:]
         for m in shown:
             if m.role == "user" and not m.tool_result_ids():
-                self._out(Text.assemble(("> ", "bold"), (m.text[:500], "")))
+                if m.text.startswith(("<bash-input>", "<bash-stdout>")):
+                    self._user(m)      # a `!` command and its output, drawn as when it ran
+                else:
+                    self._out(Text.assemble(("> ", "bold"), (m.text[:500], "")))
             elif m.role == "assistant":
                 self._assistant(m)
 
