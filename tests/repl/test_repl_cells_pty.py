@@ -50,6 +50,6 @@ def test_tool_cells_show_key_arguments_and_human_result_lines(tmp_path, screen):
     assert f'● Grep("beta" in {target.parent})' in shown and "Found 1 line" in shown
     assert "● Bash(echo printed-by-bash)" in shown and "⎿  printed-by-bash" in shown
     assert "● Update Todos" in shown and "☐ Check notes" in shown
-    assert "● Task(Look around)" in shown and "Done (1 turn · " in shown
+    assert "● Task(Look around)" in shown and "Done (0 tool uses · " in shown
     for model_text in ("Todos have been modified", "SUBAGENT-ANSWER-FOR-THE-MODEL", '{"', "tool_use_id"):
         assert model_text not in shown, model_text

@@ -115,8 +115,12 @@ def result_line(name: str, inp: dict[str, Any], text: str, data: Any, error: boo
     if name in ("Task", "Agent"):
         if d.get("status") == "async_launched":
             return f"Running in the background (agent {str(d.get('agentId', ''))[:8]})"
-        turns, tokens = int(d.get("num_turns") or 0), int(d.get("total_tokens") or 0)
-        return f"Done ({_count(turns, 'turn')} · {_tokens(tokens)} tokens) · ctrl+o for the answer"
+        tokens = f"{_tokens(int(d.get('total_tokens') or 0))} tokens"
+        done = [_count(int(d["toolUses"]), "tool use"), tokens] if "toolUses" in d else [
+            _count(int(d.get("num_turns") or 0), "turn"), tokens]
+        if "durationS" in d:
+            done.append(f"{float(d['durationS']):.0f}s")
+        return f"Done ({' · '.join(done)}) · ctrl+o for the answer"
     if name == "Bash" and d.get("backgroundTaskId"):
         return f"Running in the background (ID: {d['backgroundTaskId']})"
     if name == "Read":

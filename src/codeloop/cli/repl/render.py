@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -246,6 +247,9 @@ class Renderer:
     def _tool_result(self, block: dict[str, Any], data: Any) -> None:
         tid = block.get("tool_use_id", "")
         name, inp = self._tool_names.pop(tid, ("", {}))
+        run = self.progress.running.get(tid)
+        if run is not None and isinstance(data, dict) and name in ("Task", "Agent"):   # Done (3 tool uses · …)
+            data = {**data, "toolUses": run.sub_tools, "durationS": time.monotonic() - run.started}
         self.progress.tool_finished(tid)
         self._label = tool_label(name, inp) if name else ""
         content = block.get("content")
