@@ -59,3 +59,21 @@ def test_toggle_vim_switches_the_prompts_editing_mode(tmp_path):
         assert host.session.editing_mode is EditingMode.VI and host.vim_mode() == "INSERT"
         assert host.toggle_vim() is False
         assert host.session.editing_mode is EditingMode.EMACS and host.redraws == 2
+
+
+def test_esc_leaves_insert_mode_first_and_interrupts_from_normal_mode(tmp_path, screen):
+    _vim_settings(tmp_path)
+    slow = sse(text("A slow answer " * 20, chunks=10))
+    slow.chunks.insert(5, (5.0, b": still going\n\n"))
+    api = ScriptedAPI(slow)
+    with api.serve() as url:
+        s = screen(url)
+        s.term.send("go\r")
+        s.wait_text("esc to interrupt")
+        s.term.send("\x1b")                          # insert → normal: the answer goes on
+        s.wait_text("-- NORMAL --")
+        time.sleep(0.5)
+        s.pump(0.2)
+        assert "Interrupted" not in s.text()
+        s.term.send("\x1b")                          # in normal mode Esc interrupts, as without vim
+        s.wait_text("Interrupted")
