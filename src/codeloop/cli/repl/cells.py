@@ -129,7 +129,8 @@ def result_line(name: str, inp: dict[str, Any], text: str, data: Any, error: boo
         return f"Wrote {_count(str(inp.get('content') or '').count(chr(10)) + 1, 'line')}"
     if name == "Glob":
         n = int(d.get("numFiles") or 0) if "numFiles" in d else len([ln for ln in text.splitlines() if ln.strip()])
-        return "No files found" if text.strip() == "No files found" else f"Found {_count(n, 'file')}"
+        more = " (the first ones; more matched)" if d.get("truncated") else ""
+        return "No files found" if text.strip() == "No files found" else f"Found {_count(n, 'file')}{more}"
     if name == "Grep":
         return _grep_line(text, d)
     if name == "WebFetch":
