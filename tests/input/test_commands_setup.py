@@ -169,20 +169,20 @@ async def test_output_style_selects_saves_and_shapes_the_next_prompt(tmp_path):
     assert front.conv.output_style == "Explanatory"
 
 
-async def test_vim_calls_the_front_ends_editor_mode_hook(tmp_path):
+async def test_vim_calls_the_front_ends_toggle(tmp_path):
     d, front = make_dispatcher(ScriptedAPI(), tmp_path)
     await d.on_submit("/vim")
     assert "not available in this front end" in front.shown[-1][0]
-    modes = []
-    front.editor_mode = "normal"
+    state = [False]
 
-    def set_editor_mode(mode):
-        modes.append(mode)
-        front.editor_mode = mode
-    front.set_editor_mode = set_editor_mode
+    def toggle_vim():
+        state[0] = not state[0]
+        return state[0]
+    front.toggle_vim = toggle_vim
     await d.on_submit("/vim")
+    assert state == [True] and "Editor mode set to vim." in front.shown[-1][0]
     await d.on_submit("/vim")
-    assert modes == ["vim", "normal"] and "Editor mode set to normal." in front.shown[-1][0]
+    assert state == [False] and "Editor mode set to normal." in front.shown[-1][0]
 
 
 # -- /export ----------------------------------------------------------------------------------------------

@@ -102,7 +102,10 @@ def test_agents_hooks_output_style_and_vim(tmp_path, screen):
         s.term.send("2")
         s.wait_text("Output style set to Explanatory")
         send(s, "/vim")
-        s.wait_text("Vim editing is not available in this front end")
+        s.wait_text("Editor mode set to vim.")
+        s.wait_text("-- INSERT --")
+        send(s, "/vim")
+        s.wait_text("Editor mode set to normal.")
     assert json.loads((tmp_path / ".claude" / "settings.local.json").read_text())["outputStyle"] == "Explanatory"
 
 

@@ -202,14 +202,12 @@ async def output_style_command(host: CommandHost, args: str) -> CommandOutcome:
 # -- /vim -----------------------------------------------------------------------------------------
 
 def toggle_editor_mode(host: CommandHost) -> str:
-    """Flip editorMode (vim ⇄ normal) through the front end's `set_editor_mode(mode)`, which the
-    REPL's vim editing provides; `editor_mode` is its current mode. The line to show."""
-    setter = getattr(host, "set_editor_mode", None)
-    if setter is None:
+    """Flip editorMode (vim ⇄ normal) for this session through the front end's `toggle_vim()`
+    (the REPL's vim editing: True when vim is on now). The line to show."""
+    toggle = getattr(host, "toggle_vim", None)
+    if toggle is None:
         return "Vim editing is not available in this front end (editorMode stays normal)."
-    new = "normal" if getattr(host, "editor_mode", "normal") == "vim" else "vim"
-    setter(new)
-    return ("Editor mode set to vim. Esc switches to normal mode, i back to insert." if new == "vim"
+    return ("Editor mode set to vim. Esc switches to normal mode, i back to insert." if toggle()
             else "Editor mode set to normal.")
 
 
