@@ -127,6 +127,7 @@ class Limits:
     max_turns: int | None = None
     max_budget_usd: float | None = None
     token_budget: int | None = None
+    task_budget: int | None = None                 # --task-budget: the API-side budget (output_config.task_budget)
     json_schema: Mapping[str, Any] | None = None   # parsed --json-schema
     max_output_tokens: int | None = None
 

@@ -93,6 +93,7 @@ def resolve_options(args: argparse.Namespace, *, interactive: bool, skip_setting
         mcp=McpOptions(configs=tuple(args.mcp_config or ()) if not args.safe_mode else (),
                        strict=bool(args.strict_mcp_config or args.bare or args.safe_mode)),
         limits=Limits(max_turns=args.max_turns, max_budget_usd=args.max_budget_usd, token_budget=args.token_budget,
+                      task_budget=_task_budget(args.task_budget),
                       json_schema=_json_schema(args.json_schema)),
         output=_output(args), interface=interface, agents=agents, feature_flags=_feature_flags(settings, local),
         hooks=not (args.bare or args.safe_mode),
@@ -323,6 +324,16 @@ def _check_numbers(args: argparse.Namespace) -> None:
         raise SetupError("--max-budget-usd must be a positive amount of dollars")
     if args.token_budget is not None and args.token_budget < 1:
         raise SetupError("--token-budget must be a positive number of tokens")
+
+
+def _task_budget(value: str | None) -> int | None:
+    """--task-budget TOKENS, a positive integer as Claude Code takes it."""
+    if value is None:
+        return None
+    text = str(value).strip()
+    if not text.isdigit() or int(text) <= 0:
+        raise SetupError("--task-budget must be a positive integer")
+    return int(text)
 
 
 def _json_schema(value: str | None) -> dict[str, Any] | None:
