@@ -14,7 +14,8 @@ def make(api, tmp_path, **cfg):
 
 def test_exactly_at_the_budget_is_still_completed(tmp_path):
     # §3.2: max_budget_reached only when in + out > max_budget_tokens
-    api = ScriptedAPI(sse(text("a"), input_tokens=100, output_tokens=20), sse(text("b"), input_tokens=1, output_tokens=0))
+    api = ScriptedAPI(sse(text("a"), input_tokens=100, output_tokens=20),
+                      sse(text("b"), input_tokens=1, output_tokens=0))
     eng = make(api, tmp_path, max_budget_tokens=120)
     assert eng.submit_message("one").stop_reason == "completed"
     crossing = eng.submit_message("two")

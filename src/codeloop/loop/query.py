@@ -288,6 +288,8 @@ async def query(p: QueryParams) -> AsyncIterator[Event]:
             if hook_stop is not None:
                 yield Terminal(TerminalReason.HOOK_STOPPED, turn_count, hook_stop)
                 return
+            # the skill discovery prefetch runs from here until §13.2 step 4 collects it
+            cont.start_skill_prefetch(ctx, tools, turn.tool_use_blocks, tool_results)
             # -- PostToolBatch hooks: once for the whole batch, before the next request ------------------
             extra: list[Message] = []
             if p.post_tool_batch is not None:
