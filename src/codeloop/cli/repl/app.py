@@ -336,7 +336,8 @@ class Repl(ChoiceMixin, FlowMixin, FooterMixin):
         self.stop_footer()
         from codeloop.cli.repl.progress import exit_summary
         self._write(exit_summary(self.conv, time.monotonic() - self.started_at))
-        return 0
+        # spec 000: a session the model ended is no successful run — unless /clear began a new one
+        return 1 if self.conv.ended_by_model else 0
 
     def _banner(self, warnings: list[str]) -> None:
         from codeloop.version import __version__
@@ -364,6 +365,10 @@ class Repl(ChoiceMixin, FlowMixin, FooterMixin):
             await self.conv.provider.aclose()
 
 
+ENDED_ON_CONTINUE = ("Session {session_id} was ended by the model (EndConversation) and cannot be continued. "
+                     "Start a new session.")
+
+
 def run_repl(options: RunOptions) -> int:
     from codeloop.input.commands import CommandRegistry
     from codeloop.input.dispatch import IdleReturnMode
@@ -381,6 +386,10 @@ def run_repl(options: RunOptions) -> int:
             warnings = await repl.open()
         except SetupError as exc:
             sys.stderr.write(f"Error: {exc}\n")
+            return 1
+        if repl.conv.ended_by_model:   # spec 000 flow 8: continuing an ended session prints the notice, exits 1
+            sys.stderr.write(f"Error: {ENDED_ON_CONTINUE.format(session_id=repl.conv.session_id)}\n")
+            await repl._shutdown()
             return 1
         return await repl.run([*warnings, *registry.warnings], first_prompt=options.prompt)
 
