@@ -108,15 +108,15 @@ class SkillPrefetch:
         self.cancel()
         self.offered.update(str((b.get("input") or {}).get("skill", "")).strip().lstrip("/")
                             for b in tool_uses if b.get("name") == "Skill")
-        if not tool_uses or not any(t.name == "Skill" for t in tools):
-            return
-        text = batch_text(tool_uses, results)
+        if not tool_uses or ctx.skills == [] or not any(t.name == "Skill" for t in tools):
+            return   # (a session without skills pays nothing past its first batch)
         skip = set(self.offered)
 
         def match() -> list[Any]:
             from codeloop.tools.skills import session_skills
 
-            return relevant(session_skills(ctx), text, skip)
+            skills = session_skills(ctx)
+            return relevant(skills, batch_text(tool_uses, results), skip) if skills else []
         self.pending = asyncio.ensure_future(asyncio.to_thread(match))
 
     async def collect(self) -> list[tuple[dict[str, Any], Message]]:
