@@ -203,11 +203,6 @@ class TranscriptWriter:
         self._append(out)
         return out
 
-    @property
-    def flushed(self) -> bool:
-        """Nothing appended since the last fsync (QueryEngine.render_summary reports it)."""
-        return not self._dirty
-
     def sync(self) -> None:
         """fsync everything written so far (turn ends)."""
         if self._fd is None or not self._dirty:
