@@ -54,6 +54,7 @@ class ConversationConfig:
     max_output_tokens: int | None = None
     fallback_models: list[str] = field(default_factory=list)
     token_budget: int | None = None
+    task_budget: int | None = None     # --task-budget: output_config.task_budget's total (spec 004 §9.1)
     persist: bool = True
     interactive: bool = False
     entrypoint: str = "cli"
@@ -157,6 +158,7 @@ class Conversation(SessionWiring):
                                            cwd=self.config.cwd, env=self.config.hook_env,
                                            permission_mode_getter=lambda: self.config.policy.mode.value)
         self.hooks.runner.callbacks = source
+        self.tool_context.lifecycle_hooks = self.hooks.lifecycle   # the tools' events reach them now too
 
     def add_agents(self, definitions: dict[str, Any]) -> None:
         """Agent definitions added at run time (the SDK's `initialize`): the Agent tool offers them."""
@@ -267,7 +269,7 @@ class Conversation(SessionWiring):
             await self.hooks.instructions_loaded(self.config.user_context, "session_start")
         self._started = True
         if not msg.is_meta and self.sidechain is None:
-            await self.hooks.watch.check(self.tool_context.cwd)   # CwdChanged, FileChanged since the last look
+            await self.hooks.check_workspace(self.tool_context.cwd)   # CwdChanged, FileChanged since the last look
             verdict = await self.hooks.user_prompt(msg.text, msg.uuid)
             for ev in [*self.hooks.drain_notices(), *verdict.events]:
                 yield ev

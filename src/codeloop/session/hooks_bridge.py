@@ -18,13 +18,15 @@ loop's after-batch step (CwdChanged, FileChanged, then PostToolBatch: `batch_hoo
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codeloop.events import Event, SystemEvent
-from codeloop.hooks.lifecycle import BatchVerdict, LifecycleHooks
-from codeloop.hooks.watch import WorkspaceWatch
 from codeloop.messages import Message, user_message
 from codeloop.tools.base import PermissionBehavior, PermissionDecision
+
+if TYPE_CHECKING:
+    from codeloop.hooks.lifecycle import BatchVerdict, LifecycleHooks
+    from codeloop.hooks.watch import WorkspaceWatch
 
 
 @dataclass
@@ -65,10 +67,37 @@ class ConversationHooks:
         # mypy cannot follow, hence Any rather than Any | None.
         self.runner: Any = runner
         self.pending_notices: list[Event] = []
-        # the other events (PostToolBatch, PermissionDenied, MessageDisplay…): read the runner late,
-        # as an SDK may install it after the session started
-        self.lifecycle = LifecycleHooks(lambda: self.runner, lambda events: self.pending_notices.extend(events))
-        self.watch = WorkspaceWatch(self.lifecycle, lambda: self.runner)   # CwdChanged, FileChanged
+        self._lifecycle: LifecycleHooks | None = None
+        self._watch: WorkspaceWatch | None = None
+
+    # Built on first use: a session without hooks never loads the event vocabulary (start-up time).
+    @property
+    def lifecycle(self) -> LifecycleHooks:
+        """The other events (PostToolBatch, PermissionDenied, MessageDisplay…); they read the
+        runner late, as an SDK may install it after the session started."""
+        if self._lifecycle is None:
+            from codeloop.hooks.lifecycle import LifecycleHooks
+
+            self._lifecycle = LifecycleHooks(lambda: self.runner, self.pending_notices.extend)
+        return self._lifecycle
+
+    @property
+    def watch(self) -> WorkspaceWatch:
+        """CwdChanged and FileChanged."""
+        if self._watch is None:
+            from codeloop.hooks.watch import WorkspaceWatch
+
+            self._watch = WorkspaceWatch(self.lifecycle, lambda: self.runner)
+        return self._watch
+
+    def lifecycle_if_hooked(self) -> LifecycleHooks | None:
+        """The lifecycle events for a tool or the loop, None while there are no hooks at all."""
+        return self.lifecycle if self.runner is not None else None
+
+    async def check_workspace(self, cwd: Any) -> None:
+        """CwdChanged, FileChanged since the last look (nothing to look at without hooks)."""
+        if self.runner is not None:
+            await self.watch.check(cwd)
 
     def has(self, event: str, match: str | None = None) -> bool:
         return self.runner is not None and self.runner.has_hooks(event, match)
@@ -153,7 +182,11 @@ class ConversationHooks:
 
     def batch_hooks(self, ctx: Any) -> Any:
         """The loop's post_tool_batch: the main thread's working folder and watched files first
-        (CwdChanged, FileChanged), then the PostToolBatch hooks."""
+        (CwdChanged, FileChanged), then the PostToolBatch hooks. None without hooks (built per prompt,
+        so hooks an SDK installs before a prompt are heard)."""
+        if self.runner is None:
+            return None
+
         async def after_batch(tool_calls: list[dict[str, Any]], agent: dict[str, Any] | None) -> BatchVerdict:
             if agent is None:
                 await self.watch.check(ctx.cwd)
@@ -209,6 +242,8 @@ class ConversationHooks:
         (compact), an assistant text MessageDisplay (`display`)."""
         from codeloop.events import AttachmentEvent, CompactBoundary
 
+        if self.runner is None:
+            return ev
         if isinstance(ev, AttachmentEvent) and ev.attachment.get("type") == "nested_memory":
             path = str(ev.attachment.get("path", ""))
             local = path.endswith("CLAUDE.local.md")

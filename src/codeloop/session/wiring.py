@@ -118,7 +118,7 @@ class SessionWiring:
             model=cfg.model, main_model=cfg.model, entrypoint=cfg.entrypoint, ended_by_model=self.ended_by_model,
             messages=lambda: self.messages, append_entry=self._write_entry, emit=self._on_side_event,
             post_tool_use=self.hooks.post_tool,  # a no-op without hooks; SDK hooks may arrive later
-            lifecycle_hooks=self.hooks.lifecycle,
+            lifecycle_hooks=self.hooks.lifecycle_if_hooked(),
             path_guard=policy.guard_path, denied_inodes=policy.denied_inodes, feature_flags=dict(cfg.feature_flags),
             policy=policy, sandbox=policy.sandbox, project_trusted=self.trusted, env_pass=tuple(cfg.env_pass),
             project_files=self.parts.project_files)
@@ -245,9 +245,9 @@ class SessionWiring:
                            provider=self.provider, model=cfg.model, tool_context=ctx, can_use_tool=self.can_use_tool,
                            max_turns=cfg.max_turns, max_output_tokens=cfg.max_output_tokens,
                            fallback_models=list(cfg.fallback_models), queue=self.queue,
-                           token_budget=parse_token_budget(msg.text) or cfg.token_budget,
+                           token_budget=parse_token_budget(msg.text) or cfg.token_budget, task_budget=cfg.task_budget,
                            reactive_compact=self.compactor, context_pipeline=self.pipeline,
                            context_collapse=self.collapse, compact_context=self.compact_context,
                            stop_hooks=stop_hooks, thinking=cfg.thinking, memory=self.nested_memory.start,
                            post_tool_batch=self.hooks.batch_hooks(ctx),
-                           stop_failure=self.hooks.lifecycle.stop_failure)
+                           stop_failure=(lh.stop_failure if (lh := self.hooks.lifecycle_if_hooked()) else None))

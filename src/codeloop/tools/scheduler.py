@@ -16,11 +16,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 from enum import Enum
 from typing import Any
 
@@ -66,6 +64,8 @@ def cron_next(expr: str, after: float) -> float | None:
     fields = expr.split()
     if len(fields) != 5:
         raise ScheduleError(f"Invalid cron expression '{expr}'. Expected 5 fields: M H DoM Mon DoW.")
+    from datetime import datetime   # lazily, like croniter: every session builds a scheduler
+
     from croniter import CroniterBadDateError, croniter   # lazily: only sessions that schedule pay for it
 
     try:
@@ -79,7 +79,7 @@ def cron_next(expr: str, after: float) -> float | None:
 
 def human_schedule(job: Job) -> str:
     if job.kind is JobKind.WAKEUP:
-        return "once at " + datetime.fromtimestamp(job.next_fire).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+        return "once at " + time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(job.next_fire))
     return f"cron '{job.cron}'" + ("" if job.recurring else ", once")
 
 
@@ -142,7 +142,7 @@ class PromptScheduler:
             raise ScheduleError(f"Too many scheduled jobs (max {MAX_JOBS}). Cancel one first.")
 
     def _new_id(self) -> str:
-        while (job_id := secrets.token_hex(4)) in self._jobs:
+        while (job_id := os.urandom(4).hex()) in self._jobs:
             pass
         return job_id
 
