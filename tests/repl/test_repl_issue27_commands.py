@@ -68,9 +68,11 @@ def test_hash_note_goes_to_the_chosen_memory_and_memory_opens_the_editor(tmp_pat
         s.wait_text(f"Saved to {tmp_path / 'CLAUDE.md'}")
         assert (tmp_path / "CLAUDE.md").read_text() == "- always run the tests with -q\n"
         send(s, "/memory")
-        shown = s.wait_text("3) User memory (~/.claude/CLAUDE.md, all projects) — new")
+        # the choice's options show in the toolbar at once, the listing above them a moment later
+        shown = s.wait_for(lambda t: "3) User memory (~/.claude/CLAUDE.md, all projects) — new" in t
+                           and "Memory files in use:" in t)
         assert f"Memory files in use:\n  {tmp_path / 'CLAUDE.md'}" in shown
-        assert f"  1) {tmp_path / 'CLAUDE.md'}" in shown and "2) Project memory, local" in shown
+        assert f"❯ 1) {tmp_path / 'CLAUDE.md'}" in shown and "2) Project memory, local" in shown   # highlighted
         s.term.send("1")
         s.wait_text(f"Edited {tmp_path / 'CLAUDE.md'}")
         assert "- added in the editor" in (tmp_path / "CLAUDE.md").read_text()
