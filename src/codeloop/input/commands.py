@@ -10,7 +10,7 @@ LOCAL commands act on the session through a `CommandHost` — the REPL implement
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -118,11 +118,12 @@ class CommandRegistry:
         return sorted(self.commands.values(), key=lambda c: c.name)
 
     @classmethod
-    def load(cls, cwd: Path, config_dir: Path, *, home: Path | None = None) -> CommandRegistry:
+    def load(cls, cwd: Path, config_dir: Path, *, home: Path | None = None,
+             plugins: Sequence[Any] = ()) -> CommandRegistry:
         reg = cls()
         for cmd in BUILTINS:
             reg.add(cmd)
-        custom, warnings = load_custom_commands(cwd, config_dir, home=home)
+        custom, warnings = load_custom_commands(cwd, config_dir, home=home, plugins=plugins)
         reg.warnings += warnings
         for c in custom.values():
             reg.add(from_custom(c))
@@ -130,8 +131,11 @@ class CommandRegistry:
 
 
 def from_custom(c: CustomCommand) -> Command:
+    # a plugin's /<plugin>:name answers to /name too while no other command has that name
+    aliases = (c.name.partition(":")[2],) if c.source is CommandSource.PLUGIN else ()
     return Command(name=c.name, description=c.description, type=CommandType.PROMPT, prompt=c.prompt,
-                   argument_hint=c.argument_hint, allowed_tools=c.allowed_tools, model=c.model, source=c.source)
+                   argument_hint=c.argument_hint, allowed_tools=c.allowed_tools, model=c.model, source=c.source,
+                   aliases=aliases)
 
 
 # -- conversation switching (/clear, /resume, /continue) ------------------------------------------

@@ -128,6 +128,8 @@ async def _run(options: RunOptions, prompt: str, out: TextIO) -> int:
         install_hook_events(conv, out)
     command, _, focus = prompt.strip().partition(" ")
     structured: dict[str, Any] = {}
+    if command.startswith("/") and command != "/compact" and _slash_commands_enabled():
+        prompt = _expand_custom_command(options, prompt)
     if command == "/compact" and _slash_commands_enabled():
         events = conv.compact(focus.strip())
     elif options.limits.json_schema is not None:
@@ -163,6 +165,21 @@ async def _run(options: RunOptions, prompt: str, out: TextIO) -> int:
         # the transcript is closed and the result written: nothing left worth waiting for
         hard_exit(EXIT_SIGINT if got_signal[0] == signal.SIGINT else EXIT_SIGTERM)
     return EXIT_ERROR if result["is_error"] else EXIT_OK
+
+
+def _expand_custom_command(options: RunOptions, prompt: str) -> str:
+    """`/name args` naming a custom or plugin command: the prompt it expands to (as the REPL sends
+    it); any other text is sent as it is."""
+    from codeloop.input.commands import CommandRegistry, CommandType, parse_slash
+    from codeloop.input.custom_commands import expand_arguments
+    from codeloop.session.store import config_dir
+
+    slash = parse_slash(prompt)
+    registry = CommandRegistry.load(options.cwd, config_dir(), plugins=options.plugins)
+    command = registry.find(slash[0]) if slash else None
+    if slash is None or command is None or command.type is not CommandType.PROMPT or command.prompt is None:
+        return prompt
+    return expand_arguments(command.prompt, slash[1])
 
 
 def _slash_commands_enabled() -> bool:
