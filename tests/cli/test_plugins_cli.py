@@ -10,28 +10,10 @@ from pathlib import Path
 import pytest
 
 from fakeapi import ScriptedAPI, sse, text, tool_use
+from pluginkit import make_plugin
 from test_print_mode import codeloop, jsonl
 
 SERVERS = Path(__file__).resolve().parent.parent / "mcp" / "servers"
-
-
-def make_plugin(root: Path, name: str = "greet", *, manifest: dict | None = None) -> Path:
-    """A plugin folder with a command, an agent, a skill and a UserPromptSubmit hook."""
-    (root / ".claude-plugin").mkdir(parents=True)
-    (root / ".claude-plugin" / "plugin.json").write_text(json.dumps(
-        manifest if manifest is not None else {"name": name, "version": "1.2.0", "description": "greets"}))
-    (root / "commands").mkdir()
-    (root / "commands" / "hello.md").write_text("---\ndescription: Say hello\n---\nSay hello to $ARGUMENTS\n")
-    (root / "agents").mkdir()
-    (root / "agents" / "reviewer.md").write_text(
-        "---\nname: reviewer\ndescription: Reviews greetings\n---\nYou are the greet reviewer.\n")
-    (root / "skills" / "wave").mkdir(parents=True)
-    (root / "skills" / "wave" / "SKILL.md").write_text("---\nname: wave\ndescription: Waves at people\n---\nWave.\n")
-    (root / "context.txt").write_text("context from the plugin hook\n")
-    (root / "hooks").mkdir()
-    (root / "hooks" / "hooks.json").write_text(json.dumps({"hooks": {"UserPromptSubmit": [
-        {"hooks": [{"type": "command", "command": 'cat "${CLAUDE_PLUGIN_ROOT}/context.txt"'}]}]}}))
-    return root
 
 
 def prompt_text(request) -> str:
