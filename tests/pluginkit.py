@@ -1,6 +1,8 @@
-"""A plugin folder in Claude Code's format for the plugin tests (issue 28)."""
+"""A plugin folder in Claude Code's format, and a marketplace of it in a local git repository, for the
+plugin tests (issue 28)."""
 
 import json
+import subprocess
 from pathlib import Path
 
 
@@ -20,4 +22,21 @@ def make_plugin(root: Path, name: str = "greet", *, manifest: dict | None = None
     (root / "hooks").mkdir()
     (root / "hooks" / "hooks.json").write_text(json.dumps({"hooks": {"UserPromptSubmit": [
         {"hooks": [{"type": "command", "command": 'cat "${CLAUDE_PLUGIN_ROOT}/context.txt"'}]}]}}))
+    return root
+
+
+def git(*args, cwd):
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "init.defaultBranch=main",
+                    *args], cwd=cwd, check=True, capture_output=True)
+
+
+def make_marketplace(root: Path) -> Path:
+    make_plugin(root / "plugins" / "greet")
+    (root / ".claude-plugin").mkdir(parents=True)
+    (root / ".claude-plugin" / "marketplace.json").write_text(json.dumps({
+        "name": "team", "owner": {"name": "Team"},
+        "plugins": [{"name": "greet", "source": "./plugins/greet", "description": "greets"}]}))
+    git("init", "-q", cwd=root)
+    git("add", ".", cwd=root)
+    git("commit", "-qm", "marketplace", cwd=root)
     return root

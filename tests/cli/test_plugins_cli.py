@@ -3,14 +3,13 @@ marketplace in a local git repository, `codeloop plugin …`, enabledPlugins and
 
 import json
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from fakeapi import ScriptedAPI, sse, text, tool_use
-from pluginkit import make_plugin
+from pluginkit import make_marketplace, make_plugin
 from test_print_mode import codeloop, jsonl
 
 SERVERS = Path(__file__).resolve().parent.parent / "mcp" / "servers"
@@ -103,23 +102,6 @@ def test_bad_plugins_are_one_line_each_and_the_rest_works(tmp_path):
 
 
 # -- marketplaces ------------------------------------------------------------------------------------
-
-def git(*args, cwd):
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "init.defaultBranch=main",
-                    *args], cwd=cwd, check=True, capture_output=True)
-
-
-def make_marketplace(root: Path) -> Path:
-    make_plugin(root / "plugins" / "greet")
-    (root / ".claude-plugin").mkdir(parents=True)
-    (root / ".claude-plugin" / "marketplace.json").write_text(json.dumps({
-        "name": "team", "owner": {"name": "Team"},
-        "plugins": [{"name": "greet", "source": "./plugins/greet", "description": "greets"}]}))
-    git("init", "-q", cwd=root)
-    git("add", ".", cwd=root)
-    git("commit", "-qm", "marketplace", cwd=root)
-    return root
-
 
 def plugin_cmd(tmp_path, *args):
     return codeloop(["plugin", *args], cwd=tmp_path)

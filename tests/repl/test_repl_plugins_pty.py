@@ -19,3 +19,17 @@ def test_plugin_command_in_the_menu_and_run(tmp_path, screen):
         s.wait_text("Hello, bob.")
     sent = json.dumps(api.requests[0].messages)
     assert "Say hello to bob" in sent and "context from the plugin hook" in sent
+
+
+def test_plugin_slash_command_adds_a_marketplace_and_installs(tmp_path, screen):
+    from pluginkit import make_marketplace
+
+    market = make_marketplace(tmp_path / "market")
+    with ScriptedAPI().serve() as url:
+        s = screen(url, env={"HOME": str(tmp_path / "home")})
+        s.term.send(f"/plugin marketplace add {market}\r")
+        s.wait_text("Added marketplace team")
+        s.term.send("/plugin install greet@team\r")
+        s.wait_text("This applies when codeloop next starts")
+    assert (tmp_path / ".cfg" / "plugins" / "cache" / "team" / "greet" / "commands" / "hello.md").is_file()
+    assert json.loads((tmp_path / ".cfg" / "settings.json").read_text())["enabledPlugins"] == {"greet@team": True}

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from codeloop.input.custom_commands import CommandSource, CustomCommand, expand_arguments, load_custom_commands
+from codeloop.input.init_survey import INIT_PROMPT
 
 if TYPE_CHECKING:
     from codeloop.events import Event
@@ -355,25 +356,14 @@ async def _init(host: CommandHost, args: str) -> CommandOutcome:
     return CommandOutcome(prompt=f"{INIT_PROMPT}\n\n{survey(host.conv.config.cwd)}{extra}")
 
 
+async def _plugin(host: CommandHost, args: str) -> CommandOutcome:
+    from codeloop.input.plugin_command import slash_plugin
+    return await slash_plugin(host, args)
+
+
 async def _exit(host: CommandHost, args: str) -> CommandOutcome:
     host.request_exit()
     return CommandOutcome()
-
-
-INIT_PROMPT = """Please analyze this codebase and create a CLAUDE.md file in the repository root. It will be \
-given to future instances of the coding agent that work in this repository.
-
-Include:
-1. The commands used to build, lint and test — including how to run a single test.
-2. The high-level architecture: the big-picture structure that takes reading several files to understand.
-
-Survey the repository first (README, build files, the main source folders, existing CLAUDE.md or \
-.cursorrules / .github/copilot-instructions.md). Keep it concise; do not list every file or repeat \
-generic advice. If a CLAUDE.md already exists, suggest improvements to it instead. Start the file with:
-
-# CLAUDE.md
-
-This file provides guidance to coding agents when working with code in this repository."""
 
 
 BUILTINS: tuple[Command, ...] = (
@@ -395,5 +385,7 @@ BUILTINS: tuple[Command, ...] = (
     Command("rewind", "Restore the code and/or conversation to an earlier prompt", CommandType.LOCAL, _rewind,
             aliases=("checkpoint",)),
     Command("init", "Write a CLAUDE.md describing this codebase", CommandType.PROMPT, _init, prompt=INIT_PROMPT),
+    Command("plugin", "Manage plugins and marketplaces (install, enable, disable, list…)", CommandType.LOCAL,
+            _plugin, aliases=("plugins",), argument_hint="[install|enable|disable|uninstall|list|marketplace] …"),
     Command("exit", "Exit codeloop", CommandType.LOCAL, _exit, immediate=True, aliases=("quit",)),
 )
