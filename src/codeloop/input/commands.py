@@ -358,7 +358,7 @@ async def _init(host: CommandHost, args: str) -> CommandOutcome:
 
 async def _plugin(host: CommandHost, args: str) -> CommandOutcome:
     from codeloop.input.plugin_command import slash_plugin
-    return await slash_plugin(host, args)
+    return CommandOutcome(await slash_plugin(host, args))
 
 
 async def _exit(host: CommandHost, args: str) -> CommandOutcome:

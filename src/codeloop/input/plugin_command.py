@@ -8,51 +8,60 @@
     codeloop plugin list                                installed plugins, on or off here
     codeloop plugin validate PATH                       what a session would load from a plugin folder
 
-The work is config.plugin_store's; this module parses the words, says one line per change, and
-gives exit status 1 with one line (naming the file or source) when something cannot be done.
-`cli.commands.plugin` runs it as a subcommand; `/plugin` (`slash_plugin`) with the same words in a
-session, where a change applies when codeloop next starts (plugins are resolved at the door).
+The work is config.plugin_store's; `perform` says one line per change, and gives exit status 1
+with one line (naming the file or source) when something cannot be done. `cli.commands.plugin`
+parses the subcommand's flags into an Action; `/plugin` (`slash_plugin`, `parse_words`) takes the
+same words in a session, where a change applies when codeloop next starts (plugins are resolved
+at the door).
 """
 
 from __future__ import annotations
 
-import argparse
+from enum import Enum
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 EXIT_OK, EXIT_ERROR = 0, 1
 SCOPES = ("user", "project", "local")
 
 
-class UsageError(Exception):
-    pass
+class Action(str, Enum):
+    """What `codeloop plugin` / `/plugin` is asked to do."""
+    MARKET_ADD = "marketplace add"
+    MARKET_LIST = "marketplace list"
+    MARKET_REMOVE = "marketplace remove"
+    INSTALL = "install"
+    ENABLE = "enable"
+    DISABLE = "disable"
+    UNINSTALL = "uninstall"
+    LIST = "list"
+    VALIDATE = "validate"
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{self.prog}: error: {message}")
+ALIASES = {"i": Action.INSTALL, "remove": Action.UNINSTALL, "marketplace rm": Action.MARKET_REMOVE}
+USAGE = ("usage: plugin install NAME@MARKETPLACE [-s user|project|local] | enable NAME | disable NAME | "
+         "uninstall NAME | list | validate PATH | marketplace add PATH_OR_URL | marketplace list | "
+         "marketplace remove NAME")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="codeloop plugin", allow_abbrev=False,
-                description="Manage plugin marketplaces and plugins (as `claude plugin`).")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    market = sub.add_parser("marketplace", help="add, list or remove marketplaces")
-    msub = market.add_subparsers(dest="action", required=True, parser_class=_Parser)
-    msub.add_parser("add", help="add a marketplace: a folder, a git URL or owner/repo").add_argument("source")
-    msub.add_parser("list", help="list the known marketplaces")
-    msub.add_parser("remove", aliases=["rm"], help="forget a marketplace").add_argument("name")
-    for name, helptext in (("install", "install and enable NAME@MARKETPLACE"), ("enable", "turn a plugin on"),
-                           ("disable", "turn a plugin off")):
-        cmd = sub.add_parser(name, help=helptext, aliases=["i"] if name == "install" else [])
-        cmd.add_argument("plugin")
-        cmd.add_argument("-s", "--scope", choices=SCOPES, default="user",
-                         help="settings file to write: user (default), project (.claude/settings.json) or "
-                              "local (.claude/settings.local.json)")
-    sub.add_parser("uninstall", aliases=["remove"], help="remove an installed plugin").add_argument("plugin")
-    sub.add_parser("list", help="list installed plugins")
-    sub.add_parser("validate", help="check a plugin folder").add_argument("path")
-    return p
+def parse_words(words: list[str]) -> tuple[Action, str | None, str]:
+    """(action, its argument, scope) from `/plugin`'s words; ValueError (the usage line) otherwise."""
+    scope = "user"
+    rest = list(words)
+    for flag in ("-s", "--scope"):
+        if flag in rest:
+            k = rest.index(flag)
+            if k + 1 >= len(rest) or rest[k + 1] not in SCOPES:
+                raise ValueError(USAGE)
+            scope = rest[k + 1]
+            del rest[k:k + 2]
+    verb = " ".join(rest[:2]) if rest[:1] == ["marketplace"] else " ".join(rest[:1])
+    action = ALIASES.get(verb) or next((a for a in Action if a.value == verb), None)
+    args = rest[len(verb.split()):]
+    needs = action not in (Action.LIST, Action.MARKET_LIST)
+    if action is None or len(args) != int(needs):
+        raise ValueError(USAGE)
+    return action, args[0] if args else None, scope
 
 
 def _settings(cwd: Path) -> dict:
@@ -63,53 +72,49 @@ def _settings(cwd: Path) -> dict:
     return load_settings(cwd, trusted=check_trust(cwd).trusted).merged
 
 
-def run(argv: list[str], cwd: Path) -> tuple[int, str]:
-    """(exit code, what to print) for `codeloop plugin ARGV`."""
+def perform(action: Action, target: str | None, cwd: Path, scope: str = "user") -> tuple[int, str]:
+    """(exit status, what to say) for one action."""
     from codeloop.config import plugin_store as ps
     from codeloop.config.paths import config_dir
 
+    cfg, arg = config_dir(), target or ""
     try:
-        args = build_parser().parse_args(argv)
-    except UsageError as exc:
-        return EXIT_ERROR, str(exc)
-    cfg = config_dir()
-    try:
-        if args.command == "marketplace":
-            return EXIT_OK, _marketplace(args, cfg, cwd)
-        if args.command == "validate":
-            return _validate(Path(args.path))
-        if args.command == "list":
+        if action in (Action.MARKET_ADD, Action.MARKET_LIST, Action.MARKET_REMOVE):
+            return EXIT_OK, _marketplace(action, arg, cfg, cwd)
+        if action is Action.VALIDATE:
+            return _validate(Path(arg))
+        if action is Action.LIST:
             return EXIT_OK, _list(cfg, cwd)
-        if args.command in ("install", "i"):
-            record = ps.install(cfg, args.plugin, _settings(cwd))
-            path = ps.set_enabled(ps.settings_file(args.scope, cfg, cwd), args.plugin, True)
-            lines = [f"Installed {args.plugin} {record.get('version') or ''}".rstrip()
+        if action is Action.INSTALL:
+            record = ps.install(cfg, arg, _settings(cwd))
+            path = ps.set_enabled(ps.settings_file(scope, cfg, cwd), arg, True)
+            lines = [f"Installed {arg} {record.get('version') or ''}".rstrip()
                      + f" in {record['installPath']}", f"Enabled in {path}"]
             return EXIT_OK, "\n".join([*lines, *(f"warning: {w}" for w in record.get("warnings", []))])
-        pid = ps.resolve_id(cfg, args.plugin)
-        if args.command in ("enable", "disable"):
-            on = args.command == "enable"
+        pid = ps.resolve_id(cfg, arg)
+        if action in (Action.ENABLE, Action.DISABLE):
+            on = action is Action.ENABLE
             if on and pid not in ps.installed(cfg):
                 raise ps.PluginStoreError(f"plugin {pid} is not installed (codeloop plugin install {pid})")
-            path = ps.set_enabled(ps.settings_file(args.scope, cfg, cwd), pid, on)
+            path = ps.set_enabled(ps.settings_file(scope, cfg, cwd), pid, on)
             return EXIT_OK, f"{'Enabled' if on else 'Disabled'} {pid} in {path}"
-        ps.uninstall(cfg, pid)   # uninstall / remove
+        ps.uninstall(cfg, pid)
         path = ps.set_enabled(ps.settings_file("user", cfg, cwd), pid, None)
         return EXIT_OK, f"Uninstalled {pid} (and removed it from {path})"
     except ps.PluginStoreError as exc:
         return EXIT_ERROR, f"codeloop plugin: error: {exc}"
 
 
-def _marketplace(args: argparse.Namespace, cfg: Path, cwd: Path) -> str:
+def _marketplace(action: Action, arg: str, cfg: Path, cwd: Path) -> str:
     from codeloop.config import plugin_store as ps
 
-    if args.action == "add":
-        name, root = ps.add_marketplace(cfg, ps.source_of(args.source, cwd))
+    if action is Action.MARKET_ADD:
+        name, root = ps.add_marketplace(cfg, ps.source_of(arg, cwd))
         plugins = ps.read_marketplace(root)["plugins"]
         return f"Added marketplace {name} ({len(plugins)} plugin{'s' * (len(plugins) != 1)}) from {root}"
-    if args.action in ("remove", "rm"):
-        ps.remove_marketplace(cfg, args.name)
-        return f"Removed marketplace {args.name}"
+    if action is Action.MARKET_REMOVE:
+        ps.remove_marketplace(cfg, arg)
+        return f"Removed marketplace {arg}"
     known = ps.known_marketplaces(cfg)
     if not known:
         return "No marketplaces (codeloop plugin marketplace add PATH_OR_GIT_URL)"
@@ -151,26 +156,21 @@ def _validate(path: Path) -> tuple[int, str]:
     return (EXIT_ERROR if warnings else EXIT_OK), "\n".join([*lines, *(f"warning: {w}" for w in warnings)])
 
 
-async def slash_plugin(host: Any, args: str) -> Any:
+async def slash_plugin(host: Any, args: str) -> str:
     """`/plugin [words]`: the subcommand's words in a session; bare, the plugins and marketplaces."""
     import asyncio
     import shlex
 
-    from codeloop.input.commands import CommandOutcome
-
-    try:
-        words = shlex.split(args)
-    except ValueError as exc:
-        return CommandOutcome(f"/plugin: {exc}")
     cwd = host.conv.config.cwd
-    if not words:
+    if not args.strip():
         loaded = host.conv.parts.options.plugins if host.conv.parts.options is not None else ()
         here = [f"  {p.id}  {p.root}" for p in loaded] or ["  none"]
-        _, installed = run(["list"], cwd)
-        _, markets = run(["marketplace", "list"], cwd)
-        return CommandOutcome("\n".join(["Plugins in this session:", *here, "", installed, "", markets, "",
-                                         "Usage: /plugin install NAME@MARKETPLACE | enable | disable | uninstall | "
-                                         "list | marketplace add PATH_OR_URL | marketplace list | validate PATH"]))
-    code, text = await asyncio.to_thread(run, words, cwd)   # a marketplace may be a git clone
-    changed = code == EXIT_OK and words[0] in ("install", "i", "enable", "disable", "uninstall", "remove")
-    return CommandOutcome(text + ("\nThis applies when codeloop next starts." if changed else ""))
+        return "\n".join(["Plugins in this session:", *here, "", perform(Action.LIST, None, cwd)[1], "",
+                          perform(Action.MARKET_LIST, None, cwd)[1], "", USAGE])
+    try:
+        action, target, scope = parse_words(shlex.split(args))
+    except ValueError as exc:
+        return str(exc)
+    code, text = await asyncio.to_thread(perform, action, target, cwd, scope)   # a marketplace may be cloned
+    changed = code == EXIT_OK and action in (Action.INSTALL, Action.ENABLE, Action.DISABLE, Action.UNINSTALL)
+    return text + ("\nThis applies when codeloop next starts." if changed else "")
