@@ -45,6 +45,22 @@ def test_plugin_command_answers_to_its_short_name(tmp_path):
     assert "Say hello to there" in prompt_text(api.requests[0])
 
 
+def test_plugin_command_over_stream_json_input(tmp_path):
+    """The Agent SDK's way: `plugins=[{"type": "local", "path": …}]` becomes --plugin-dir."""
+    plugin = make_plugin(tmp_path / "greet")
+    api = ScriptedAPI(sse(text("one")), sse(text("two")))
+    lines = "".join(json.dumps({"type": "user", "message": {"role": "user", "content": p},
+                                "parent_tool_use_id": None, "session_id": ""}) + "\n"
+                    for p in ("/greet:hello sdk", "plain"))
+    with api.serve() as url:
+        r = codeloop(["-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
+                      "--plugin-dir", str(plugin)], cwd=tmp_path, base_url=url, input=lines)
+    assert r.returncode == 0, r.stderr
+    assert [m.get("result") for m in jsonl(r.stdout) if m["type"] == "result"] == ["one", "two"]
+    assert "Say hello to sdk" in prompt_text(api.requests[0])
+    assert "context from the plugin hook" in prompt_text(api.requests[1])
+
+
 def test_plugin_agent_runs_as_a_subagent(tmp_path):
     plugin = make_plugin(tmp_path / "greet")
     api = ScriptedAPI(

@@ -168,18 +168,11 @@ async def _run(options: RunOptions, prompt: str, out: TextIO) -> int:
 
 
 def _expand_custom_command(options: RunOptions, prompt: str) -> str:
-    """`/name args` naming a custom or plugin command: the prompt it expands to (as the REPL sends
-    it); any other text is sent as it is."""
-    from codeloop.input.commands import CommandRegistry, CommandType, parse_slash
-    from codeloop.input.custom_commands import expand_arguments
+    """`/name args` naming a custom or plugin command: the prompt it expands to; other text as it is."""
+    from codeloop.input.custom_commands import expanded_prompt
     from codeloop.session.store import config_dir
 
-    slash = parse_slash(prompt)
-    registry = CommandRegistry.load(options.cwd, config_dir(), plugins=options.plugins)
-    command = registry.find(slash[0]) if slash else None
-    if slash is None or command is None or command.type is not CommandType.PROMPT or command.prompt is None:
-        return prompt
-    return expand_arguments(command.prompt, slash[1])
+    return expanded_prompt(prompt, options.cwd, config_dir(), options.plugins) or prompt
 
 
 def _slash_commands_enabled() -> bool:
