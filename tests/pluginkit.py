@@ -19,9 +19,11 @@ def make_plugin(root: Path, name: str = "greet", *, manifest: dict | None = None
     (root / "skills" / "wave").mkdir(parents=True)
     (root / "skills" / "wave" / "SKILL.md").write_text("---\nname: wave\ndescription: Waves at people\n---\nWave.\n")
     (root / "context.txt").write_text("context from the plugin hook\n")
+    # the command names the script through ${CLAUDE_PLUGIN_ROOT}; the script finds it in its environment
+    (root / "context.sh").write_text('cat "$CLAUDE_PLUGIN_ROOT/context.txt"\n')
     (root / "hooks").mkdir()
     (root / "hooks" / "hooks.json").write_text(json.dumps({"hooks": {"UserPromptSubmit": [
-        {"hooks": [{"type": "command", "command": 'cat "${CLAUDE_PLUGIN_ROOT}/context.txt"'}]}]}}))
+        {"hooks": [{"type": "command", "command": 'sh "${CLAUDE_PLUGIN_ROOT}/context.sh"'}]}]}}))
     return root
 
 

@@ -155,6 +155,23 @@ def test_marketplace_install_enable_disable_uninstall(tmp_path):
     assert not installed.exists() and "No plugins installed" in plugin_cmd(tmp_path, "list").stdout
 
 
+def test_install_leaves_links_out_of_the_plugin_behind_and_a_broken_registry_is_one_line(tmp_path):
+    repo = make_marketplace(tmp_path / "market")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP-SECRET\n")
+    (repo / "plugins" / "greet" / "commands" / "leak.md").symlink_to(secret)
+    assert plugin_cmd(tmp_path, "marketplace", "add", str(repo)).returncode == 0
+    assert plugin_cmd(tmp_path, "install", "greet@team").returncode == 0
+    commands = tmp_path / ".cfg" / "plugins" / "cache" / "team" / "greet" / "commands"
+    assert (commands / "hello.md").is_file() and not (commands / "leak.md").exists()
+    (tmp_path / ".cfg" / "plugins" / "installed_plugins.json").write_text("{oops")
+    api = ScriptedAPI(sse(text("ok")))
+    with api.serve() as url:
+        r = codeloop(["-p", "hi"], cwd=tmp_path, base_url=url)
+    assert r.returncode == 0, r.stderr
+    assert [ln for ln in r.stderr.splitlines() if "installed_plugins.json" in ln and "invalid JSON" in ln]
+
+
 def test_local_folder_marketplace_and_bad_sources(tmp_path):
     repo = make_marketplace(tmp_path / "market")
     r = plugin_cmd(tmp_path, "marketplace", "add", str(repo))

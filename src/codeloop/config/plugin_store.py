@@ -105,12 +105,15 @@ def session_plugins(plugin_dirs: list[str], settings_merged: dict[str, Any], con
         warnings += [f"--plugin-dir {d}: {w}" for w in more]
         if plugin is not None:
             found.append(plugin)
-    if from_settings:
-        records = installed(config_dir)
+    if from_settings and enabled_ids(settings_merged):
+        try:   # a broken registry is said once; the --plugin-dir plugins still load
+            records = _plugin_records(_registry(config_dir, "installed_plugins.json"))
+        except PluginStoreError as exc:
+            records, warnings = {}, [*warnings, f"plugins: {exc}"]
         for pid in enabled_ids(settings_merged):
             name, _, market = pid.partition("@")
             entry = records.get(pid)
-            if entry is None:
+            if not isinstance(entry, dict):
                 if marketplace_known(config_dir, market, settings_merged):
                     warnings.append(f"plugin {pid} is enabled but not installed (codeloop plugin install {pid})")
                 continue

@@ -11,13 +11,14 @@
 Manifest paths (`"./more-commands"`, a list of them, or for hooks and MCP servers an inline
 object) add to the standard folders and must stay inside the plugin. `${CLAUDE_PLUGIN_ROOT}` in a
 hook command or an MCP server's command, args, env, cwd, URL or headers becomes the plugin's
-folder. This module only reads: each part is loaded by its own loader (commands by
-input.custom_commands, agents by tools.agents, skills by tools.skills, MCP servers by
-mcp.config), fed the folders and objects found here.
+folder, and hook commands and stdio servers also find it in their environment. This module only
+reads: each part is loaded by its own loader (commands by input.custom_commands, agents by
+tools.agents, skills by tools.skills, MCP servers by mcp.config), fed the folders and objects
+found here.
 
-Which plugins a session gets (`config.plugin_store.session_plugins`): every `--plugin-dir`, and each plugin that
-`enabledPlugins` (`{"name@marketplace": true}`) turns on and `codeloop plugin install` put in the
-config folder (config.plugin_store). A project's settings reach `enabledPlugins` only when the
+Which plugins a session gets (`config.plugin_store.session_plugins`): every `--plugin-dir`, and
+each plugin that `enabledPlugins` (`{"name@marketplace": true}`) turns on and `codeloop plugin
+install` put in the config folder. A project's settings reach `enabledPlugins` only when the
 folder is trusted (config.settings filters untrusted project files), so a cloned repository cannot
 switch a plugin on. A broken manifest, a missing file or folder is one warning naming the file;
 the plugin's other parts, and the other plugins, still load.
@@ -120,8 +121,24 @@ def _hooks_from(data: Any, origin: str, root: Path, warnings: list[str]) -> dict
         if problem:
             warnings.append(f"{origin}: 'hooks.{event}' {problem}; ignored")
             continue
-        out[event] = expand_root(groups, root)
+        out[event] = [_with_root(g, root) for g in expand_root(groups, root)]
     return out
+
+
+def _with_root(group: dict[str, Any], root: Path) -> dict[str, Any]:
+    """A hook group whose commands also see CLAUDE_PLUGIN_ROOT in their environment (a plugin's
+    script may read it rather than take it as an argument)."""
+    import shlex
+
+    prefix = f"export {ROOT_VAR}={shlex.quote(str(root))}; "
+    return {**group, "hooks": [{**h, "command": prefix + h["command"]} for h in group["hooks"]]}
+
+
+def _server_with_root(raw: Any, root: Path) -> Any:
+    """A stdio server entry whose process also gets CLAUDE_PLUGIN_ROOT in its environment."""
+    if not isinstance(raw, dict) or "command" not in raw or not isinstance(raw.get("env", {}), dict):
+        return raw
+    return {**raw, "env": {ROOT_VAR: str(root), **raw.get("env", {})}}
 
 
 def _servers_from(data: Any, origin: str, warnings: list[str]) -> dict[str, Any]:
@@ -199,7 +216,7 @@ def load_plugin(root: Path, *, name: str | None = None, marketplace: str = INLIN
                   description=description if isinstance(description, str) else "",
                   command_paths=tuple(parts["commands"]), agent_paths=tuple(parts["agents"]),
                   skill_dirs=tuple(parts["skills"]), hooks=hooks,
-                  mcp_servers={k: expand_root(v, root) for k, v in servers.items()}), warnings
+                  mcp_servers={k: _server_with_root(expand_root(v, root), root) for k, v in servers.items()}), warnings
 
 
 def merged_hooks(base: dict[str, Any], plugins: tuple[Plugin, ...]) -> dict[str, Any]:
