@@ -45,6 +45,23 @@ def test_plugin_command_answers_to_its_short_name(tmp_path):
     assert "Say hello to there" in prompt_text(api.requests[0])
 
 
+def test_plugin_command_allowed_tools_hold_for_its_query_in_print_mode(tmp_path):
+    plugin = make_plugin(tmp_path / "greet")
+    (plugin / "commands" / "make.md").write_text(
+        "---\ndescription: Make a file\nallowed-tools: Bash(touch made.txt)\n---\nRun touch made.txt\n")
+    call = sse(tool_use("Bash", {"command": "touch made.txt"}, id="b"))
+    api = ScriptedAPI(call, sse(text("refused")))
+    with api.serve() as url:   # from a plain prompt the write is not allowed (nobody to ask)
+        r = codeloop(["-p", "run touch made.txt", "--plugin-dir", str(plugin)], cwd=tmp_path, base_url=url)
+    assert r.returncode == 0, r.stderr
+    assert not (tmp_path / "made.txt").exists()
+    api = ScriptedAPI(call, sse(text("made")))
+    with api.serve() as url:
+        r = codeloop(["-p", "/greet:make", "--plugin-dir", str(plugin)], cwd=tmp_path, base_url=url)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "made.txt").exists()
+
+
 def test_plugin_command_over_stream_json_input(tmp_path):
     """The Agent SDK's way: `plugins=[{"type": "local", "path": …}]` becomes --plugin-dir."""
     plugin = make_plugin(tmp_path / "greet")

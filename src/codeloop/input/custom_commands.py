@@ -179,9 +179,10 @@ def load_custom_commands(cwd: Path, config_dir: Path, *, home: Path | None = Non
     return found, warnings + files.drain()
 
 
-def expanded_prompt(text: str, cwd: Path, config_dir: Path, plugins: Sequence[Plugin] = ()) -> str | None:
-    """`/name args` naming a custom or plugin command (a plugin's by its short name too): the prompt
-    it expands to, as the REPL sends it; None for any other text (headless front ends)."""
+def expanded_prompt(text: str, cwd: Path, config_dir: Path,
+                    plugins: Sequence[Plugin] = ()) -> tuple[str, CustomCommand] | None:
+    """`/name args` naming a custom or plugin command (a plugin's by its short name too): (the prompt
+    it expands to, as the REPL sends it, and the command); None for any other text (headless)."""
     text = text.strip()
     if not text.startswith("/") or len(text) < 2 or text[1].isspace():
         return None
@@ -189,5 +190,4 @@ def expanded_prompt(text: str, cwd: Path, config_dir: Path, plugins: Sequence[Pl
     commands, _ = load_custom_commands(cwd, config_dir, plugins=plugins)
     command = commands.get(name) or next((c for c in commands.values() if c.source is CommandSource.PLUGIN
                                           and c.name.partition(":")[2] == name), None)
-    return expand_arguments(command.prompt, args) if command is not None else None
-
+    return (expand_arguments(command.prompt, args), command) if command is not None else None

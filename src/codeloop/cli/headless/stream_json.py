@@ -231,8 +231,8 @@ class StreamJsonSession:
         from codeloop.input.custom_commands import expanded_prompt
         from codeloop.session.store import config_dir
 
-        text = expanded_prompt(prompt.text, self.options.cwd, config_dir(), self.options.plugins)
-        return prompt if text is None else user_message(text, sent_as_text=True, uuid=prompt.uuid)
+        found = expanded_prompt(prompt.text, self.options.cwd, config_dir(), self.options.plugins)
+        return prompt if found is None else user_message(found[0], sent_as_text=True, uuid=prompt.uuid)
 
     async def query(self, msg: dict[str, Any]) -> None:
         conv, started = self.conv, time.monotonic()
