@@ -121,13 +121,18 @@ class CommandRegistry:
     @classmethod
     def load(cls, cwd: Path, config_dir: Path, *, home: Path | None = None,
              plugins: Sequence[Any] = ()) -> CommandRegistry:
+        from codeloop.input.commands_more import more_builtins
+
         reg = cls()
-        for cmd in BUILTINS:
+        more = [Command(**{**spec, "type": CommandType(spec["type"])}) for spec in more_builtins()]
+        for cmd in (*BUILTINS, *(c for c in more if c.type is CommandType.LOCAL)):
             reg.add(cmd)
         custom, warnings = load_custom_commands(cwd, config_dir, home=home, plugins=plugins)
         reg.warnings += warnings
         for c in custom.values():
             reg.add(from_custom(c))
+        for cmd in more:   # a project's own /review (a custom command) beats the built-in prompt
+            reg.commands.setdefault(cmd.name, cmd)
         return reg
 
 
@@ -356,11 +361,6 @@ async def _init(host: CommandHost, args: str) -> CommandOutcome:
     return CommandOutcome(prompt=f"{INIT_PROMPT}\n\n{survey(host.conv.config.cwd)}{extra}")
 
 
-async def _plugin(host: CommandHost, args: str) -> CommandOutcome:
-    from codeloop.input.plugin_command import slash_plugin
-    return CommandOutcome(await slash_plugin(host, args))
-
-
 async def _exit(host: CommandHost, args: str) -> CommandOutcome:
     host.request_exit()
     return CommandOutcome()
@@ -385,7 +385,5 @@ BUILTINS: tuple[Command, ...] = (
     Command("rewind", "Restore the code and/or conversation to an earlier prompt", CommandType.LOCAL, _rewind,
             aliases=("checkpoint",)),
     Command("init", "Write a CLAUDE.md describing this codebase", CommandType.PROMPT, _init, prompt=INIT_PROMPT),
-    Command("plugin", "Manage plugins and marketplaces (install, enable, disable, list…)", CommandType.LOCAL,
-            _plugin, aliases=("plugins",), argument_hint="[install|enable|disable|uninstall|list|marketplace] …"),
     Command("exit", "Exit codeloop", CommandType.LOCAL, _exit, immediate=True, aliases=("quit",)),
 )

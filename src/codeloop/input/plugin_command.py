@@ -174,3 +174,11 @@ async def slash_plugin(host: Any, args: str) -> str:
     code, text = await asyncio.to_thread(perform, action, target, cwd, scope)   # a marketplace may be cloned
     changed = code == EXIT_OK and action in (Action.INSTALL, Action.ENABLE, Action.DISABLE, Action.UNINSTALL)
     return text + ("\nThis applies when codeloop next starts." if changed else "")
+
+
+async def plugin_command(host: Any, args: str) -> Any:
+    """The `/plugin` built-in (input.commands_more): slash_plugin's text as a CommandOutcome."""
+    from codeloop.input.commands import CommandOutcome
+
+    return CommandOutcome(await slash_plugin(host, args))
+

@@ -279,6 +279,28 @@ class McpManager:
     def errors(self) -> dict[str, str]:
         return {c.name: c.error for c in self._conns.values() if c.error}
 
+    def servers(self) -> list[tuple[ServerConfig, ServerStatus, str | None, list[McpTool]]]:
+        """(config, status, error, tools) of every server, in configuration order (/mcp)."""
+        return [*((c.config, c.status, c.error, list(c.tools)) for c in self._conns.values()),
+                *((cfg, ServerStatus.PENDING, None, []) for cfg in self.deferred_sdk)]
+
+    async def reconnect(self, name: str, *, timeout: float | None = None) -> ServerStatus:
+        """Stop server `name` (whatever its state) and start it again; its new status. KeyError if unknown."""
+        conn = self._conns[name]
+        conn.stopping = True
+        if conn.scope is not None:
+            conn.scope.cancel()
+        elif conn.task is not None:
+            conn.task.cancel()
+        if conn.task is not None:
+            await asyncio.wait([conn.task], timeout=_CLOSE_GRACE_S)
+        if conn.errlog is not None:
+            conn.errlog.close()
+        del self._conns[name]
+        self._bump()   # its tools are gone until it is back
+        await self.start([conn.config], timeout=timeout)
+        return self._conns[name].status
+
     def tools(self) -> list[McpTool]:
         """The tools of every connected server, in configuration order."""
         return [t for c in self._conns.values() if c.status is ServerStatus.CONNECTED for t in c.tools]

@@ -144,6 +144,30 @@ class OutputOptions:
     session_mirror: bool = False
 
 
+class EditorMode(str, Enum):
+    """settings `editorMode`: how the REPL's input is edited."""
+    NORMAL = "normal"        # emacs-style keys (Claude Code's default)
+    VIM = "vim"              # vim's insert and normal modes
+
+
+@dataclass(frozen=True, eq=False)
+class StatusLineOptions:
+    """settings `statusLine` (`{"type": "command", "command": …, "padding": N}`), from the user's
+    settings or a trusted folder's only (an untrusted project's is dropped with the file's other
+    commands): the command's first line of output is shown under the REPL's input."""
+    command: str
+    padding: int = 0                   # spaces before the line
+    refresh_interval_s: float | None = None   # `refreshInterval` (seconds): re-run even without changes
+    hide_vim_mode: bool = False        # `hideVimModeIndicator`: the command shows the vim mode itself
+
+
+@dataclass(frozen=True, eq=False)
+class InterfaceOptions:
+    """How the interactive front end looks and reads keys (ignored by the headless ones)."""
+    status_line: StatusLineOptions | None = None
+    editor_mode: EditorMode = EditorMode.NORMAL
+
+
 @dataclass(frozen=True, eq=False)
 class RunOptions:
     """One session's whole configuration. Built only by a resolver; read by the assembly."""
@@ -163,6 +187,7 @@ class RunOptions:
     mcp: McpOptions = field(default_factory=McpOptions)
     limits: Limits = field(default_factory=Limits)
     output: OutputOptions = field(default_factory=OutputOptions)
+    interface: InterfaceOptions = field(default_factory=InterfaceOptions)
     agents: Mapping[str, AgentDefinition] = field(default_factory=dict)  # files, then --agents, then plugins'
     plugins: tuple[Plugin, ...] = ()               # --plugin-dir, then enabled installed plugins
     feature_flags: Mapping[str, Any] = field(default_factory=dict)

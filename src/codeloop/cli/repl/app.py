@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from codeloop.abort import AbortReason
 from codeloop.cli.repl.dialogs.choice import ChoiceMixin, PendingChoice  # noqa: F401 (PendingChoice re-exported)
+from codeloop.cli.repl.footer import FooterMixin
 from codeloop.cli.repl.input_flow import FlowMixin
 from codeloop.loop.queue import QueueMode
 
@@ -39,7 +40,7 @@ CTRL_C_EXIT_WINDOW_S = 2.0
 FLASH_S = 2.5
 
 
-class Repl(ChoiceMixin, FlowMixin):
+class Repl(ChoiceMixin, FlowMixin, FooterMixin):
     def __init__(self, options: RunOptions, registry: Any, *, idle_mode: Any) -> None:
         from codeloop.cli.repl.render import Renderer
         from codeloop.input.dispatch import Dispatcher
@@ -157,6 +158,12 @@ class Repl(ChoiceMixin, FlowMixin):
         if conv.ended_by_model:
             self.show("This session was ended by the model. Start a new session (or /clear).", style="warning")
 
+    async def run_in_terminal(self, fn: Any) -> Any:
+        """Give `fn` the terminal (the editor /memory opens); the prompt steps aside meanwhile."""
+        from prompt_toolkit.application import run_in_terminal
+
+        return await run_in_terminal(fn)
+
     def request_exit(self) -> None:
         self.exiting = True
         if self.session is not None and self.session.app.is_running:
@@ -224,6 +231,7 @@ class Repl(ChoiceMixin, FlowMixin):
             parts.append(("class:choice", f"{self.pending.title}  {opts}\n"))
         elif status:
             parts.append(("class:status", "\n".join(status) + "\n"))
+        parts += self.footer_parts()     # the custom status line, the vim mode (repl.footer)
         mode = self.conv.config.policy.mode
         label = {PermissionMode.ACCEPT_EDITS: "⏵⏵ accept edits on", PermissionMode.PLAN: "⏸ plan mode on",
                  PermissionMode.BYPASS: "⏵⏵ bypass permissions on", PermissionMode.AUTO: "⏵⏵ auto mode on",
@@ -239,6 +247,7 @@ class Repl(ChoiceMixin, FlowMixin):
     async def _ticker(self) -> None:
         while True:
             await asyncio.sleep(0.1)
+            self.poke_footer()
             if self.renderer.busy or (self._flash and time.monotonic() < self._flash_until + 0.2):
                 self._invalidate()
 
@@ -280,7 +289,7 @@ class Repl(ChoiceMixin, FlowMixin):
         cfg = config_dir()
         cfg.mkdir(parents=True, exist_ok=True)
         style = Style.from_dict({"bottom-toolbar": "noreverse", "status": "ansiyellow", "mode": "ansibrightblack",
-                                 "queued": "ansicyan", "flash": "ansiyellow", "choice": "bold ansicyan",
+                                 "queued": "ansicyan", "flash": "ansiyellow", "choice": "bold ansicyan", "vim": "bold",
                                  "prompt": "bold"})
         keys = self.options.settings.merged.get("keybindings") or {}
         bindings, problems = build_bindings(self, keys if isinstance(keys, dict) else {})
@@ -290,6 +299,7 @@ class Repl(ChoiceMixin, FlowMixin):
             self.show(problem, style="warning")
         session: Any = PromptSession(history=FileHistory(str(cfg / "history")), multiline=True,
                                      key_bindings=bindings, bottom_toolbar=self.toolbar, style=style,
+                                     editing_mode=self.editing_mode(),   # vim or not (repl.footer)
                                      enable_history_search=False, reserve_space_for_menu=0, erase_when_done=True,
                                      completer=ReplCompleter(self.registry, FileIndex(self.conv.config.cwd)),
                                      complete_while_typing=True, complete_in_thread=True,
@@ -308,6 +318,7 @@ class Repl(ChoiceMixin, FlowMixin):
         except (NotImplementedError, RuntimeError):
             pass
         ticker = asyncio.create_task(self._ticker())
+        self.start_footer()
         with patch_stdout(raw=True):
             self._banner(warnings)
             if first_prompt and first_prompt.strip():  # `codeloop "question"` submits it at once
@@ -322,6 +333,7 @@ class Repl(ChoiceMixin, FlowMixin):
                 self._submit(text)
             await self._shutdown()
         ticker.cancel()
+        self.stop_footer()
         from codeloop.cli.repl.progress import exit_summary
         self._write(exit_summary(self.conv, time.monotonic() - self.started_at))
         return 0

@@ -82,6 +82,9 @@ def resolve_options(args: argparse.Namespace, *, interactive: bool, skip_setting
         permissions = replace(permissions, sandbox_default=True)
     if local and permissions.mode.value == "bypassPermissions":
         raise SetupError("the local model never runs with bypassPermissions (settings defaultMode)")
+    from codeloop.cli.startup.interface import interface_options
+    interface, more = interface_options(settings.merged)
+    warnings += more
     return RunOptions(
         cwd=cwd, settings=settings, trusted=trusted, interactive=interactive, entrypoint=_entrypoint(),
         prompt=args.prompt, setting_sources=frozenset(sources) if sources is not None else None,
@@ -93,7 +96,8 @@ def resolve_options(args: argparse.Namespace, *, interactive: bool, skip_setting
                        strict=bool(args.strict_mcp_config or args.bare or args.safe_mode)),
         limits=Limits(max_turns=args.max_turns, max_budget_usd=args.max_budget_usd, token_budget=args.token_budget,
                       json_schema=_json_schema(args.json_schema)),
-        output=_output(args), agents=agents, plugins=plugins, feature_flags=_feature_flags(settings, local),
+        output=_output(args), interface=interface, agents=agents, plugins=plugins,
+        feature_flags=_feature_flags(settings, local),
         hooks=not (args.bare or args.safe_mode),
         setup="init" if args.init else "maintenance" if args.maintenance else None,
         warnings=tuple(warnings))
