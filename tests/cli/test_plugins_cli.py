@@ -231,6 +231,21 @@ def test_project_enabled_plugins_count_only_in_a_trusted_folder(tmp_path):
     assert "Say hello to x" in sent and "context from the plugin hook" in sent
 
 
+def test_bare_keeps_plugin_dir_without_hooks_and_drops_enabled_plugins(tmp_path):
+    repo = make_marketplace(tmp_path / "market")
+    assert plugin_cmd(tmp_path, "marketplace", "add", str(repo)).returncode == 0
+    assert plugin_cmd(tmp_path, "install", "greet@team").returncode == 0
+    other = make_plugin(tmp_path / "other", "other")
+    api = ScriptedAPI(sse(text("one")), sse(text("two")))
+    with api.serve() as url:
+        first = codeloop(["-p", "/greet:hello a", "--bare"], cwd=tmp_path, base_url=url)
+        second = codeloop(["-p", "/other:hello b", "--bare", "--plugin-dir", str(other)], cwd=tmp_path, base_url=url)
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    assert "Say hello" not in prompt_text(api.requests[0])
+    assert "Say hello to b" in prompt_text(api.requests[1])
+    assert "context from the plugin hook" not in prompt_text(api.requests[1])
+
+
 def test_extra_known_marketplace_is_added_on_install(tmp_path):
     repo = make_marketplace(tmp_path / "market")
     (tmp_path / ".cfg").mkdir()
