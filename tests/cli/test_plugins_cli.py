@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from fakeapi import ScriptedAPI, sse, text, tool_use
-from pluginkit import make_marketplace, make_plugin
+from pluginkit import git, make_marketplace, make_plugin
 from test_print_mode import codeloop, jsonl
 
 SERVERS = Path(__file__).resolve().parent.parent / "mcp" / "servers"
@@ -146,6 +146,13 @@ def test_marketplace_install_enable_disable_uninstall(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "Added marketplace team (1 plugin)" in r.stdout
     assert (tmp_path / ".cfg" / "plugins" / "marketplaces" / "team" / ".claude-plugin").is_dir()   # cloned
+    manifest = repo / ".claude-plugin" / "marketplace.json"
+    data = json.loads(manifest.read_text())
+    manifest.write_text(json.dumps({**data, "plugins": [*data["plugins"], {"name": "later", "source": "./later"}]}))
+    git("commit", "-qam", "more", cwd=repo)
+    assert "later@team" not in plugin_cmd(tmp_path, "marketplace", "list").stdout
+    assert "Updated marketplace team" in plugin_cmd(tmp_path, "marketplace", "update").stdout
+    assert "later@team" in plugin_cmd(tmp_path, "marketplace", "list").stdout
     r = plugin_cmd(tmp_path, "install", "greet@team")
     assert r.returncode == 0, r.stderr
     installed = tmp_path / ".cfg" / "plugins" / "cache" / "team" / "greet"

@@ -11,6 +11,7 @@ def test_words_become_actions():
     assert parse_words(["marketplace", "add", "./m"]) == (Action.MARKET_ADD, "./m", "user")
     assert parse_words(["marketplace", "rm", "team"]) == (Action.MARKET_REMOVE, "team", "user")
     assert parse_words(["list"]) == (Action.LIST, None, "user")
+    assert parse_words(["marketplace", "update"]) == (Action.MARKET_UPDATE, None, "user")
     assert parse_words(["remove", "greet"]) == (Action.UNINSTALL, "greet", "user")
 
 

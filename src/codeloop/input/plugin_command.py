@@ -1,7 +1,7 @@
 """`codeloop plugin …` and `/plugin …`: marketplaces and plugins, the way `claude plugin` manages them.
 
     codeloop plugin marketplace add PATH_OR_GIT_URL     register a marketplace (a git one is cloned)
-    codeloop plugin marketplace list | remove NAME
+    codeloop plugin marketplace list | remove NAME | update [NAME]
     codeloop plugin install NAME@MARKETPLACE [-s SCOPE] copy it under the config folder and enable it
     codeloop plugin enable | disable NAME[@MARKETPLACE] [-s SCOPE]
     codeloop plugin uninstall NAME[@MARKETPLACE]
@@ -30,6 +30,7 @@ class Action(str, Enum):
     MARKET_ADD = "marketplace add"
     MARKET_LIST = "marketplace list"
     MARKET_REMOVE = "marketplace remove"
+    MARKET_UPDATE = "marketplace update"
     INSTALL = "install"
     ENABLE = "enable"
     DISABLE = "disable"
@@ -41,7 +42,7 @@ class Action(str, Enum):
 ALIASES = {"i": Action.INSTALL, "remove": Action.UNINSTALL, "marketplace rm": Action.MARKET_REMOVE}
 USAGE = ("usage: plugin install NAME@MARKETPLACE [-s user|project|local] | enable NAME | disable NAME | "
          "uninstall NAME | list | validate PATH | marketplace add PATH_OR_URL | marketplace list | "
-         "marketplace remove NAME")
+         "marketplace remove NAME | marketplace update [NAME]")
 
 
 def parse_words(words: list[str]) -> tuple[Action, str | None, str]:
@@ -58,8 +59,8 @@ def parse_words(words: list[str]) -> tuple[Action, str | None, str]:
     verb = " ".join(rest[:2]) if rest[:1] == ["marketplace"] else " ".join(rest[:1])
     action = ALIASES.get(verb) or next((a for a in Action if a.value == verb), None)
     args = rest[len(verb.split()):]
-    needs = action not in (Action.LIST, Action.MARKET_LIST)
-    if action is None or len(args) != int(needs):
+    allowed = {Action.LIST: (0,), Action.MARKET_LIST: (0,), Action.MARKET_UPDATE: (0, 1)}
+    if action is None or len(args) not in allowed.get(action, (1,)):
         raise ValueError(USAGE)
     return action, args[0] if args else None, scope
 
@@ -79,7 +80,7 @@ def perform(action: Action, target: str | None, cwd: Path, scope: str = "user") 
 
     cfg, arg = config_dir(), target or ""
     try:
-        if action in (Action.MARKET_ADD, Action.MARKET_LIST, Action.MARKET_REMOVE):
+        if action in (Action.MARKET_ADD, Action.MARKET_LIST, Action.MARKET_REMOVE, Action.MARKET_UPDATE):
             return EXIT_OK, _marketplace(action, arg, cfg, cwd)
         if action is Action.VALIDATE:
             return _validate(Path(arg))
@@ -115,6 +116,13 @@ def _marketplace(action: Action, arg: str, cfg: Path, cwd: Path) -> str:
     if action is Action.MARKET_REMOVE:
         ps.remove_marketplace(cfg, arg)
         return f"Removed marketplace {arg}"
+    if action is Action.MARKET_UPDATE:   # fetched again from its source (a folder is read in place anyway)
+        known = ps.known_marketplaces(cfg)
+        names = [arg] if arg else sorted(known)
+        if arg and arg not in known:
+            raise ps.PluginStoreError(f"no marketplace named {arg!r} (codeloop plugin marketplace list)")
+        return "\n".join(f"Updated marketplace {ps.add_marketplace(cfg, known[n]['source'])[0]}" for n in names) \
+            or "No marketplaces"
     known = ps.known_marketplaces(cfg)
     if not known:
         return "No marketplaces (codeloop plugin marketplace add PATH_OR_GIT_URL)"

@@ -28,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     msub.add_parser("add", help="add a marketplace: a folder, a git URL or owner/repo").add_argument("target")
     msub.add_parser("list", help="list the known marketplaces")
     msub.add_parser("remove", aliases=["rm"], help="forget a marketplace").add_argument("target")
+    msub.add_parser("update", help="fetch marketplaces again (all, or NAME)").add_argument("target", nargs="?")
     for name, helptext in (("install", "install and enable NAME@MARKETPLACE"), ("enable", "turn a plugin on"),
                            ("disable", "turn a plugin off")):
         cmd = sub.add_parser(name, help=helptext, aliases=["i"] if name == "install" else [])

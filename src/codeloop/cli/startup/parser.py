@@ -54,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "with -p it answers one prompt and exits.",
         epilog="Saved sessions: codeloop sessions list|show ID|export ID [--format json|markdown]. "
                "MCP servers: codeloop mcp add|add-json|list|get|remove. "
-               "Plugins: codeloop plugin marketplace add|list|remove, install|enable|disable|uninstall|list.")
+               "Plugins: codeloop plugin marketplace add|list|remove|update, install|enable|disable|uninstall|list.")
     p.add_argument("prompt", nargs="?", help="the prompt (print mode reads stdin when omitted)")
     p.add_argument("-v", "--version", action="version", version=f"{__version__} (codeloop)")
     p.add_argument("-p", "--print", dest="print_mode", action="store_true",
