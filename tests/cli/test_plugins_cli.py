@@ -206,6 +206,8 @@ def test_local_folder_marketplace_and_bad_sources(tmp_path):
     assert str(tmp_path / "nowhere") in r.stderr and "does not exist" in r.stderr
     r = plugin_cmd(tmp_path, "install", "missing@team")
     assert r.returncode == 1 and "has no plugin 'missing'" in r.stderr and "greet" in r.stderr
+    r = plugin_cmd(tmp_path, "install", "../../greet@team")
+    assert r.returncode == 1 and "name@marketplace" in r.stderr
     r = plugin_cmd(tmp_path, "install", "greet@unknown")
     assert r.returncode == 1 and "unknown marketplace 'unknown'" in r.stderr
     (repo / ".claude-plugin" / "marketplace.json").write_text("{broken")

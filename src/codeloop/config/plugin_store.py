@@ -288,8 +288,8 @@ def _copy_plugin(src: Path, dest: Path) -> None:
 def install(config_dir: Path, pid: str, settings_merged: dict[str, Any]) -> dict[str, Any]:
     """Copy (or clone) `name@marketplace` under the config folder and record it; its record."""
     name, _, market_name = pid.partition("@")
-    if not name or not market_name:
-        raise PluginStoreError(f"give the plugin as name@marketplace, not {pid!r}")
+    if not re.fullmatch(_NAME, name) or not re.fullmatch(_NAME, market_name):   # both become folder names
+        raise PluginStoreError(f"give the plugin as name@marketplace (letters, digits, '-', '_', '.'), not {pid!r}")
     root = marketplace_root(config_dir, market_name, settings_merged)
     market = read_marketplace(root)
     entry = next((p for p in market["plugins"] if isinstance(p, dict) and p.get("name") == name), None)
