@@ -163,7 +163,8 @@ def _clone(url: str, dest: Path, ref: str | None = None) -> None:
     if dest.exists():
         shutil.rmtree(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    cmd = ["git", "clone", "--quiet", "--depth", "1", *(["--branch", ref] if ref else []), "--", url, str(dest)]
+    cmd = ["git", "-c", "protocol.ext.allow=never", "clone", "--quiet", "--depth", "1",
+           *(["--branch", ref] if ref else []), "--", url, str(dest)]
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=GIT_TIMEOUT_S, env=env)
