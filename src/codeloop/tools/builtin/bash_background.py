@@ -133,6 +133,9 @@ class BackgroundTasks:
         # SendMessage's addresses: "main" (the main thread) and each running background agent's id →
         # a capability the session registers that queues a message for that conversation's next turn.
         self.inboxes: dict[str, Callable[[str], None]] = {}
+        # Foreground Bash commands running now (tool_use id → what moves one to the background):
+        # Ctrl+B in the REPL moves them all (`background_foreground`).
+        self.foreground: dict[str, Callable[[], None]] = {}
 
     # -- starting ------------------------------------------------------------------------------------
     def _output_file(self, task_id: str) -> Path:
@@ -210,6 +213,14 @@ class BackgroundTasks:
 
         task.runner = asyncio.ensure_future(go())
         return task
+
+    def background_foreground(self) -> int:
+        """Move every running foreground command to the background (Ctrl+B); how many there were."""
+        moving = list(self.foreground.values())
+        self.foreground.clear()
+        for move in moving:
+            move()
+        return len(moving)
 
     # -- events --------------------------------------------------------------------------------------
     def _emit(self, subtype: str, data: dict[str, Any]) -> None:
