@@ -17,13 +17,12 @@ unreadable to it before the first one runs.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import shlex
 import shutil
 import signal
 import tempfile
-from contextlib import ExitStack
+from contextlib import ExitStack, suppress
 from pathlib import Path
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -86,7 +85,10 @@ class _Capture:
     async def drain(self, stream: asyncio.StreamReader) -> None:
         while chunk := await stream.read(65536):
             if self.sink is not None:
-                os.write(self.sink, chunk)
+                try:
+                    os.write(self.sink, chunk)
+                except OSError:   # disk full: the task goes on, its file stops growing
+                    self.sink = None
             self.total += len(chunk)
             room = KEEP_BYTES - len(self.head)
             if room > 0:
@@ -157,7 +159,7 @@ async def _reaped(proc: asyncio.subprocess.Process) -> None:
 
 
 def _unlink(path: str) -> None:
-    with contextlib.suppress(OSError):
+    with suppress(OSError):
         os.unlink(path)
 
 
