@@ -208,7 +208,10 @@ class BackgroundTasks:
                 _kill_group(pgid, signal.SIGKILL)
                 process_groups.discard(pgid)
                 if cleanup is not None:
-                    cleanup()
+                    try:
+                        cleanup()
+                    except Exception:  # noqa: BLE001 - a failed teardown must not leave the task running forever
+                        pass
             if task.status is TaskStatus.RUNNING:
                 task.status = TaskStatus.COMPLETED if rc == 0 else TaskStatus.FAILED
             task.exit_code = rc
