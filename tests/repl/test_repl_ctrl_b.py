@@ -49,3 +49,16 @@ def test_ctrl_b_moves_the_running_command_to_the_background(tmp_path, screen):
     assert "EARLY-LINE" in note and "LATE-LINE" in note
     with open(output_file) as fh:
         assert fh.read() == "EARLY-LINE\nLATE-LINE\n"
+
+
+def test_ctrl_b_with_nothing_running_still_moves_the_cursor_left(tmp_path, screen):
+    api = ScriptedAPI(sse(text("Got it.")))
+    with api.serve() as url:
+        s = screen(url)
+        s.term.send("ab")
+        s.wait_for(lambda t: s.input_line() == "> ab")
+        s.term.send("\x02X\r")                             # Ctrl+B: back one character, as ever
+        s.wait_text("Got it.")
+        s.term.send("/exit\r")
+        s.term.wait_exit()
+    assert json.dumps(api.requests[0].messages[-1]).count("aXb") == 1
