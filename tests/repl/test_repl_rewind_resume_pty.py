@@ -108,3 +108,21 @@ def test_rewind_to_the_first_prompt_then_continue_starts_from_nothing(tmp_path, 
     assert r.returncode == 0, r.stderr
     assert conversation(api.requests[-1]) == [("user", "new start")]
     assert chain(tmp_path) == ["new start", "From scratch."]
+
+
+def test_rewind_then_continue_in_the_repl(tmp_path, screen):
+    api = ScriptedAPI(sse(text("Answer one.")), sse(text("Answer two.")), sse(text("Back again.")))
+    with api.serve() as url:
+        s = screen(url)
+        two_prompts(s)
+        rewind(s, "1")
+        s.term.send("/exit\r")
+        s.term.wait_exit()
+        s = screen(url, "--continue")
+        assert "(2 messages)" in s.wait_text("Resumed session")
+        s.term.send("next one\r")
+        s.wait_text("Back again.")
+        s.term.send("/exit\r")
+        s.term.wait_exit()
+    assert conversation(api.requests[-1]) == [("user", "first prompt"), ("assistant", "Answer one."),
+                                              ("user", "next one")]
