@@ -11,6 +11,7 @@ from codeloop.tools.base import CURRENT_TOOL_USE_ID, ToolContext
 from codeloop.tools.builtin.bash import BashTool
 from codeloop.tools.builtin.bash_background import TaskStatus, registry
 from codeloop.tools.registry import parse_tool_input
+from test_background import alive, gone, marker_sleep
 
 
 async def until(predicate, timeout: float = 20.0) -> None:
@@ -90,3 +91,17 @@ def test_kept_output_goes_to_the_file_before_what_follows(tmp_path):
     assert cap.sink == fd
     os.close(fd)
     assert path.read_bytes() == b"early "
+
+
+async def test_a_moved_command_is_stopped_like_any_background_task(tmp_path):
+    ctx = ToolContext(cwd=tmp_path, project_dir=tmp_path, session_dir=tmp_path / "session")
+    command, marker = marker_sleep()
+    call = start(ctx, f"echo UP; {command} & {command}; wait", "fg3")
+    await until(lambda: "UP" in ctx.live_output.get("fg3", lambda: "")())
+    ctx.background.background_foreground()
+    res = await asyncio.wait_for(call, 10)
+    task = ctx.background.get(res.data["backgroundTaskId"])
+    await asyncio.wait_for(ctx.background.stop(task), 20)
+    assert task.status is TaskStatus.KILLED and task.done.is_set()
+    assert task.output() == "UP\n"
+    assert await gone(marker) and not alive(marker)   # the whole group went with it
