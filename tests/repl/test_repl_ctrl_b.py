@@ -31,7 +31,7 @@ def test_ctrl_b_moves_the_running_command_to_the_background(tmp_path, screen):
         assert "ctrl+b to run in background" in s.wait_text("ctrl+b to run in background")
         s.term.send("\x02")                               # Ctrl+B
         shown = s.wait_text("It runs in the background now.")
-        assert "manually backgrounded by user with ID" in shown
+        assert "Running in the background (ID: b" in shown
         s.wait_for(lambda t: "esc to interrupt" not in t)  # idle: nothing typed from here on
         assert len(api.requests) == 2
         gate.touch()
