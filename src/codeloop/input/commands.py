@@ -148,12 +148,12 @@ def from_custom(c: CustomCommand) -> Command:
 
 def conversation_like(conv: Conversation, *, session_id: str | None = None, messages: list | None = None,
                       denials: list | None = None, entries: list | None = None,
-                      keep_checkpoints: bool = False) -> Conversation:
+                      keep_checkpoints: bool = False, rewind_at: int | None = None) -> Conversation:
     """The session that follows `conv` (session.assembly.successor); a fresh session by default."""
     from codeloop.session.assembly import successor
 
     return successor(conv, session_id=session_id, messages=messages, denials=denials, entries=entries,
-                     keep_checkpoints=keep_checkpoints)
+                     keep_checkpoints=keep_checkpoints, rewind_at=rewind_at)
 
 
 def load_session(conv: Conversation, session_id: str) -> Conversation:

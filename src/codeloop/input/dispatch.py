@@ -311,6 +311,8 @@ class Dispatcher:
                 return
             *context, prompt = new_messages
             add_to_context(conv, context)
+            for m in context:   # shown like any user event (the front end hides meta ones)
+                self.front.render_event(UserEvent(m))
             self.front.query_started()
             with query_overrides(conv, allowed_tools, model):
                 async for ev in conv.submit(prompt, abort=abort):

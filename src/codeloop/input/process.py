@@ -9,6 +9,8 @@ Owns the input forms the harness handles itself before (or instead of) a model c
   the model sees them next turn. No model call.
 * `@path` mentions — the file's content attached as a meta message, read through the Read tool
   and only when the permission policy would let Read have it without asking.
+* task notifications (a background task ended while no query ran) — the model is told in a
+  new turn, with the same meta message the loop folds in between turns.
 * pasted-text placeholders (`[Pasted text #1 +12 lines]`) expanded back; pasted images become
   image blocks on the prompt.
 
@@ -28,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from codeloop.config.flags import ATTACH_NAMED_FILES
 from codeloop.input.commands import CommandRegistry, CommandType, parse_slash
-from codeloop.loop.queue import QueuedCommand, QueueMode, _image_blocks
+from codeloop.loop.queue import QueuedCommand, QueueMode, _image_blocks, queued_command_message
 from codeloop.messages import READ_ATTACHMENT_HEAD, Message, user_message
 
 if TYPE_CHECKING:
@@ -245,6 +247,8 @@ async def process_user_input(host: CommandHost, registry: CommandRegistry, cmd: 
     if cmd.mode is QueueMode.BASH:
         out, err, _ = await run_bash_mode(value, conv.config.cwd, abort)
         return ProcessedInput(bash_messages(value, out, err), should_query=False)
+    if cmd.mode is QueueMode.TASK_NOTIFICATION:   # a background task ended while no query ran: tell the model now
+        return ProcessedInput([queued_command_message(cmd)], should_query=True)
     result = ProcessedInput()
     slash = None if cmd.skip_slash_commands else parse_slash(value)
     if slash is not None:

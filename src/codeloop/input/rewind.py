@@ -1,9 +1,11 @@
 """`/rewind` (also Esc Esc on empty input): go back to an earlier prompt — the conversation, the
 files the model changed since (from `session.checkpoints`), or both.
 
-Rewinding the conversation continues in a new session holding the messages before that prompt
-(the old transcript stays whole, so nothing is lost); the prompt's text is shown so it can be
-sent again or edited.
+Rewinding the conversation goes on in the same session from the message before that prompt, as
+Claude Code's does: the transcript retracts what came after (it stays on disk, append-only) and
+the chain continues from the last kept message, so `-c`/`--resume` later rebuild exactly the
+kept conversation (session.assembly.successor). The prompt's text is shown so it can be sent
+again or edited.
 """
 
 from __future__ import annotations
@@ -67,7 +69,7 @@ async def rewind(host: Any, args: str, conversation_like: Callable[..., Any]) ->
         lines.append(f"Restored {len(restored)} file{'s' if len(restored) != 1 else ''}: "
                      + ", ".join(_short(p, conv.config.cwd) for p in restored))
     if mode in ("both", "conversation"):
-        new = conversation_like(conv, messages=conv.messages[:index], keep_checkpoints=True)
+        new = conversation_like(conv, rewind_at=index, keep_checkpoints=True)
         await host.switch_conversation(new, reason="rewind")
         lines.append(f"Conversation rewound to before that prompt ({index} messages kept). It was:\n"
                      f"  {message.text.strip()}")

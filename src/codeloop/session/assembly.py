@@ -107,13 +107,25 @@ def build_session(options: RunOptions, host: SessionHost, *, provider: Any, mode
 
 def successor(conv: Conversation, *, session_id: str | None = None, messages: list[Any] | None = None,
               denials: list[Any] | None = None, entries: list[Any] | None = None,
-              keep_checkpoints: bool = False) -> Conversation:
+              keep_checkpoints: bool = False, rewind_at: int | None = None) -> Conversation:
     """The session that follows `conv` in the same front end (/clear, /resume, /rewind): the same
     config, provider, MCP servers, listeners and typed-ahead input; a fresh session by default.
-    `keep_checkpoints`: the file checkpoints go on with it (/rewind keeps their prompts)."""
+    `keep_checkpoints`: the file checkpoints go on with it (/rewind keeps their prompts).
+    `rewind_at`: /rewind to before `conv.messages[rewind_at]` — the same session goes on from the
+    message before it, as Claude Code's does: its transcript retracts the messages from there on and
+    marks where the parentUuid chain continues (session.resume.branch_from), so a later `-c` or
+    `--resume` rebuilds exactly the kept conversation plus what follows."""
     from codeloop.hooks.events import CallbackSource
     from codeloop.session import store
 
+    if rewind_at is not None:
+        from codeloop.session.resume import branch_from
+
+        messages, dropped = conv.messages[:rewind_at], conv.messages[rewind_at:]
+        branch_from(conv.persistence, messages[-1].uuid if messages else None,
+                    [{"type": m.role, "uuid": m.uuid} for m in dropped])
+        conv.sync()
+        session_id = conv.session_id
     config = replace(conv.config, resumed=bool(messages))
     sid = session_id or store.new_session_id()
     records = [{"type": "permission-mode", "permissionMode": config.policy.mode.value, "sessionId": sid}]

@@ -38,6 +38,8 @@ def open_inbox(parent_ctx: Any, agent_id: str, queue: Any) -> Any:
 
 
 def stop_background(ctx: Any) -> None:
-    """Kill every background shell and agent of the session (it is ending)."""
+    """Kill every background shell and agent of the session (it is ending). Their ends are not
+    announced: the queue goes on to a successor (/clear, /rewind), which never started them."""
     if ctx.background is not None:
+        ctx.background.listeners.clear()
         ctx.background.kill_all()

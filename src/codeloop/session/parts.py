@@ -89,6 +89,8 @@ class SessionPersistence:
     def entry(self, entry: dict[str, Any]) -> None:
         self._persist(lambda w: w.append_entry(entry))
 
+    append_entry = entry   # the writer's name for it (session.resume.branch_from)
+
     def sync(self) -> None:
         """fsync the transcript (turn ends)."""
         self._persist(lambda w: w.sync())

@@ -130,11 +130,12 @@ def load_until(path: Path | str, at: str, drops_turn: str | None = None
     return LoadedTranscript(messages=messages, entries=kept, warnings=loaded.warnings, last_uuid=at), dropped
 
 
-def branch_from(writer: Any, at: str, dropped: list[dict[str, Any]]) -> None:
-    """Continue the same file from `at`: the dropped messages are retracted (tombstones, so a later
-    plain resume does not bring them back) and a `branch-point` record tells the writer where the
-    chain continues. Claude Code's readers follow parentUuid from the newest leaf, so they see the
-    new branch either way."""
+def branch_from(writer: Any, at: str | None, dropped: list[dict[str, Any]]) -> None:
+    """Continue the same file from `at` (None: from before the first message): the dropped
+    messages are retracted (tombstones, so a later plain resume does not bring them back) and a
+    `branch-point` record tells the writer where the chain continues. Claude Code's readers follow
+    parentUuid from the newest leaf, so they see the new branch either way. `writer`: anything with
+    `append_entry` (a TranscriptWriter, a Conversation's persistence)."""
     for e in dropped:
         if e.get("type") in ("user", "assistant") and isinstance(e.get("uuid"), str):
             writer.append_entry({"type": "tombstone", "targetUuid": e["uuid"]})

@@ -353,8 +353,8 @@ def _scan_last_uuid(path: Path) -> str | None:
     with f:
         for _, line in _lines_backwards(f):
             entry = parse_line(line) if line.strip() else None
-            if entry is not None and (uid := _chain_tip(entry)):
-                return uid
+            if entry is not None and (entry.get("type") == BRANCH_POINT or _chain_tip(entry)):
+                return _chain_tip(entry)   # a branch point before the first message: a new root
     return None
 
 
@@ -392,7 +392,7 @@ def _load(path: Path, data: bytes) -> LoadedTranscript:
             corrupt += 1
             continue
         entries.append(entry)
-        last_uuid = _chain_tip(entry) or last_uuid
+        last_uuid = _chain_tip(entry) if entry.get("type") == BRANCH_POINT else (_chain_tip(entry) or last_uuid)
     messages, unreadable = messages_from_entries(entries, entry_to_message)
     corrupt += unreadable
     warnings = [f"skipped {corrupt} corrupt line(s) in {path}"] if corrupt else []

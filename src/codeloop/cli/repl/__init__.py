@@ -3,6 +3,7 @@
     app.py          the Repl: opens its session through the assembly, the prompt, toolbar, exit
     input_flow.py   echo and queueing of what is typed (Esc takes the queue back), Ctrl+D/Ctrl+O,
                     the progress feed
+    background.py   background work: the idle session woken by a task's end (or a due prompt), Ctrl+B
     render.py       events → ANSI cells above the prompt
     cells.py        a tool call's title and body, a human line for results written for the model
     footer.py       under the input: the custom status line, vim mode (toggle_vim)

@@ -4,7 +4,8 @@ Owns the terminal session: the trust question, the prompt_toolkit input (history
 paste), the always-available prompt while a query runs (input typed meanwhile is dispatched —
 queued or run at once — by `input.dispatch`), inline choices (permission prompts, the /resume
 picker), the status toolbar and an orderly exit. Rendering is `repl.render`, keys `repl.keys`,
-the permission dialog `repl_permission`, the live status `repl.progress`. The prompt line is
+the permission dialog `repl_permission`, the live status `repl.progress`, background work (idle
+wake-ups, Ctrl+B) `repl.background`. The prompt line is
 erased on Enter and echoed here: at once when idle, and — for input typed while the model works —
 when it is actually taken up, so the screen shows things in the order they happened.
 
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codeloop.abort import AbortReason
+from codeloop.cli.repl.background import BackgroundMixin
 from codeloop.cli.repl.dialogs.choice import ChoiceMixin, PendingChoice  # noqa: F401 (PendingChoice re-exported)
 from codeloop.cli.repl.footer import FooterMixin
 from codeloop.cli.repl.input_flow import FlowMixin
@@ -41,7 +43,7 @@ CTRL_C_EXIT_WINDOW_S = 2.0
 FLASH_S = 2.5
 
 
-class Repl(ChoiceMixin, FlowMixin, FooterMixin):
+class Repl(ChoiceMixin, FlowMixin, FooterMixin, BackgroundMixin):
     def __init__(self, options: RunOptions, registry: Any, *, idle_mode: Any) -> None:
         from codeloop.cli.repl.render import Renderer
         from codeloop.input.dispatch import Dispatcher
@@ -82,24 +84,6 @@ class Repl(ChoiceMixin, FlowMixin, FooterMixin):
         self.conv.queue.subscribe(self._queue_changed)   # successors keep this queue
         return warnings
 
-    def _queue_changed(self) -> None:
-        """A scheduled prompt came due (CronCreate, ScheduleWakeup): run it now if the session is
-        idle; a running query takes it up when it ends (the dispatcher drains the queue then)."""
-        from codeloop.loop.queue import Priority, QueueMode
-
-        if self._scheduled_drain or self.dispatcher.guard.is_active:
-            return
-        if any(c.priority is Priority.LATER and c.mode is QueueMode.PROMPT and c.agent_id is None
-               for c in self.conv.queue.peek_all()):
-            self._scheduled_drain = True
-
-            async def drain() -> None:
-                try:
-                    await self.dispatcher.drain_queue()
-                finally:
-                    self._scheduled_drain = False
-            self._spawn(drain())
-
     @property
     def cwd(self) -> Path:
         return self.conv.config.cwd
@@ -127,6 +111,7 @@ class Repl(ChoiceMixin, FlowMixin, FooterMixin):
 
         if isinstance(ev, AttachmentEvent) and ev.attachment.get("type") == "queued_command":
             self._echo_queued(str(ev.attachment.get("prompt") or ""))
+        self._show_notification(ev)   # a background task's end, where the model is told of it
         self.renderer.event(ev)
 
     def query_started(self) -> None:
@@ -237,6 +222,8 @@ class Repl(ChoiceMixin, FlowMixin, FooterMixin):
                  PermissionMode.BYPASS: "⏵⏵ bypass permissions on", PermissionMode.AUTO: "⏵⏵ auto mode on",
                  PermissionMode.DONT_ASK: "dontAsk mode"}.get(mode, "? for shortcuts")
         parts.append(("class:mode", f"  {label} (shift+tab to cycle)"))
+        if self.foreground_count():
+            parts.append(("class:mode", " · ctrl+b to run in background"))
         queued = len(self.conv.queue)
         if queued:
             parts.append(("class:queued", f" · {queued} queued"))

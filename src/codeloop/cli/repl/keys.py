@@ -11,6 +11,7 @@
     Ctrl+C           clear the input / interrupt; twice within 2 s exits
     Ctrl+D           exit on empty input (while the model works: press twice)
     Ctrl+O           toggle the transcript view (tool output in full)
+    Ctrl+B           while a Bash command runs: move it to the background (else: cursor left)
     Shift+Tab        cycle permission modes: default → acceptEdits → plan (→ bypass if started so)
     1-9              answer a pending choice (permission prompt), whatever the input holds
     y, n             answer a pending choice on an empty input
@@ -62,6 +63,8 @@ class KeyActions(Protocol):
     def keep_paste(self, entry: dict[str, Any]) -> int: ...
     def show(self, text: str, *, style: str = "") -> None: ...
     def flash(self, text: str) -> None: ...
+    def foreground_count(self) -> int: ...      # foreground commands Ctrl+B would move
+    def to_background(self) -> None: ...
     @property
     def cwd(self) -> Any: ...                   # where relative pasted paths are found (read only)
 
@@ -141,6 +144,10 @@ def build_bindings(repl: KeyActions, commands: dict[str, str] | None = None) -> 
     @kb.add("c-o")
     def _transcript(event) -> None:
         repl.toggle_transcript()
+
+    @kb.add("c-b", filter=Condition(lambda: repl.foreground_count() > 0))
+    def _to_background(event) -> None:
+        repl.to_background()
 
     @kb.add("s-tab")
     def _cycle_mode(event) -> None:

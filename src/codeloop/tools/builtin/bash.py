@@ -22,12 +22,14 @@ import shlex
 import shutil
 import signal
 import tempfile
+from contextlib import ExitStack, suppress
 from pathlib import Path
 from collections.abc import Callable
 from typing import Any, ClassVar
 
 from codeloop.tools import process_groups
 from codeloop.tools.base import CURRENT_TOOL_USE_ID, LazyModel, Tool, ToolContext, ToolError, ToolResult
+from codeloop.tools.builtin.bash_detach import Detach
 from codeloop.tools.builtin.bash_sandbox import _disable, _sandboxed, network_hint
 from codeloop.tools.builtin.shell_env import command_environment, protect_process
 
@@ -78,9 +80,15 @@ class _Capture:
         self.head = bytearray()
         self.tail = bytearray()
         self.total = 0
+        self.sink: int | None = None   # once the command is moved to the background: its output file
 
     async def drain(self, stream: asyncio.StreamReader) -> None:
         while chunk := await stream.read(65536):
+            if self.sink is not None:
+                try:
+                    os.write(self.sink, chunk)
+                except OSError:   # disk full: the task goes on, its file stops growing
+                    self.sink = None
             self.total += len(chunk)
             room = KEEP_BYTES - len(self.head)
             if room > 0:
@@ -90,6 +98,13 @@ class _Capture:
                 self.tail += chunk
                 if len(self.tail) > KEEP_BYTES:
                     del self.tail[: len(self.tail) - KEEP_BYTES]
+
+    def spill(self, fd: int) -> None:
+        """Write what was kept to `fd`, and everything that follows (Ctrl+B: bash_detach)."""
+        dropped = self.total - len(self.head) - len(self.tail)
+        gap = f"\n... [{dropped} bytes not kept] ...\n".encode() if dropped > 0 else b""
+        os.write(fd, bytes(self.head) + gap + bytes(self.tail))
+        self.sink = fd
 
     def recent(self, n: int = 4096) -> bytes:
         return bytes((self.head + self.tail)[-n:]) if self.tail else bytes(self.head[-n:])
@@ -143,6 +158,11 @@ async def _reaped(proc: asyncio.subprocess.Process) -> None:
         await asyncio.sleep(POLL_S)
 
 
+def _unlink(path: str) -> None:
+    with suppress(OSError):
+        os.unlink(path)
+
+
 def _shell() -> str:
     return shutil.which("bash") or "/bin/sh"
 
@@ -184,16 +204,17 @@ class BashTool(Tool):
         tmp_dir = ctx.session_dir if ctx.session_dir and ctx.session_dir.is_dir() else None
         fd, cwd_file = tempfile.mkstemp(prefix="codeloop-cwd-", suffix=".txt", dir=tmp_dir)
         os.close(fd)
-        try:
-            with _sandboxed(inp.command, cwd, cwd_file, ctx.sandbox, _disable(inp), gated=True) as (
-                    prefix, env, fds, undone, release):
-                rc, out, err, outcome = await self._run(inp.command, cwd, cwd_file, timeout_ms, ctx, prefix, env,
-                                                        fds, release)
+        with ExitStack() as held:   # what the command needs while it runs (moved on with it by Ctrl+B)
+            held.callback(_unlink, cwd_file)
+            prefix, env, fds, undone, release = held.enter_context(
+                _sandboxed(inp.command, cwd, cwd_file, ctx.sandbox, _disable(inp), gated=True))
+            rc, out, err, outcome = await self._run(inp.command, cwd, cwd_file, timeout_ms, ctx, prefix, env, fds,
+                                                    release)
+            if isinstance(outcome, Detach):   # Ctrl+B: it goes on in the background, holding what it needs
+                return outcome.adopt(inp.command, inp.description or "", held.pop_all(), undone, ctx)
             sandboxed = bool(prefix)
-            notes += undone
             new_cwd = Path(cwd_file).read_text(errors="replace").strip()
-        finally:
-            os.unlink(cwd_file)
+        notes += undone
         if new_cwd and Path(new_cwd).is_dir():
             ctx.cwd = Path(new_cwd)
 
@@ -268,8 +289,9 @@ class BashTool(Tool):
         self, command: str, cwd: Path, cwd_file: str, timeout_ms: int, ctx: ToolContext,
         prefix: list[str] | None = None, env: dict[str, str] | None = None, pass_fds: tuple[int, ...] = (),
         release: Callable[[], None] | None = None,
-    ) -> tuple[int, tuple[str, int], tuple[str, int], str | None]:
-        """Returns (exit code, stdout, stderr, outcome) with outcome None|timeout|abort|orphans.
+    ) -> tuple[int, tuple[str, int], tuple[str, int], str | Detach | None]:
+        """Returns (exit code, stdout, stderr, outcome) with outcome None|timeout|abort|orphans, or
+        the `Detach` holding the still running command when the user moved it to the background.
         `release`: a gated sandbox's go-ahead, given as soon as the process exists (bwrap sets the
         sandbox up meanwhile); when it refuses, the waiting process is killed and the call refused."""
         try:
@@ -305,8 +327,13 @@ class BashTool(Tool):
             ctx.live_output[live_id] = lambda: (cap_out.recent() + cap_err.recent()).decode("utf-8", "replace")
         abort_wait = asyncio.ensure_future(ctx.abort.wait())
         outcome: str | None = None
+        detach = Detach(ctx, live_id)   # Ctrl+B may move it to the background while it runs
+        moved = None
         try:
-            outcome = await self._wait_exit(proc, timeout_ms / 1000, abort_wait, readers)
+            outcome = await self._wait_exit(proc, timeout_ms / 1000, abort_wait, readers, detach.requested)
+            if outcome == "background":
+                moved = detach.hold(proc, [cap_out, cap_err], readers)
+                return -1, ("", 0), ("", 0), moved
             if outcome is not None:
                 await _terminate_group(proc)
             try:
@@ -326,15 +353,17 @@ class BashTool(Tool):
         finally:
             ctx.live_output.pop(live_id or "", None)
             abort_wait.cancel()
-            if not readers.done():
+            detach.close()
+            if moved is None and not readers.done():
                 readers.cancel()
                 transport = getattr(proc, "_transport", None)
                 if transport is not None:
                     transport.close()
-            # Whatever went wrong above, the shell must not outlive the call.
-            if proc.returncode is None:
+            # Whatever went wrong above, the shell must not outlive the call (unless it was moved on).
+            if moved is None and proc.returncode is None:
                 _kill_group(proc.pid, signal.SIGKILL)
-            process_groups.discard(proc.pid)
+            if moved is None:
+                process_groups.discard(proc.pid)
         rc = proc.returncode if proc.returncode is not None else -1
         return rc, cap_out.text(), cap_err.text(), outcome
 
@@ -344,23 +373,27 @@ class BashTool(Tool):
         timeout_s: float,
         abort_wait: asyncio.Future,
         readers: asyncio.Future,
+        detach: asyncio.Future | None = None,
     ) -> str | None:
         # proc.wait() also waits for the pipes to close, which a background child can hold open
         # forever; returncode is set as soon as the shell itself is reaped, so poll that. Waking
         # on the pipes closing keeps the common case (output done = shell done) prompt.
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
+        woken = {abort_wait} if detach is None else {abort_wait, detach}
         while proc.returncode is None:
             if abort_wait.done():
                 return "abort"
+            if detach is not None and detach.done():
+                return "background"
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return "timeout"
             if readers.done():
-                await asyncio.wait({abort_wait}, timeout=min(POLL_S / 10, remaining))
+                await asyncio.wait(woken, timeout=min(POLL_S / 10, remaining))
             else:
                 await asyncio.wait(
-                    {abort_wait, readers},
+                    {*woken, readers},
                     timeout=min(POLL_S, remaining),
                     return_when=asyncio.FIRST_COMPLETED,
                 )

@@ -133,6 +133,9 @@ class BackgroundTasks:
         # SendMessage's addresses: "main" (the main thread) and each running background agent's id →
         # a capability the session registers that queues a message for that conversation's next turn.
         self.inboxes: dict[str, Callable[[str], None]] = {}
+        # Foreground Bash commands running now (tool_use id → what moves one to the background):
+        # Ctrl+B in the REPL moves them all (`background_foreground`).
+        self.foreground: dict[str, Callable[[], None]] = {}
 
     # -- starting ------------------------------------------------------------------------------------
     def _output_file(self, task_id: str) -> Path:
@@ -149,8 +152,7 @@ class BackgroundTasks:
                           pass_fds: tuple[int, ...] = ()) -> BackgroundTask:
         """Start `argv` (the shell, behind the sandbox prefix if any) with output to a file, in `env`
         (the whole environment: the caller leaves codeloop's secrets out, tools.builtin.shell_env)."""
-        task_id = "b" + new_uuid().replace("-", "")[:8]
-        out = self._output_file(task_id)
+        task_id, out = self.reserve()
         with open(out, "wb") as sink:
             proc = await asyncio.create_subprocess_exec(
                 *argv, cwd=cwd, stdin=asyncio.subprocess.DEVNULL, stdout=sink, stderr=asyncio.subprocess.STDOUT,
@@ -181,6 +183,44 @@ class BackgroundTasks:
         task.exit_code = rc
         self._finished(task)
 
+    def reserve(self) -> tuple[str, Path]:
+        """A new shell task's id and output file (a command moved to the background: bash_detach)."""
+        task_id = "b" + new_uuid().replace("-", "")[:8]
+        return task_id, self._output_file(task_id)
+
+    def adopt_shell(self, task_id: str, out: Path, command: str, pgid: int, wait_end: Callable[[], Any], *,
+                    description: str = "", tool_use_id: str | None = None,
+                    cleanup: Callable[[], None] | None = None) -> BackgroundTask:
+        """A shell already running (in its own process group `pgid`) becomes a background task;
+        `wait_end()` (a coroutine function) returns its exit code once it has ended and its output
+        is in `out`. It then ends like a started one: the group killed, `cleanup`, the notification."""
+        task = BackgroundTask(task_id, TaskKind.BASH, description or command, out, command=command,
+                              tool_use_id=tool_use_id, pgid=pgid)
+        self.tasks[task_id] = task
+
+        async def watch() -> None:
+            try:
+                rc = await wait_end()
+            except asyncio.CancelledError:
+                _kill_group(pgid, signal.SIGKILL)
+                raise
+            finally:
+                _kill_group(pgid, signal.SIGKILL)
+                process_groups.discard(pgid)
+                if cleanup is not None:
+                    try:
+                        cleanup()
+                    except Exception:  # noqa: BLE001 - a failed teardown must not leave the task running forever
+                        pass
+            if task.status is TaskStatus.RUNNING:
+                task.status = TaskStatus.COMPLETED if rc == 0 else TaskStatus.FAILED
+            task.exit_code = rc
+            self._finished(task)
+
+        task.runner = asyncio.ensure_future(watch())
+        self._started(task)
+        return task
+
     def track_agent(self, agent_id: str, description: str, run: Callable[[], Any], *,
                     stop: Callable[[], None], tool_use_id: str | None = None) -> BackgroundTask:
         """Run `run()` (a coroutine function returning a SubagentOutcome) as a background task.
@@ -210,6 +250,14 @@ class BackgroundTasks:
 
         task.runner = asyncio.ensure_future(go())
         return task
+
+    def background_foreground(self) -> int:
+        """Move every running foreground command to the background (Ctrl+B); how many there were."""
+        moving = list(self.foreground.values())
+        self.foreground.clear()
+        for move in moving:
+            move()
+        return len(moving)
 
     # -- events --------------------------------------------------------------------------------------
     def _emit(self, subtype: str, data: dict[str, Any]) -> None:
