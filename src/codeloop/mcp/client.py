@@ -27,8 +27,9 @@ from enum import Enum
 from typing import Any
 
 from codeloop.mcp.config import ServerConfig, Transport
+from codeloop.mcp.resources import ListMcpResourcesTool, ReadMcpResourceTool, paginate, unknown_server
 from codeloop.mcp.tools import McpTool
-from codeloop.tools.base import ToolError
+from codeloop.tools.base import Tool, ToolError
 
 log = logging.getLogger(__name__)
 
@@ -90,20 +91,6 @@ async def _open_transport(stack: contextlib.AsyncExitStack, cfg: ServerConfig, e
     return streams[0], streams[1]  # 1.x streamable HTTP yields a third item (session id getter)
 
 
-async def _list_tools(session: Any) -> list[dict[str, Any]]:
-    tools: list[dict[str, Any]] = []
-    result = await session.list_tools()
-    for _ in range(100):  # pagination, bounded against a server that never stops
-        tools += [t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in result.tools]
-        cursor = getattr(result, "next_cursor", None) or getattr(result, "nextCursor", None)
-        if not cursor:
-            break
-        from mcp import types
-
-        result = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor))
-    return tools
-
-
 class _Connection:
     def __init__(self, config: ServerConfig, manager: McpManager) -> None:
         self.config, self.manager = config, manager
@@ -111,6 +98,9 @@ class _Connection:
         self.error: str | None = None
         self.session: Any = None
         self.tools: list[McpTool] = []
+        self.has_resources = False
+        self.resources: list[dict[str, Any]] = []    # resources/list, wire-shaped
+        self.prompts: list[dict[str, Any]] = []      # prompts/list, wire-shaped
         self.task: asyncio.Task | None = None
         self.scope: Any = None                   # the anyio CancelScope around the connection
         self.stopping = False
@@ -147,8 +137,9 @@ class _Connection:
                     from mcp import ClientSession
 
                     session = await stack.enter_async_context(ClientSession(read, write))
-                    await session.initialize()
-                    specs = await _list_tools(session)
+                    init = await session.initialize()
+                    specs = await paginate(session.list_tools, "tools")
+                    await self._list_extras(session, getattr(init, "capabilities", None))
                     scope.deadline = math.inf  # connected: the timeout bounded the start only
                     self.session = session
                     self.tools = [McpTool(self.name, spec, self.call) for spec in specs]
@@ -175,11 +166,27 @@ class _Connection:
             tail = ""
         return f"{message} (stderr: {tail})" if tail else message
 
+    async def _list_extras(self, session: Any, caps: Any) -> None:
+        """Resources and prompts, where the server offers them; a failure here costs only them."""
+        for kind in ("resources", "prompts"):
+            if getattr(caps, kind, None) is None:
+                continue
+            try:
+                setattr(self, kind, await paginate(getattr(session, f"list_{kind}"), kind))
+            except Exception as exc:  # noqa: BLE001 — the server's tools still work
+                log.info("MCP server %s: listing %s failed: %s", self.name, kind, _describe(exc))
+        self.has_resources = getattr(caps, "resources", None) is not None
+
     async def call(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        return await self.request(f"tool {tool}", lambda: self.session.call_tool(tool, args))
+
+    async def request(self, what: str, send: Any) -> dict[str, Any]:
+        """One request to the server (`send()` makes its coroutine), raced against the connection's
+        end and bounded by MCP_TOOL_TIMEOUT; the result as a wire-shaped dict, or a one-line ToolError."""
         if self.status is not ServerStatus.CONNECTED or self.session is None:
             raise ToolError(f"MCP server {self.name} is not connected ({self.status.value}"
                             f"{': ' + self.error if self.error else ''})")
-        call = asyncio.ensure_future(self.session.call_tool(tool, args))
+        call = asyncio.ensure_future(send())
         ended = asyncio.ensure_future(self.ended.wait())
         done: set[asyncio.Future] = set()
         timeout = self.manager.tool_timeout  # enforced here: the SDK's own parameter changed type in 2.x
@@ -192,17 +199,17 @@ class _Connection:
                 call.cancel()
                 await asyncio.gather(call, return_exceptions=True)
         if not done:
-            raise ToolError(f"MCP server {self.name}: tool {tool} timed out after {timeout:g}s (MCP_TOOL_TIMEOUT)")
+            raise ToolError(f"MCP server {self.name}: {what} timed out after {timeout:g}s (MCP_TOOL_TIMEOUT)")
         if call not in done or call.cancelled():
             self.fail(self._with_stderr("the connection ended", self.errlog))
             raise ToolError(f"MCP server {self.name} disconnected: {self.error}")
         exc = call.exception()
         if exc is None:
-            return call.result().model_dump(by_alias=True, exclude_none=True, mode="json")
+            return dict(call.result().model_dump(by_alias=True, exclude_none=True, mode="json"))
         if self._connection_lost(exc):
             self.fail(self._with_stderr(_describe(exc), self.errlog))
             raise ToolError(f"MCP server {self.name} disconnected: {self.error}") from exc
-        raise ToolError(f"MCP server {self.name}: tool {tool} failed: {_describe(exc)}") from exc
+        raise ToolError(f"MCP server {self.name}: {what} failed: {_describe(exc)}") from exc
 
     def _connection_lost(self, exc: BaseException) -> bool:
         import anyio
@@ -224,6 +231,7 @@ class McpManager:
         self.tool_timeout = tool_timeout if tool_timeout is not None else env_timeout_s("MCP_TOOL_TIMEOUT", None)
         self.sdk_send: Any = None                     # mcp.sdk_transport.SdkSend, once an SDK drives us
         self.deferred_sdk: list[ServerConfig] = []   # SDK servers waiting for that channel
+        self._resource_tools: list[Tool] = [ListMcpResourcesTool(self), ReadMcpResourceTool(self)]
 
     async def start_sdk(self, send: Any, *, timeout: float | None = None) -> None:
         """Connect the deferred SDK servers through `send` (the control protocol's mcp_message)."""
@@ -279,11 +287,44 @@ class McpManager:
     def errors(self) -> dict[str, str]:
         return {c.name: c.error for c in self._conns.values() if c.error}
 
-    def tools(self) -> list[McpTool]:
-        """The tools of every connected server, in configuration order."""
-        return [t for c in self._conns.values() if c.status is ServerStatus.CONNECTED for t in c.tools]
+    def tools(self) -> list[Tool]:
+        """The tools of every connected server, in configuration order; and the two resource tools
+        while a connected server offers resources."""
+        live = [c for c in self._conns.values() if c.status is ServerStatus.CONNECTED]
+        return [*(t for c in live for t in c.tools), *(self._resource_tools if any(c.has_resources for c in live)
+                                                       else [])]
 
-    def refresh(self) -> list[McpTool] | None:
+    def connected_servers(self) -> list[str]:
+        return [c.name for c in self._conns.values() if c.status is ServerStatus.CONNECTED]
+
+    def _connected(self, server: str) -> _Connection:
+        conn = self._conns.get(server)
+        if conn is None or conn.status is not ServerStatus.CONNECTED:
+            if conn is not None and conn.error:
+                raise ToolError(f"MCP server {server} is not connected ({conn.status.value}: {conn.error})")
+            raise ToolError(unknown_server(server, self.connected_servers()))
+        return conn
+
+    def resources(self, server: str | None = None) -> list[dict[str, Any]]:
+        """The resources of the connected servers (or of one), each with its `server`."""
+        return [{**r, "server": c.name} for c in self._conns.values()
+                if c.status is ServerStatus.CONNECTED and server in (None, c.name) for r in c.resources]
+
+    async def read_resource(self, server: str, uri: str) -> dict[str, Any]:
+        """`resources/read` on one server (a wire-shaped ReadResourceResult); ToolError naming the server."""
+        conn = self._connected(server)
+        return await conn.request(f"resource {uri}", lambda: conn.session.read_resource(uri))
+
+    def prompts(self) -> list[tuple[str, dict[str, Any]]]:
+        """(server, prompt) for every prompt of the connected servers."""
+        return [(c.name, p) for c in self._conns.values() if c.status is ServerStatus.CONNECTED for p in c.prompts]
+
+    async def get_prompt(self, server: str, name: str, arguments: dict[str, str]) -> dict[str, Any]:
+        """`prompts/get` on one server (a wire-shaped GetPromptResult); ToolError naming the server."""
+        conn = self._connected(server)
+        return await conn.request(f"prompt {name}", lambda: conn.session.get_prompt(name, arguments or None))
+
+    def refresh(self) -> list[Tool] | None:
         """The new tool list if it changed since the last `refresh()`, else None."""
         if self._version == self._seen_version:
             return None
