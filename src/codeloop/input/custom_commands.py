@@ -34,6 +34,7 @@ class CommandSource(str, Enum):
     BUILTIN = "built-in"
     PROJECT = "project"
     USER = "user"
+    MCP = "mcp"          # a connected MCP server's prompt (input.mcp_input)
 
 
 @dataclass(frozen=True)

@@ -175,7 +175,8 @@ class _Connection:
                 setattr(self, kind, await paginate(getattr(session, f"list_{kind}"), kind))
             except Exception as exc:  # noqa: BLE001 — the server's tools still work
                 log.info("MCP server %s: listing %s failed: %s", self.name, kind, _describe(exc))
-        self.has_resources = getattr(caps, "resources", None) is not None
+        # SDK servers advertise the capability with nothing behind it: resources make the difference
+        self.has_resources = bool(self.resources)
 
     async def call(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
         return await self.request(f"tool {tool}", lambda: self.session.call_tool(tool, args))

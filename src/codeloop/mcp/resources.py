@@ -35,8 +35,6 @@ class ReadInput(BaseModel):
 
 
 class _ResourceTool(Tool):
-    should_defer = True           # offered through ToolSearch where tools are deferred, as in Claude Code
-
     def __init__(self, manager: Any) -> None:
         self.manager = manager    # mcp.client.McpManager (Any: client imports this module)
 
