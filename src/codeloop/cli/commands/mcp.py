@@ -287,6 +287,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
 
 
 def mcp_main(argv: list[str]) -> int:
+    if argv[:1] == ["serve"]:   # codeloop's own flags follow, parsed as the main command parses them
+        from codeloop.cli.commands.mcp_serve import serve_main
+        return serve_main(argv[1:])
     ns = _parse(argv)
     try:
         return run(ns, Path.cwd(), sys.stdout)
