@@ -1,4 +1,5 @@
-"""`codeloop mcp add|add-json|list|get|remove`: manage MCP servers the way `claude mcp` does.
+"""`codeloop mcp add|add-json|add-from-claude-desktop|list|get|remove|serve`: MCP servers the way
+`claude mcp` manages them (`serve` lives in mcp_serve.py, the Claude Desktop import in mcp_desktop.py).
 
 Owns the subcommand: its parser and the edits, written to the files Claude Code itself uses, so
 either tool sees the other's servers:
@@ -63,6 +64,12 @@ def build_parser() -> argparse.ArgumentParser:
     add_json.add_argument("-s", "--scope", default=Scope.LOCAL.value, **scope)
     add_json.add_argument("name")
     add_json.add_argument("json")
+    desktop = sub.add_parser("add-from-claude-desktop", help="import servers from Claude Desktop's config")
+    desktop.add_argument("-s", "--scope", default=Scope.LOCAL.value, **scope)
+    desktop.add_argument("--all", action="store_true", help="import every server without asking")
+    desktop.add_argument("names", nargs="*", metavar="NAME", help="the servers to import (default: ask)")
+    sub.add_parser("serve", add_help=False, help="offer codeloop's tools to MCP clients over stdio (takes "
+                   "codeloop's permission flags: --permission-mode, --allowedTools, --settings, ...)")
     sub.add_parser("list", help="list the configured servers and their health")
     get = sub.add_parser("get", help="show one server")
     get.add_argument("name")
@@ -229,6 +236,8 @@ def run(ns: argparse.Namespace, cwd: Path, out: Any) -> int:
         modified = _add(ns.name, entry, Scope(ns.scope), cwd)
         kind = entry.get("type", "stdio") if isinstance(entry, dict) else "stdio"
         out.write(f"Added {kind} MCP server {ns.name} to {ns.scope} config\n{modified}\n")
+    elif cmd == "add-from-claude-desktop":
+        _from_desktop(ns, cwd, out)
     elif cmd == "list":
         entries = _all_servers(cwd)
         if not entries:
@@ -267,6 +276,30 @@ def run(ns: argparse.Namespace, cwd: Path, out: Any) -> int:
         modified = _write_scope(scopes[0], cwd, servers)
         out.write(f'Removed MCP server "{ns.name}" from {scopes[0].value} config\n{modified}\n')
     return EXIT_OK
+
+
+def _from_desktop(ns: argparse.Namespace, cwd: Path, out: Any) -> None:
+    from codeloop.cli.commands import mcp_desktop as desktop
+
+    path = desktop.desktop_config_path()
+    try:
+        servers = desktop.read_desktop_servers(path)
+        if not servers:
+            raise McpCmdError(f"No MCP servers found in Claude Desktop's config ({path})")
+        ask = input if sys.stdin.isatty() else None
+        chosen = desktop.choose(list(servers), list(ns.names), ns.all, ask)
+    except ValueError as exc:
+        raise McpCmdError(str(exc)) from None
+    if not chosen:
+        out.write("Nothing imported.\n")
+        return
+    scope = Scope(ns.scope)
+    merged, added = desktop.import_servers(chosen, servers, _read_scope(scope, cwd), out)
+    if not added:
+        raise McpCmdError("no server was imported")
+    modified = _write_scope(scope, cwd, merged)
+    out.write(f"Successfully imported {added} MCP server{'s' if added != 1 else ''} to {scope.value} config.\n"
+              f"{modified}\n")
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
