@@ -29,11 +29,13 @@ from typing import Any
 from codeloop.mcp.config import ServerConfig, Transport
 from codeloop.mcp.resources import ListMcpResourcesTool, ReadMcpResourceTool, paginate, unknown_server
 from codeloop.mcp.tools import McpTool
+from codeloop.mcp.transports import open_transport
 from codeloop.tools.base import Tool, ToolError
 
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_S = 30.0
+DEFAULT_AUTH_TIMEOUT_S = 300.0
 _CLOSE_GRACE_S = 10.0
 
 
@@ -59,38 +61,6 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-async def _open_transport(stack: contextlib.AsyncExitStack, cfg: ServerConfig, errlog: Any,
-                          sdk_send: Any = None) -> tuple[Any, Any]:
-    if cfg.transport is Transport.SDK:
-        from codeloop.mcp.sdk_transport import sdk_streams
-
-        return await stack.enter_async_context(sdk_streams(cfg.name, sdk_send))
-    if cfg.transport is Transport.STDIO:
-        from mcp.client.stdio import StdioServerParameters, stdio_client
-
-        # The full environment, as Claude Code passes it (the SDK's default keeps only a few vars).
-        params = StdioServerParameters(command=cfg.command or "", args=list(cfg.args),
-                                       env={**os.environ, **cfg.env}, cwd=cfg.cwd)
-        streams = await stack.enter_async_context(stdio_client(params, errlog=errlog))
-    elif cfg.transport is Transport.HTTP:
-        headers = dict(cfg.headers) or None
-        try:  # mcp 2.x (and late 1.x): headers go on an http client we hand over
-            from mcp.client.streamable_http import streamable_http_client
-            from mcp.shared._httpx_utils import create_mcp_http_client
-        except ImportError:  # the 1.x name, gone in 2.x: an ignore for whichever version is installed
-            from mcp.client.streamable_http import streamablehttp_client  # type: ignore[attr-defined, unused-ignore]
-
-            streams = await stack.enter_async_context(streamablehttp_client(cfg.url or "", headers=headers))
-        else:
-            client = await stack.enter_async_context(create_mcp_http_client(headers=headers))
-            streams = await stack.enter_async_context(streamable_http_client(cfg.url or "", http_client=client))
-    else:
-        from mcp.client.sse import sse_client
-
-        streams = await stack.enter_async_context(sse_client(cfg.url or "", headers=dict(cfg.headers) or None))
-    return streams[0], streams[1]  # 1.x streamable HTTP yields a third item (session id getter)
-
-
 class _Connection:
     def __init__(self, config: ServerConfig, manager: McpManager) -> None:
         self.config, self.manager = config, manager
@@ -105,6 +75,7 @@ class _Connection:
         self.scope: Any = None                   # the anyio CancelScope around the connection
         self.stopping = False
         self.errlog: Any = None                  # the stdio server's stderr, quoted in errors
+        self.auth: Any = None                    # mcp.oauth.ServerAuth of an http/sse server
         self.settled = asyncio.Event()           # connected or failed
         self.ended = asyncio.Event()             # the connection task has finished
 
@@ -112,7 +83,29 @@ class _Connection:
     def name(self) -> str:
         return self.config.name
 
+    def _auth_provider(self) -> Any:
+        """OAuth for an http or sse server that brings no Authorization header of its own."""
+        cfg = self.config
+        if cfg.transport not in (Transport.HTTP, Transport.SSE) or not cfg.url \
+                or any(k.lower() == "authorization" for k in cfg.headers):
+            return None
+        if self.auth is None:
+            from codeloop.mcp.oauth import ServerAuth, print_url
+
+            self.auth = ServerAuth(self.name, cfg.url, on_url=self.manager.on_auth_url or print_url,
+                                   on_browser_step=self._browser_step)
+        return self.auth.provider()
+
+    def _browser_step(self) -> None:
+        """A person has to sign in: the start timeout gives way to the (longer) authorization one."""
+        import anyio
+
+        if self.scope is not None:
+            self.scope.deadline = anyio.current_time() + self.manager.auth_timeout
+
     def fail(self, error: str) -> None:
+        if self.auth is not None:
+            self.auth.failed()
         was_connected = self.status is ServerStatus.CONNECTED
         if self.status is ServerStatus.FAILED:
             return
@@ -133,7 +126,8 @@ class _Connection:
                     scope.cancel()
                 scope.deadline = anyio.current_time() + timeout
                 async with contextlib.AsyncExitStack() as stack:
-                    read, write = await _open_transport(stack, self.config, errlog, self.manager.sdk_send)
+                    read, write = await open_transport(stack, self.config, errlog, self.manager.sdk_send,
+                                                       self._auth_provider())
                     from mcp import ClientSession
 
                     session = await stack.enter_async_context(ClientSession(read, write))
@@ -233,6 +227,9 @@ class McpManager:
         self.sdk_send: Any = None                     # mcp.sdk_transport.SdkSend, once an SDK drives us
         self.deferred_sdk: list[ServerConfig] = []   # SDK servers waiting for that channel
         self._resource_tools: list[Tool] = [ListMcpResourcesTool(self), ReadMcpResourceTool(self)]
+        # OAuth's browser step: where the authorization URL is said (None: stderr), how long it may take
+        self.on_auth_url: Any = None
+        self.auth_timeout = env_timeout_s("MCP_OAUTH_TIMEOUT", None) or DEFAULT_AUTH_TIMEOUT_S
 
     async def start_sdk(self, send: Any, *, timeout: float | None = None) -> None:
         """Connect the deferred SDK servers through `send` (the control protocol's mcp_message)."""
@@ -285,6 +282,26 @@ class McpManager:
         return [*({"name": c.name, "status": c.status.value} for c in self._conns.values()),
                 *({"name": c.name, "status": ServerStatus.PENDING.value} for c in self.deferred_sdk)]
 
+    def auth_status(self) -> dict[str, str]:
+        """Server → OAuth status (mcp.oauth.AuthStatus: not-required, needs-auth, authenticated, failed)."""
+        return {c.name: c.auth.status.value if c.auth is not None else "not-required" for c in self._conns.values()}
+
+    def logout(self, name: str) -> bool:
+        """Forget a server's OAuth tokens and registration; False when it has none."""
+        conn = self._conns.get(name)
+        if conn is None or conn.auth is None:
+            return False
+        conn.auth.logout()
+        return True
+
+    async def reconnect(self, name: str, *, timeout: float | None = None) -> None:
+        """Stop one server and start it again (after a logout, or to sign in); KeyError if unknown."""
+        conn = self._conns[name]
+        await self._stop([conn])
+        del self._conns[name]
+        self._bump()
+        await self.start([conn.config], timeout=timeout)
+
     def errors(self) -> dict[str, str]:
         return {c.name: c.error for c in self._conns.values() if c.error}
 
@@ -333,7 +350,10 @@ class McpManager:
         return self.tools()
 
     async def aclose(self) -> None:
-        conns = list(self._conns.values())
+        await self._stop(list(self._conns.values()))
+        self._conns.clear()
+
+    async def _stop(self, conns: list[_Connection]) -> None:
         for c in conns:
             c.stopping = True
             if c.scope is not None:
@@ -350,4 +370,3 @@ class McpManager:
         for c in conns:
             if c.errlog is not None:
                 c.errlog.close()
-        self._conns.clear()
