@@ -42,7 +42,8 @@ def dispatcher(api, cwd, manager, deny=()):
     conv = Conversation(cfg, provider, session_id="11111111-2222-4333-8444-555555555555",
                         parts=SessionParts(mcp=manager, owns_mcp=False))
     front = FakeFront(conv)
-    return Dispatcher(front, CommandRegistry.load(cwd, cwd / ".cfg", home=cwd / "home")), front
+    front.registry = CommandRegistry.load(cwd, cwd / ".cfg", home=cwd / "home")   # as the REPL's host has it
+    return Dispatcher(front, front.registry), front
 
 
 async def test_prompt_command_expands_into_the_servers_prompt(tmp_path, manager):

@@ -165,9 +165,6 @@ def load_session(conv: Conversation, session_id: str) -> Conversation:
 async def _help(host: CommandHost, args: str) -> CommandOutcome:
     reg: CommandRegistry | None = getattr(host, "registry", None)
     cmds = reg.all() if reg else list(BUILTINS)
-    if getattr(host.conv, "mcp", None) is not None:   # the connected MCP servers' prompts
-        from codeloop.input.mcp_input import prompt_commands
-        cmds += prompt_commands(host.conv)
     lines = ["Commands:"]
     for c in cmds:
         hint = f" {c.argument_hint}" if c.argument_hint else ""

@@ -4,7 +4,8 @@
   are read and attached as a meta message, as an `@file` mention attaches a file. The read goes
   through the permission policy as ReadMcpResourceTool (a deny rule stops it). A mention whose
   server is not a connected MCP server is left to the `@file` handling.
-* A server's prompts are slash commands named `mcp__<server>__<prompt>`; the words after the
+* A server's prompts are slash commands named `mcp__<server>__<prompt>` (synced into the command
+  registry before each slash command, so /help and completion see them); the words after the
   command fill the prompt's arguments in order, and the prompt the server returns is what is
   sent to the model.
 
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from codeloop.messages import Message, user_message
 
 if TYPE_CHECKING:
-    from codeloop.input.commands import Command
+    from codeloop.input.commands import Command, CommandRegistry
     from codeloop.session.conversation import Conversation
 
 PROMPT_PREFIX = "mcp__"
@@ -86,6 +87,17 @@ def prompt_commands(conv: Conversation) -> list[Command]:
     manager = getattr(conv, "mcp", None)
     names = [command_name(s, p["name"]) for s, p in (manager.prompts() if manager is not None else [])]
     return [c for n in names if (c := prompt_command(conv, n)) is not None]
+
+
+def sync_prompt_commands(registry: CommandRegistry, conv: Conversation) -> None:
+    """Put the connected servers' prompts in the registry (servers come and go), so /help and
+    completion list them; a name a built-in or custom command holds stays theirs."""
+    from codeloop.input.custom_commands import CommandSource
+
+    for name in [n for n, c in registry.commands.items() if c.source is CommandSource.MCP]:
+        del registry.commands[name]
+    for cmd in prompt_commands(conv):
+        registry.commands.setdefault(cmd.name, cmd)
 
 
 def command_name(server: str, prompt: str) -> str:

@@ -255,10 +255,10 @@ async def process_user_input(host: CommandHost, registry: CommandRegistry, cmd: 
     slash = None if cmd.skip_slash_commands else parse_slash(value)
     if slash is not None:
         name, args = slash
+        if conv.mcp is not None:   # the connected servers' prompts, as they are now
+            from codeloop.input.mcp_input import sync_prompt_commands
+            sync_prompt_commands(registry, conv)
         command = registry.find(name)
-        if command is None and name.startswith("mcp__"):
-            from codeloop.input.mcp_input import prompt_command
-            command = prompt_command(conv, name)
         if command is None:
             return ProcessedInput(output=f"Unknown command: /{name}  (/help lists the commands)")
         try:

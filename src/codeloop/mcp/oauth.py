@@ -144,7 +144,7 @@ class Callback:
             writer.write(b"HTTP/1.1 %d %s\r\nContent-Type: text/html\r\nContent-Length: %d\r\nConnection: close\r\n\r\n"
                          % (200 if found else 404, b"OK" if found else b"Not Found", len(body)) + body)
             await writer.drain()
-        except (OSError, asyncio.TimeoutError, IndexError):
+        except (TimeoutError, OSError, IndexError):
             pass
         finally:
             writer.close()

@@ -116,7 +116,8 @@ def mcp_result(result: dict[str, Any]) -> Any:
     from mcp import types
 
     content = result.get("content")
-    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
+    blocks: list[dict[str, Any]] = ([{"type": "text", "text": content}] if isinstance(content, str)
+                                    else list(content or []))
     out: list[Any] = []
     for b in blocks:
         if b.get("type") == "image" and (b.get("source") or {}).get("type") == "base64":
