@@ -1,4 +1,4 @@
-"""McpManager: connects to the configured MCP servers and exposes their tools.
+"""McpManager: connects to the configured MCP servers and exposes their tools, resources and prompts.
 
 Owns the connections' lifecycle. `start()` launches every server at once, each in its own task
 (the SDK's anyio task groups must be entered and left by one task), each bounded by the
@@ -10,6 +10,12 @@ and `tools()` grows (and `version` goes up) when they do, for the loop's between
 `ToolError` while the session goes on. `aclose()` stops everything (stdio processes included).
 SDK servers (`"type": "sdk"`) wait in `deferred_sdk` until the front end that speaks to the SDK
 hands over its channel (`start_sdk(send)`); without one they are never started.
+
+At connect a server's resources and prompts are listed too (resources.py): `resources()`,
+`read_resource()`, `prompts()` and `get_prompt()` serve the resource tools, `@server:uri`
+mentions and `/mcp__server__prompt` commands. An http or sse server that asks for OAuth signs in
+through oauth.py (a browser step lifts the start timeout to `MCP_OAUTH_TIMEOUT`); `auth_status()`,
+`logout()` and `reconnect()` are what a `/mcp` command needs.
 
 The `mcp` SDK is imported only here and only once servers are started (it costs over a second).
 """
