@@ -133,6 +133,7 @@ def test_resources_and_prompts_over_streamable_http(tmp_path, http_content_serve
     assert r.returncode == 0 and r2.returncode == 0, r.stderr + r2.stderr
     assert "PELICAN" in json.dumps(results(api.requests[1])["r"]["content"])
     assert "Say hello to Ann in a cheerful way." in json.dumps(api.requests[2].messages[-1])
+    assert not (tmp_path / ".cfg" / "mcp-oauth").exists()     # a server that never asked for OAuth: no token file
 
 
 @pytest.fixture

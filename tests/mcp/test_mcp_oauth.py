@@ -215,3 +215,16 @@ def test_print_mode_prints_the_url_and_keeps_the_token_out_of_the_transcript(oau
     transcript = "".join(p.read_text() for p in (tmp_path / ".cfg" / "projects").rglob("*.jsonl"))
     assert "signed in" in transcript and token not in transcript
     assert token not in out + "".join(err_lines) and token not in json.dumps([r.body for r in api.requests])
+
+
+def test_mcp_list_says_needs_authentication_without_a_browser(oauth_server, tmp_path):
+    url, grants = oauth_server()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CODELOOP_"))}
+    env.update({"CODELOOP_CONFIG_DIR": str(tmp_path / ".cfg"), "HOME": str(tmp_path)})
+    run = lambda *a: subprocess.run([sys.executable, "-m", "codeloop", "mcp", *a], cwd=tmp_path, env=env,  # noqa: E731
+                                    capture_output=True, text=True, timeout=HANG_GUARD, stdin=subprocess.DEVNULL)
+    assert run("add", "-t", "http", "remote", url).returncode == 0
+    r = run("list")
+    assert r.returncode == 0, r.stderr
+    assert f"remote: {url} (HTTP) - ⚠ Needs authentication" in r.stdout
+    assert "/authorize?" not in r.stdout + r.stderr and "authorize" not in grants()

@@ -99,7 +99,7 @@ class _Connection:
             from codeloop.mcp.oauth import ServerAuth, print_url
 
             self.auth = ServerAuth(self.name, cfg.url, on_url=self.manager.on_auth_url or print_url,
-                                   on_browser_step=self._browser_step)
+                                   on_browser_step=self._browser_step, sign_in=self.manager.sign_in)
         return self.auth.provider()
 
     def _browser_step(self) -> None:
@@ -235,6 +235,7 @@ class McpManager:
         self._resource_tools: list[Tool] = [ListMcpResourcesTool(self), ReadMcpResourceTool(self)]
         # OAuth's browser step: where the authorization URL is said (None: stderr), how long it may take
         self.on_auth_url: Any = None
+        self.sign_in = True      # False (health checks): a server that needs the browser step is "needs-auth"
         self.auth_timeout = env_timeout_s("MCP_OAUTH_TIMEOUT", None) or DEFAULT_AUTH_TIMEOUT_S
 
     async def start_sdk(self, send: Any, *, timeout: float | None = None) -> None:

@@ -54,6 +54,7 @@ class FileTokenStorage:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.callback_port: int | None = None   # saved with the registration its redirect URI names
 
     def read(self) -> dict[str, Any]:
         try:
@@ -97,6 +98,7 @@ class FileTokenStorage:
     async def set_client_info(self, client_info: Any) -> None:
         data = self.read()
         data["client_info"] = client_info.model_dump(mode="json", exclude_none=True)
+        data["callback_port"] = self.callback_port
         self.write(data)
 
 
@@ -173,16 +175,18 @@ class ServerAuth:
     """One server's OAuth: the SDK provider, its storage and callback, and the status."""
 
     def __init__(self, server: str, url: str, *, on_url: Callable[[str, str], None],
-                 on_browser_step: Callable[[], None] | None = None) -> None:
+                 on_browser_step: Callable[[], None] | None = None, sign_in: bool = True) -> None:
         self.server, self.url, self.on_url = server, url, on_url
         self.on_browser_step = on_browser_step      # the connection lifts its start timeout
+        self.sign_in = sign_in                      # False: a server that needs the browser step is left unsigned
+        self.declined = False
         self.storage = FileTokenStorage(token_path(server, url))
-        stored = self.storage.read()
+        stored = self.storage.read()   # nothing is written for a server that never asks for OAuth
         self.status = AuthStatus.AUTHENTICATED if stored.get("tokens") else AuthStatus.NOT_REQUIRED
-        port = _free_port(stored.get("callback_port"))
-        if port != stored.get("callback_port"):   # a registration names its redirect URI: a new port, a new client
-            stored.pop("client_info", None)
-            self.storage.write({**stored, "callback_port": port})
+        port = self.storage.callback_port = _free_port(stored.get("callback_port"))
+        if stored.get("client_info") and port != stored.get("callback_port"):
+            stored.pop("client_info")   # its redirect URI names a port we cannot have: register again
+            self.storage.write(stored)
         self.callback = Callback(port)
 
     def provider(self) -> Any:
@@ -210,6 +214,11 @@ class ServerAuth:
 
     async def _redirect(self, url: str) -> None:
         self.status = AuthStatus.NEEDS_AUTH
+        if not self.sign_in:
+            from mcp.client.auth import OAuthFlowError
+
+            self.declined = True
+            raise OAuthFlowError("needs authorization: sign in from an interactive codeloop session")
         if self.on_browser_step is not None:
             self.on_browser_step()
         await self.callback.start()
@@ -231,7 +240,7 @@ class ServerAuth:
         return AuthorizationCodeResult(code=params["code"], state=params.get("state"), iss=params.get("iss"))
 
     def failed(self) -> None:
-        if self.status is AuthStatus.NEEDS_AUTH:
+        if self.status is AuthStatus.NEEDS_AUTH and not self.declined:
             self.status = AuthStatus.FAILED
 
     def logout(self) -> None:

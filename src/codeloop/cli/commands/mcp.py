@@ -210,9 +210,12 @@ def _health(entries: list[tuple[str, Scope, dict[str, Any]]], cwd: Path) -> dict
 
         logging.getLogger("mcp").setLevel(logging.CRITICAL)  # a broken server is a status line, not a traceback
         manager = McpManager()
+        manager.sign_in = False   # a health check opens no browser: such a server "needs authentication"
         try:
             await manager.start(configs)
-            return {s["name"]: "✓ Connected" if s["status"] == "connected" else "✗ Failed to connect"
+            auth = manager.auth_status()
+            return {s["name"]: "✓ Connected" if s["status"] == "connected" else
+                    "⚠ Needs authentication" if auth.get(s["name"]) == "needs-auth" else "✗ Failed to connect"
                     for s in manager.statuses()}
         finally:
             await manager.aclose()
