@@ -120,6 +120,12 @@ def test_prompt_missing_argument_is_one_line(tmp_path):
     assert r.returncode == 1 and api.requests == []
     [line] = [x for x in r.stderr.splitlines() if x.startswith("Error:")]
     assert "/mcp__content__greet" in line and "name" in line and "usage" in line
+    with api.serve() as url:
+        r = codeloop(["-p", "/mcp__content__refuse cats", "--mcp-config", content_stdio(tmp_path)], cwd=tmp_path,
+                     base_url=url)
+    assert r.returncode == 1 and api.requests == []
+    [line] = [x for x in r.stderr.splitlines() if x.startswith("Error:")]
+    assert "/mcp__content__refuse" in line and "MCP server content" in line
 
 
 def test_resources_and_prompts_over_streamable_http(tmp_path, http_content_server):

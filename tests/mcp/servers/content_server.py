@@ -2,7 +2,8 @@
 
 Usage: python content_server.py stdio | http PORT
 Resources: docs://readme (text), docs://broken (fails when read), img://dot (a 1x1 PNG).
-Prompts: greet(name, mood="cheerful") and review(path) — their text names the arguments.
+Prompts: greet(name, mood="cheerful") and review(path) — their text names the arguments —, and
+refuse(topic), which always fails.
 """
 
 import base64
@@ -47,6 +48,11 @@ def greet(name: str, mood: str = "cheerful") -> str:
 @server.prompt(description="Review a file")
 def review(path: str) -> str:
     return f"Please review the file {path} carefully."
+
+
+@server.prompt(description="Always refused")
+def refuse(topic: str) -> str:
+    raise ValueError(f"will not talk about {topic}")
 
 
 @server.tool()

@@ -370,6 +370,9 @@ def run_repl(options: RunOptions) -> int:
         except SetupError as exc:
             sys.stderr.write(f"Error: {exc}\n")
             return 1
+        if repl.conv.mcp is not None:   # the servers' prompts complete from the first keystroke
+            from codeloop.input.mcp_input import sync_prompt_commands
+            sync_prompt_commands(registry, repl.conv)
         return await repl.run([*warnings, *registry.warnings], first_prompt=options.prompt)
 
     return asyncio.run(main())
