@@ -1,5 +1,6 @@
 """MCP prompts and resources in the real REPL (a pty): a server's prompts are in the `/` menu
-from the start and expand into the prompt the server returns; `@server:uri` attaches a resource."""
+from the start and expand into the prompt the server returns; resources complete after `@` and
+`@server:uri` attaches one."""
 
 import json
 import sys
@@ -25,7 +26,11 @@ def test_prompt_menu_expansion_and_resource_mention(tmp_path, screen):
         assert "/mcp__content__review" in shown
         s.term.send("tent__greet Bob\r")
         s.wait_text("hello there Bob")
-        s.term.send("what does @content:docs://readme say?\r")
+        s.term.send("what does @readme")
+        s.wait_text("content:docs://readme")          # resources complete beside files
+        s.term.send("\t")
+        s.wait_for(lambda screen_text: s.input_line().rstrip() == "> what does @content:docs://readme")
+        s.term.send(" say?\r")
         s.wait_text("the word is pelican")
     assert "Say hello to Bob in a cheerful way." in json.dumps(api.requests[0].messages[-1])
     assert "PELICAN" in json.dumps(api.requests[1].messages)

@@ -291,12 +291,18 @@ class Repl(ChoiceMixin, FlowMixin):
         session: Any = PromptSession(history=FileHistory(str(cfg / "history")), multiline=True,
                                      key_bindings=bindings, bottom_toolbar=self.toolbar, style=style,
                                      enable_history_search=False, reserve_space_for_menu=0, erase_when_done=True,
-                                     completer=ReplCompleter(self.registry, FileIndex(self.conv.config.cwd)),
+                                     completer=ReplCompleter(self.registry, FileIndex(self.conv.config.cwd),
+                                                             self._mcp_resources),
                                      complete_while_typing=True, complete_in_thread=True,
                                      prompt_continuation=lambda width, line, soft: " " * width)
         session.app.ttimeoutlen = 0.05   # a bare Esc is recognised quickly
         session.app.timeoutlen = 0.3     # …while Esc+Enter still reads as Alt+Enter
         return session
+
+    def _mcp_resources(self) -> list[tuple[str, str]]:
+        """`@` completion's MCP resources: (server:uri, name) of the connected servers."""
+        mcp = self.conv.mcp
+        return [(f"{r['server']}:{r['uri']}", str(r.get("name") or "")) for r in mcp.resources()] if mcp else []
 
     async def run(self, warnings: list[str], first_prompt: str | None = None) -> int:
         from prompt_toolkit.patch_stdout import patch_stdout

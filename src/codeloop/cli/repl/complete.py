@@ -13,7 +13,7 @@ import os
 import subprocess
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -129,11 +129,13 @@ class FileIndex:
 
 
 class ReplCompleter(Completer):
-    """`/name` → commands of `registry`; `@query` → files of `index`."""
+    """`/name` → commands of `registry`; `@query` → MCP resources (`server:uri`), then files of `index`."""
 
-    def __init__(self, registry: Any, index: FileIndex) -> None:
+    def __init__(self, registry: Any, index: FileIndex,
+                 resources: Callable[[], list[tuple[str, str]]] | None = None) -> None:
         self.registry = registry
         self.index = index
+        self.resources = resources   # (mention, description) of the connected MCP servers' resources
 
     def get_completions(self, document: Document, complete_event: Any) -> Iterable[Completion]:
         before = document.text_before_cursor
@@ -161,6 +163,10 @@ class ReplCompleter(Completer):
                              display=f"/{c.name}{hint}", display_meta=f"{c.description}{source}")
 
     def _files(self, query: str, replace: int) -> Iterable[Completion]:
+        found = [(sc, m, d) for m, d in (self.resources() if self.resources else [])
+                 if (sc := fuzzy_score(query, m)) is not None]
+        for _, mention, description in sorted(found, key=lambda t: (-t[0], t[1]))[:MAX_SHOWN]:
+            yield Completion(f"@{mention} ", start_position=-replace, display=mention, display_meta=description)
         for path in self.index.search(query):
             text = f'@"{path}"' if " " in path else f"@{path}"
             yield Completion(text + ("" if path.endswith("/") else " "), start_position=-replace, display=path)
