@@ -174,24 +174,21 @@ async def test_refused_authorization_is_one_line_and_the_rest_works(oauth_server
         await asyncio.wait_for(manager.aclose(), HANG_GUARD)
 
 
-def test_print_mode_prints_the_url_and_keeps_the_token_out_of_the_transcript(oauth_server, tmp_path):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from fakeapi import ScriptedAPI, sse, text, tool_use
-
-    url, grants = oauth_server()
+def print_mode(tmp_path, url, api, *flags):
+    """`codeloop -p` with the server, following the printed URL as a browser would: (process, stdout,
+    stderr lines, status codes of the pages visited)."""
     cfg = tmp_path / "mcp.json"
     cfg.write_text(json.dumps({"mcpServers": {"remote": {"type": "http", "url": url}}}))
-    api = ScriptedAPI(sse(tool_use("mcp__remote__whoami", {}, id="w")), sse(text("you are signed in")))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CODELOOP_"))}
     env.update({"CODELOOP_CONFIG_DIR": str(tmp_path / ".cfg"), "HOME": str(tmp_path), "DISPLAY": "",
                 "WAYLAND_DISPLAY": "", "ANTHROPIC_API_KEY": "k"})
     visited: list[int] = []
+    err_lines: list[str] = []
     with api.serve() as base:
         env["ANTHROPIC_BASE_URL"] = base
         proc = subprocess.Popen([sys.executable, "-m", "codeloop", "-p", "who am I?", "--mcp-config", str(cfg),
-                                 "--allowedTools", "mcp__remote__whoami"], cwd=tmp_path, env=env, text=True,
+                                 *flags], cwd=tmp_path, env=env, text=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        err_lines: list[str] = []
 
         def read_stderr() -> None:
             for line in proc.stderr:
@@ -207,6 +204,16 @@ def test_print_mode_prints_the_url_and_keeps_the_token_out_of_the_transcript(oau
             proc.kill()
         out = proc.stdout.read()
         reader.join(timeout=10)
+    return proc, out, err_lines, visited
+
+
+def test_print_mode_prints_the_url_and_keeps_the_token_out_of_the_transcript(oauth_server, tmp_path):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from fakeapi import ScriptedAPI, sse, text, tool_use
+
+    url, grants = oauth_server()
+    api = ScriptedAPI(sse(tool_use("mcp__remote__whoami", {}, id="w")), sse(text("you are signed in")))
+    proc, out, err_lines, visited = print_mode(tmp_path, url, api, "--allowedTools", "mcp__remote__whoami")
     assert proc.returncode == 0, "".join(err_lines)
     assert visited == [200] and out.strip() == "you are signed in"
     assert any("MCP server remote needs authorization" in line for line in err_lines)
@@ -215,6 +222,20 @@ def test_print_mode_prints_the_url_and_keeps_the_token_out_of_the_transcript(oau
     transcript = "".join(p.read_text() for p in (tmp_path / ".cfg" / "projects").rglob("*.jsonl"))
     assert "signed in" in transcript and token not in transcript
     assert token not in out + "".join(err_lines) and token not in json.dumps([r.body for r in api.requests])
+
+
+def test_print_mode_refusal_is_one_line_and_the_prompt_goes_on(oauth_server, tmp_path):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from fakeapi import ScriptedAPI, sse, text
+
+    url, _ = oauth_server(DENY="1")
+    api = ScriptedAPI(sse(text("answered anyway")))
+    proc, out, err_lines, visited = print_mode(tmp_path, url, api)
+    assert proc.returncode == 0 and out.strip() == "answered anyway", "".join(err_lines)
+    assert visited == [200] and "Traceback" not in "".join(err_lines)
+    [line] = [x for x in err_lines if "access_denied" in x]
+    assert "server remote failed" in line
+    assert "mcp__remote__whoami" not in api.requests[0].tool_names
 
 
 def test_mcp_list_says_needs_authentication_without_a_browser(oauth_server, tmp_path):

@@ -190,8 +190,13 @@ class ServerAuth:
         self.callback = Callback(port)
 
     def provider(self) -> Any:
+        import logging
+
         from mcp.client.auth import OAuthClientProvider
         from mcp.shared.auth import OAuthClientMetadata
+
+        # The SDK logs a failed flow with its traceback; the server's status line says it in one
+        logging.getLogger("mcp.client.auth").setLevel(logging.CRITICAL)
 
         auth = self
 
