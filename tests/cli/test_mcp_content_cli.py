@@ -65,6 +65,17 @@ def test_resource_tools(tmp_path):
     assert "pong" in json.dumps(got["p"]["content"])        # the server's tools keep working
 
 
+def test_resource_reads_are_capped_like_tool_output(tmp_path):
+    api = ScriptedAPI(sse(tool_use("ReadMcpResourceTool", {"server": "content", "uri": "docs://readme"}, id="r")),
+                      sse(text("done")))
+    with api.serve() as url:
+        r = codeloop(["-p", "read", "--mcp-config", content_stdio(tmp_path)], cwd=tmp_path, base_url=url,
+                     env={"MAX_MCP_OUTPUT_TOKENS": "10"})
+    assert r.returncode == 0, r.stderr
+    content = json.dumps(results(api.requests[1])["r"]["content"])
+    assert "OUTPUT TRUNCATED" in content and "PELICAN" not in content
+
+
 def test_resource_tools_absent_without_resources(tmp_path):
     cfg = config(tmp_path, plain={"command": sys.executable, "args": [str(SERVERS / "tools_server.py"), "stdio"]})
     api = ScriptedAPI(sse(text("ok")))

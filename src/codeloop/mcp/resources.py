@@ -4,7 +4,8 @@
 Code's names and input schemas; the manager offers them while a connected server advertises the
 resources capability. Both are read-only and need no permission (a deny rule still stops them).
 A resource read answers with its contents as JSON (`{"contents": [{uri, mimeType, text}]}`), a
-binary blob named but not inlined (images travel as image blocks).
+binary blob named but not inlined (images travel as image blocks); text is capped at
+MAX_MCP_OUTPUT_TOKENS as a tool's output is.
 
 `resource_text` renders a read for an `@server:uri` attachment; `prompt_text` flattens a server
 prompt's messages into the prompt a `/mcp__server__prompt` command sends. Both take wire-shaped
@@ -81,8 +82,16 @@ class ReadMcpResourceTool(_ResourceTool):
                 entry["text"] = f"[binary content ({mime or 'unknown type'}, {len(item['blob']) * 3 // 4} bytes) " \
                                 "not shown]"
             contents.append(entry)
-        text = json.dumps({"contents": contents}, indent=2)
+        text = _capped(json.dumps({"contents": contents}, indent=2))
         return ToolResult([{"type": "text", "text": text}, *images] if images else text, data={"contents": contents})
+
+
+def _capped(text: str) -> str:
+    """At most MAX_MCP_OUTPUT_TOKENS of text (as a tool's output is), with the note saying so."""
+    from codeloop.mcp.tools import CHARS_PER_TOKEN, max_output_tokens, truncation_note
+
+    limit = max_output_tokens()
+    return text if len(text) <= limit * CHARS_PER_TOKEN else text[:limit * CHARS_PER_TOKEN] + truncation_note(limit)
 
 
 def unknown_server(server: str, known: list[str]) -> str:
@@ -97,7 +106,7 @@ def resource_text(server: str, uri: str, result: dict[str, Any]) -> str:
             parts.append(str(item["text"]))
         else:
             parts.append(f"[binary content ({item.get('mimeType') or 'unknown type'}) not shown]")
-    body = "\n".join(parts) if parts else "(the resource is empty)"
+    body = _capped("\n".join(parts)) if parts else "(the resource is empty)"
     return f"Full contents of MCP resource {uri} from server {server}:\n<mcp-resource server=\"{server}\" " \
            f"uri=\"{uri}\">\n{body}\n</mcp-resource>"
 
