@@ -5,7 +5,6 @@ import time
 
 
 from fakeapi import ScriptedAPI, sse, text, tool_use
-from ptyterm import write_session
 
 
 def transcript_entries(cwd):
@@ -107,23 +106,6 @@ def test_compact_command(tmp_path, run):
         t.line("/exit")
         assert t.wait_exit() == 0
     assert any(e.get("subtype") == "compact_boundary" for e in transcript_entries(tmp_path))
-
-
-def test_ended_session_refuses_input_until_clear(tmp_path, run):
-    sid = write_session(tmp_path, 4, ended=True)
-    api = ScriptedAPI(sse(text("Fresh session answer.")))
-    with api.serve() as url:
-        t = run(url, "--resume", sid)
-        t.line("hello?")
-        t.expect(r"Start a new session \(or /clear\)")
-        t.line("/clear")
-        t.expect("Started a new session")
-        t.line("hello again")
-        t.expect("Fresh session answer")
-        t.line("/exit")
-        assert t.wait_exit() == 0
-    assert len(api.requests) == 1
-    assert [m["content"][-1]["text"] for m in api.requests[0].messages] == ["hello again"]
 
 
 def test_bash_mode_and_status_while_busy(tmp_path, run):

@@ -119,13 +119,18 @@ class CommandRegistry:
 
     @classmethod
     def load(cls, cwd: Path, config_dir: Path, *, home: Path | None = None) -> CommandRegistry:
+        from codeloop.input.commands_more import more_builtins
+
         reg = cls()
-        for cmd in BUILTINS:
+        more = [Command(**{**spec, "type": CommandType(spec["type"])}) for spec in more_builtins()]
+        for cmd in (*BUILTINS, *(c for c in more if c.type is CommandType.LOCAL)):
             reg.add(cmd)
         custom, warnings = load_custom_commands(cwd, config_dir, home=home)
         reg.warnings += warnings
         for c in custom.values():
             reg.add(from_custom(c))
+        for cmd in more:   # a project's own /review (a custom command) beats the built-in prompt
+            reg.commands.setdefault(cmd.name, cmd)
         return reg
 
 

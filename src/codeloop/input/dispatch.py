@@ -169,6 +169,11 @@ class Dispatcher:
     # -- §2 onSubmit ---------------------------------------------------------------------------------
     async def on_submit(self, text: str, *, mode: QueueMode = QueueMode.PROMPT,
                         pasted: dict[Any, dict[str, Any]] | None = None, from_keybinding: bool = False) -> SubmitPath:
+        if mode is QueueMode.PROMPT and text.lstrip().startswith("#"):   # `# note`: Claude Code's memory shortcut
+            from codeloop.input.memory import add_memory_note
+            if (said := await add_memory_note(self.front, text)) is not None:   # None: send it as a prompt
+                self.front.show(said, style="info")
+                return SubmitPath.IMMEDIATE
         if mode is QueueMode.PROMPT and text.strip().startswith("/"):
             slash = parse_slash(expand_pasted_text(text, pasted))
             command = self.registry.find(slash[0]) if slash else None

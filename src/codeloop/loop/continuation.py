@@ -1,7 +1,8 @@
 """The continuation pipeline between turns (spec 004 §13.2) and the loop-level resources.
 
 Owns what lives for the whole query: queued commands drained into the conversation, the
-zero-wait nested-memory attachments, the tool-list refresh and the token-budget tracker; and the
+zero-wait nested-memory attachments, the skill discovery prefetch (`loop.skill_prefetch`), the
+tool-list refresh and the token-budget tracker; and the
 producer of the queue's task-notification entries (`task_notification`): the session registers
 it as a listener on its background tasks, so a task that ends is announced to the model at the
 next turn boundary (or, when no query is running, at the start of the next one:
@@ -61,6 +62,7 @@ class Continuation:
         self.budget_tracker = BudgetTracker() if p.token_budget else None
         self.budget_report: SystemEvent | None = None   # how a budgeted run went, once it ends
         self.memory: NestedMemory | None = p.memory() if p.memory is not None else None
+        self.skills: Any = None    # loop.skill_prefetch.SkillPrefetch, made at the first tool batch
         if self.memory is not None:   # a compaction between queries (/compact) dropped attachments too
             self.memory.forget_missing(p.messages, p.tool_context.read_files)
 
@@ -93,6 +95,17 @@ class Continuation:
             return None
         return user_message(decision.nudge_message, is_meta=True)
 
+    def start_skill_prefetch(self, ctx: Any, tools: list, tool_uses: list[dict[str, Any]],
+                             results: list[Message]) -> None:
+        """§13.2 step 4's prefetch, started as soon as a batch's results are in."""
+        if not any(t.name == "Skill" for t in tools):
+            return
+        if self.skills is None:
+            from codeloop.loop.skill_prefetch import SkillPrefetch
+
+            self.skills = SkillPrefetch(self.p.messages)
+        self.skills.start(ctx, tools, tool_uses, results)
+
     # -- queued commands and attachments ------------------------------------------------------------
     async def attachments(self, ctx: Any) -> AsyncIterator[Event]:
         queue = self.p.queue
@@ -108,6 +121,10 @@ class Continuation:
             for attachment, message in self.memory.take(ctx.read_files):
                 yield AttachmentEvent(attachment)
                 yield UserEvent(message)
+        if self.skills is not None:  # awaited: it has run since the tool results came in
+            for attachment, message in await self.skills.collect():
+                yield AttachmentEvent(attachment)
+                yield UserEvent(message)
 
     def refreshed_tools(self, tools: list) -> list:
         if self.p.refresh_tools is None:
@@ -118,3 +135,5 @@ class Continuation:
     def close(self) -> None:
         if self.memory is not None:
             self.memory.close()
+        if self.skills is not None:
+            self.skills.cancel()

@@ -39,6 +39,7 @@ class ModelTurn:
     model: str
     fallback_chain: list[str]
     messages: list[Message]                   # what was sent (thinking stripped after a fallback)
+    task_budget: dict[str, int] | None = None  # §9.1: {total, remaining?} for output_config.task_budget
     executor: StreamingToolExecutor | None = None
     assistant_messages: list[Message] = field(default_factory=list)
     tool_use_blocks: list[dict[str, Any]] = field(default_factory=list)
@@ -133,7 +134,7 @@ async def call_model(p, turn: ModelTurn, *, tools: list, ctx: ToolContext, syste
         held: list[dict[str, Any]] = []     # complete blocks not yet handed to the executor
         request = build_request(model=turn.model, messages=turn.messages, system_prompt=system_prompt,
                                 user_context=p.user_context, tools=tools, max_tokens_override=max_tokens_override,
-                                thinking=p.thinking)
+                                thinking=p.thinking, task_budget=turn.task_budget)
         started = time.monotonic()
         # The newest complete block is yielded once we know what follows it, so the last one goes
         # out (and into the transcript) with the response's stop_reason and usage.

@@ -15,6 +15,7 @@ from typing import Any
 from codeloop.abort import AbortReason
 from codeloop.events import (AssistantEvent, AttachmentEvent, CompactBoundary, Event, PermissionDenied,
                              Terminal, Tombstone, TranscriptEntry, UserEvent)
+from codeloop.loop.task_budget import remaining_after_compaction, task_budget_param
 from codeloop.loop.continuation import Continuation, NestedMemory
 from codeloop.loop.model_call import ModelTurn, call_model
 from codeloop.loop.recovery import (MAX_OUTPUT_TOKENS_RECOVERY_LIMIT, ContextCollapse, ReactiveCompact, StopHooks,
@@ -56,6 +57,7 @@ class QueryParams:
     reactive_compact: ReactiveCompact | None = None
     stop_hooks: StopHooks | None = None
     token_budget: int | None = None
+    task_budget: int | None = None                      # §9.1: output_config.task_budget's total
     # Nested CLAUDE.md files (§13.2): called once per query; the session's NestedMemory.start
     memory: Callable[[], NestedMemory] | None = None
     thinking: dict[str, Any] | None = None              # extended thinking config for the API
@@ -111,6 +113,7 @@ async def query(p: QueryParams) -> AsyncIterator[Event]:
                   max_output_tokens_override=p.max_output_tokens)
     cont = Continuation(p)
     model, fallback_chain, tools = p.model, list(p.fallback_models), list(p.tools)
+    task_budget_remaining: int | None = None   # §9.1: set from the first compaction on
     try:
         while True:
             messages_for_query = state.messages
@@ -124,6 +127,9 @@ async def query(p: QueryParams) -> AsyncIterator[Event]:
                     yield TranscriptEntry(record)
                 for notice in piped.notices:   # autocompact turned off, or back on
                     yield notice
+                if piped.compacted is not None:
+                    task_budget_remaining = remaining_after_compaction(p.task_budget, task_budget_remaining,
+                                                                       messages_for_query)
                 messages_for_query = piped.messages
                 if piped.compacted is not None:
                     yield CompactBoundary(piped.compacted.trigger, piped.compacted.pre_tokens, piped.compacted.messages)
@@ -132,7 +138,8 @@ async def query(p: QueryParams) -> AsyncIterator[Event]:
                 messages_for_query = p.context_collapse.apply_collapses_if_needed(messages_for_query)
 
             # -- the model call: streaming, tools started mid-stream, retries, fallback (§9, §10) ------
-            turn = ModelTurn(model=model, fallback_chain=fallback_chain, messages=messages_for_query)
+            turn = ModelTurn(model=model, fallback_chain=fallback_chain, messages=messages_for_query,
+                             task_budget=task_budget_param(p.task_budget, task_budget_remaining))
             async for ev in call_model(p, turn, tools=tools, ctx=ctx, system_prompt=p.system_prompt,
                                        max_tokens_override=state.max_output_tokens_override):
                 yield ev
@@ -195,6 +202,8 @@ async def query(p: QueryParams) -> AsyncIterator[Event]:
                             has_attempted=state.has_attempted_reactive_compact, messages=messages_for_query,
                             model=model)
                         if compacted is not None:
+                            task_budget_remaining = remaining_after_compaction(p.task_budget, task_budget_remaining,
+                                                                               messages_for_query)
                             yield CompactBoundary(compacted.trigger, compacted.pre_tokens, compacted.messages)
                             cont.compacted(compacted.messages, ctx)
                             state = replace(state, messages=compacted.messages, has_attempted_reactive_compact=True,
@@ -279,6 +288,8 @@ async def query(p: QueryParams) -> AsyncIterator[Event]:
             if hook_stop is not None:
                 yield Terminal(TerminalReason.HOOK_STOPPED, turn_count, hook_stop)
                 return
+            # the skill discovery prefetch runs from here until §13.2 step 4 collects it
+            cont.start_skill_prefetch(ctx, tools, turn.tool_use_blocks, tool_results)
             # -- PostToolBatch hooks: once for the whole batch, before the next request ------------------
             extra: list[Message] = []
             if p.post_tool_batch is not None:

@@ -3,7 +3,7 @@ prompt split into cache-friendly blocks, `max_tokens` per model, and the reasoni
 
 The reasoning config (`thinking`) is the API's thinking object, optionally carrying an `effort`
 level (`--effort`): effort goes out as `output_config.effort` on models that take it, and never
-inside the thinking object itself.
+inside the thinking object itself. A task budget (`--task-budget`) rides in `output_config` too.
 """
 
 from __future__ import annotations
@@ -122,12 +122,15 @@ def _api_cache(messages: list[Message]) -> ApiMessageCache | None:
 
 def build_request(*, model: str, messages: list[Message], system_prompt: list[str],
                   user_context: dict[str, str], tools: list,
-                  max_tokens_override: int | None = None, thinking: dict[str, Any] | None = None) -> ModelRequest:
+                  max_tokens_override: int | None = None, thinking: dict[str, Any] | None = None,
+                  task_budget: dict[str, int] | None = None) -> ModelRequest:
     history = [_user_context(user_context), *messages] if user_context else list(messages)
     # A fresh last message (the one marked); the ones before it are shared, read-only, with the cache.
     api_messages = to_api_messages(history, _api_cache(messages))
     _mark_last_block(api_messages)
     think, output_config, max_tokens = _reasoning(model, thinking, max_output_tokens(model, max_tokens_override))
+    if task_budget:   # spec 004 §9.1, as Claude Code sends it (with the task-budgets beta: providers.betas)
+        output_config = {**(output_config or {}), "task_budget": {"type": "tokens", **task_budget}}
     return ModelRequest(model=model, messages=api_messages, system=system_blocks(system_prompt),
                         tools=[t.api_schema() for t in tools], max_tokens=max_tokens, thinking=think,
                         output_config=output_config)

@@ -301,16 +301,23 @@ class McpManager:
         conn.auth.logout()
         return True
 
-    async def reconnect(self, name: str, *, timeout: float | None = None) -> None:
-        """Stop one server and start it again (after a logout, or to sign in); KeyError if unknown."""
+    def errors(self) -> dict[str, str]:
+        return {c.name: c.error for c in self._conns.values() if c.error}
+
+    def servers(self) -> list[tuple[ServerConfig, ServerStatus, str | None, list[McpTool]]]:
+        """(config, status, error, tools) of every server, in configuration order (/mcp)."""
+        return [*((c.config, c.status, c.error, list(c.tools)) for c in self._conns.values()),
+                *((cfg, ServerStatus.PENDING, None, []) for cfg in self.deferred_sdk)]
+
+    async def reconnect(self, name: str, *, timeout: float | None = None) -> ServerStatus:
+        """Stop server `name` (whatever its state) and start it again — after a logout, it signs in
+        afresh; its new status. KeyError if unknown."""
         conn = self._conns[name]
         await self._stop([conn])
         del self._conns[name]
-        self._bump()
+        self._bump()   # its tools are gone until it is back
         await self.start([conn.config], timeout=timeout)
-
-    def errors(self) -> dict[str, str]:
-        return {c.name: c.error for c in self._conns.values() if c.error}
+        return self._conns[name].status
 
     def tools(self) -> list[Tool]:
         """The tools of every connected server, in configuration order; and the two resource tools

@@ -19,7 +19,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from codeloop.providers.base import ModelRequest, encode_body
-from codeloop.providers.betas import request_betas
+from codeloop.providers.betas import request_betas, without_task_budget
 from codeloop.providers.errors import transport_errors, APIConnectionError, APIStatusError, AuthenticationError
 from codeloop.providers.transport import (Deadlines, HttpClients, add_hint, open_stream, read_body, reason_phrase,
                                           sse_events)
@@ -130,6 +130,7 @@ class AnthropicProvider:
         if self.user_id and not request.metadata:
             body["metadata"] = {"user_id": self.user_id}
         betas = request_betas(request, self.betas)
+        body = without_task_budget(body, betas)
         # the history's JSON is made once, not per request (encode_body)
         return encode_body(body), ({"anthropic-beta": ",".join(betas)} if betas else {})
 

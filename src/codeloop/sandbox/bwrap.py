@@ -65,9 +65,11 @@ def probe() -> Probe:
 
 
 def bwrap_argv(bwrap: str, layout: Layout, *, cwd: str, blank_file: str, blank_dir: str, empty_dir: str,
-               keep_writable: list[str], seccomp_fd: int | None = None, empty_file: str = "/dev/null") -> list[str]:
+               keep_writable: list[str], seccomp_fd: int | None = None, empty_file: str = "/dev/null",
+               block_fd: int | None = None) -> list[str]:
     """Everything before `--` (the caller appends the command); `seccomp_fd` holds the filter
-    bwrap loads just before it execs the command (the caller passes the descriptor on)."""
+    bwrap loads just before it execs the command, `block_fd` a pipe bwrap waits on, once the
+    sandbox is set up, before it runs the command (the caller passes both descriptors on)."""
     a = [bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-net",
          "--cap-drop", "ALL", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     # host daemons listen on Unix sockets under /run (a path-based socket needs no network device)
@@ -91,5 +93,7 @@ def bwrap_argv(bwrap: str, layout: Layout, *, cwd: str, blank_file: str, blank_d
         a += ["--bind", path, path]
     if seccomp_fd is not None:
         a += ["--seccomp", str(seccomp_fd)]
+    if block_fd is not None:
+        a += ["--block-fd", str(block_fd)]
     a += ["--setenv", "TMPDIR", "/tmp", "--chdir", cwd]
     return a

@@ -60,6 +60,8 @@ class Prepared:
     pass_fds: tuple[int, ...] = ()       # descriptors the argv names (seccomp program, proxy channel)
     # filled when the call ends: what the sandbox undid (planted configuration), for the model
     notes: list[str] = field(default_factory=list)
+    # gated calls only: call once the process started (raises LayoutError: kill it, refuse the call)
+    release: Callable[[], None] | None = None
 
 
 # Placeholder mount points in use, by path (several calls may run at once): the last user
@@ -196,8 +198,14 @@ class Sandbox:
         return out
 
     @contextmanager
-    def prepare(self, cwd: str, keep_writable: list[str]) -> Iterator[Prepared]:
-        """The bwrap prefix for one call; raises LayoutError (a clear message) when unsafe."""
+    def prepare(self, cwd: str, keep_writable: list[str], *, gated: bool = False) -> Iterator[Prepared]:
+        """The bwrap prefix for one call; raises LayoutError (a clear message) when unsafe.
+
+        `gated`: the command waits inside its finished sandbox (`--block-fd`) until the caller,
+        having started the process, calls `Prepared.release()`; the snapshot for planted
+        configuration is taken then, while bubblewrap sets the sandbox up, rather than before the
+        start (nothing of the command runs before the snapshot either way). Not gated: the
+        snapshot is taken here, before anything starts."""
         from codeloop.sandbox import seccomp
         from codeloop.sandbox.bwrap import bwrap_argv, probe
         from codeloop.sandbox.layout import LayoutError, plan_layout
@@ -216,11 +224,15 @@ class Sandbox:
         net = self._network()
         # bwrap loads the filter before anything in the sandbox starts (its own init included)
         fd = seccomp.program_fd() if use_filter else None
+        gate = os.pipe() if gated else None
         argv = bwrap_argv(p.path, layout, cwd=os.path.realpath(cwd), blank_file=blanks["file"],
                           blank_dir=blanks["dir"], empty_dir=blanks["empty"], empty_file=blanks["empty_file"],
-                          keep_writable=[os.path.realpath(k) for k in keep_writable], seccomp_fd=fd)
+                          keep_writable=[os.path.realpath(k) for k in keep_writable], seccomp_fd=fd,
+                          block_fd=gate[0] if gate else None)
         env: dict[str, str] = {}
         fds = [] if fd is None else [fd]
+        if gate is not None:
+            fds.append(gate[0])
         channel = None
         if net is not None:
             import sys
@@ -241,32 +253,47 @@ class Sandbox:
         from codeloop.sandbox.planted import TooBig, Watch
 
         leftovers.sweep()
-        try:
-            # mounted read-only: skipped; placeholders watched too, in case another process
-            # removed one mid-call (which detaches the mount on it)
-            watch = Watch(layout.roots, frozenset(x.path for x in layout.protected) - set(placeholders),
-                          frozenset(placeholders))
-        except TooBig as e:
-            from codeloop.sandbox.layout import LayoutError
-
-            if fd is not None:
-                os.close(fd)
-            if channel is not None:
-                channel[0].close()
-                channel[1].close()
-            raise LayoutError(f"too many files under {e} to watch for configuration a command could plant "
-                              f"(git hooks, .claude/, .mcp.json in subfolders); disable the sandbox here") from None
         fresh = [path for path in placeholders if not os.path.lexists(path)]
         leftovers.add([p for p in fresh if p not in _created])
         for path in placeholders:
             _placeholders[path] = _placeholders.get(path, 0) + 1
         _created.update(fresh)
-        prepared = Prepared(argv, env, tuple(fds))
+        watches: list[Watch] = []
+
+        def begin() -> None:
+            try:
+                # mounted read-only: skipped; placeholders watched too, in case another process
+                # removed one mid-call (which detaches the mount on it)
+                watches.append(Watch(layout.roots, frozenset(x.path for x in layout.protected) - set(placeholders),
+                                     frozenset(placeholders)))
+            except TooBig as e:
+                raise LayoutError(f"too many files under {e} to watch for configuration a command could plant "
+                                  f"(git hooks, .claude/, .mcp.json in subfolders); disable the sandbox here") from None
+
+        def release() -> None:
+            assert gate is not None
+            if watches:
+                return
+            begin()        # refused: the write end stays shut until the caller has killed the process
+            try:
+                os.write(gate[1], b"\0")   # now the command may run
+            except OSError:
+                pass                       # bwrap ended before running anything: its status says why
+            finally:
+                os.close(gate[1])
+
+        prepared = Prepared(argv, env, tuple(fds), release=release if gated else None)
         try:
+            if not gated:
+                begin()
             yield prepared
         finally:
             if fd is not None:
                 os.close(fd)
+            if gate is not None:
+                os.close(gate[0])
+                if not watches:
+                    os.close(gate[1])     # never released: nothing was started, or it was killed
             if channel is not None:   # the forwarder's requests end with the call
                 import socket
 
@@ -276,7 +303,8 @@ class Sandbox:
                 except OSError:
                     pass
             try:
-                prepared.notes += watch.finish()
+                if watches:
+                    prepared.notes += watches[0].finish()
             finally:
                 for path in layout.absent:
                     _remove_planted(path)

@@ -54,6 +54,7 @@ class ConversationConfig:
     max_output_tokens: int | None = None
     fallback_models: list[str] = field(default_factory=list)
     token_budget: int | None = None
+    task_budget: int | None = None     # --task-budget: output_config.task_budget's total (spec 004 §9.1)
     persist: bool = True
     interactive: bool = False
     entrypoint: str = "cli"

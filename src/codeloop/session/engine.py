@@ -2,7 +2,8 @@
 
 Owns the session-level stop rules on top of a `Conversation`: `max_turns` (a hard stop counted
 in submitted prompts, changing no state; compaction never resets the count), the token budget
-(a soft stop: the turn that crosses it is recorded, later prompts are refused), compaction
+(input + output tokens, cache reads and writes not counted; a soft stop: the turn that goes past
+it is recorded as `max_budget_reached`, later prompts are refused), compaction
 every `compact_after_turns` prompts, structured output, the spec's event shapes and
 `TurnResult`, and the engine summary file (`<session dir>/engine.json`, written atomically with
 a format version) that `from_saved_session` reads back with the transcript. The types it speaks
@@ -73,9 +74,30 @@ class QueryEngine:
     def messages(self) -> list[Any]:
         return list(self.conv.messages)
 
+    def budget_tokens(self) -> int:
+        """What `max_budget_tokens` counts (spec 001 §3.2): input plus output tokens, cache reads and
+        writes left out."""
+        usage = self.total_usage
+        return usage.input_tokens + usage.output_tokens
+
     def budget_exhausted(self) -> bool:
+        """Past the budget: `in + out > max_budget_tokens` (a turn that lands exactly on it completes)."""
         limit = self.config.max_budget_tokens
-        return limit is not None and self.total_usage.total_tokens >= limit
+        return limit is not None and self.budget_tokens() > limit
+
+    @property
+    def transcript_flushed(self) -> bool:
+        """Everything recorded so far is on disk (fsynced): true after each turn and persist_session()."""
+        writer = self.conv.writer
+        # the writer's own flag (set by each append, cleared by each fsync); its module has no room
+        # for a public accessor under the 400-line rule
+        return writer is not None and not writer._dirty
+
+    def render_summary(self) -> str:
+        """The session's report (spec 001 §6.3) with the workspace manifest beside it."""
+        from codeloop.session.engine_summary import render_summary
+
+        return render_summary(self)
 
     # -- the turn --------------------------------------------------------------------------------
     async def astream_submit_message(self, prompt: str, *, abort: Any = None) -> AsyncIterator[dict[str, Any]]:
@@ -125,7 +147,7 @@ class QueryEngine:
             return StopReason.MAX_TURNS_REACHED, (f"Max turns reached ({self.config.max_turns}) "
                                                   "before processing this prompt.")
         if self.budget_exhausted():
-            return StopReason.MAX_BUDGET_REACHED, (f"Token budget exhausted ({self.total_usage.total_tokens} of "
+            return StopReason.MAX_BUDGET_REACHED, (f"Token budget exhausted ({self.budget_tokens()} of "
                                                    f"{self.config.max_budget_tokens}) before processing this prompt.")
         if self.conv.ended_by_model:
             return StopReason.ENDED_BY_MODEL, "The model ended this conversation; start a new session."

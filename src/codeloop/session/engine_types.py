@@ -46,7 +46,7 @@ class EngineError(RuntimeError):
 class QueryEngineConfig:
     """How the query engine runs: turn and token limits, model, tools and output form."""
     max_turns: int = 8                        # prompts per session (hard stop)
-    max_budget_tokens: int | None = None      # input (incl. cache) + output tokens (soft stop); None: unlimited
+    max_budget_tokens: int | None = None      # input + output tokens, not cache (soft stop); None: unlimited
     compact_after_turns: int | None = 12      # summarise the history every N prompts; None: never
     structured_output: bool = False           # the answer must be JSON (matching json_schema if given)
     structured_retry_limit: int = 2

@@ -127,6 +127,7 @@ class Limits:
     max_turns: int | None = None
     max_budget_usd: float | None = None
     token_budget: int | None = None
+    task_budget: int | None = None                 # --task-budget: the API-side budget (output_config.task_budget)
     json_schema: Mapping[str, Any] | None = None   # parsed --json-schema
     max_output_tokens: int | None = None
 
@@ -141,6 +142,30 @@ class OutputOptions:
     replay_user_messages: bool = False
     include_hook_events: bool = False
     session_mirror: bool = False
+
+
+class EditorMode(str, Enum):
+    """settings `editorMode`: how the REPL's input is edited."""
+    NORMAL = "normal"        # emacs-style keys (Claude Code's default)
+    VIM = "vim"              # vim's insert and normal modes
+
+
+@dataclass(frozen=True, eq=False)
+class StatusLineOptions:
+    """settings `statusLine` (`{"type": "command", "command": …, "padding": N}`), from the user's
+    settings or a trusted folder's only (an untrusted project's is dropped with the file's other
+    commands): the command's first line of output is shown under the REPL's input."""
+    command: str
+    padding: int = 0                   # spaces before the line
+    refresh_interval_s: float | None = None   # `refreshInterval` (seconds): re-run even without changes
+    hide_vim_mode: bool = False        # `hideVimModeIndicator`: the command shows the vim mode itself
+
+
+@dataclass(frozen=True, eq=False)
+class InterfaceOptions:
+    """How the interactive front end looks and reads keys (ignored by the headless ones)."""
+    status_line: StatusLineOptions | None = None
+    editor_mode: EditorMode = EditorMode.NORMAL
 
 
 @dataclass(frozen=True, eq=False)
@@ -162,6 +187,7 @@ class RunOptions:
     mcp: McpOptions = field(default_factory=McpOptions)
     limits: Limits = field(default_factory=Limits)
     output: OutputOptions = field(default_factory=OutputOptions)
+    interface: InterfaceOptions = field(default_factory=InterfaceOptions)
     agents: Mapping[str, AgentDefinition] = field(default_factory=dict)  # files, then --agents
     feature_flags: Mapping[str, Any] = field(default_factory=dict)
     hooks: bool = True                             # False: --bare (no settings hooks)

@@ -58,7 +58,8 @@ def subagent_conversation(parent: Conversation, definition: Any, parent_ctx: Too
     config = replace(cfg, model=resolve_agent_model(definition, parent.model), tools=tools,
                      policy=subagent_policy(cfg.policy, definition, trusted=parent.trusted),
                      system_prompt=system_prompt, user_context=dict(cfg.user_context), load_context=None,
-                     max_turns=definition.max_turns or DEFAULT_MAX_TURNS, token_budget=None, max_budget_usd=None,
+                     max_turns=definition.max_turns or DEFAULT_MAX_TURNS, token_budget=None, task_budget=None,
+                     max_budget_usd=None,
                      thinking=None, resumed=False, feature_flags=dict(parent_ctx.feature_flags))
     side = Sidechain(agent_id=agent_id, agent_type=definition.name, parent=parent_ctx,
                      parent_tool_use_id=parent_tool_use_id, abort=abort or parent_ctx.abort, hooks=parent.hooks,

@@ -245,7 +245,7 @@ class SessionWiring:
                            provider=self.provider, model=cfg.model, tool_context=ctx, can_use_tool=self.can_use_tool,
                            max_turns=cfg.max_turns, max_output_tokens=cfg.max_output_tokens,
                            fallback_models=list(cfg.fallback_models), queue=self.queue,
-                           token_budget=parse_token_budget(msg.text) or cfg.token_budget,
+                           token_budget=parse_token_budget(msg.text) or cfg.token_budget, task_budget=cfg.task_budget,
                            reactive_compact=self.compactor, context_pipeline=self.pipeline,
                            context_collapse=self.collapse, compact_context=self.compact_context,
                            stop_hooks=stop_hooks, thinking=cfg.thinking, memory=self.nested_memory.start,

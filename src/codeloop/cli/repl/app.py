@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from codeloop.abort import AbortReason
 from codeloop.cli.repl.dialogs.choice import ChoiceMixin, PendingChoice  # noqa: F401 (PendingChoice re-exported)
+from codeloop.cli.repl.footer import FooterMixin
 from codeloop.cli.repl.input_flow import FlowMixin
 from codeloop.loop.queue import QueueMode
 
@@ -39,7 +40,7 @@ CTRL_C_EXIT_WINDOW_S = 2.0
 FLASH_S = 2.5
 
 
-class Repl(ChoiceMixin, FlowMixin):
+class Repl(ChoiceMixin, FlowMixin, FooterMixin):
     def __init__(self, options: RunOptions, registry: Any, *, idle_mode: Any) -> None:
         from codeloop.cli.repl.render import Renderer
         from codeloop.input.dispatch import Dispatcher
@@ -157,6 +158,12 @@ class Repl(ChoiceMixin, FlowMixin):
         if conv.ended_by_model:
             self.show("This session was ended by the model. Start a new session (or /clear).", style="warning")
 
+    async def run_in_terminal(self, fn: Any) -> Any:
+        """Give `fn` the terminal (the editor /memory opens); the prompt steps aside meanwhile."""
+        from prompt_toolkit.application import run_in_terminal
+
+        return await run_in_terminal(fn)
+
     def request_exit(self) -> None:
         self.exiting = True
         if self.session is not None and self.session.app.is_running:
@@ -224,6 +231,7 @@ class Repl(ChoiceMixin, FlowMixin):
             parts.append(("class:choice", f"{self.pending.title}  {opts}\n"))
         elif status:
             parts.append(("class:status", "\n".join(status) + "\n"))
+        parts += self.footer_parts()     # the custom status line, the vim mode (repl.footer)
         mode = self.conv.config.policy.mode
         label = {PermissionMode.ACCEPT_EDITS: "⏵⏵ accept edits on", PermissionMode.PLAN: "⏸ plan mode on",
                  PermissionMode.BYPASS: "⏵⏵ bypass permissions on", PermissionMode.AUTO: "⏵⏵ auto mode on",
@@ -239,6 +247,7 @@ class Repl(ChoiceMixin, FlowMixin):
     async def _ticker(self) -> None:
         while True:
             await asyncio.sleep(0.1)
+            self.poke_footer()
             if self.renderer.busy or (self._flash and time.monotonic() < self._flash_until + 0.2):
                 self._invalidate()
 
@@ -280,7 +289,7 @@ class Repl(ChoiceMixin, FlowMixin):
         cfg = config_dir()
         cfg.mkdir(parents=True, exist_ok=True)
         style = Style.from_dict({"bottom-toolbar": "noreverse", "status": "ansiyellow", "mode": "ansibrightblack",
-                                 "queued": "ansicyan", "flash": "ansiyellow", "choice": "bold ansicyan",
+                                 "queued": "ansicyan", "flash": "ansiyellow", "choice": "bold ansicyan", "vim": "bold",
                                  "prompt": "bold"})
         keys = self.options.settings.merged.get("keybindings") or {}
         bindings, problems = build_bindings(self, keys if isinstance(keys, dict) else {})
@@ -290,19 +299,15 @@ class Repl(ChoiceMixin, FlowMixin):
             self.show(problem, style="warning")
         session: Any = PromptSession(history=FileHistory(str(cfg / "history")), multiline=True,
                                      key_bindings=bindings, bottom_toolbar=self.toolbar, style=style,
+                                     editing_mode=self.editing_mode(),   # vim or not (repl.footer)
                                      enable_history_search=False, reserve_space_for_menu=0, erase_when_done=True,
                                      completer=ReplCompleter(self.registry, FileIndex(self.conv.config.cwd),
-                                                             self._mcp_resources),
+                                                             lambda: self.conv),
                                      complete_while_typing=True, complete_in_thread=True,
                                      prompt_continuation=lambda width, line, soft: " " * width)
         session.app.ttimeoutlen = 0.05   # a bare Esc is recognised quickly
         session.app.timeoutlen = 0.3     # …while Esc+Enter still reads as Alt+Enter
         return session
-
-    def _mcp_resources(self) -> list[tuple[str, str]]:
-        """`@` completion's MCP resources: (server:uri, name) of the connected servers."""
-        mcp = self.conv.mcp
-        return [(f"{r['server']}:{r['uri']}", str(r.get("name") or "")) for r in mcp.resources()] if mcp else []
 
     async def run(self, warnings: list[str], first_prompt: str | None = None) -> int:
         from prompt_toolkit.patch_stdout import patch_stdout
@@ -314,6 +319,7 @@ class Repl(ChoiceMixin, FlowMixin):
         except (NotImplementedError, RuntimeError):
             pass
         ticker = asyncio.create_task(self._ticker())
+        self.start_footer()
         with patch_stdout(raw=True):
             self._banner(warnings)
             if first_prompt and first_prompt.strip():  # `codeloop "question"` submits it at once
@@ -328,9 +334,11 @@ class Repl(ChoiceMixin, FlowMixin):
                 self._submit(text)
             await self._shutdown()
         ticker.cancel()
+        self.stop_footer()
         from codeloop.cli.repl.progress import exit_summary
         self._write(exit_summary(self.conv, time.monotonic() - self.started_at))
-        return 0
+        # spec 000: a session the model ended is no successful run — unless /clear began a new one
+        return 1 if self.conv.ended_by_model else 0
 
     def _banner(self, warnings: list[str]) -> None:
         from codeloop.version import __version__
@@ -358,6 +366,10 @@ class Repl(ChoiceMixin, FlowMixin):
             await self.conv.provider.aclose()
 
 
+ENDED_ON_CONTINUE = ("Session {session_id} was ended by the model (EndConversation) and cannot be continued. "
+                     "Start a new session.")
+
+
 def run_repl(options: RunOptions) -> int:
     from codeloop.input.commands import CommandRegistry
     from codeloop.input.dispatch import IdleReturnMode
@@ -376,9 +388,10 @@ def run_repl(options: RunOptions) -> int:
         except SetupError as exc:
             sys.stderr.write(f"Error: {exc}\n")
             return 1
-        if repl.conv.mcp is not None:   # the servers' prompts complete from the first keystroke
-            from codeloop.input.mcp_input import sync_prompt_commands
-            sync_prompt_commands(registry, repl.conv)
+        if repl.conv.ended_by_model:   # spec 000 flow 8: continuing an ended session prints the notice, exits 1
+            sys.stderr.write(f"Error: {ENDED_ON_CONTINUE.format(session_id=repl.conv.session_id)}\n")
+            await repl._shutdown()
+            return 1
         return await repl.run([*warnings, *registry.warnings], first_prompt=options.prompt)
 
     return asyncio.run(main())

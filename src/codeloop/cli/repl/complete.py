@@ -131,11 +131,13 @@ class FileIndex:
 class ReplCompleter(Completer):
     """`/name` → commands of `registry`; `@query` → MCP resources (`server:uri`), then files of `index`."""
 
-    def __init__(self, registry: Any, index: FileIndex,
-                 resources: Callable[[], list[tuple[str, str]]] | None = None) -> None:
+    def __init__(self, registry: Any, index: FileIndex, conv: Callable[[], Any] | None = None) -> None:
         self.registry = registry
         self.index = index
-        self.resources = resources   # (mention, description) of the connected MCP servers' resources
+        self.conv = conv   # the session now: its MCP servers' prompts and resources complete too
+
+    def _mcp(self) -> Any:
+        return getattr(self.conv(), "mcp", None) if self.conv is not None else None
 
     def get_completions(self, document: Document, complete_event: Any) -> Iterable[Completion]:
         before = document.text_before_cursor
@@ -153,7 +155,11 @@ class ReplCompleter(Completer):
         if not slash_commands_enabled():
             return
         typed = typed.lower()
-        cmds = self.registry.all() if self.registry is not None else []
+        cmds: list[Any] = list(self.registry.all()) if self.registry is not None else []
+        if self.conv is not None and self._mcp() is not None:   # the servers' prompts (the registry is not ours)
+            from codeloop.input.mcp_input import prompt_commands
+            known = {c.name for c in cmds}
+            cmds += [c for c in prompt_commands(self.conv()) if c.name not in known]
         starts = [c for c in cmds if c.name.startswith(typed) or any(a.startswith(typed) for a in c.aliases)]
         fuzzy = [c for c in cmds if c not in starts and fuzzy_score(typed, c.name) is not None]
         for c in [*starts, *fuzzy]:
@@ -163,8 +169,9 @@ class ReplCompleter(Completer):
                              display=f"/{c.name}{hint}", display_meta=f"{c.description}{source}")
 
     def _files(self, query: str, replace: int) -> Iterable[Completion]:
-        found = [(sc, m, d) for m, d in (self.resources() if self.resources else [])
-                 if (sc := fuzzy_score(query, m)) is not None]
+        mcp = self._mcp()
+        mentions = [(f"{r['server']}:{r['uri']}", str(r.get("name") or "")) for r in (mcp.resources() if mcp else [])]
+        found = [(sc, m, d) for m, d in mentions if (sc := fuzzy_score(query, m)) is not None]
         for _, mention, description in sorted(found, key=lambda t: (-t[0], t[1]))[:MAX_SHOWN]:
             yield Completion(f"@{mention} ", start_position=-replace, display=mention, display_meta=description)
         for path in self.index.search(query):

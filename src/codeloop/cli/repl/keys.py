@@ -3,7 +3,8 @@
     Enter            submit (a trailing `\\` turns it into a newline); answers a pending choice
                      (text that is not an answer stays in the prompt, it is never discarded)
     Alt/Meta+Enter   newline (also Ctrl+J)
-    Esc              interrupt the running query; cancels a pending choice ("No")
+    Esc              interrupt the running query; cancels a pending choice ("No"); in vim
+                     mode (settings `editorMode`, /vim) insert mode's Esc is normal mode
     Esc Esc          on empty input: /rewind (restore code and/or conversation to an earlier prompt)
     Ctrl+C           clear the input / interrupt; twice within 2 s exits
     Ctrl+D           exit on empty input (while the model works: press twice)
@@ -28,7 +29,7 @@ from __future__ import annotations
 import time
 from typing import Any, Protocol
 
-from prompt_toolkit.filters import Condition
+from prompt_toolkit.filters import Condition, vi_insert_mode
 from prompt_toolkit.key_binding import KeyBindings
 from prompt_toolkit.keys import Keys
 
@@ -93,8 +94,11 @@ def build_bindings(repl: KeyActions, commands: dict[str, str] | None = None) -> 
         event.current_buffer.insert_text("\n")
 
     last_escape = [0.0]
+    picking = Condition(lambda: repl.picker is not None)
 
-    @kb.add("escape")
+    # vim mode: Esc in insert mode goes to normal mode (prompt_toolkit's vi bindings); in normal
+    # mode it interrupts, as Esc does without vim. A pending choice or list is answered first.
+    @kb.add("escape", filter=~vi_insert_mode | choosing | picking)
     def _escape(event) -> None:
         if repl.picker is not None:
             event.current_buffer.reset()
@@ -136,8 +140,6 @@ def build_bindings(repl: KeyActions, commands: dict[str, str] | None = None) -> 
         @kb.add(key, filter=choosing & Condition(lambda: not repl.app_buffer_text()))
         def _choice(event, key=key) -> None:
             repl.answer_choice(key)
-
-    picking = Condition(lambda: repl.picker is not None)
 
     @kb.add("up", filter=picking)
     def _up(event) -> None:

@@ -13,19 +13,21 @@ rich is imported here, so this module is only imported once the REPL starts.
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
 from rich.markdown import Markdown
+from rich.padding import Padding
 from rich.text import Text
 
 from codeloop.events import (ApiCallEvent, AssistantEvent, CompactBoundary, Event, PermissionDenied, StreamEvent,
                              SystemEvent, Terminal, Tombstone, UserEvent)
+from codeloop.cli.repl.cells import call_body, result_line, strip_reminders, tool_label
 from codeloop.cli.repl.progress import Progress, duration
 from codeloop.loop.state import TerminalReason
 from codeloop.messages import Message
@@ -37,19 +39,7 @@ RESULT_LINES = 3
 KEPT_CELLS = 50                # tool results Ctrl+O can show in full
 DIFF_LINES = 40
 TURN_DURATION_LINE_AFTER_S = 30.0
-_MAIN_ARG = ("command", "file_path", "notebook_path", "pattern", "url", "query", "description", "path", "prompt")
 _STYLES = {"": "", "info": "dim", "hint": "cyan", "warning": "yellow", "error": "bold red", "ok": "green"}
-
-
-def tool_label(name: str, inp: dict[str, Any]) -> str:
-    """`Bash(ls -la)`: the tool and its one most telling argument, kept to one line."""
-    if name == "TodoWrite":
-        return "Update Todos"
-    arg = next((inp[k] for k in _MAIN_ARG if isinstance(inp.get(k), str) and inp.get(k)), None)
-    if arg is None and inp:
-        arg = json.dumps(inp, ensure_ascii=False)
-    arg = " ".join(str(arg or "").split())
-    return f"{name}({arg[:100] + '…' if len(arg) > 100 else arg})"
 
 
 def stable_prefix_end(buf: str) -> int:
@@ -112,6 +102,7 @@ class Renderer:
         self.expanded = False       # Ctrl+O: tool output in full
         self.cells: deque[tuple[str, str, bool]] = deque(maxlen=KEPT_CELLS)   # (label, output, error)
         self._label = ""            # the label of the cell whose result is being drawn
+        self.lines_added = self.lines_removed = 0   # by edits this session (the status line's cost block)
 
     @staticmethod
     def _width() -> int:
@@ -229,6 +220,8 @@ class Renderer:
                 if self.busy:
                     self.progress.tool_started(block.get("id", ""), block.get("name", ""), label)
                 self._out(Text.assemble(("● ", "green"), (label, "bold")))
+                if (body := call_body(block.get("name", ""), inp)) is not None:
+                    self._out(Padding(Markdown(body, code_theme="ansi_dark"), (0, 0, 0, 5)))
             elif kind == "thinking" and block.get("thinking"):
                 self.show("✻ Thinking…", "info")
 
@@ -254,6 +247,9 @@ class Renderer:
     def _tool_result(self, block: dict[str, Any], data: Any) -> None:
         tid = block.get("tool_use_id", "")
         name, inp = self._tool_names.pop(tid, ("", {}))
+        run = self.progress.running.get(tid)
+        if run is not None and isinstance(data, dict) and name in ("Task", "Agent"):   # Done (3 tool uses · …)
+            data = {**data, "toolUses": run.sub_tools, "durationS": time.monotonic() - run.started}
         self.progress.tool_finished(tid)
         self._label = tool_label(name, inp) if name else ""
         content = block.get("content")
@@ -273,8 +269,12 @@ class Renderer:
             # Claude Code's task list, drawn like TodoWrite's checklist (subject in place of content)
             self._out(todo_lines([{**t, "content": t.get("subject", "")} for t in data["tasks"]]))
             return
-        if name == "Read" and not error:
-            text = f"Read {lines_word(max(1, text.count(chr(10)) + 1 if text else 0))}"
+        text = strip_reminders(text)
+        line = result_line(name, inp, text, data, error)
+        if line is not None:   # written for the model: a line for people, the result behind Ctrl+O
+            self.cells.append((self._label, text, error))
+            self._result_lines(line, error=error, record=False)
+            return
         self._result_lines(text or "(no output)", error=error)
 
     def _result_lines(self, text: str, *, error: bool, record: bool = True) -> None:
@@ -298,6 +298,7 @@ class Renderer:
         body = [ln for ln in lines if not ln.startswith(("---", "+++"))]
         added = sum(1 for ln in body if ln.startswith("+"))
         removed = sum(1 for ln in body if ln.startswith("-"))
+        self.lines_added, self.lines_removed = self.lines_added + added, self.lines_removed + removed
         summary = (f"Created with {added} line{'s' * (added != 1)}" if created else
                    f"Updated with {added} addition{'s' * (added != 1)} and {removed} removal{'s' * (removed != 1)}")
         out = Text.assemble(("  ⎿  ", "dim"), (summary, ""))
@@ -346,7 +347,10 @@ class Renderer:
         shown = [m for m in messages if not m.is_meta and (m.text or m.tool_uses())][-limit:]
         for m in shown:
             if m.role == "user" and not m.tool_result_ids():
-                self._out(Text.assemble(("> ", "bold"), (m.text[:500], "")))
+                if m.text.startswith(("<bash-input>", "<bash-stdout>")):
+                    self._user(m)      # a `!` command and its output, drawn as when it ran
+                else:
+                    self._out(Text.assemble(("> ", "bold"), (m.text[:500], "")))
             elif m.role == "assistant":
                 self._assistant(m)
 

@@ -3,6 +3,7 @@
     parser.py        Claude Code's flags (and codeloop's), usage errors in one line
     preflight.py     flags that act on the process before a session exists (debug, worktree, files)
     options.py       the door: Namespace + settings + environment → a frozen RunOptions
+    interface.py     the REPL's settings at the door: statusLine, editorMode
     interactive.py   the REPL's start-up questions (trust, broken settings, no key), then its options
     local_offer.py   the embedded model's progress bar and first-run offer
     flag_hints.py    "did you mean" for flags, tools and models

@@ -80,6 +80,9 @@ def resolve_options(args: argparse.Namespace, *, interactive: bool, skip_setting
         permissions = replace(permissions, sandbox_default=True)
     if local and permissions.mode.value == "bypassPermissions":
         raise SetupError("the local model never runs with bypassPermissions (settings defaultMode)")
+    from codeloop.cli.startup.interface import interface_options
+    interface, more = interface_options(settings.merged)
+    warnings += more
     return RunOptions(
         cwd=cwd, settings=settings, trusted=trusted, interactive=interactive, entrypoint=_entrypoint(),
         prompt=args.prompt, setting_sources=frozenset(sources) if sources is not None else None,
@@ -90,8 +93,9 @@ def resolve_options(args: argparse.Namespace, *, interactive: bool, skip_setting
         mcp=McpOptions(configs=tuple(args.mcp_config or ()) if not args.safe_mode else (),
                        strict=bool(args.strict_mcp_config or args.bare or args.safe_mode)),
         limits=Limits(max_turns=args.max_turns, max_budget_usd=args.max_budget_usd, token_budget=args.token_budget,
+                      task_budget=_task_budget(args.task_budget),
                       json_schema=_json_schema(args.json_schema)),
-        output=_output(args), agents=agents, feature_flags=_feature_flags(settings, local),
+        output=_output(args), interface=interface, agents=agents, feature_flags=_feature_flags(settings, local),
         hooks=not (args.bare or args.safe_mode),
         setup="init" if args.init else "maintenance" if args.maintenance else None,
         warnings=tuple(warnings))
@@ -320,6 +324,16 @@ def _check_numbers(args: argparse.Namespace) -> None:
         raise SetupError("--max-budget-usd must be a positive amount of dollars")
     if args.token_budget is not None and args.token_budget < 1:
         raise SetupError("--token-budget must be a positive number of tokens")
+
+
+def _task_budget(value: str | None) -> int | None:
+    """--task-budget TOKENS, a positive integer as Claude Code takes it."""
+    if value is None:
+        return None
+    text = str(value).strip()
+    if not text.isdigit() or int(text) <= 0:
+        raise SetupError("--task-budget must be a positive integer")
+    return int(text)
 
 
 def _json_schema(value: str | None) -> dict[str, Any] | None:

@@ -131,7 +131,8 @@ def _add_integration_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--effort", choices=("low", "medium", "high", "xhigh", "max"),
                    help="reasoning effort: turns on extended thinking (output_config.effort where the model takes it)")
     hidden: tuple[tuple[str, dict[str, Any]], ...] = (
-        ("--resume-session-at", {}), ("--resume-drops-turn", {}), ("--task-budget", {}),
+        ("--resume-session-at", {}), ("--resume-drops-turn", {}),
+        ("--task-budget", {"metavar": "TOKENS"}),   # output_config.task_budget (Claude Code hides it too)
         ("--plugin-dir", {"action": "append"}), ("--thinking-display", {}))
     for flag, kw in hidden:
         p.add_argument(flag, help=argparse.SUPPRESS, **kw)
@@ -141,5 +142,4 @@ def _add_integration_flags(p: argparse.ArgumentParser) -> None:
                    help="stream-json: also emit transcript_mirror frames (the Agent SDK's session_store)")
 
 
-UNSUPPORTED = ("task_budget",
-               "plugin_dir", "thinking_display")
+UNSUPPORTED = ("plugin_dir", "thinking_display")

@@ -23,6 +23,7 @@ import shutil
 import signal
 import tempfile
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from codeloop.tools import process_groups
@@ -184,9 +185,10 @@ class BashTool(Tool):
         fd, cwd_file = tempfile.mkstemp(prefix="codeloop-cwd-", suffix=".txt", dir=tmp_dir)
         os.close(fd)
         try:
-            with _sandboxed(inp.command, cwd, cwd_file, ctx.sandbox, _disable(inp)) as (prefix, env, fds, undone):
+            with _sandboxed(inp.command, cwd, cwd_file, ctx.sandbox, _disable(inp), gated=True) as (
+                    prefix, env, fds, undone, release):
                 rc, out, err, outcome = await self._run(inp.command, cwd, cwd_file, timeout_ms, ctx, prefix, env,
-                                                        fds)
+                                                        fds, release)
             sandboxed = bool(prefix)
             notes += undone
             new_cwd = Path(cwd_file).read_text(errors="replace").strip()
@@ -234,7 +236,7 @@ class BashTool(Tool):
 
         cwd = ctx.cwd if ctx.cwd.is_dir() else ctx.project_dir
         guard = _sandboxed(inp.command, cwd, None, ctx.sandbox, _disable(inp))
-        prefix, env, fds, undone = guard.__enter__()  # the sandbox's layout stays up until the task ends
+        prefix, env, fds, undone, _ = guard.__enter__()  # the sandbox's layout stays up until the task ends
         output: list[Path] = []
 
         def cleanup() -> None:
@@ -265,8 +267,11 @@ class BashTool(Tool):
     async def _run(
         self, command: str, cwd: Path, cwd_file: str, timeout_ms: int, ctx: ToolContext,
         prefix: list[str] | None = None, env: dict[str, str] | None = None, pass_fds: tuple[int, ...] = (),
+        release: Callable[[], None] | None = None,
     ) -> tuple[int, tuple[str, int], tuple[str, int], str | None]:
-        """Returns (exit code, stdout, stderr, outcome) with outcome None|timeout|abort|orphans."""
+        """Returns (exit code, stdout, stderr, outcome) with outcome None|timeout|abort|orphans.
+        `release`: a gated sandbox's go-ahead, given as soon as the process exists (bwrap sets the
+        sandbox up meanwhile); when it refuses, the waiting process is killed and the call refused."""
         try:
             proc = await asyncio.create_subprocess_exec(
                 *(prefix or []),
@@ -284,6 +289,14 @@ class BashTool(Tool):
         except OSError as e:
             raise ToolError(f"Could not start the shell in {cwd}: {e.strerror or e}") from e
         process_groups.add(proc.pid)   # killed at codeloop's exit if this call has not ended it by then
+        if release is not None:
+            try:
+                release()
+            except ToolError:
+                _kill_group(proc.pid, signal.SIGKILL)   # still waiting at the gate: nothing of it ran
+                await proc.wait()
+                process_groups.discard(proc.pid)
+                raise
         cap_out, cap_err = _Capture(), _Capture()
         assert proc.stdout is not None and proc.stderr is not None
         readers = asyncio.gather(cap_out.drain(proc.stdout), cap_err.drain(proc.stderr))

@@ -7,7 +7,7 @@ running a shell."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -35,14 +35,17 @@ def network_hint(sandbox: Any, output: str) -> str | None:
 
 
 @contextmanager
-def _sandboxed(command: str, cwd: Path, cwd_file: str | None, sandbox: Any, disable: bool = False
-               ) -> Iterator[tuple[list[str], dict[str, str], tuple[int, ...], list[str]]]:
+def _sandboxed(command: str, cwd: Path, cwd_file: str | None, sandbox: Any, disable: bool = False, *,
+               gated: bool = False) -> Iterator[tuple[list[str], dict[str, str], tuple[int, ...], list[str],
+                                                   Callable[[], None] | None]]:
     """The bwrap prefix, extra environment and descriptors to pass for this call (empty when it
-    runs unsandboxed), and a list the sandbox fills when the call ends with what it undid (planted
-    configuration). `disable`: the call's dangerouslyDisableSandbox (the permission check allowed
-    it already)."""
+    runs unsandboxed), a list the sandbox fills when the call ends with what it undid (planted
+    configuration), and, for a `gated` call, the release to call right after the process started
+    (the command waits for it; it raises ToolError when the call must be refused, and the caller
+    then kills the process before leaving this block). `disable`: the call's
+    dangerouslyDisableSandbox (the permission check allowed it already)."""
     if sandbox is None or not sandbox.enabled:
-        yield [], {}, (), []
+        yield [], {}, (), [], None
         return
     from codeloop.sandbox.layout import LayoutError
     from codeloop.sandbox.runtime import Use
@@ -51,15 +54,24 @@ def _sandboxed(command: str, cwd: Path, cwd_file: str | None, sandbox: Any, disa
     if use is Use.REFUSED:
         raise ToolError(why)
     if use is Use.UNSANDBOXED:
-        yield [], {}, (), []
+        yield [], {}, (), [], None
         return
     try:
-        prepared = sandbox.prepare(str(cwd), [cwd_file] if cwd_file else [])
+        prepared = sandbox.prepare(str(cwd), [cwd_file] if cwd_file else [], gated=gated)
         prefix = prepared.__enter__()
     except LayoutError as e:
         raise ToolError(f"Bash refused: the sandbox cannot start safely: {e}") from None
+    release = None
+    if prefix.release is not None:
+        inner = prefix.release
+
+        def release() -> None:
+            try:
+                inner()
+            except LayoutError as e:
+                raise ToolError(f"Bash refused: the sandbox cannot start safely: {e}") from None
     try:
-        yield prefix.argv, prefix.env, prefix.pass_fds, prefix.notes
+        yield prefix.argv, prefix.env, prefix.pass_fds, prefix.notes, release
     finally:
         prepared.__exit__(None, None, None)
 
