@@ -123,6 +123,20 @@ def test_prompts_as_slash_commands(tmp_path):
     assert "Please review the file src/my file.py carefully." in json.dumps(api.requests[1].messages[-1])
 
 
+def test_prompts_in_stream_json_sessions(tmp_path):
+    lines = "".join(json.dumps({"type": "user", "message": {"role": "user", "content": p}, "parent_tool_use_id": None,
+                                "session_id": ""}) + "\n" for p in ("/mcp__content__greet Zoe", "/mcp__content__greet"))
+    api = ScriptedAPI(sse(text("hi Zoe")))
+    with api.serve() as url:
+        r = codeloop(["-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
+                      "--mcp-config", content_stdio(tmp_path)], cwd=tmp_path, base_url=url, input=lines)
+    assert r.returncode in (0, 1), r.stderr
+    results = [line for line in jsonl(r.stdout) if line["type"] == "result"]
+    assert results[0]["result"] == "hi Zoe" and len(api.requests) == 1
+    assert "Say hello to Zoe in a cheerful way." in json.dumps(api.requests[0].messages[-1])
+    assert results[1]["is_error"] and "missing argument name" in json.dumps(results[1])
+
+
 def test_prompt_missing_argument_is_one_line(tmp_path):
     api = ScriptedAPI()
     with api.serve() as url:

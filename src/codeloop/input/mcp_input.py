@@ -137,3 +137,12 @@ async def expand_slash(conv: Conversation, value: str) -> str | None:
     if found is None:
         return None
     return await expand(conv, found[0], found[1], slash[1])
+
+
+async def expand_message(conv: Conversation, prompt: Message) -> Message:
+    """The prompt message with `/mcp__server__prompt args` replaced by what the server returns (the
+    same message, uuid and all, when it names no MCP prompt); ValueError (one line) when it fails."""
+    from dataclasses import replace
+
+    text = await expand_slash(conv, prompt.text)
+    return prompt if text is None else replace(prompt, content=[{"type": "text", "text": text}])
