@@ -159,6 +159,24 @@ async def test_logout_and_reconnect_signs_in_again(oauth_server, config_dir):
     assert len(browser.urls) == 2 and grants().count("authorize") == 2
 
 
+async def test_preregistered_client_and_fixed_callback_port(oauth_server):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url, grants = oauth_server(PRE_CLIENT="codeloop-fixed", PRE_REDIRECT=f"http://127.0.0.1:{port}/callback")
+    browser = Browser()
+    manager = McpManager(tool_timeout=60)
+    manager.on_auth_url = browser
+    await manager.start([ServerConfig("remote", Transport.HTTP, url=url,
+                                      oauth={"clientId": "codeloop-fixed", "callbackPort": port})], timeout=HANG_GUARD)
+    try:
+        assert await whoami(manager) == "signed in", manager.errors()
+    finally:
+        await asyncio.wait_for(manager.aclose(), HANG_GUARD)
+    assert grants() == ["authorize", "code"]          # no dynamic registration: the server has it off
+    assert "client_id=codeloop-fixed" in browser.urls[0] and f"127.0.0.1%3A{port}%2Fcallback" in browser.urls[0]
+
+
 async def test_refused_authorization_is_one_line_and_the_rest_works(oauth_server):
     url, _ = oauth_server(DENY="1")
     tools = ServerConfig("tools", Transport.STDIO, command=sys.executable, args=(str(SERVERS / "tools_server.py"),))

@@ -99,7 +99,8 @@ class _Connection:
             from codeloop.mcp.oauth import ServerAuth, print_url
 
             self.auth = ServerAuth(self.name, cfg.url, on_url=self.manager.on_auth_url or print_url,
-                                   on_browser_step=self._browser_step, sign_in=self.manager.sign_in)
+                                   on_browser_step=self._browser_step, sign_in=self.manager.sign_in,
+                                   client_id=cfg.oauth.get("clientId"), callback_port=cfg.oauth.get("callbackPort"))
         return self.auth.provider()
 
     def _browser_step(self) -> None:

@@ -7,7 +7,8 @@ what is codeloop's:
 
 * storage — one file per server under `<config dir>/mcp-oauth/` (mode 0600, folder 0700): the
   tokens with their absolute expiry, the registered client, and the loopback port its redirect
-  URI names (kept, so the registration stays valid from one session to the next);
+  URI names (kept, so the registration stays valid from one session to the next); a server's
+  `oauth: {clientId, callbackPort}` names a pre-registered client and its port instead;
 * the browser step — a one-shot listener on `http://127.0.0.1:<port>/callback`; the authorization
   URL is always printed (`on_url`), and opened in a browser only where one can open (a display,
   or macOS; never with CODELOOP_NO_BROWSER set);
@@ -55,6 +56,8 @@ class FileTokenStorage:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.callback_port: int | None = None   # saved with the registration its redirect URI names
+        self.client_id: str | None = None       # a pre-registered client (config `oauth.clientId`)
+        self.redirect_uri = ""
 
     def read(self) -> dict[str, Any]:
         try:
@@ -93,6 +96,9 @@ class FileTokenStorage:
 
         data = self.read()
         info = data.get("client_info")
+        if self.client_id and (not isinstance(info, dict) or info.get("client_id") != self.client_id):
+            return OAuthClientInformationFull(client_id=self.client_id, redirect_uris=[self.redirect_uri],  # type: ignore[list-item]
+                                              token_endpoint_auth_method="none")
         return OAuthClientInformationFull.model_validate(info) if isinstance(info, dict) else None
 
     async def set_client_info(self, client_info: Any) -> None:
@@ -175,7 +181,8 @@ class ServerAuth:
     """One server's OAuth: the SDK provider, its storage and callback, and the status."""
 
     def __init__(self, server: str, url: str, *, on_url: Callable[[str, str], None],
-                 on_browser_step: Callable[[], None] | None = None, sign_in: bool = True) -> None:
+                 on_browser_step: Callable[[], None] | None = None, sign_in: bool = True,
+                 client_id: str | None = None, callback_port: int | None = None) -> None:
         self.server, self.url, self.on_url = server, url, on_url
         self.on_browser_step = on_browser_step      # the connection lifts its start timeout
         self.sign_in = sign_in                      # False: a server that needs the browser step is left unsigned
@@ -183,11 +190,12 @@ class ServerAuth:
         self.storage = FileTokenStorage(token_path(server, url))
         stored = self.storage.read()   # nothing is written for a server that never asks for OAuth
         self.status = AuthStatus.AUTHENTICATED if stored.get("tokens") else AuthStatus.NOT_REQUIRED
-        port = self.storage.callback_port = _free_port(stored.get("callback_port"))
+        port = self.storage.callback_port = callback_port or _free_port(stored.get("callback_port"))
         if stored.get("client_info") and port != stored.get("callback_port"):
             stored.pop("client_info")   # its redirect URI names a port we cannot have: register again
             self.storage.write(stored)
         self.callback = Callback(port)
+        self.storage.client_id, self.storage.redirect_uri = client_id, self.callback.redirect_uri
 
     def provider(self) -> Any:
         import logging

@@ -5,7 +5,8 @@ The authorization server does dynamic client registration, the authorization cod
 PKCE (checked by the SDK's token handler) and refresh tokens; its /authorize approves at once by
 redirecting to the client's redirect URI (the "browser step" a test completes with httpx).
 Env: GRANT_LOG — a file each grant is appended to ("register", "authorize", "code", "refresh");
-DENY=1 — /authorize answers access_denied; TOKEN_TTL — access token lifetime in seconds.
+DENY=1 — /authorize answers access_denied; TOKEN_TTL — access token lifetime in seconds;
+PRE_CLIENT=id PRE_REDIRECT=uri — a client registered in advance, and dynamic registration off.
 Tool: whoami → the client id of the token used.
 """
 
@@ -18,7 +19,7 @@ from mcp.server.auth.provider import (AccessToken, AuthorizationCode, AuthorizeE
                                       construct_redirect_uri)
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.shared.auth import OAuthToken
+from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 mode, port = sys.argv[1], int(sys.argv[2])
 TTL = int(os.environ.get("TOKEN_TTL", "3600"))
@@ -34,6 +35,10 @@ def log(event: str) -> None:
 class Provider:
     def __init__(self):
         self.clients, self.codes, self.access, self.refresh = {}, {}, {}, {}
+        if os.environ.get("PRE_CLIENT"):   # registered in advance; dynamic registration is off
+            self.clients[os.environ["PRE_CLIENT"]] = OAuthClientInformationFull(
+                client_id=os.environ["PRE_CLIENT"], redirect_uris=[os.environ["PRE_REDIRECT"]],
+                token_endpoint_auth_method="none", grant_types=["authorization_code", "refresh_token"])
 
     async def get_client(self, client_id):
         return self.clients.get(client_id)
@@ -88,7 +93,8 @@ class Provider:
 path = "/mcp" if mode == "http" else "/sse"
 server = MCPServer("protected", auth_server_provider=Provider(),
                    auth=AuthSettings(issuer_url=BASE, resource_server_url=BASE + path, validate_token_resource=False,
-                                     client_registration_options=ClientRegistrationOptions(enabled=True)))
+                                     client_registration_options=ClientRegistrationOptions(
+                                         enabled=not os.environ.get("PRE_CLIENT"))))
 
 
 @server.tool()

@@ -57,6 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     add.add_argument("-t", "--transport", choices=["stdio", "sse", "http"], default="stdio")
     add.add_argument("-e", "--env", action="append", default=[], metavar="KEY=VALUE")
     add.add_argument("-H", "--header", action="append", default=[], metavar="'Name: value'")
+    add.add_argument("--client-id", help="OAuth: a client registered in advance (http and sse)")
+    add.add_argument("--callback-port", type=int, help="OAuth: the fixed port of the redirect URI (http and sse)")
     add.add_argument("name")
     add.add_argument("target", metavar="COMMAND_OR_URL", nargs="?")
     add.add_argument("args", nargs="*", help="the command's arguments (put them after -- when they start with -)")
@@ -148,8 +150,8 @@ def _entry_from_flags(ns: argparse.Namespace) -> dict[str, Any]:
             if not sep or not key:
                 raise McpCmdError(f"invalid --env {item!r}: expected KEY=VALUE")
             env[key] = value
-        if ns.header:
-            raise McpCmdError("--header applies to http and sse servers only")
+        if ns.header or ns.client_id or ns.callback_port:
+            raise McpCmdError("--header, --client-id and --callback-port apply to http and sse servers only")
         return {"type": "stdio", "command": ns.target, "args": list(args), "env": env}
     if ns.env or args:
         raise McpCmdError(f"{ns.transport} servers take a URL only (no --env or arguments)")
@@ -161,7 +163,9 @@ def _entry_from_flags(ns: argparse.Namespace) -> dict[str, Any]:
         if not sep or not key.strip():
             raise McpCmdError(f"invalid --header {item!r}: expected 'Name: value'")
         headers[key.strip()] = value.strip()
-    return {"type": ns.transport, "url": ns.target, **({"headers": headers} if headers else {})}
+    oauth = {k: v for k, v in (("clientId", ns.client_id), ("callbackPort", ns.callback_port)) if v is not None}
+    return {"type": ns.transport, "url": ns.target, **({"headers": headers} if headers else {}),
+            **({"oauth": oauth} if oauth else {})}
 
 
 def _add(name: str, entry: Any, scope: Scope, cwd: Path) -> str:
