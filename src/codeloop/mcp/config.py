@@ -10,7 +10,8 @@ same places Claude Code's `claude mcp add` does.
 
 Each entry is `{"command", "args", "env"}` (stdio; `"type": "stdio"` optional),
 `{"type": "http" | "sse", "url", "headers", "oauth": {"clientId", "callbackPort"}}`, or
-`{"type": "sdk", "name"}` — a server hosted in the Agent SDK program that drives us, reached over the control protocol (see sdk_transport.py).
+`{"type": "sdk", "name"}` — a server hosted in the Agent SDK program that drives us, reached over
+the control protocol (see sdk_transport.py).
 `${VAR}` and `${VAR:-default}` are expanded from the environment in commands, args, env values,
 URLs and headers, as Claude Code does.
 A bad entry or file is reported in the returned error list; it never stops the others.
