@@ -91,3 +91,22 @@ def test_bad_flag_is_one_line(tmp_path):
                        cwd=tmp_path, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
                        env={**os.environ, "HOME": str(tmp_path), "CODELOOP_CONFIG_DIR": str(tmp_path / ".cfg")})
     assert r.returncode != 0 and "Traceback" not in r.stderr and "nonsense" in r.stderr
+
+
+def test_bash_runs_in_codeloops_sandbox(tmp_path):
+    import shutil
+
+    from codeloop.sandbox.bwrap import probe
+
+    if probe().error is not None or not shutil.which("bwrap"):
+        pytest.skip(f"bubblewrap cannot run here: {probe().error}")
+    work = tmp_path / "work"
+    work.mkdir()
+    settings = tmp_path / "sandbox.json"
+    settings.write_text(json.dumps({"sandbox": {"enabled": True}}))
+    outside = tmp_path / "escape.txt"
+    calls = [("Bash", {"command": "echo inside > in.txt && cat in.txt"}),
+             ("Bash", {"command": f"echo out > {outside}"})]
+    _, [(in_err, in_out, _), _] = run(serve_session(work, "--settings", str(settings), calls=calls))
+    assert not in_err and "inside" in in_out and (work / "in.txt").exists()   # sandboxed: ran without asking
+    assert not outside.exists()                     # outside the working folder the write never reached the host
