@@ -17,6 +17,8 @@ Capabilities, each set up in the trusted project's own configuration:
     claude-md     CLAUDE.md's text reaches the request
     output-style  outputStyle → the custom style's text reaches the system prompt
     agent         .claude/agents/parity-reviewer.md → the Agent tool offers it, the subagent uses its prompt
+    plugin        an installed plugin the project's enabledPlugins turns on: its PreToolUse hook, a script
+                  named through ${CLAUDE_PLUGIN_ROOT}, blocks Read
 
 Cells that do not apply are left out, not skipped: output-style × subagent (a style shapes the
 main thread's system prompt; a subagent's prompt is its definition, as in Claude Code) and
@@ -177,6 +179,27 @@ def check_agent(c: Cell) -> None:
     assert SUB_DONE in answer, c.why(f"the subagent's report did not reach the main thread: {answer!r}")
 
 
+def prep_plugin(p: Project, ctx: dict) -> None:
+    ctx["notes"] = p.write("notes.txt", "PARITY-NOTES-CONTENT\n")
+    root = p.cfg / "plugins" / "cache" / "parity" / "parity-plugin"
+    (root / ".claude-plugin").mkdir(parents=True)
+    (root / ".claude-plugin" / "plugin.json").write_text(json.dumps({"name": "parity-plugin", "version": "1.0.0"}))
+    (root / "block.sh").write_text("#!/bin/sh\necho 'PARITY-PLUGIN-HOOK: reading is off limits' >&2\nexit 2\n")
+    (root / "block.sh").chmod(0o755)
+    (root / "hooks").mkdir()
+    (root / "hooks" / "hooks.json").write_text(json.dumps({"hooks": {"PreToolUse": [
+        {"matcher": "Read", "hooks": [{"type": "command", "command": '"${CLAUDE_PLUGIN_ROOT}/block.sh"'}]}]}}))
+    (p.cfg / "plugins" / "installed_plugins.json").write_text(json.dumps(
+        {"version": 1, "plugins": {"parity-plugin@parity": {"installPath": str(root)}}}))
+    p.settings({"enabledPlugins": {"parity-plugin@parity": True}})
+
+
+def check_plugin(c: Cell) -> None:
+    body = result_text(c.call_result())
+    assert "PARITY-PLUGIN-HOOK" in body and "PARITY-NOTES-CONTENT" not in body, \
+        c.why(f"the plugin's PreToolUse hook did not block the Read: {body!r}")
+
+
 @dataclass(frozen=True)
 class Capability:
     name: str
@@ -203,6 +226,8 @@ CAPABILITIES = {c.name: c for c in (
     Capability("claude-md", prep_claude_md, nothing, check_claude_md),
     Capability("output-style", prep_style, nothing, check_style, in_subagent=False),
     Capability("agent", prep_agent, lambda ctx: [delegates("parity-reviewer")], check_agent, in_subagent=False),
+    Capability("plugin", prep_plugin, lambda ctx: [calls("Read", {"file_path": str(ctx["notes"])})],
+               check_plugin),
 )}
 SUBAGENT = "subagent"
 

@@ -50,6 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["mcp"]:
         from codeloop.cli.commands.mcp import mcp_main
         return mcp_main(argv[1:])
+    if argv[:1] == ["plugin"]:
+        from codeloop.cli.commands.plugin import plugin_main
+        return plugin_main(argv[1:])
     if argv[:1] == ["batch"]:
         from codeloop.cli.commands.batch import batch_main
         return batch_main(argv[1:])

@@ -1,5 +1,6 @@
 """Saving a permission rule the user granted ("Yes, and don't ask again") to the project's local
-settings, `.claude/settings.local.json` (Claude Code's file, which codeloop also reads).
+settings, `.claude/settings.local.json` (Claude Code's file, which codeloop also reads), and any
+other edit of one settings file (`edit_settings_file`: `codeloop plugin enable` and the like).
 
 Owns the read-merge-write of that one file: the existing content is kept as it is (other keys,
 other rules, their order), the rule is added once to `permissions.<behavior>`, and the file is
@@ -11,7 +12,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 LOCAL_SETTINGS = Path(".claude") / "settings.local.json"
 
@@ -26,10 +29,26 @@ def local_settings_path(cwd: Path) -> Path:
 
 def add_permission_rule(cwd: Path, rule: str, behavior: str = "allow") -> Path:
     """Add `rule` under `permissions.<behavior>` of the project's local settings; returns the path."""
-    from codeloop.fsutil import atomic_write
+    def add(data: dict[str, Any]) -> None:
+        perms = data.setdefault("permissions", {})
+        if not isinstance(perms, dict):
+            raise SettingsWriteError(f"{path}: \"permissions\" is not an object; rule not saved")
+        rules = perms.setdefault(behavior, [])
+        if not isinstance(rules, list):
+            raise SettingsWriteError(f"{path}: \"permissions.{behavior}\" is not a list; rule not saved")
+        if rule not in rules:
+            rules.append(rule)
 
     path = local_settings_path(cwd)
-    data: dict = {}
+    return edit_settings_file(path, add, what="rule")
+
+
+def edit_settings_file(path: Path, edit: Callable[[dict[str, Any]], None], *, what: str = "change") -> Path:
+    """Read `path` (a JSON object, or nothing yet), let `edit` change it in place, write it back
+    atomically with its permission bits. SettingsWriteError names the file when it cannot be done."""
+    from codeloop.fsutil import atomic_write
+
+    data: dict[str, Any] = {}
     mode: int | None = None
     try:
         raw = path.read_text(encoding="utf-8")
@@ -42,17 +61,10 @@ def add_permission_rule(cwd: Path, rule: str, behavior: str = "allow") -> Path:
         try:
             data = json.loads(raw)
         except json.JSONDecodeError as exc:
-            raise SettingsWriteError(f"{path} is not valid JSON (line {exc.lineno}); rule not saved") from None
+            raise SettingsWriteError(f"{path} is not valid JSON (line {exc.lineno}); {what} not saved") from None
         if not isinstance(data, dict):
-            raise SettingsWriteError(f"{path} does not hold a JSON object; rule not saved")
-    perms = data.setdefault("permissions", {})
-    if not isinstance(perms, dict):
-        raise SettingsWriteError(f"{path}: \"permissions\" is not an object; rule not saved")
-    rules = perms.setdefault(behavior, [])
-    if not isinstance(rules, list):
-        raise SettingsWriteError(f"{path}: \"permissions.{behavior}\" is not a list; rule not saved")
-    if rule not in rules:
-        rules.append(rule)
+            raise SettingsWriteError(f"{path} does not hold a JSON object; {what} not saved")
+    edit(data)
     text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     try:
         atomic_write(path, text.encode("utf-8"), mode=mode)

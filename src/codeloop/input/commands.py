@@ -10,13 +10,14 @@ LOCAL commands act on the session through a `CommandHost` — the REPL implement
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from codeloop.input.custom_commands import CommandSource, CustomCommand, expand_arguments, load_custom_commands
+from codeloop.input.init_survey import INIT_PROMPT
 
 if TYPE_CHECKING:
     from codeloop.events import Event
@@ -118,14 +119,15 @@ class CommandRegistry:
         return sorted(self.commands.values(), key=lambda c: c.name)
 
     @classmethod
-    def load(cls, cwd: Path, config_dir: Path, *, home: Path | None = None) -> CommandRegistry:
+    def load(cls, cwd: Path, config_dir: Path, *, home: Path | None = None,
+             plugins: Sequence[Any] = ()) -> CommandRegistry:
         from codeloop.input.commands_more import more_builtins
 
         reg = cls()
         more = [Command(**{**spec, "type": CommandType(spec["type"])}) for spec in more_builtins()]
         for cmd in (*BUILTINS, *(c for c in more if c.type is CommandType.LOCAL)):
             reg.add(cmd)
-        custom, warnings = load_custom_commands(cwd, config_dir, home=home)
+        custom, warnings = load_custom_commands(cwd, config_dir, home=home, plugins=plugins)
         reg.warnings += warnings
         for c in custom.values():
             reg.add(from_custom(c))
@@ -135,8 +137,11 @@ class CommandRegistry:
 
 
 def from_custom(c: CustomCommand) -> Command:
+    # a plugin's /<plugin>:name answers to /name too while no other command has that name
+    aliases = (c.name.partition(":")[2],) if c.source is CommandSource.PLUGIN else ()
     return Command(name=c.name, description=c.description, type=CommandType.PROMPT, prompt=c.prompt,
-                   argument_hint=c.argument_hint, allowed_tools=c.allowed_tools, model=c.model, source=c.source)
+                   argument_hint=c.argument_hint, allowed_tools=c.allowed_tools, model=c.model, source=c.source,
+                   aliases=aliases)
 
 
 # -- conversation switching (/clear, /resume, /continue) ------------------------------------------
@@ -359,22 +364,6 @@ async def _init(host: CommandHost, args: str) -> CommandOutcome:
 async def _exit(host: CommandHost, args: str) -> CommandOutcome:
     host.request_exit()
     return CommandOutcome()
-
-
-INIT_PROMPT = """Please analyze this codebase and create a CLAUDE.md file in the repository root. It will be \
-given to future instances of the coding agent that work in this repository.
-
-Include:
-1. The commands used to build, lint and test — including how to run a single test.
-2. The high-level architecture: the big-picture structure that takes reading several files to understand.
-
-Survey the repository first (README, build files, the main source folders, existing CLAUDE.md or \
-.cursorrules / .github/copilot-instructions.md). Keep it concise; do not list every file or repeat \
-generic advice. If a CLAUDE.md already exists, suggest improvements to it instead. Start the file with:
-
-# CLAUDE.md
-
-This file provides guidance to coding agents when working with code in this repository."""
 
 
 BUILTINS: tuple[Command, ...] = (

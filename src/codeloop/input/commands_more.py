@@ -5,7 +5,8 @@ time matters: `CommandRegistry.load` runs for every REPL), so the table here nam
 and function. Information commands: /context, /mcp, /agents, /hooks, /doctor (`commands_info`,
 `context_usage`); memory: /memory and the `#` shortcut (`memory`); the session's set-up:
 /add-dir, /sandbox, /output-style, /vim (`commands_setup`); /export (`export`); prompt commands
-the model answers: /review, /security-review, /statusline (`commands_review`).
+the model answers: /review, /security-review, /statusline (`commands_review`); /plugin
+(`plugin_command`, issue 28).
 """
 
 from __future__ import annotations
@@ -69,4 +70,7 @@ def more_builtins() -> tuple[dict[str, Any], ...]:
              "commands_review", "security_review", allowed_tools=REVIEW_TOOLS),
         spec("statusline", "Have the model set up the statusLine setting", P, "commands_review", "statusline",
              argument_hint="[what to show]"),
+        spec("plugin", "Manage plugins and marketplaces (install, enable, disable, list…)", L, "plugin_command",
+             "plugin_command", aliases=("plugins",),
+             argument_hint="[install|enable|disable|uninstall|list|marketplace] …"),
     )

@@ -13,7 +13,8 @@ Where they come from, highest precedence first (a name defined twice keeps the f
     ---
     Review the staged changes, paying attention to $ARGUMENTS.
 
-A file in a subfolder is namespaced: `commands/git/review.md` is `/git:review`. The body is the
+A file in a subfolder is namespaced: `commands/git/review.md` is `/git:review`; a plugin's
+`commands/review.md` is `/<plugin>:review` (and `/review` while no other command has that name). The body is the
 prompt; `$ARGUMENTS` becomes everything typed after the command and `$1`…`$9` the
 whitespace-separated words. A file whose frontmatter cannot be parsed is skipped with a warning,
 and so is a project's file that leads out of the project (a link to a secret is never read).
@@ -26,14 +27,19 @@ import re
 import shlex
 from dataclasses import dataclass
 from enum import Enum
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from codeloop.config.plugins import Plugin
 
 
 class CommandSource(str, Enum):
     BUILTIN = "built-in"
     PROJECT = "project"
     USER = "user"
+    PLUGIN = "plugin"
     MCP = "mcp"          # a connected MCP server's prompt (input.mcp_input)
 
 
@@ -125,11 +131,12 @@ def command_from_text(text: str, path: Path, name: str, source: CommandSource) -
                          argument_hint=str(hint) if hint else None, source=source, path=path)
 
 
-def load_custom_commands(cwd: Path, config_dir: Path, *,
-                         home: Path | None = None) -> tuple[dict[str, CustomCommand], list[str]]:
+def load_custom_commands(cwd: Path, config_dir: Path, *, home: Path | None = None,
+                         plugins: Sequence[Plugin] = ()) -> tuple[dict[str, CustomCommand], list[str]]:
     """(name → command, warnings). Never raises for a bad file. A project's command files are read
     without following a link out of the project (permissions.project_files): such a file, or a
-    commands folder that leads out, is skipped with a warning."""
+    commands folder that leads out, is skipped with a warning. Then each plugin's commands, named
+    `<plugin>:<command>` (config.plugins)."""
     from codeloop.permissions.project_files import ProjectFiles
 
     files = ProjectFiles(cwd)
@@ -158,4 +165,30 @@ def load_custom_commands(cwd: Path, config_dir: Path, *,
                     found[name] = command_from_text(text, path, name, source)
             except (UnicodeDecodeError, ValueError) as exc:
                 warnings.append(f"skipped command file {path}: {exc}")
+    for plugin in plugins:
+        for folder in plugin.command_paths:
+            paths = sorted(folder.rglob("*.md")) if folder.is_dir() else [folder]
+            for path in paths:
+                rel = path.relative_to(folder).with_suffix("") if folder.is_dir() else Path(path.stem)
+                name = ":".join((plugin.name, *rel.parts))
+                try:
+                    text = files.read_user_text(path, "command file", errors="strict")
+                    if text is not None and name not in found:
+                        found[name] = command_from_text(text, path, name, CommandSource.PLUGIN)
+                except (UnicodeDecodeError, ValueError) as exc:
+                    warnings.append(f"skipped command file {path}: {exc}")
     return found, warnings + files.drain()
+
+
+def expanded_prompt(text: str, cwd: Path, config_dir: Path,
+                    plugins: Sequence[Plugin] = ()) -> tuple[str, CustomCommand] | None:
+    """`/name args` naming a custom or plugin command (a plugin's by its short name too): (the prompt
+    it expands to, as the REPL sends it, and the command); None for any other text (headless)."""
+    text = text.strip()
+    if not text.startswith("/") or len(text) < 2 or text[1].isspace():
+        return None
+    name, _, args = text[1:].partition(" ")
+    commands, _ = load_custom_commands(cwd, config_dir, plugins=plugins)
+    command = commands.get(name) or next((c for c in commands.values() if c.source is CommandSource.PLUGIN
+                                          and c.name.partition(":")[2] == name), None)
+    return (expand_arguments(command.prompt, args), command) if command is not None else None

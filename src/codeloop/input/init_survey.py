@@ -1,4 +1,4 @@
-"""What `/init` finds in the repository before asking the model for a CLAUDE.md: the layout and
+"""What `/init` asks (`INIT_PROMPT`) and finds in the repository before asking the model for a CLAUDE.md: the layout and
 the build/test/lint commands its build files declare (pyproject.toml, package.json, Makefile,
 Cargo.toml, go.mod, tox.ini, noxfile.py) — facts the model would otherwise have to dig for, so
 the file it writes names real commands. Build files that lead out of the repository (a link to a
@@ -14,6 +14,21 @@ from pathlib import Path
 SKIP_DIRS = {".git", "node_modules", "__pycache__", ".venv", "venv", "dist", "build", ".tox", ".mypy_cache",
              ".pytest_cache", "target", ".claude", ".idea", ".vscode"}
 MAX_TOP = 25
+
+INIT_PROMPT = """Please analyze this codebase and create a CLAUDE.md file in the repository root. It will be \
+given to future instances of the coding agent that work in this repository.
+
+Include:
+1. The commands used to build, lint and test — including how to run a single test.
+2. The high-level architecture: the big-picture structure that takes reading several files to understand.
+
+Survey the repository first (README, build files, the main source folders, existing CLAUDE.md or \
+.cursorrules / .github/copilot-instructions.md). Keep it concise; do not list every file or repeat \
+generic advice. If a CLAUDE.md already exists, suggest improvements to it instead. Start the file with:
+
+# CLAUDE.md
+
+This file provides guidance to coding agents when working with code in this repository."""
 
 
 def _read(path: Path, limit: int = 200_000) -> str:

@@ -44,6 +44,7 @@ class Source(str, Enum):
     PROJECT = "project"
     SETTINGS = "settings"
     CLI = "cli"
+    PLUGIN = "plugin"    # a plugin's .mcp.json or manifest (config.plugins; parsed by the assembly)
 
 
 _TYPE_ALIASES = {"stdio": Transport.STDIO, "http": Transport.HTTP, "streamable-http": Transport.HTTP,

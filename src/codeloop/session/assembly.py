@@ -6,6 +6,8 @@ every subagent. Front ends render events and collect input; they never assemble 
             ─▶ policy         rules from flags and settings, directories, the sandbox
             ─▶ tools          built-ins narrowed by --tools / --disallowedTools; agents for Agent
             ─▶ prompt         system prompt, output style, CLAUDE.md (re-read per query), hooks, flags
+            ─▶ plugins        resolved at the door (RunOptions.plugins): their hooks join the settings'
+                              hooks, their MCP servers the others, their skills the tool context
             ─▶ MCP servers    started before the session exists; their tools join every pool
             ─▶ Conversation   transcript, typed tool context, pipeline + compactor, memory, tasks
             ─▶ permissions    asked through the host, or --permission-prompt-tool's MCP tool
@@ -20,7 +22,8 @@ from dataclasses import replace
 from typing import Any
 
 from codeloop.session.assembly_parts import (History, load_history, make_policy, make_provider, make_tools,
-                                             output_style, permission_prompt_tool, start_mcp, style_name)
+                                             output_style, permission_prompt_tool, session_hooks, start_mcp,
+                                             style_name)
 from codeloop.session.conversation import Conversation, ConversationConfig
 from codeloop.session.options import RunOptions, SetupError
 from codeloop.session.parts import SessionHost, SessionParts
@@ -76,7 +79,7 @@ def build_session(options: RunOptions, host: SessionHost, *, provider: Any, mode
         fallback_models=list(options.model.fallback), agent_definitions=dict(options.agents),
         entrypoint=options.entrypoint, feature_flags=dict(options.feature_flags), hook_env=settings.env(),
         env_pass=_env_pass(settings),
-        hooks=settings.hooks() if options.hooks else {}, resumed=bool(history.messages),
+        hooks=session_hooks(options), resumed=bool(history.messages),
         token_budget=options.limits.token_budget, task_budget=options.limits.task_budget,
         system_prompt=system_prompt,
         max_budget_usd=options.limits.max_budget_usd,

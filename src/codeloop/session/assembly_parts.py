@@ -253,6 +253,9 @@ async def start_mcp(options: RunOptions) -> tuple[Any, list[str]]:
                                        cli_configs=list(options.mcp.configs), strict=options.mcp.strict,
                                        include_project=options.trusted)
     warnings = [f"mcp: {e}" for e in errors]
+    if options.plugins and not options.mcp.strict:
+        configs, more = _plugin_servers(options.plugins, configs)
+        warnings += more
     if not options.trusted and (cwd / ".mcp.json").is_file():
         warnings.append(f"ignored MCP servers from {cwd / '.mcp.json'}: this folder is not trusted "
                         "(trust it in an interactive codeloop or Claude Code session, pass --trust, "
@@ -264,6 +267,34 @@ async def start_mcp(options: RunOptions) -> tuple[Any, list[str]]:
     manager = McpManager()
     await manager.start(configs)
     return manager, warnings
+
+
+def _plugin_servers(plugins: Any, configs: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The plugins' MCP servers after the configured ones, named `plugin:<plugin>:<server>` as
+    Claude Code names them (their tools: mcp__plugin_<plugin>_<server>__<tool>)."""
+    from codeloop.mcp.config import Source, parse_server
+
+    out, warnings = dict(configs), []
+    for plugin in plugins:
+        for name, raw in plugin.mcp_servers.items():
+            full = f"plugin:{plugin.name}:{name}"
+            try:
+                out[full] = parse_server(full, raw, Source.PLUGIN)
+            except ValueError as exc:
+                warnings.append(f"mcp: plugin {plugin.name} ({plugin.root}): MCP server {name!r}: {exc}")
+    return out, warnings
+
+
+def session_hooks(options: RunOptions) -> dict[str, Any]:
+    """The settings' hooks, then the plugins' (none with --bare)."""
+    if not options.hooks:
+        return {}
+    hooks = options.settings.hooks()
+    if not options.plugins:
+        return hooks
+    from codeloop.config.plugins import merged_hooks
+
+    return merged_hooks(hooks, options.plugins)
 
 
 def permission_prompt_tool(mcp: Any, name: str, conv: Callable[[], Conversation]) -> Any:

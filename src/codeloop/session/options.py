@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from codeloop.config.plugins import Plugin
     from codeloop.config.settings import LoadedSettings
     from codeloop.permissions.policy import PermissionMode
     from codeloop.tools.agents import AgentDefinition
@@ -188,7 +189,8 @@ class RunOptions:
     limits: Limits = field(default_factory=Limits)
     output: OutputOptions = field(default_factory=OutputOptions)
     interface: InterfaceOptions = field(default_factory=InterfaceOptions)
-    agents: Mapping[str, AgentDefinition] = field(default_factory=dict)  # files, then --agents
+    agents: Mapping[str, AgentDefinition] = field(default_factory=dict)  # files, then --agents, then plugins'
+    plugins: tuple[Plugin, ...] = ()               # --plugin-dir, then enabled installed plugins
     feature_flags: Mapping[str, Any] = field(default_factory=dict)
     hooks: bool = True                             # False: --bare (no settings hooks)
     setup: str | None = None                       # --init / --maintenance: the Setup hooks' trigger

@@ -121,7 +121,8 @@ class SessionWiring:
             lifecycle_hooks=self.hooks.lifecycle_if_hooked(),
             path_guard=policy.guard_path, denied_inodes=policy.denied_inodes, feature_flags=dict(cfg.feature_flags),
             policy=policy, sandbox=policy.sandbox, project_trusted=self.trusted, env_pass=tuple(cfg.env_pass),
-            project_files=self.parts.project_files)
+            project_files=self.parts.project_files,
+            plugins=self.parts.options.plugins if self.parts.options is not None else ())
         if side is None:
             ctx.session_dir = store.session_dir(cfg.cwd, self.session_id)
             from codeloop.tools.task_board import TaskBoard
@@ -143,7 +144,7 @@ class SessionWiring:
             ctx.agent_id, ctx.agent_type, ctx.abort = side.agent_id, side.agent_type, side.abort
             ctx.non_interactive, ctx.entrypoint = parent.non_interactive, parent.entrypoint
             ctx.read_denied, ctx.background, ctx.live_output = parent.read_denied, parent.background, parent.live_output
-            ctx.project_trusted = parent.project_trusted
+            ctx.project_trusted, ctx.plugins = parent.project_trusted, parent.plugins
             ctx.task_board = parent.task_board   # one task list per session, as in Claude Code
         ctx.tool_pool = self.tool_pool()
         return ctx

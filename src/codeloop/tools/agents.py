@@ -5,6 +5,8 @@ Where they come from, highest precedence first (a name defined twice keeps the f
     <project>/.codeloop/agents/*.md, <project>/.claude/agents/*.md,
     <config dir>/agents/*.md, ~/.claude/agents/*.md, built-ins
 
+and each plugin's `agents/*.md`, named `<plugin>:<name>` (`plugin_agent_definitions`).
+
 A file is YAML-style frontmatter between `---` lines, then the agent's system prompt:
 
     ---
@@ -33,8 +35,12 @@ import os
 import re
 from dataclasses import dataclass
 from enum import Enum
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from codeloop.config.plugins import Plugin
 
 GENERAL_PURPOSE = "general-purpose"
 DEFAULT_MAX_TURNS = 50
@@ -58,6 +64,7 @@ class AgentSource(str, Enum):
     USER = "user"
     PROJECT = "project"
     CLI = "cli"            # --agents / the SDK's agents option
+    PLUGIN = "plugin"      # a plugin's agents/ (config.plugins), named <plugin>:<agent>
 
 
 @dataclass(frozen=True)
@@ -308,6 +315,31 @@ def load_agent_definitions(cwd: Path, config_dir: Path, *, home: Path | None = N
     out.warnings += files.drain()
     for builtin in BUILTIN_AGENTS:
         out.setdefault(builtin.name, builtin)
+    return out
+
+
+def plugin_agent_definitions(plugins: Sequence[Plugin]) -> AgentDefinitions:
+    """Each plugin's agent files, named `<plugin>:<name>`; a file skipped is named in `.warnings`."""
+    from dataclasses import replace
+
+    from codeloop.permissions.project_files import ProjectFiles
+
+    out = AgentDefinitions()
+    files = ProjectFiles(Path.cwd())
+    for plugin in plugins:
+        for folder in plugin.agent_paths:
+            for path in (sorted(folder.glob("*.md")) if folder.is_dir() else [folder]):
+                try:
+                    text = files.read_user_text(path, "agent definition", errors="strict")
+                    if text is None:
+                        continue
+                    definition = agent_from_text(text, path, AgentSource.PLUGIN)
+                except (FrontmatterError, UnicodeError) as exc:
+                    out.warnings.append(f"{path}: skipped agent definition: {exc}")
+                    continue
+                out.setdefault(f"{plugin.name}:{definition.name}",
+                               replace(definition, name=f"{plugin.name}:{definition.name}"))
+    out.warnings += files.drain()
     return out
 
 

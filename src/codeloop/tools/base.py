@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from codeloop.config.plugins import Plugin
     from codeloop.hooks.lifecycle import LifecycleHooks
     from codeloop.permissions.project_files import ProjectFiles
     from codeloop.providers.base import Provider
@@ -136,6 +137,7 @@ class ToolContext:
     project_trusted: bool = False               # the folder is trusted: its own skills may load
     images_supported: bool = True               # the model takes images (Read of PDF pages)
     skills: list[Skill] | None = None           # discovered on first use (tools.skills)
+    plugins: tuple[Plugin, ...] = ()            # the session's plugins (config.plugins): their skills join
     # The session's reader of the project's prompt files (skills): no link out of the project is
     # followed, and what it skipped waits there for the user. None: a reader of project_dir.
     project_files: ProjectFiles | None = None

@@ -2,7 +2,8 @@
 
 Discovery order (the first skill of a name wins): the project's `.codeloop/skills` and
 `.claude/skills`, then the user's `~/.codeloop/skills` (CODELOOP_CONFIG_DIR moves it) and
-`~/.claude/skills` (CLAUDE_CONFIG_DIR). Each `<dir>/<folder>/SKILL.md` may open with front matter:
+`~/.claude/skills` (CLAUDE_CONFIG_DIR), then the session's plugins' `skills/` folders (named
+`<plugin>:<skill>`, `ctx.plugins`). Each `<dir>/<folder>/SKILL.md` may open with front matter:
 
     ---
     name: pdf-forms                 # defaults to the folder name
@@ -21,12 +22,14 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from codeloop.config.plugins import Plugin
     from codeloop.permissions.project_files import ProjectFiles
 
 SKILL_FILE = "SKILL.md"
@@ -37,6 +40,7 @@ _NAME = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,63}$"   # compiled on first use
 class SkillSource(str, Enum):
     PROJECT = "project"
     USER = "user"
+    PLUGIN = "plugin"    # a plugin the user enabled: read and trusted as the user's own
 
 
 @dataclass(frozen=True)
@@ -155,9 +159,11 @@ def project_skill_dirs(project_dir: Path) -> list[Path]:
     return [project_dir / ".codeloop" / "skills", project_dir / ".claude" / "skills"]
 
 
-def discover(project_dir: Path, env: dict[str, str] | None = None, files: ProjectFiles | None = None) -> list[Skill]:
-    """The skills of a project and of the user. A project's SKILL.md files are read through
-    `files` (default: a reader of `project_dir`): one leading out of the project is skipped."""
+def discover(project_dir: Path, env: dict[str, str] | None = None, files: ProjectFiles | None = None,
+             plugins: Sequence[Plugin] = ()) -> list[Skill]:
+    """The skills of a project, of the user and of the session's plugins (named `<plugin>:<skill>`).
+    A project's SKILL.md files are read through `files` (default: a reader of `project_dir`): one
+    leading out of the project is skipped."""
     from codeloop.permissions.project_files import ProjectFiles
 
     files = files if files is not None else ProjectFiles(project_dir)
@@ -178,13 +184,20 @@ def discover(project_dir: Path, env: dict[str, str] | None = None, files: Projec
                 skill = load_skill(skill_md, source, files)
                 if skill is not None and skill.name not in found:
                     found[skill.name] = skill
+    for plugin in plugins:
+        for root in plugin.skill_dirs:
+            for skill_md in sorted(root.glob(f"*/{SKILL_FILE}")):
+                skill = load_skill(skill_md, SkillSource.PLUGIN, files)
+                if skill is not None:
+                    found.setdefault(f"{plugin.name}:{skill.name}",
+                                     replace(skill, name=f"{plugin.name}:{skill.name}"))
     return sorted(found.values(), key=lambda s: s.name)
 
 
 def session_skills(ctx: Any) -> list[Skill]:
     """The skills of this context's project, discovered on first use."""
     if ctx.skills is None:
-        ctx.skills = discover(Path(ctx.project_dir), files=ctx.project_files)
+        ctx.skills = discover(Path(ctx.project_dir), files=ctx.project_files, plugins=ctx.plugins)
     return ctx.skills
 
 

@@ -177,7 +177,7 @@ class Printer:
                          "permissionMode": c.config.policy.mode.value, "slash_commands": [],
                          "apiKeySource": c.api_key_source, "claude_code_version": _version(),
                          "output_style": c.output_style, "agents": agents,
-                         "skills": _skills(c, tools), "plugins": [],
+                         "skills": _skills(c, tools), "plugins": _plugins(c),
                          "uuid": new_uuid()})
 
     def event(self, ev: Event) -> None:
@@ -317,6 +317,12 @@ class BudgetGuard:
 
     def error_text(self, conv: Any) -> str:
         return f"Reached maximum budget (${self.max_usd:g}); spent ${float(conv.cost_usd):.4f}"
+
+
+def _plugins(conv) -> list[dict[str, str]]:
+    """The session's plugins for system/init, as Claude Code lists them: name and folder."""
+    options = conv.parts.options
+    return [{"name": p.name, "path": str(p.root)} for p in (options.plugins if options is not None else ())]
 
 
 def _skills(conv, tools: list[str]) -> list[str]:

@@ -10,6 +10,7 @@ and the process ends (`lifecycle.ExitGuard`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import sys
 import time
@@ -140,6 +141,9 @@ async def _run(options: RunOptions, prompt: str, out: TextIO) -> int:
         install_hook_events(conv, out)
     command, _, focus = prompt.strip().partition(" ")
     structured: dict[str, Any] = {}
+    overrides = contextlib.ExitStack()   # a custom command's allowed-tools and model, for its query
+    if command.startswith("/") and command != "/compact" and _slash_commands_enabled():
+        prompt = _expand_custom_command(options, prompt, conv, overrides)
     if command == "/compact" and _slash_commands_enabled():
         events = conv.compact(focus.strip())
     elif options.limits.json_schema is not None:
@@ -162,6 +166,7 @@ async def _run(options: RunOptions, prompt: str, out: TextIO) -> int:
                 continue
             printer.event(ev)
     finally:
+        overrides.close()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(signum)
         await conv.aclose()
@@ -175,6 +180,23 @@ async def _run(options: RunOptions, prompt: str, out: TextIO) -> int:
         # the transcript is closed and the result written: nothing left worth waiting for
         hard_exit(EXIT_SIGINT if got_signal[0] == signal.SIGINT else EXIT_SIGTERM)
     return EXIT_ERROR if result["is_error"] else EXIT_OK
+
+
+def _expand_custom_command(options: RunOptions, prompt: str, conv: Any, overrides: contextlib.ExitStack) -> str:
+    """`/name args` naming a custom or plugin command: the prompt it expands to, its allowed-tools
+    and model entered into `overrides`; any other text as it is."""
+    from codeloop.input.custom_commands import expanded_prompt
+    from codeloop.session.store import config_dir
+
+    found = expanded_prompt(prompt, options.cwd, config_dir(), options.plugins)
+    if found is None:
+        return prompt
+    text, command = found
+    if command.allowed_tools or command.model:
+        from codeloop.input.dispatch import query_overrides
+
+        overrides.enter_context(query_overrides(conv, command.allowed_tools, command.model))
+    return text
 
 
 def _slash_commands_enabled() -> bool:

@@ -227,6 +227,13 @@ class StreamJsonSession:
         extra = {"uuid": msg["uuid"]} if isinstance(msg.get("uuid"), str) and msg["uuid"] else {}
         return user_message(blocks, sent_as_text=isinstance(blocks, str), **extra)
 
+    def _expanded(self, prompt: Message) -> Message:
+        from codeloop.input.custom_commands import expanded_prompt
+        from codeloop.session.store import config_dir
+
+        found = expanded_prompt(prompt.text, self.options.cwd, config_dir(), self.options.plugins)
+        return prompt if found is None else user_message(found[0], sent_as_text=True, uuid=prompt.uuid)
+
     async def query(self, msg: dict[str, Any]) -> None:
         conv, started = self.conv, time.monotonic()
         prompt = self._prompt_message(msg)
@@ -260,6 +267,9 @@ class StreamJsonSession:
         self.abort = abort = AbortController()
         conv.last_terminal = None
         structured: dict[str, Any] = {}
+        if command.startswith("/") and command != "/compact" and len(prompt.content) == 1 \
+                and slash_commands_enabled():   # a custom or plugin command expands into its prompt
+            prompt = self._expanded(prompt)
         if command == "/compact" and len(prompt.content) == 1 and slash_commands_enabled():
             emit(self.out, status_line(conv.session_id, "compacting"))
             events = conv.compact(focus.strip())

@@ -376,7 +376,7 @@ def run_repl(options: RunOptions) -> int:
     from codeloop.session.options import SetupError
     from codeloop.session.store import config_dir
 
-    registry = CommandRegistry.load(options.cwd, config_dir())
+    registry = CommandRegistry.load(options.cwd, config_dir(), plugins=options.plugins)
     idle_mode = IdleReturnMode.resolve(options.settings.merged.get("idleReturn"))
 
     async def main() -> int:

@@ -64,7 +64,9 @@ def resolve_options(args: argparse.Namespace, *, interactive: bool, skip_setting
         warnings += more
     # settings "env" applies to this process (a trusted folder's own env only — see _load_settings)
     os.environ.update({k: str(v) for k, v in settings.env().items()})
-    agents, agent_warnings = _agents(args, cwd, store.config_dir())
+    plugins, more = _plugins(args, settings)
+    warnings += more
+    agents, agent_warnings = _agents(args, cwd, store.config_dir(), plugins)
     warnings += agent_warnings
     disallowed = list(args.disallowed_tools)
     main_agent = agents.get(args.agent) if args.agent else None
@@ -95,7 +97,8 @@ def resolve_options(args: argparse.Namespace, *, interactive: bool, skip_setting
         limits=Limits(max_turns=args.max_turns, max_budget_usd=args.max_budget_usd, token_budget=args.token_budget,
                       task_budget=_task_budget(args.task_budget),
                       json_schema=_json_schema(args.json_schema)),
-        output=_output(args), interface=interface, agents=agents, feature_flags=_feature_flags(settings, local),
+        output=_output(args), interface=interface, agents=agents, plugins=plugins,
+        feature_flags=_feature_flags(settings, local),
         hooks=not (args.bare or args.safe_mode),
         setup="init" if args.init else "maintenance" if args.maintenance else None,
         warnings=tuple(warnings))
@@ -174,12 +177,33 @@ def _appended_prompt(args: argparse.Namespace) -> str | None:
     return "\n\n".join(x for x in (args.append_system_prompt, extra) if x) or None
 
 
-def _agents(args: argparse.Namespace, cwd: Path, config_dir: Path) -> tuple[dict[str, Any], list[str]]:
-    """Agent definitions: built-in and files, then --agents JSON (Claude Code's definitions, above files)."""
+def _plugins(args: argparse.Namespace, settings: Any) -> tuple[tuple[Any, ...], list[str]]:
+    """--plugin-dir folders, then the plugins `enabledPlugins` turns on (a folder's own settings only
+    when it is trusted: the settings loader drops them otherwise); none of the latter with --bare."""
+    if not args.plugin_dir and not settings.merged.get("enabledPlugins"):
+        return (), []   # most sessions: the plugin modules are never imported
+    from codeloop.config.plugin_store import session_plugins
+    from codeloop.session import store
+
+    return session_plugins(list(args.plugin_dir or ()), settings.merged, store.config_dir(),
+                           from_settings=not (args.bare or args.safe_mode))
+
+
+def _agents(args: argparse.Namespace, cwd: Path, config_dir: Path,
+            plugins: tuple[Any, ...]) -> tuple[dict[str, Any], list[str]]:
+    """Agent definitions: built-in and files, then --agents JSON (Claude Code's definitions, above
+    files), then the plugins' agents (named <plugin>:<agent>)."""
     from codeloop.tools.agents import definitions_from_json, load_agent_definitions
 
     definitions = load_agent_definitions(cwd, config_dir)
     warnings = list(getattr(definitions, "warnings", []))
+    if plugins:
+        from codeloop.tools.agents import plugin_agent_definitions
+
+        extra = plugin_agent_definitions(plugins)
+        warnings += extra.warnings
+        for name, definition in extra.items():
+            definitions.setdefault(name, definition)
     if args.agents:
         try:
             definitions.update(definitions_from_json(args.agents))

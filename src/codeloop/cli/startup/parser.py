@@ -53,7 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="codeloop — an agentic coding harness. Without -p it opens an interactive session; "
                     "with -p it answers one prompt and exits.",
         epilog="Saved sessions: codeloop sessions list|show ID|export ID [--format json|markdown]. "
-               "MCP servers: codeloop mcp add|add-json|list|get|remove.")
+               "MCP servers: codeloop mcp add|add-json|list|get|remove. "
+               "Plugins: codeloop plugin marketplace add|list|remove|update, install|enable|disable|uninstall|list.")
     p.add_argument("prompt", nargs="?", help="the prompt (print mode reads stdin when omitted)")
     p.add_argument("-v", "--version", action="version", version=f"{__version__} (codeloop)")
     p.add_argument("-p", "--print", dest="print_mode", action="store_true",
@@ -133,13 +134,16 @@ def _add_integration_flags(p: argparse.ArgumentParser) -> None:
     hidden: tuple[tuple[str, dict[str, Any]], ...] = (
         ("--resume-session-at", {}), ("--resume-drops-turn", {}),
         ("--task-budget", {"metavar": "TOKENS"}),   # output_config.task_budget (Claude Code hides it too)
-        ("--plugin-dir", {"action": "append"}), ("--thinking-display", {}))
+        ("--thinking-display", {}))
     for flag, kw in hidden:
         p.add_argument(flag, help=argparse.SUPPRESS, **kw)
+    p.add_argument("--plugin-dir", action="append", metavar="DIR",
+                   help="load a plugin folder (.claude-plugin/plugin.json, commands/, agents/, skills/, hooks/, "
+                        ".mcp.json) for this session; repeatable")
     p.add_argument("--agents", metavar="JSON", help='subagents as JSON: {"name": {"description", "prompt", '
                                                     '"tools"?, "model"?, "maxTurns"?}}')
     p.add_argument("--session-mirror", action="store_true",
                    help="stream-json: also emit transcript_mirror frames (the Agent SDK's session_store)")
 
 
-UNSUPPORTED = ("plugin_dir", "thinking_display")
+UNSUPPORTED = ("thinking_display",)
