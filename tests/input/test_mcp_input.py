@@ -85,3 +85,21 @@ async def test_resource_mention_denied_by_rule(tmp_path, manager):
     await d.on_submit("see @content:docs://readme")
     assert "PELICAN" not in str(api.requests[0].messages)
     assert "not attached" in front.text()
+
+
+async def test_servers_with_colons_in_their_names(tmp_path):
+    """A plugin's server is `plugin:<plugin>:<server>`: its resources and prompts still resolve."""
+    from codeloop.mcp.client import McpManager
+    from codeloop.mcp.config import ServerConfig, Transport
+
+    m = McpManager()
+    await m.start([ServerConfig("plugin:kit:content", Transport.STDIO, command=sys.executable, args=(str(SERVER),))])
+    try:
+        api = ScriptedAPI(sse(text("ok")), sse(text("hi")))
+        d, front = dispatcher(api, tmp_path, m)
+        await d.on_submit("see @plugin:kit:content:docs://readme")
+        await d.on_submit("/mcp__plugin_kit_content__greet Ada")
+        assert "PELICAN" in str(api.requests[0].messages)
+        assert "Say hello to Ada in a cheerful way." in str(api.requests[1].messages[-1])
+    finally:
+        await asyncio.wait_for(m.aclose(), 60)

@@ -28,10 +28,13 @@ PROMPT_PREFIX = "mcp__"
 
 def resource_mention(conv: Conversation, mention: str) -> tuple[str, str] | None:
     """(server, uri) when `mention` is `server:uri` for a connected MCP server, else None."""
-    server, sep, uri = mention.partition(":")
     manager = getattr(conv, "mcp", None)
-    if not sep or not uri or manager is None or server not in manager.connected_servers():
+    # the longest connected name first: a plugin's servers are `plugin:<plugin>:<server>`
+    servers = sorted(manager.connected_servers() if manager is not None else [], key=len, reverse=True)
+    server = next((s for s in servers if mention.startswith(s + ":") and len(mention) > len(s) + 1), None)
+    if server is None:
         return None
+    uri = mention[len(server) + 1:]
     return server, uri.rstrip("?!.,;:)") or uri   # "see @docs:a://b." names a://b
 
 
