@@ -43,7 +43,8 @@ def run(coro):
 
 def test_lists_tools_and_reads_a_file(tmp_path):
     (tmp_path / "notes.txt").write_text("first line\nsecond line\n")
-    tools, [(err, out, _)] = run(serve_session(tmp_path, calls=[("Read", {"file_path": str(tmp_path / "notes.txt")})]))
+    tools, [(err, out, _)] = run(serve_session(tmp_path, "--debug",   # debug lines go to stderr, not the protocol
+                                               calls=[("Read", {"file_path": str(tmp_path / "notes.txt")})]))
     assert {"Bash", "Read", "Write", "Edit", "Glob", "Grep"} <= set(tools)
     assert not {"Agent", "WebFetch", "AskUserQuestion", "ToolSearch"} & set(tools)
     assert tools["Read"].input_schema["required"] == ["file_path"]

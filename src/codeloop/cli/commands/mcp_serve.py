@@ -1,6 +1,6 @@
 """`codeloop mcp serve`: codeloop's file and shell tools offered to any MCP client over stdio.
 
-    argv ─▶ RunOptions (codeloop's own flags: --permission-mode, --allowedTools, --settings, …)
+    argv ─▶ RunOptions (codeloop's own flags: --permission-mode, --allowedTools, --settings, -d, …)
          ─▶ open_session (the one assembly: policy, sandbox, hooks; no model, no transcript,
             none of the configured MCP servers — a served codeloop is a tool box, not a client)
          ─▶ tools/list   the served tools the session has (SERVED, narrowed by --tools / deny rules)
@@ -41,14 +41,22 @@ class _NoModel:
 
 def serve_main(argv: list[str]) -> int:
     """Run the server until the client closes stdin; 1 with one line when the session cannot start."""
-    from codeloop.cli.startup.options import options_from_argv
+    from codeloop.cli.startup.options import resolve_options
+    from codeloop.cli.startup.parser import build_parser
+    from codeloop.cli.startup.preflight import FlagError, prepare
+    from codeloop.cli.startup.tool_lists import tool_list
     from codeloop.session.options import SetupError
 
     try:
-        options = options_from_argv(["-p", "mcp serve", "--no-session-persistence", "--strict-mcp-config", *argv])
+        args = build_parser().parse_args(["-p", "mcp serve", "--no-session-persistence", "--strict-mcp-config", *argv])
+        prepare(args)   # -d/--debug logs to stderr: stdout is the protocol's
+        args.allowed_tools = tool_list(args.allowed_tools) or []
+        args.disallowed_tools = tool_list(args.disallowed_tools) or []
+        args.tools = tool_list(args.tools)
+        options = resolve_options(args, interactive=False)
     except SystemExit as exc:   # argparse said why on stderr
         return int(exc.code or 1)
-    except (SetupError, ValueError) as exc:
+    except (SetupError, FlagError, ValueError) as exc:
         sys.stderr.write(f"Error: {exc}\n")
         return 1
     try:
