@@ -39,6 +39,16 @@ def test_add_in_each_scope_writes_claude_codes_files(tmp_path):
     assert r.returncode == 0 and claude_json(tmp_path)["mcpServers"] == {"everywhere": {"command": "true", "args": []}}
 
 
+def test_add_with_oauth_client_and_callback_port(tmp_path):
+    r = mcp(tmp_path, "add", "-s", "project", "-t", "http", "--client-id", "cid", "--callback-port", "8123", "web",
+            "https://example.com/mcp")
+    assert r.returncode == 0, r.stderr
+    assert json.loads((tmp_path / ".mcp.json").read_text())["mcpServers"]["web"] == {
+        "type": "http", "url": "https://example.com/mcp", "oauth": {"clientId": "cid", "callbackPort": 8123}}
+    r = mcp(tmp_path, "add", "--client-id", "cid", "local", "--", "true")
+    assert r.returncode == 1 and "apply to http and sse servers only" in r.stderr
+
+
 def test_bad_input_changes_nothing(tmp_path):
     for argv, needle in ((["add", "x"], "missing"), (["add", "-t", "http", "w", "ftp-ish"], "invalid URL"),
                          (["add-json", "j", "{not json"], "invalid JSON"),

@@ -66,3 +66,19 @@ def test_env_vars_expand_in_commands_urls_and_headers(tmp_path):
     assert servers["a"].env["KEY"] == "s3cret"
     assert servers["b"].url == "https://h/${MISSING}" and servers["b"].headers["X"] == "Bearer s3cret"
     assert expand_env("${A:-}x", {}) == "x"
+
+
+def test_oauth_settings_of_remote_servers():
+    from codeloop.mcp.config import parse_server
+
+    ok = parse_server("r", {"type": "http", "url": "https://x/mcp", "oauth": {"clientId": "abc", "callbackPort": 8123}},
+                      Source.CLI)
+    assert dict(ok.oauth) == {"clientId": "abc", "callbackPort": 8123}
+    assert dict(parse_server("r", {"type": "sse", "url": "https://x/sse"}, Source.CLI).oauth) == {}
+    import pytest
+
+    for bad, needle in (({"oauth": "yes"}, "must be an object"), ({"oauth": {"clientId": ""}}, "clientId"),
+                        ({"oauth": {"callbackPort": 70000}}, "callbackPort"),
+                        ({"oauth": {"callbackPort": True}}, "callbackPort")):
+        with pytest.raises(ValueError, match=needle):
+            parse_server("r", {"type": "http", "url": "https://x/mcp", **bad}, Source.CLI)

@@ -40,6 +40,7 @@ class CommandSource(str, Enum):
     PROJECT = "project"
     USER = "user"
     PLUGIN = "plugin"
+    MCP = "mcp"          # a connected MCP server's prompt (input.mcp_input)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,8 @@ Owns the input forms the harness handles itself before (or instead of) a model c
   check (the user typed it); input and output enter the context as `<bash-*>` user messages so
   the model sees them next turn. No model call.
 * `@path` mentions — the file's content attached as a meta message, read through the Read tool
-  and only when the permission policy would let Read have it without asking.
+  and only when the permission policy would let Read have it without asking; `@server:uri` names
+  an MCP server's resource instead, and `/mcp__server__prompt` a server's prompt (mcp_input.py).
 * task notifications (a background task ended while no query ran) — the model is told in a
   new turn, with the same meta message the loop folds in between turns.
 * pasted-text placeholders (`[Pasted text #1 +12 lines]`) expanded back; pasted images become
@@ -153,6 +154,11 @@ async def attachment_for(conv: Conversation, mention: str) -> tuple[Message | No
     from codeloop.tools.base import PermissionBehavior
     from codeloop.tools.registry import parse_tool_input
 
+    if ":" in mention and conv.mcp is not None:
+        from codeloop.input.mcp_input import resource_attachment, resource_mention
+
+        if (resource := resource_mention(conv, mention)) is not None:
+            return await resource_attachment(conv, *resource)
     path = Path(os.path.expanduser(mention))
     path = path if path.is_absolute() else conv.config.cwd / path
     if not path.exists() and mention.rstrip("?!.,;:)") != mention:  # "look at @a.py?" names a.py
@@ -253,6 +259,9 @@ async def process_user_input(host: CommandHost, registry: CommandRegistry, cmd: 
     slash = None if cmd.skip_slash_commands else parse_slash(value)
     if slash is not None:
         name, args = slash
+        if conv.mcp is not None:   # the connected servers' prompts, as they are now
+            from codeloop.input.mcp_input import sync_prompt_commands
+            sync_prompt_commands(registry, conv)
         command = registry.find(name)
         if command is None:
             return ProcessedInput(output=f"Unknown command: /{name}  (/help lists the commands)")

@@ -1,4 +1,4 @@
-"""McpManager: connects to the configured MCP servers and exposes their tools.
+"""McpManager: connects to the configured MCP servers and exposes their tools, resources and prompts.
 
 Owns the connections' lifecycle. `start()` launches every server at once, each in its own task
 (the SDK's anyio task groups must be entered and left by one task), each bounded by the
@@ -10,6 +10,12 @@ and `tools()` grows (and `version` goes up) when they do, for the loop's between
 `ToolError` while the session goes on. `aclose()` stops everything (stdio processes included).
 SDK servers (`"type": "sdk"`) wait in `deferred_sdk` until the front end that speaks to the SDK
 hands over its channel (`start_sdk(send)`); without one they are never started.
+
+At connect a server's resources and prompts are listed too (resources.py): `resources()`,
+`read_resource()`, `prompts()` and `get_prompt()` serve the resource tools, `@server:uri`
+mentions and `/mcp__server__prompt` commands. An http or sse server that asks for OAuth signs in
+through oauth.py (a browser step lifts the start timeout to `MCP_OAUTH_TIMEOUT`); `auth_status()`,
+`logout()` and `reconnect()` are what a `/mcp` command needs.
 
 The `mcp` SDK is imported only here and only once servers are started (it costs over a second).
 """
@@ -27,12 +33,15 @@ from enum import Enum
 from typing import Any
 
 from codeloop.mcp.config import ServerConfig, Transport
+from codeloop.mcp.resources import ListMcpResourcesTool, ReadMcpResourceTool, paginate, unknown_server
 from codeloop.mcp.tools import McpTool
-from codeloop.tools.base import ToolError
+from codeloop.mcp.transports import open_transport
+from codeloop.tools.base import Tool, ToolError
 
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_S = 30.0
+DEFAULT_AUTH_TIMEOUT_S = 300.0
 _CLOSE_GRACE_S = 10.0
 
 
@@ -58,52 +67,6 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-async def _open_transport(stack: contextlib.AsyncExitStack, cfg: ServerConfig, errlog: Any,
-                          sdk_send: Any = None) -> tuple[Any, Any]:
-    if cfg.transport is Transport.SDK:
-        from codeloop.mcp.sdk_transport import sdk_streams
-
-        return await stack.enter_async_context(sdk_streams(cfg.name, sdk_send))
-    if cfg.transport is Transport.STDIO:
-        from mcp.client.stdio import StdioServerParameters, stdio_client
-
-        # The full environment, as Claude Code passes it (the SDK's default keeps only a few vars).
-        params = StdioServerParameters(command=cfg.command or "", args=list(cfg.args),
-                                       env={**os.environ, **cfg.env}, cwd=cfg.cwd)
-        streams = await stack.enter_async_context(stdio_client(params, errlog=errlog))
-    elif cfg.transport is Transport.HTTP:
-        headers = dict(cfg.headers) or None
-        try:  # mcp 2.x (and late 1.x): headers go on an http client we hand over
-            from mcp.client.streamable_http import streamable_http_client
-            from mcp.shared._httpx_utils import create_mcp_http_client
-        except ImportError:  # the 1.x name, gone in 2.x: an ignore for whichever version is installed
-            from mcp.client.streamable_http import streamablehttp_client  # type: ignore[attr-defined, unused-ignore]
-
-            streams = await stack.enter_async_context(streamablehttp_client(cfg.url or "", headers=headers))
-        else:
-            client = await stack.enter_async_context(create_mcp_http_client(headers=headers))
-            streams = await stack.enter_async_context(streamable_http_client(cfg.url or "", http_client=client))
-    else:
-        from mcp.client.sse import sse_client
-
-        streams = await stack.enter_async_context(sse_client(cfg.url or "", headers=dict(cfg.headers) or None))
-    return streams[0], streams[1]  # 1.x streamable HTTP yields a third item (session id getter)
-
-
-async def _list_tools(session: Any) -> list[dict[str, Any]]:
-    tools: list[dict[str, Any]] = []
-    result = await session.list_tools()
-    for _ in range(100):  # pagination, bounded against a server that never stops
-        tools += [t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in result.tools]
-        cursor = getattr(result, "next_cursor", None) or getattr(result, "nextCursor", None)
-        if not cursor:
-            break
-        from mcp import types
-
-        result = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor))
-    return tools
-
-
 class _Connection:
     def __init__(self, config: ServerConfig, manager: McpManager) -> None:
         self.config, self.manager = config, manager
@@ -111,10 +74,14 @@ class _Connection:
         self.error: str | None = None
         self.session: Any = None
         self.tools: list[McpTool] = []
+        self.has_resources = False
+        self.resources: list[dict[str, Any]] = []    # resources/list, wire-shaped
+        self.prompts: list[dict[str, Any]] = []      # prompts/list, wire-shaped
         self.task: asyncio.Task | None = None
         self.scope: Any = None                   # the anyio CancelScope around the connection
         self.stopping = False
         self.errlog: Any = None                  # the stdio server's stderr, quoted in errors
+        self.auth: Any = None                    # mcp.oauth.ServerAuth of an http/sse server
         self.settled = asyncio.Event()           # connected or failed
         self.ended = asyncio.Event()             # the connection task has finished
 
@@ -122,7 +89,30 @@ class _Connection:
     def name(self) -> str:
         return self.config.name
 
+    def _auth_provider(self) -> Any:
+        """OAuth for an http or sse server that brings no Authorization header of its own."""
+        cfg = self.config
+        if cfg.transport not in (Transport.HTTP, Transport.SSE) or not cfg.url \
+                or any(k.lower() == "authorization" for k in cfg.headers):
+            return None
+        if self.auth is None:
+            from codeloop.mcp.oauth import ServerAuth, print_url
+
+            self.auth = ServerAuth(self.name, cfg.url, on_url=self.manager.on_auth_url or print_url,
+                                   on_browser_step=self._browser_step, sign_in=self.manager.sign_in,
+                                   client_id=cfg.oauth.get("clientId"), callback_port=cfg.oauth.get("callbackPort"))
+        return self.auth.provider()
+
+    def _browser_step(self) -> None:
+        """A person has to sign in: the start timeout gives way to the (longer) authorization one."""
+        import anyio
+
+        if self.scope is not None:
+            self.scope.deadline = anyio.current_time() + self.manager.auth_timeout
+
     def fail(self, error: str) -> None:
+        if self.auth is not None:
+            self.auth.failed()
         was_connected = self.status is ServerStatus.CONNECTED
         if self.status is ServerStatus.FAILED:
             return
@@ -143,12 +133,14 @@ class _Connection:
                     scope.cancel()
                 scope.deadline = anyio.current_time() + timeout
                 async with contextlib.AsyncExitStack() as stack:
-                    read, write = await _open_transport(stack, self.config, errlog, self.manager.sdk_send)
+                    read, write = await open_transport(stack, self.config, errlog, self.manager.sdk_send,
+                                                       self._auth_provider())
                     from mcp import ClientSession
 
                     session = await stack.enter_async_context(ClientSession(read, write))
-                    await session.initialize()
-                    specs = await _list_tools(session)
+                    init = await session.initialize()
+                    specs = await paginate(session.list_tools, "tools")
+                    await self._list_extras(session, getattr(init, "capabilities", None))
                     scope.deadline = math.inf  # connected: the timeout bounded the start only
                     self.session = session
                     self.tools = [McpTool(self.name, spec, self.call) for spec in specs]
@@ -175,11 +167,28 @@ class _Connection:
             tail = ""
         return f"{message} (stderr: {tail})" if tail else message
 
+    async def _list_extras(self, session: Any, caps: Any) -> None:
+        """Resources and prompts, where the server offers them; a failure here costs only them."""
+        for kind in ("resources", "prompts"):
+            if getattr(caps, kind, None) is None:
+                continue
+            try:
+                setattr(self, kind, await paginate(getattr(session, f"list_{kind}"), kind))
+            except Exception as exc:  # noqa: BLE001 — the server's tools still work
+                log.info("MCP server %s: listing %s failed: %s", self.name, kind, _describe(exc))
+        # SDK servers advertise the capability with nothing behind it: resources make the difference
+        self.has_resources = bool(self.resources)
+
     async def call(self, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        return await self.request(f"tool {tool}", lambda: self.session.call_tool(tool, args))
+
+    async def request(self, what: str, send: Any) -> dict[str, Any]:
+        """One request to the server (`send()` makes its coroutine), raced against the connection's
+        end and bounded by MCP_TOOL_TIMEOUT; the result as a wire-shaped dict, or a one-line ToolError."""
         if self.status is not ServerStatus.CONNECTED or self.session is None:
             raise ToolError(f"MCP server {self.name} is not connected ({self.status.value}"
                             f"{': ' + self.error if self.error else ''})")
-        call = asyncio.ensure_future(self.session.call_tool(tool, args))
+        call = asyncio.ensure_future(send())
         ended = asyncio.ensure_future(self.ended.wait())
         done: set[asyncio.Future] = set()
         timeout = self.manager.tool_timeout  # enforced here: the SDK's own parameter changed type in 2.x
@@ -192,17 +201,17 @@ class _Connection:
                 call.cancel()
                 await asyncio.gather(call, return_exceptions=True)
         if not done:
-            raise ToolError(f"MCP server {self.name}: tool {tool} timed out after {timeout:g}s (MCP_TOOL_TIMEOUT)")
+            raise ToolError(f"MCP server {self.name}: {what} timed out after {timeout:g}s (MCP_TOOL_TIMEOUT)")
         if call not in done or call.cancelled():
             self.fail(self._with_stderr("the connection ended", self.errlog))
             raise ToolError(f"MCP server {self.name} disconnected: {self.error}")
         exc = call.exception()
         if exc is None:
-            return call.result().model_dump(by_alias=True, exclude_none=True, mode="json")
+            return dict(call.result().model_dump(by_alias=True, exclude_none=True, mode="json"))
         if self._connection_lost(exc):
             self.fail(self._with_stderr(_describe(exc), self.errlog))
             raise ToolError(f"MCP server {self.name} disconnected: {self.error}") from exc
-        raise ToolError(f"MCP server {self.name}: tool {tool} failed: {_describe(exc)}") from exc
+        raise ToolError(f"MCP server {self.name}: {what} failed: {_describe(exc)}") from exc
 
     def _connection_lost(self, exc: BaseException) -> bool:
         import anyio
@@ -224,6 +233,11 @@ class McpManager:
         self.tool_timeout = tool_timeout if tool_timeout is not None else env_timeout_s("MCP_TOOL_TIMEOUT", None)
         self.sdk_send: Any = None                     # mcp.sdk_transport.SdkSend, once an SDK drives us
         self.deferred_sdk: list[ServerConfig] = []   # SDK servers waiting for that channel
+        self._resource_tools: list[Tool] = [ListMcpResourcesTool(self), ReadMcpResourceTool(self)]
+        # OAuth's browser step: where the authorization URL is said (None: stderr), how long it may take
+        self.on_auth_url: Any = None
+        self.sign_in = True      # False (health checks): a server that needs the browser step is "needs-auth"
+        self.auth_timeout = env_timeout_s("MCP_OAUTH_TIMEOUT", None) or DEFAULT_AUTH_TIMEOUT_S
 
     async def start_sdk(self, send: Any, *, timeout: float | None = None) -> None:
         """Connect the deferred SDK servers through `send` (the control protocol's mcp_message)."""
@@ -276,6 +290,18 @@ class McpManager:
         return [*({"name": c.name, "status": c.status.value} for c in self._conns.values()),
                 *({"name": c.name, "status": ServerStatus.PENDING.value} for c in self.deferred_sdk)]
 
+    def auth_status(self) -> dict[str, str]:
+        """Server → OAuth status (mcp.oauth.AuthStatus: not-required, needs-auth, authenticated, failed)."""
+        return {c.name: c.auth.status.value if c.auth is not None else "not-required" for c in self._conns.values()}
+
+    def logout(self, name: str) -> bool:
+        """Forget a server's OAuth tokens and registration; False when it has none."""
+        conn = self._conns.get(name)
+        if conn is None or conn.auth is None:
+            return False
+        conn.auth.logout()
+        return True
+
     def errors(self) -> dict[str, str]:
         return {c.name: c.error for c in self._conns.values() if c.error}
 
@@ -285,27 +311,53 @@ class McpManager:
                 *((cfg, ServerStatus.PENDING, None, []) for cfg in self.deferred_sdk)]
 
     async def reconnect(self, name: str, *, timeout: float | None = None) -> ServerStatus:
-        """Stop server `name` (whatever its state) and start it again; its new status. KeyError if unknown."""
+        """Stop server `name` (whatever its state) and start it again — after a logout, it signs in
+        afresh; its new status. KeyError if unknown."""
         conn = self._conns[name]
-        conn.stopping = True
-        if conn.scope is not None:
-            conn.scope.cancel()
-        elif conn.task is not None:
-            conn.task.cancel()
-        if conn.task is not None:
-            await asyncio.wait([conn.task], timeout=_CLOSE_GRACE_S)
-        if conn.errlog is not None:
-            conn.errlog.close()
+        await self._stop([conn])
         del self._conns[name]
         self._bump()   # its tools are gone until it is back
         await self.start([conn.config], timeout=timeout)
         return self._conns[name].status
 
-    def tools(self) -> list[McpTool]:
-        """The tools of every connected server, in configuration order."""
-        return [t for c in self._conns.values() if c.status is ServerStatus.CONNECTED for t in c.tools]
+    def tools(self) -> list[Tool]:
+        """The tools of every connected server, in configuration order; and the two resource tools
+        while a connected server offers resources."""
+        live = [c for c in self._conns.values() if c.status is ServerStatus.CONNECTED]
+        return [*(t for c in live for t in c.tools), *(self._resource_tools if any(c.has_resources for c in live)
+                                                       else [])]
 
-    def refresh(self) -> list[McpTool] | None:
+    def connected_servers(self) -> list[str]:
+        return [c.name for c in self._conns.values() if c.status is ServerStatus.CONNECTED]
+
+    def _connected(self, server: str) -> _Connection:
+        conn = self._conns.get(server)
+        if conn is None or conn.status is not ServerStatus.CONNECTED:
+            if conn is not None and conn.error:
+                raise ToolError(f"MCP server {server} is not connected ({conn.status.value}: {conn.error})")
+            raise ToolError(unknown_server(server, self.connected_servers()))
+        return conn
+
+    def resources(self, server: str | None = None) -> list[dict[str, Any]]:
+        """The resources of the connected servers (or of one), each with its `server`."""
+        return [{**r, "server": c.name} for c in self._conns.values()
+                if c.status is ServerStatus.CONNECTED and server in (None, c.name) for r in c.resources]
+
+    async def read_resource(self, server: str, uri: str) -> dict[str, Any]:
+        """`resources/read` on one server (a wire-shaped ReadResourceResult); ToolError naming the server."""
+        conn = self._connected(server)
+        return await conn.request(f"resource {uri}", lambda: conn.session.read_resource(uri))
+
+    def prompts(self) -> list[tuple[str, dict[str, Any]]]:
+        """(server, prompt) for every prompt of the connected servers."""
+        return [(c.name, p) for c in self._conns.values() if c.status is ServerStatus.CONNECTED for p in c.prompts]
+
+    async def get_prompt(self, server: str, name: str, arguments: dict[str, str]) -> dict[str, Any]:
+        """`prompts/get` on one server (a wire-shaped GetPromptResult); ToolError naming the server."""
+        conn = self._connected(server)
+        return await conn.request(f"prompt {name}", lambda: conn.session.get_prompt(name, arguments or None))
+
+    def refresh(self) -> list[Tool] | None:
         """The new tool list if it changed since the last `refresh()`, else None."""
         if self._version == self._seen_version:
             return None
@@ -313,7 +365,10 @@ class McpManager:
         return self.tools()
 
     async def aclose(self) -> None:
-        conns = list(self._conns.values())
+        await self._stop(list(self._conns.values()))
+        self._conns.clear()
+
+    async def _stop(self, conns: list[_Connection]) -> None:
         for c in conns:
             c.stopping = True
             if c.scope is not None:
@@ -330,4 +385,3 @@ class McpManager:
         for c in conns:
             if c.errlog is not None:
                 c.errlog.close()
-        self._conns.clear()

@@ -9,8 +9,9 @@ each `--mcp-config` value (a file path or a JSON string) in order. With `strict`
 same places Claude Code's `claude mcp add` does.
 
 Each entry is `{"command", "args", "env"}` (stdio; `"type": "stdio"` optional),
-`{"type": "http" | "sse", "url", "headers"}`, or `{"type": "sdk", "name"}` — a server hosted in
-the Agent SDK program that drives us, reached over the control protocol (see sdk_transport.py).
+`{"type": "http" | "sse", "url", "headers", "oauth": {"clientId", "callbackPort"}}`, or
+`{"type": "sdk", "name"}` — a server hosted in the Agent SDK program that drives us, reached over
+the control protocol (see sdk_transport.py).
 `${VAR}` and `${VAR:-default}` are expanded from the environment in commands, args, env values,
 URLs and headers, as Claude Code does.
 A bad entry or file is reported in the returned error list; it never stops the others.
@@ -63,6 +64,8 @@ class ServerConfig:
     url: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
     source: Source = Source.SETTINGS
+    # http/sse: `{"clientId", "callbackPort"}` for an authorization server without dynamic registration
+    oauth: Mapping[str, Any] = field(default_factory=dict)
 
 
 _VAR = r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}"   # compiled on first use
@@ -104,7 +107,20 @@ def parse_server(name: str, raw: Any, source: Source, env: Mapping[str, str] | N
     if not isinstance(headers, dict):
         raise ValueError("\"headers\" must be an object")
     return ServerConfig(name, transport, url=x(url), headers={str(k): x(v) for k, v in headers.items()},
-                        source=source)
+                        source=source, oauth=_oauth(raw.get("oauth")))
+
+
+def _oauth(raw: Any) -> dict[str, Any]:
+    """An http/sse entry's `oauth` object: a pre-registered `clientId`, a fixed `callbackPort`."""
+    raw = raw or {}
+    if not isinstance(raw, dict):
+        raise ValueError("\"oauth\" must be an object")
+    client_id, port = raw.get("clientId"), raw.get("callbackPort")
+    if client_id is not None and (not isinstance(client_id, str) or not client_id.strip()):
+        raise ValueError("\"oauth.clientId\" must be a non-empty string")
+    if port is not None and (not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536):
+        raise ValueError("\"oauth.callbackPort\" must be a port number")
+    return {k: v for k, v in (("clientId", client_id), ("callbackPort", port)) if v is not None}
 
 
 def _servers_from(data: Any, origin: str, source: Source, out: dict[str, ServerConfig], errors: list[str],

@@ -1,4 +1,5 @@
-"""`codeloop mcp add|add-json|list|get|remove`: manage MCP servers the way `claude mcp` does.
+"""`codeloop mcp add|add-json|add-from-claude-desktop|list|get|remove|serve`: MCP servers the way
+`claude mcp` manages them (`serve` lives in mcp_serve.py, the Claude Desktop import in mcp_desktop.py).
 
 Owns the subcommand: its parser and the edits, written to the files Claude Code itself uses, so
 either tool sees the other's servers:
@@ -56,6 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     add.add_argument("-t", "--transport", choices=["stdio", "sse", "http"], default="stdio")
     add.add_argument("-e", "--env", action="append", default=[], metavar="KEY=VALUE")
     add.add_argument("-H", "--header", action="append", default=[], metavar="'Name: value'")
+    add.add_argument("--client-id", help="OAuth: a client registered in advance (http and sse)")
+    add.add_argument("--callback-port", type=int, help="OAuth: the fixed port of the redirect URI (http and sse)")
     add.add_argument("name")
     add.add_argument("target", metavar="COMMAND_OR_URL", nargs="?")
     add.add_argument("args", nargs="*", help="the command's arguments (put them after -- when they start with -)")
@@ -63,6 +66,12 @@ def build_parser() -> argparse.ArgumentParser:
     add_json.add_argument("-s", "--scope", default=Scope.LOCAL.value, **scope)
     add_json.add_argument("name")
     add_json.add_argument("json")
+    desktop = sub.add_parser("add-from-claude-desktop", help="import servers from Claude Desktop's config")
+    desktop.add_argument("-s", "--scope", default=Scope.LOCAL.value, **scope)
+    desktop.add_argument("--all", action="store_true", help="import every server without asking")
+    desktop.add_argument("names", nargs="*", metavar="NAME", help="the servers to import (default: ask)")
+    sub.add_parser("serve", add_help=False, help="offer codeloop's tools to MCP clients over stdio (takes "
+                   "codeloop's permission flags: --permission-mode, --allowedTools, --settings, ...)")
     sub.add_parser("list", help="list the configured servers and their health")
     get = sub.add_parser("get", help="show one server")
     get.add_argument("name")
@@ -141,8 +150,8 @@ def _entry_from_flags(ns: argparse.Namespace) -> dict[str, Any]:
             if not sep or not key:
                 raise McpCmdError(f"invalid --env {item!r}: expected KEY=VALUE")
             env[key] = value
-        if ns.header:
-            raise McpCmdError("--header applies to http and sse servers only")
+        if ns.header or ns.client_id or ns.callback_port:
+            raise McpCmdError("--header, --client-id and --callback-port apply to http and sse servers only")
         return {"type": "stdio", "command": ns.target, "args": list(args), "env": env}
     if ns.env or args:
         raise McpCmdError(f"{ns.transport} servers take a URL only (no --env or arguments)")
@@ -154,7 +163,9 @@ def _entry_from_flags(ns: argparse.Namespace) -> dict[str, Any]:
         if not sep or not key.strip():
             raise McpCmdError(f"invalid --header {item!r}: expected 'Name: value'")
         headers[key.strip()] = value.strip()
-    return {"type": ns.transport, "url": ns.target, **({"headers": headers} if headers else {})}
+    oauth = {k: v for k, v in (("clientId", ns.client_id), ("callbackPort", ns.callback_port)) if v is not None}
+    return {"type": ns.transport, "url": ns.target, **({"headers": headers} if headers else {}),
+            **({"oauth": oauth} if oauth else {})}
 
 
 def _add(name: str, entry: Any, scope: Scope, cwd: Path) -> str:
@@ -203,9 +214,12 @@ def _health(entries: list[tuple[str, Scope, dict[str, Any]]], cwd: Path) -> dict
 
         logging.getLogger("mcp").setLevel(logging.CRITICAL)  # a broken server is a status line, not a traceback
         manager = McpManager()
+        manager.sign_in = False   # a health check opens no browser: such a server "needs authentication"
         try:
             await manager.start(configs)
-            return {s["name"]: "✓ Connected" if s["status"] == "connected" else "✗ Failed to connect"
+            auth = manager.auth_status()
+            return {s["name"]: "✓ Connected" if s["status"] == "connected" else
+                    "⚠ Needs authentication" if auth.get(s["name"]) == "needs-auth" else "✗ Failed to connect"
                     for s in manager.statuses()}
         finally:
             await manager.aclose()
@@ -229,6 +243,8 @@ def run(ns: argparse.Namespace, cwd: Path, out: Any) -> int:
         modified = _add(ns.name, entry, Scope(ns.scope), cwd)
         kind = entry.get("type", "stdio") if isinstance(entry, dict) else "stdio"
         out.write(f"Added {kind} MCP server {ns.name} to {ns.scope} config\n{modified}\n")
+    elif cmd == "add-from-claude-desktop":
+        _from_desktop(ns, cwd, out)
     elif cmd == "list":
         entries = _all_servers(cwd)
         if not entries:
@@ -269,6 +285,30 @@ def run(ns: argparse.Namespace, cwd: Path, out: Any) -> int:
     return EXIT_OK
 
 
+def _from_desktop(ns: argparse.Namespace, cwd: Path, out: Any) -> None:
+    from codeloop.cli.commands import mcp_desktop as desktop
+
+    path = desktop.desktop_config_path()
+    try:
+        servers = desktop.read_desktop_servers(path)
+        if not servers:
+            raise McpCmdError(f"No MCP servers found in Claude Desktop's config ({path})")
+        ask = input if sys.stdin.isatty() else None
+        chosen = desktop.choose(list(servers), list(ns.names), ns.all, ask)
+    except ValueError as exc:
+        raise McpCmdError(str(exc)) from None
+    if not chosen:
+        out.write("Nothing imported.\n")
+        return
+    scope = Scope(ns.scope)
+    merged, added = desktop.import_servers(chosen, servers, _read_scope(scope, cwd), out)
+    if not added:
+        raise McpCmdError("no server was imported")
+    modified = _write_scope(scope, cwd, merged)
+    out.write(f"Successfully imported {added} MCP server{'s' if added != 1 else ''} to {scope.value} config.\n"
+              f"{modified}\n")
+
+
 def _parse(argv: list[str]) -> argparse.Namespace:
     """Options may come anywhere before `--`; everything after it is the server's command line
     (Claude Code's `claude mcp add NAME -e K=V -- npx -y pkg`)."""
@@ -287,6 +327,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
 
 
 def mcp_main(argv: list[str]) -> int:
+    if argv[:1] == ["serve"]:   # codeloop's own flags follow, parsed as the main command parses them
+        from codeloop.cli.commands.mcp_serve import serve_main
+        return serve_main(argv[1:])
     ns = _parse(argv)
     try:
         return run(ns, Path.cwd(), sys.stdout)

@@ -98,6 +98,18 @@ async def _run(options: RunOptions, prompt: str, out: TextIO) -> int:
             emit(out, {**error_result(conv.session_id, [message]), "terminal_reason": "ended_by_model"})
         await conv.provider.aclose()
         return EXIT_ERROR
+    if prompt.lstrip().startswith("/mcp__") and conv.mcp is not None and _slash_commands_enabled():
+        from codeloop.input.mcp_input import expand_slash
+        try:   # a connected MCP server's prompt: what the server returns is what is sent
+            prompt = await expand_slash(conv, prompt) or prompt
+        except ValueError as exc:
+            if text:
+                sys.stderr.write(f"Error: {exc}\n")
+            else:
+                emit(out, error_result(conv.session_id, [str(exc)]))
+            await conv.aclose()
+            await conv.provider.aclose()
+            return EXIT_ERROR
 
     abort = AbortController()
     got_signal: list[int] = []

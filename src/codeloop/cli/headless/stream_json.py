@@ -252,6 +252,13 @@ class StreamJsonSession:
         if command in _CLEAR and len(prompt.content) == 1 and slash_commands_enabled():
             await self.clear(started, msg)
             return
+        if command.startswith("/mcp__") and len(prompt.content) == 1 and conv.mcp is not None:
+            from codeloop.input.mcp_input import expand_message
+            try:   # a connected MCP server's prompt: what the server returns is what is sent
+                prompt = await expand_message(conv, prompt)
+            except ValueError as exc:
+                self._result(error_result(conv.session_id, [str(exc)]), msg)
+                return
         printer = self.printer = Printer(self.options.output, self.out, conv)
         printer.init()  # Claude Code sends system/init at the start of every turn
         printer.prompt_uuid = prompt.uuid

@@ -287,7 +287,8 @@ class Repl(ChoiceMixin, FlowMixin, FooterMixin, BackgroundMixin):
                                        key_bindings=bindings, bottom_toolbar=self.toolbar, style=style,
                                        editing_mode=self.editing_mode(),   # vim or not (repl.footer)
                                        enable_history_search=False, erase_when_done=True,
-                                       completer=ReplCompleter(self.registry, FileIndex(self.conv.config.cwd)),
+                                       completer=ReplCompleter(self.registry, FileIndex(self.conv.config.cwd),
+                                                               lambda: self.conv),
                                        complete_while_typing=True, complete_in_thread=True,
                                        prompt_continuation=lambda width, line, soft: " " * width)
         session.app.ttimeoutlen = 0.05   # a bare Esc is recognised quickly

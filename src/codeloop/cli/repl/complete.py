@@ -22,7 +22,7 @@ import os
 import subprocess
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -150,11 +150,15 @@ class CommandCompletion(Completion):
 
 
 class ReplCompleter(Completer):
-    """`/name` → commands of `registry`; `@query` → files of `index`."""
+    """`/name` → commands of `registry`; `@query` → MCP resources (`server:uri`), then files of `index`."""
 
-    def __init__(self, registry: Any, index: FileIndex) -> None:
+    def __init__(self, registry: Any, index: FileIndex, conv: Callable[[], Any] | None = None) -> None:
         self.registry = registry
         self.index = index
+        self.conv = conv   # the session now: its MCP servers' prompts and resources complete too
+
+    def _mcp(self) -> Any:
+        return getattr(self.conv(), "mcp", None) if self.conv is not None else None
 
     def get_completions(self, document: Document, complete_event: Any) -> Iterable[Completion]:
         before = document.text_before_cursor
@@ -172,7 +176,11 @@ class ReplCompleter(Completer):
         if not slash_commands_enabled():
             return
         typed = typed.lower()
-        cmds = self.registry.all() if self.registry is not None else []
+        cmds: list[Any] = list(self.registry.all()) if self.registry is not None else []
+        if self.conv is not None and self._mcp() is not None:   # the servers' prompts (the registry is not ours)
+            from codeloop.input.mcp_input import prompt_commands
+            known = {c.name for c in cmds}
+            cmds += [c for c in prompt_commands(self.conv()) if c.name not in known]
         names = [c for c in cmds if c.name.startswith(typed)]
         aliases = [c for c in cmds if c not in names and any(a.startswith(typed) for a in c.aliases)]
         fuzzy = [c for c in cmds if c not in names and c not in aliases and fuzzy_score(typed, c.name) is not None]
@@ -184,6 +192,11 @@ class ReplCompleter(Completer):
                                     prefix=c not in fuzzy)
 
     def _files(self, query: str, replace: int) -> Iterable[Completion]:
+        mcp = self._mcp()
+        mentions = [(f"{r['server']}:{r['uri']}", str(r.get("name") or "")) for r in (mcp.resources() if mcp else [])]
+        found = [(sc, m, d) for m, d in mentions if (sc := fuzzy_score(query, m)) is not None]
+        for _, mention, description in sorted(found, key=lambda t: (-t[0], t[1]))[:MAX_SHOWN]:
+            yield Completion(f"@{mention} ", start_position=-replace, display=mention, display_meta=description)
         for path in self.index.search(query):
             text = f'@"{path}"' if " " in path else f"@{path}"
             yield Completion(text + ("" if path.endswith("/") else " "), start_position=-replace, display=path)
