@@ -38,8 +38,12 @@ async def open_session(options: RunOptions, host: SessionHost | None = None, *,
     host = host or SessionHost()
     files = ProjectFiles(options.cwd)   # every prompt file the project brings is read through it
     history = load_history(options)
-    prov, model = (provider, options.model.model or "") if provider is not None else make_provider(options, host,
-                                                                                                    history.session_id)
+    try:
+        prov, model = (provider, options.model.model or "") if provider is not None else make_provider(
+            options, host, history.session_id)
+    except BaseException:
+        _let_go(history)
+        raise
     try:
         manager, warnings = await start_mcp(options)
         style, style_warnings = output_style(options, files)
@@ -52,11 +56,18 @@ async def open_session(options: RunOptions, host: SessionHost | None = None, *,
                 await manager.aclose()
             raise
     except BaseException:
+        _let_go(history)
         if provider is None:
             await _close_provider(prov)
         raise
     warnings += [f"mcp: server {name} failed: {err}" for name, err in (manager.errors() if manager else {}).items()]
     return conv, [*options.warnings, *history.warnings, *warnings, *files.drain(), *_rule_warnings(conv, options)]
+
+
+def _let_go(history: History) -> None:
+    """A session that failed to start holds nothing (the REPL may try again, with the local model)."""
+    if history.hold is not None:
+        history.hold.release()
 
 
 def build_session(options: RunOptions, host: SessionHost, *, provider: Any, model: str, history: History,
@@ -96,7 +107,7 @@ def build_session(options: RunOptions, host: SessionHost, *, provider: Any, mode
     parts = SessionParts(settings=settings, trusted=options.trusted, mcp=mcp, output_style=style_name(style, options),
                          api_key_source=_key_source(provider, options), listeners=list(host.listeners),
                          claude_records=True, records=records, memory_file_names=_memory_names(options),
-                         options=options, spawn=_spawn_subagent, project_files=files)
+                         options=options, spawn=_spawn_subagent, project_files=files, hold=history.hold)
     conv = Conversation(config, provider, session_id=history.session_id, messages=history.messages,
                         denials=history.denials, entries=history.entries, ask_user=ask, parts=parts)
     holder.append(conv)
@@ -107,10 +118,11 @@ def build_session(options: RunOptions, host: SessionHost, *, provider: Any, mode
 
 def successor(conv: Conversation, *, session_id: str | None = None, messages: list[Any] | None = None,
               denials: list[Any] | None = None, entries: list[Any] | None = None,
-              keep_checkpoints: bool = False) -> Conversation:
+              keep_checkpoints: bool = False, hold: Any = None) -> Conversation:
     """The session that follows `conv` in the same front end (/clear, /resume, /rewind): the same
     config, provider, MCP servers, listeners and typed-ahead input; a fresh session by default.
-    `keep_checkpoints`: the file checkpoints go on with it (/rewind keeps their prompts)."""
+    `keep_checkpoints`: the file checkpoints go on with it (/rewind keeps their prompts). `hold`:
+    the resumed session's (session.claim); a fresh one is held when first written."""
     from codeloop.hooks.events import CallbackSource
     from codeloop.session import store
 
@@ -118,7 +130,7 @@ def successor(conv: Conversation, *, session_id: str | None = None, messages: li
     sid = session_id or store.new_session_id()
     records = [{"type": "permission-mode", "permissionMode": config.policy.mode.value, "sessionId": sid}]
     parts = replace(conv.parts, records=records, queue=conv.queue, owns_mcp=True, listeners=conv.side_listeners,
-                    file_history=conv.file_history if keep_checkpoints else None)
+                    file_history=conv.file_history if keep_checkpoints else None, hold=hold)
     conv.hand_over()
     new = Conversation(config, conv.provider, session_id=sid, messages=messages, denials=denials, entries=entries,
                        ask_user=conv.ask_user, parts=parts)

@@ -66,9 +66,13 @@ def _all_sessions() -> list[tuple[str, store.SessionInfo]]:
 def cmd_list(args: argparse.Namespace, out) -> int:
     cwd = Path.cwd().resolve()
     rows = _all_sessions() if args.all else [(store.project_key(cwd), s) for s in store.list_sessions(cwd)]
+    from codeloop.session.hold import holder
+
+    live = {s.session_id: h for _, s in rows if (h := holder(s.path)) is not None}   # a live process writes it
     if args.json:
         out.write(json.dumps([{"session_id": s.session_id, "project": proj, "path": str(s.path),
-                               "modified": _iso(s.mtime), "first_prompt": s.first_prompt} for proj, s in rows],
+                               "modified": _iso(s.mtime), "first_prompt": s.first_prompt,
+                               "live": _live(live.get(s.session_id))} for proj, s in rows],
                              ensure_ascii=False, indent=2) + "\n")
         return EXIT_OK
     if not rows:
@@ -76,8 +80,13 @@ def cmd_list(args: argparse.Namespace, out) -> int:
         return EXIT_OK
     for proj, s in rows:
         where = f"  [{proj}]" if args.all else ""
-        out.write(f"{s.session_id}  {_iso(s.mtime)}  {s.first_prompt or '(no prompt)'}{where}\n")
+        busy = f"  [live: {h.describe()}]" if (h := live.get(s.session_id)) is not None else ""
+        out.write(f"{s.session_id}  {_iso(s.mtime)}  {s.first_prompt or '(no prompt)'}{busy}{where}\n")
     return EXIT_OK
+
+
+def _live(h: Any) -> dict[str, Any] | None:
+    return None if h is None else {"pid": h.pid, "entrypoint": h.entrypoint, "since": h.since}
 
 
 def _locate(raw: str) -> tuple[str, Path]:
