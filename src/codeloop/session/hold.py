@@ -88,9 +88,12 @@ def acquire(transcript: Path, settled: Callable[[], str | None] | None = None) -
     except ImportError:
         return SessionHold(lock_path(transcript), None, {})   # no locks on this platform
     path = lock_path(transcript)
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     for _ in range(_ATTEMPTS):
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+        except OSError:   # a store nobody can write to: no transcript either, which says so itself
+            return SessionHold(path, None, {})
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
