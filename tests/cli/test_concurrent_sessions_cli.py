@@ -185,3 +185,42 @@ def test_stream_json_resume_of_a_live_session_forks_and_init_says_so(tmp_path):
         assert _judge_transcript(_project(tmp_path) / f"{init['session_id']}.jsonl") == ["first", "over the wire"]
         # the holder finished in its own session, untouched by the fork
         assert _judge_transcript(_project(tmp_path) / f"{sid}.jsonl") == ["first", "slow one"]
+
+
+OLD_SID = "33333333-3333-4333-8333-333333333333"
+
+
+def _old_interleaved(tmp_path):
+    """A transcript an older codeloop wrote when two processes resumed it at once: both prompts hang
+    off the same answer, their records interleaved."""
+    from pathlib import Path
+
+    from codeloop.session.store import project_key
+
+    fixture = Path(__file__).parent.parent / "fixtures" / "sessions" / f"{OLD_SID}.jsonl"
+    folder = tmp_path / ".cfg" / "projects" / project_key(tmp_path.resolve())
+    folder.mkdir(parents=True)
+    (folder / fixture.name).write_bytes(fixture.read_bytes())
+    return folder / fixture.name
+
+
+def test_old_interleaved_transcript_resumes_along_one_chain_and_the_other_stays_reachable(tmp_path):
+    path = _old_interleaved(tmp_path)
+    model = Model()
+    with model.api.serve() as url:
+        # the newest leaf's chain: the second conversation, whole; the first is not merged into it
+        r = codeloop(["-p", "next", "--resume", OLD_SID], cwd=tmp_path, base_url=url)
+        assert r.returncode == 0, r.stderr
+        assert _judge_history(model.api.requests[-1].messages) == ["first", "parallel 2", "next"]
+        # the other branch, by its leaf
+        r = codeloop(["-p", "back on one", "--resume", OLD_SID, "--resume-session-at",
+                      "00000012-0000-4000-8000-000000000000"], cwd=tmp_path, base_url=url)
+        assert r.returncode == 0, r.stderr
+        assert _judge_history(model.api.requests[-1].messages) == ["first", "parallel 1", "back on one"]
+        # and a plain resume now goes on from there
+        r = codeloop(["-p", "then", "--resume", OLD_SID], cwd=tmp_path, base_url=url)
+        assert r.returncode == 0, r.stderr
+        assert _judge_history(model.api.requests[-1].messages) == ["first", "parallel 1", "back on one", "then"]
+    # the file still holds every branch
+    said = {_said(r["message"]["content"]) for r in _records(path) if r.get("type") == "user"}
+    assert {"parallel 1", "parallel 2", "next", "back on one", "then"} <= said
