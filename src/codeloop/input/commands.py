@@ -162,7 +162,8 @@ def load_session(conv: Conversation, session_id: str) -> Conversation:
     from codeloop.session.claim import open_stored
 
     options = conv.parts.options
-    got = open_stored(conv.config.cwd, session_id, refuse=options is not None and not options.history.fork_busy)
+    got = open_stored(conv.config.cwd, session_id, refuse=options is not None and not options.history.fork_busy,
+                      write=conv.config.persist)
     denials = [{k: e.get(k) for k in ("tool_name", "tool_use_id", "tool_input")}
                for e in got.entries if e.get("type") == "permission-denial"]
     return conversation_like(conv, session_id=got.session_id, messages=got.messages, denials=denials,

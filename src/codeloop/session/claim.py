@@ -90,16 +90,17 @@ def fork_busy(path: Path, session_id: str, cwd: Path, holder: Holder, at: str | 
                  messages=loaded.messages, entries=loaded.entries, warnings=list(loaded.warnings))
 
 
-def open_stored(cwd: Path, session_id: str, *, refuse: bool = False) -> Claim:
-    """/resume in a running session: `session_id` held and loaded (after its last compaction),
-    or a fork of it while another process writes it. ValueError when there is no such session."""
+def open_stored(cwd: Path, session_id: str, *, refuse: bool = False, write: bool = True) -> Claim:
+    """/resume in a running session (and the library's): `session_id` held and loaded (after its
+    last compaction), or a fork of it while another process writes it. `write=False`: only read
+    (no transcript will be written). ValueError when there is no such session."""
     from codeloop.session import store
     from codeloop.session.resume import load_from_last_boundary
 
     path = store.find_session(session_id, cwd)
     if path is None:
         raise ValueError(f"No conversation found with session ID: {session_id}")
-    got = claim(path, session_id, cwd, refuse=refuse)
+    got = claim(path, session_id, cwd, refuse=refuse) if write else Claim(session_id, None)
     if got.forked_from is None:
         try:
             loaded = load_from_last_boundary(path)

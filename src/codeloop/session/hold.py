@@ -39,9 +39,9 @@ class Holder:
     settled: str | None = None
 
     def describe(self) -> str:
+        """`pid 4242, cli, since 2026-12-04T10:05:00`: who to look for."""
         who = f"pid {self.pid}" if self.pid is not None else "pid unknown"
-        extra = ", ".join(x for x in (self.entrypoint, f"since {self.since}" if self.since else "") if x)
-        return f"{who} ({extra})" if extra else who
+        return ", ".join(x for x in (who, self.entrypoint, f"since {self.since}" if self.since else "") if x)
 
 
 def lock_path(transcript: Path) -> Path:
