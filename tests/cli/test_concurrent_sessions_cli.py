@@ -140,6 +140,12 @@ def test_killed_writer_never_blocks_and_the_resume_stays_in_the_session(tmp_path
             assert row["session_id"] == sid and row["live"]["pid"] == writer.pid
             text_list = codeloop(["sessions", "list"], cwd=tmp_path).stdout
             assert f"[live: pid {writer.pid}" in text_list
+            # --fork-session of it copies up to its last finished turn, never the one in flight
+            r = codeloop(["-p", "forked on purpose", "--resume", sid, "--fork-session", "--output-format", "json"],
+                         cwd=tmp_path, base_url=url)
+            forked = json.loads(r.stdout)["session_id"]
+            assert r.returncode == 0 and forked != sid and FORK_LINE not in r.stderr
+            assert _judge_transcript(_project(tmp_path) / f"{forked}.jsonl") == ["first", "forked on purpose"]
             # refused on request, naming the holder; by flag and by setting
             r = codeloop(["-p", "x", "--resume", sid, "--no-fork-busy"], cwd=tmp_path, base_url=url)
             assert r.returncode == 1 and f"pid {writer.pid}" in r.stderr and len(r.stderr.splitlines()) == 1

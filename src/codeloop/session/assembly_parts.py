@@ -59,6 +59,14 @@ def load_history(options: RunOptions) -> History:
             raise SetupError(f"No conversation found with session ID: {sid}")
         path = found
     hold = None
+    if h.fork and h.persist and not h.resume_at:   # --fork-session of a live session: up to its last finished turn
+        from codeloop.session.claim import fork_busy
+        from codeloop.session.hold import holder
+
+        if (busy := holder(path)) is not None:
+            got = fork_busy(path, sid, cwd, busy)
+            return History(got.session_id, got.messages, _denials(got.entries), got.entries, got.warnings,
+                           hold=got.hold)
     if h.persist and not h.fork:   # one writer per session: hold it, or fork it (session.claim)
         from codeloop.session.claim import SessionBusy, claim
 

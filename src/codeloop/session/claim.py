@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from codeloop.session.branches import chain_tip
 from codeloop.session.hold import Holder, SessionHold, acquire
 
 
@@ -82,7 +83,8 @@ def fork_busy(path: Path, session_id: str, cwd: Path, holder: Holder, at: str | 
             loaded = load_transcript(path)
     sid = store.new_session_id()
     new_path = store.session_path(cwd, sid)
-    hold = acquire(new_path)
+    tip = next((t for e in reversed(loaded.entries) if (t := chain_tip(e))), None)
+    hold = acquire(new_path, settled=lambda: tip)   # a fork of the fork copies what was copied
     if loaded.entries:
         new_path.write_bytes(b"".join(encode_entry({**e, "sessionId": sid} if "sessionId" in e else e)
                                       for e in loaded.entries))

@@ -103,7 +103,8 @@ def acquire(transcript: Path, settled: Callable[[], str | None] | None = None) -
                 holder = _wait_for_content(fd)
                 os.close(fd)
                 return holder
-            os.close(fd)   # only a probe had it: go again
+            os.close(fd)   # only a probe had it, for an instant: go again
+            time.sleep(0.001)
             continue
         if not _same_file(fd, path):   # its holder unlinked it as we opened it
             os.close(fd)
