@@ -106,3 +106,14 @@ def test_a_branched_file_loads_one_conversation_and_the_writer_goes_on_from_its_
     loaded = load_transcript(path)
     assert [m.text for m in loaded.messages] == ["first", "answer", "two", "answer two"]   # the newest leaf's
     assert len(load_transcript(path, every_branch=True).messages) == 6
+
+
+def test_one_chain_walks_through_claude_codes_progress_records():
+    entries = [
+        _rec("user", "u1", None, "first"),
+        {"type": "progress", "uuid": "g1", "parentUuid": "u1", "data": {}},
+        _rec("assistant", "a1", "g1", "answer", msg_id="m1"),
+        _rec("user", "p1", "a1", "one"), _rec("user", "p2", "a1", "two"),
+        _rec("assistant", "x2", "p2", "answer two", msg_id="m2"),
+    ]
+    assert [e["uuid"] for e in one_chain(entries)] == ["u1", "g1", "a1", "p2", "x2"]

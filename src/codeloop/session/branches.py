@@ -35,47 +35,52 @@ def chain_tip(entry: dict[str, Any]) -> str | None:
     return uid if isinstance(uid, str) and uid else None
 
 
-def _nodes(entries: list[dict[str, Any]]) -> tuple[dict[str, dict[str, Any]], bool, str | None]:
-    """(chain records by uuid, whether two of them share a parent, the file's tip)."""
-    by_uuid: dict[str, dict[str, Any]] = {}
+def _nodes(entries: list[dict[str, Any]]) -> tuple[dict[str, Any], set[str], bool, str | None]:
+    """(every record's parentUuid by its uuid, the chain records' uuids, whether two chain records
+    share a parent, the file's tip). Links run through any record: Claude Code hangs messages off
+    its `progress` and `attachment` records too."""
+    links: dict[str, Any] = {}
+    chain: set[str] = set()
     parents: set[str] = set()
     forked, tip = False, None
     for e in entries:
         uid = e.get("uuid")
-        if e.get("type") in CHAIN_TYPES and isinstance(uid, str):
-            by_uuid[uid] = e
-            parent = e.get("parentUuid")
-            if isinstance(parent, str):
-                forked = forked or parent in parents
-                parents.add(parent)
+        if isinstance(uid, str):
+            links.setdefault(uid, e.get("parentUuid"))
+            if e.get("type") in CHAIN_TYPES:
+                chain.add(uid)
+                parent = e.get("parentUuid")
+                if isinstance(parent, str):
+                    forked = forked or parent in parents
+                    parents.add(parent)
         tip = chain_tip(e) or tip
-    return by_uuid, forked, tip
+    return links, chain, forked, tip
 
 
 def branches(entries: list[dict[str, Any]]) -> bool:
     """Whether the chain records of `entries` branch (two share a parent)."""
-    return _nodes(entries)[1]
+    return _nodes(entries)[2]
 
 
 def one_chain(entries: list[dict[str, Any]], tip: str | None = None) -> list[dict[str, Any]]:
     """The records of the conversation ending at `tip` (default: the file's tip), in file order."""
-    by_uuid, forked, file_tip = _nodes(entries)
+    links, chain, forked, file_tip = _nodes(entries)
     tip = tip or file_tip
     if not forked and tip == file_tip:
         return entries
     on: set[str] = set()
     uid: Any = tip
-    while isinstance(uid, str) and uid in by_uuid and uid not in on:
+    while isinstance(uid, str) and uid in links and uid not in on:
         on.add(uid)
-        uid = by_uuid[uid].get("parentUuid")
+        uid = links[uid]
     _recover_split_messages(entries, on)
     kept = []
     for e in entries:
-        uid, kind = e.get("uuid"), e.get("type")
-        if kind in CHAIN_TYPES and isinstance(uid, str):
+        uid, parent = e.get("uuid"), e.get("parentUuid")
+        if uid in chain:
             if uid in on:
                 kept.append(e)
-        elif kind in _ALWAYS_KEPT or e.get("parentUuid") not in by_uuid or e.get("parentUuid") in on:
+        elif e.get("type") in _ALWAYS_KEPT or uid in on or parent not in chain or parent in on:
             kept.append(e)
     return kept
 
