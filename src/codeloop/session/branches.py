@@ -58,12 +58,20 @@ def _nodes(entries: list[dict[str, Any]]) -> tuple[dict[str, Any], set[str], boo
 
 
 def branches(entries: list[dict[str, Any]]) -> bool:
-    """Whether the chain records of `entries` branch (two share a parent)."""
-    return _nodes(entries)[2]
+    """Whether the chain records of `entries` branch (two share a parent). One cheap pass: every
+    resume asks it of every record."""
+    parents, linked = set(), 0
+    for e in entries:
+        if e.get("type") in CHAIN_TYPES and (parent := e.get("parentUuid")) is not None:
+            parents.add(parent)
+            linked += 1
+    return len(parents) != linked
 
 
 def one_chain(entries: list[dict[str, Any]], tip: str | None = None) -> list[dict[str, Any]]:
     """The records of the conversation ending at `tip` (default: the file's tip), in file order."""
+    if tip is None and not branches(entries):
+        return entries
     links, chain, forked, file_tip = _nodes(entries)
     tip = tip or file_tip
     if not forked and tip == file_tip:
