@@ -13,7 +13,7 @@ import threading
 
 import pytest
 
-from fakeapi import ScriptedAPI, sse, stalled, text
+from fakeapi import ScriptedAPI, sse, stalled, text, tool_use
 from test_print_mode import codeloop, jsonl
 
 FORK_LINE = "is in use by another codeloop"
@@ -42,7 +42,8 @@ def _prompt_text(req):
 
 class Model:
     """Answers "answer to <prompt>"; prompts starting with "parallel" wait until `n` of them are in
-    (every process is running at once); a prompt starting with "slow" is held open until `release`."""
+    (every process is running at once); a prompt starting with "slow" is held open until `release`,
+    and so is the turn after a tool call; "run <command>" asks for that Bash command."""
 
     def __init__(self, n=0):
         self.barrier = threading.Barrier(n, timeout=120) if n > 1 else None
@@ -50,7 +51,11 @@ class Model:
         self.api = ScriptedAPI(*[self.answer] * 200)
 
     def answer(self, req):
-        prompt = _prompt_text(req)
+        last = req.messages[-1]["content"]
+        if isinstance(last, list) and any(b.get("type") == "tool_result" for b in last):
+            prompt = "slow: after the tool"   # the tool's turn goes on: held open like a slow prompt
+        elif (prompt := _prompt_text(req)).startswith("run "):
+            return sse(tool_use("Bash", {"command": prompt[4:]}))
         if prompt.startswith("parallel") and self.barrier is not None:
             self.barrier.wait()
         if prompt.startswith("slow"):
@@ -168,6 +173,34 @@ def test_killed_writer_never_blocks_and_the_resume_stays_in_the_session(tmp_path
         said = [(m["role"], _said(m["content"])) for m in req.messages]
         assert said[:2] == [("user", "first"), ("assistant", "answer to first")]
         assert "after" in said[-1][1]
+
+
+def test_a_child_outliving_a_killed_writer_holds_nothing(tmp_path):
+    """The lock's descriptor is close-on-exec: a command the writer started (here a background
+    `sleep`) that outlives it does not keep the session held."""
+    model = Model()
+    pidfile = tmp_path / "sleep.pid"
+    command = f"sleep 300 >/dev/null 2>&1 & echo $! > {pidfile}"
+    with model.api.serve() as url:
+        sid = _first_session(tmp_path, url)
+        writer = _start(["-p", f"run {command}", "--resume", sid, "--allowedTools", "Bash"], tmp_path, url)
+        try:
+            assert model.slow_arrived.wait(120)
+            os.kill(writer.pid, signal.SIGKILL)
+            writer.wait(60)
+        finally:
+            model.release.set()
+            if writer.poll() is None:
+                writer.kill()
+            writer.communicate()
+        sleeper = int(pidfile.read_text())
+        try:
+            os.kill(sleeper, 0)   # still running, its parent gone
+            assert json.loads(codeloop(["sessions", "list", "--json"], cwd=tmp_path).stdout)[0]["live"] is None
+            r = codeloop(["-p", "after", "--resume", sid, "--output-format", "json"], cwd=tmp_path, base_url=url)
+            assert r.returncode == 0 and json.loads(r.stdout)["session_id"] == sid and FORK_LINE not in r.stderr
+        finally:
+            os.kill(sleeper, signal.SIGKILL)
 
 
 def test_stream_json_resume_of_a_live_session_forks_and_init_says_so(tmp_path):
