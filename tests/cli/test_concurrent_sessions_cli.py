@@ -145,6 +145,9 @@ def test_killed_writer_never_blocks_and_the_resume_stays_in_the_session(tmp_path
             assert row["session_id"] == sid and row["live"]["pid"] == writer.pid
             text_list = codeloop(["sessions", "list"], cwd=tmp_path).stdout
             assert f"[live: pid {writer.pid}" in text_list
+            shown = json.loads(codeloop(["sessions", "show", sid, "--json"], cwd=tmp_path).stdout)
+            assert shown["live"]["pid"] == writer.pid
+            assert f"live: pid {writer.pid}" in codeloop(["sessions", "show", sid], cwd=tmp_path).stdout
             # --fork-session of it copies up to its last finished turn, never the one in flight
             r = codeloop(["-p", "forked on purpose", "--resume", sid, "--fork-session", "--output-format", "json"],
                          cwd=tmp_path, base_url=url)

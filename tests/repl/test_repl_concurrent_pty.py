@@ -91,6 +91,11 @@ def test_repl_resume_of_a_session_another_process_writes_resumes_a_fork(tmp_path
         try:
             assert model.slow_arrived.wait(120)
             t = run(url, cols=220)
+            t.line("/resume")   # the list says which session is live
+            t.expect(f"live: pid {writer.pid}")
+            t.send("\x1b")
+            t.expect("Resume cancelled.")
+            t.ready()
             t.line(f"/resume {sid}")
             t.expect(r"resumed a fork of it: [0-9a-f-]{36}")
             forked = re.findall(r"resumed a fork of it: ([0-9a-f-]{36})", t.transcript)[-1]

@@ -238,8 +238,11 @@ def resume_item(info: Any) -> tuple[str, str, str]:
                                              b'"type": "assistant"'))
     except OSError:
         count = 0
+    from codeloop.session.hold import holder
+
+    live = f" · live: {h.describe()} (resuming forks it)" if (h := holder(info.path)) is not None else ""
     label = f"{when}  {info.first_prompt[:70]}"
-    return info.session_id, label, f"{info.first_prompt}\n{when} · {count} messages · {info.session_id}"
+    return info.session_id, label, f"{info.first_prompt}\n{when} · {count} messages · {info.session_id}{live}"
 
 
 async def _continue(host: CommandHost, args: str) -> CommandOutcome:

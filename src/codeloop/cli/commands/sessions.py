@@ -108,6 +108,7 @@ def _load(path: Path):
 
 def cmd_show(args: argparse.Namespace, out) -> int:
     from codeloop.session.engine import ENGINE_FILE, EngineError, read_summary
+    from codeloop.session.hold import holder
 
     sid, path = _locate(args.session_id)
     loaded = _load(path)
@@ -121,13 +122,16 @@ def cmd_show(args: argparse.Namespace, out) -> int:
             "user_entries": kinds.count("user"), "assistant_entries": kinds.count("assistant"),
             "compactions": sum(1 for e in loaded.entries if e.get("subtype") == "compact_boundary"),
             "permission_denials": sum(1 for k in kinds if k == "permission-denial"),
-            "ended_by_model": "ended-by-model" in kinds, "engine": summary, "warnings": loaded.warnings}
+            "ended_by_model": "ended-by-model" in kinds, "live": _live(holder(path)), "engine": summary,
+            "warnings": loaded.warnings}
     if args.json:
         out.write(json.dumps(info, ensure_ascii=False, indent=2) + "\n")
         return EXIT_OK
     for key, value in info.items():
         if key == "engine" and value:
             value = ", ".join(f"{k}={value[k]}" for k in ("turn_count", "usage", "error") if k in value)
+        if key == "live" and value:
+            value = ", ".join(f"{k} {v}" for k, v in value.items() if v is not None)
         if value not in (None, [], {}):
             out.write(f"{key:>19}: {value}\n")
     return EXIT_OK
