@@ -1,7 +1,8 @@
 """The one assembly: RunOptions → a ready Conversation, for every front end, the library and
 every subagent. Front ends render events and collect input; they never assemble capabilities.
 
-    options ─▶ history        new · resume · continue · fork · truncating resume (assembly_parts)
+    options ─▶ history        new · resume · continue · fork · truncating resume (assembly_parts);
+                              held by this process, or forked while another writes it (claim)
             ─▶ provider       + model + fallback; the embedded model started with the host's progress
             ─▶ policy         rules from flags and settings, directories, the sandbox
             ─▶ tools          built-ins narrowed by --tools / --disallowedTools; agents for Agent
