@@ -69,7 +69,6 @@ def load_history(options: RunOptions) -> History:
                            hold=got.hold)
     if h.persist and not h.fork:   # one writer per session: hold it, or fork it (session.claim)
         from codeloop.session.claim import SessionBusy, claim
-
         from codeloop.session.resume import ResumeError
 
         try:
@@ -145,6 +144,8 @@ def _load_truncated(options: RunOptions, sid: str, path: Path, hold: Any) -> His
                 writer.sync()
             finally:
                 writer.close()
+            if hold is not None:
+                hold.settle(at)   # a fork made now copies this branch
     except (ResumeError, TranscriptError, OSError) as exc:
         raise SetupError(str(exc)) from None
     return History(sid, loaded.messages, _denials(loaded.entries), loaded.entries, list(loaded.warnings), hold)

@@ -9,8 +9,9 @@ writer at a time (session.hold):
              said in one line; the new id is the session's from then on (system/init, results)
              refuse (`--no-fork-busy`, setting `forkBusySession: false`): one line naming the holder
 
-Used by every way into a stored session: --resume/--continue of every front end (assembly
-`load_history`) and the REPL's /resume (`resume_history`).
+Used by every way into a stored session: --resume/--continue/--fork-session of every front end
+(assembly `load_history`), the REPL's /resume and the library's `from_saved_session`
+(`open_stored`). A new session is held from its first record (session.parts.SessionPersistence).
 """
 
 from __future__ import annotations

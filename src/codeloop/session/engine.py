@@ -251,8 +251,13 @@ class QueryEngine:
         if not denials and summary:
             denials = list(summary.get("permission_denials") or [])
         config = replace(config or QueryEngineConfig(), cwd=root)
-        conv = _build_conversation(config, provider, got.session_id, messages=got.messages, denials=denials,
-                                   entries=got.entries, hold=got.hold)
+        try:
+            conv = _build_conversation(config, provider, got.session_id, messages=got.messages, denials=denials,
+                                       entries=got.entries, hold=got.hold)
+        except BaseException:
+            if got.hold is not None:
+                got.hold.release()
+            raise
         engine = cls(config, conversation=conv)
         if summary:
             engine.turn_count = int(summary.get("turn_count") or 0)
