@@ -117,3 +117,18 @@ def test_one_chain_walks_through_claude_codes_progress_records():
         _rec("assistant", "x2", "p2", "answer two", msg_id="m2"),
     ]
     assert [e["uuid"] for e in one_chain(entries)] == ["u1", "g1", "a1", "p2", "x2"]
+
+
+def test_a_prompt_another_process_hung_its_prompt_off_is_left_out():
+    """Old race: the second process read the tail after the first wrote its prompt, so its prompt
+    hangs off that prompt; the first's answer hangs off the first prompt."""
+    entries = [
+        _rec("user", "u1", None, "first"), _rec("assistant", "a1", "u1", "answer", msg_id="m1"),
+        _rec("user", "p1", "a1", "one"), _rec("user", "p2", "p1", "two"),
+        _rec("assistant", "x1", "p1", "answer one", msg_id="m2"),
+        _rec("assistant", "x2", "p2", "answer two", msg_id="m3"),
+    ]
+    assert [e["uuid"] for e in one_chain(entries)] == ["u1", "a1", "p2", "x2"]
+    assert [e["uuid"] for e in one_chain(entries, "x1")] == ["u1", "a1", "p1", "x1"]
+    crashed = [*entries[:4], _rec("assistant", "x2", "p2", "answer two", msg_id="m3")]   # p1 never answered
+    assert [e["uuid"] for e in one_chain(crashed)] == ["u1", "a1", "p1", "p2", "x2"]

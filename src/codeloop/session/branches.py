@@ -8,7 +8,8 @@ interleaved). The history is then the newest leaf's chain, as Claude Code reads 
 
     tip      the last record in the file that sets where the chain goes on (`chain_tip`), or the
              record a caller names (`--resume-session-at`)
-    chain    parentUuid links followed back from the tip
+    chain    parentUuid links followed back from the tip (leaving out a prompt of another
+             conversation that an old race put between a prompt and its parent, `_walk`)
     + split  Claude Code's own branching, kept: records that belong to a chain message — the other
              blocks of one assistant message (same message id), the results of its tool calls
     + meta   records off the chain (titles, denials, markers) unless they hang off another branch;
@@ -76,11 +77,7 @@ def one_chain(entries: list[dict[str, Any]], tip: str | None = None) -> list[dic
     tip = tip or file_tip
     if not forked and tip == file_tip:
         return entries
-    on: set[str] = set()
-    uid: Any = tip
-    while isinstance(uid, str) and uid in links and uid not in on:
-        on.add(uid)
-        uid = links[uid]
+    on = _walk(entries, links, tip)
     _recover_split_messages(entries, on)
     kept = []
     for e in entries:
@@ -91,6 +88,28 @@ def one_chain(entries: list[dict[str, Any]], tip: str | None = None) -> list[dic
         elif e.get("type") in _ALWAYS_KEPT or uid in on or parent not in chain or parent in on:
             kept.append(e)
     return kept
+
+
+def _walk(entries: list[dict[str, Any]], links: dict[str, Any], tip: str | None) -> set[str]:
+    """The uuids from `tip` back along parentUuid. A prompt whose answer hangs elsewhere is left
+    out when a prompt follows it: two old processes raced, the second hung its prompt off the
+    first's before the first's answer came (each prompt keeps its own answer)."""
+    prompts = {e["uuid"] for e in entries if isinstance(e.get("uuid"), str) and _is_prompt(e)}
+    answered = {e.get("parentUuid") for e in entries if e.get("type") == "assistant"}
+    on: set[str] = set()
+    uid: Any = tip
+    after_prompt = False
+    while isinstance(uid, str) and uid in links and uid not in on:
+        if not (after_prompt and uid in prompts and uid in answered):
+            on.add(uid)
+            after_prompt = uid in prompts
+        uid = links[uid]
+    return on
+
+
+def _is_prompt(entry: dict[str, Any]) -> bool:
+    return (entry.get("type") == "user" and not entry.get("isMeta") and "toolUseResult" not in entry
+            and not _blocks(entry, "tool_result", "tool_use_id"))
 
 
 def _recover_split_messages(entries: list[dict[str, Any]], on: set[str]) -> None:
