@@ -148,26 +148,26 @@ def from_custom(c: CustomCommand) -> Command:
 
 def conversation_like(conv: Conversation, *, session_id: str | None = None, messages: list | None = None,
                       denials: list | None = None, entries: list | None = None,
-                      keep_checkpoints: bool = False, rewind_at: int | None = None) -> Conversation:
+                      keep_checkpoints: bool = False, rewind_at: int | None = None, hold: Any = None) -> Conversation:
     """The session that follows `conv` (session.assembly.successor); a fresh session by default."""
     from codeloop.session.assembly import successor
 
     return successor(conv, session_id=session_id, messages=messages, denials=denials, entries=entries,
-                     keep_checkpoints=keep_checkpoints, rewind_at=rewind_at)
+                     keep_checkpoints=keep_checkpoints, rewind_at=rewind_at, hold=hold)
 
 
 def load_session(conv: Conversation, session_id: str) -> Conversation:
-    from codeloop.session.resume import load_from_last_boundary
-    from codeloop.session import store
+    """`session_id` held by this process — or, while another process writes it, a fork of it
+    (session.claim; refused instead with --no-fork-busy)."""
+    from codeloop.session.claim import open_stored
 
-    path = store.find_session(session_id, conv.config.cwd)
-    if path is None:
-        raise ValueError(f"No conversation found with session ID: {session_id}")
-    loaded = load_from_last_boundary(path)
+    options = conv.parts.options
+    got = open_stored(conv.config.cwd, session_id, refuse=options is not None and not options.history.fork_busy,
+                      write=conv.config.persist)
     denials = [{k: e.get(k) for k in ("tool_name", "tool_use_id", "tool_input")}
-               for e in loaded.entries if e.get("type") == "permission-denial"]
-    return conversation_like(conv, session_id=session_id, messages=loaded.messages, denials=denials,
-                             entries=loaded.entries)
+               for e in got.entries if e.get("type") == "permission-denial"]
+    return conversation_like(conv, session_id=got.session_id, messages=got.messages, denials=denials,
+                             entries=got.entries, hold=got.hold)
 
 
 # -- the built-ins --------------------------------------------------------------------------------
@@ -218,6 +218,9 @@ async def _resume(host: CommandHost, args: str) -> CommandOutcome:
     except ValueError as exc:
         return CommandOutcome(str(exc))
     await host.switch_conversation(new, reason="resume")
+    if new.session_id != sid.lower():   # another process writes it: this is a fork (session.claim)
+        return CommandOutcome(f"Session {sid} is in use by another codeloop; resumed a fork of it: "
+                              f"{new.session_id} ({len(new.messages)} messages).")
     return CommandOutcome(f"Resumed session {sid} ({len(new.messages)} messages).")
 
 
@@ -235,8 +238,11 @@ def resume_item(info: Any) -> tuple[str, str, str]:
                                              b'"type": "assistant"'))
     except OSError:
         count = 0
+    from codeloop.session.hold import holder
+
+    live = f" · live: {h.describe()} (resuming forks it)" if (h := holder(info.path)) is not None else ""
     label = f"{when}  {info.first_prompt[:70]}"
-    return info.session_id, label, f"{info.first_prompt}\n{when} · {count} messages · {info.session_id}"
+    return info.session_id, label, f"{info.first_prompt}\n{when} · {count} messages · {info.session_id}{live}"
 
 
 async def _continue(host: CommandHost, args: str) -> CommandOutcome:

@@ -1,7 +1,8 @@
 """The one assembly: RunOptions → a ready Conversation, for every front end, the library and
 every subagent. Front ends render events and collect input; they never assemble capabilities.
 
-    options ─▶ history        new · resume · continue · fork · truncating resume (assembly_parts)
+    options ─▶ history        new · resume · continue · fork · truncating resume (assembly_parts);
+                              held by this process, or forked while another writes it (claim)
             ─▶ provider       + model + fallback; the embedded model started with the host's progress
             ─▶ policy         rules from flags and settings, directories, the sandbox
             ─▶ tools          built-ins narrowed by --tools / --disallowedTools; agents for Agent
@@ -38,8 +39,12 @@ async def open_session(options: RunOptions, host: SessionHost | None = None, *,
     host = host or SessionHost()
     files = ProjectFiles(options.cwd)   # every prompt file the project brings is read through it
     history = load_history(options)
-    prov, model = (provider, options.model.model or "") if provider is not None else make_provider(options, host,
-                                                                                                    history.session_id)
+    try:
+        prov, model = (provider, options.model.model or "") if provider is not None else make_provider(
+            options, host, history.session_id)
+    except BaseException:
+        _let_go(history)
+        raise
     try:
         manager, warnings = await start_mcp(options)
         style, style_warnings = output_style(options, files)
@@ -52,11 +57,18 @@ async def open_session(options: RunOptions, host: SessionHost | None = None, *,
                 await manager.aclose()
             raise
     except BaseException:
+        _let_go(history)
         if provider is None:
             await _close_provider(prov)
         raise
     warnings += [f"mcp: server {name} failed: {err}" for name, err in (manager.errors() if manager else {}).items()]
     return conv, [*options.warnings, *history.warnings, *warnings, *files.drain(), *_rule_warnings(conv, options)]
+
+
+def _let_go(history: History) -> None:
+    """A session that failed to start holds nothing (the REPL may try again, with the local model)."""
+    if history.hold is not None:
+        history.hold.release()
 
 
 def build_session(options: RunOptions, host: SessionHost, *, provider: Any, model: str, history: History,
@@ -96,7 +108,7 @@ def build_session(options: RunOptions, host: SessionHost, *, provider: Any, mode
     parts = SessionParts(settings=settings, trusted=options.trusted, mcp=mcp, output_style=style_name(style, options),
                          api_key_source=_key_source(provider, options), listeners=list(host.listeners),
                          claude_records=True, records=records, memory_file_names=_memory_names(options),
-                         options=options, spawn=_spawn_subagent, project_files=files)
+                         options=options, spawn=_spawn_subagent, project_files=files, hold=history.hold)
     conv = Conversation(config, provider, session_id=history.session_id, messages=history.messages,
                         denials=history.denials, entries=history.entries, ask_user=ask, parts=parts)
     holder.append(conv)
@@ -107,14 +119,15 @@ def build_session(options: RunOptions, host: SessionHost, *, provider: Any, mode
 
 def successor(conv: Conversation, *, session_id: str | None = None, messages: list[Any] | None = None,
               denials: list[Any] | None = None, entries: list[Any] | None = None,
-              keep_checkpoints: bool = False, rewind_at: int | None = None) -> Conversation:
+              keep_checkpoints: bool = False, rewind_at: int | None = None, hold: Any = None) -> Conversation:
     """The session that follows `conv` in the same front end (/clear, /resume, /rewind): the same
     config, provider, MCP servers, listeners and typed-ahead input; a fresh session by default.
     `keep_checkpoints`: the file checkpoints go on with it (/rewind keeps their prompts).
     `rewind_at`: /rewind to before `conv.messages[rewind_at]` — the same session goes on from the
     message before it, as Claude Code's does: its transcript retracts the messages from there on and
     marks where the parentUuid chain continues (session.resume.branch_from), so a later `-c` or
-    `--resume` rebuilds exactly the kept conversation plus what follows."""
+    `--resume` rebuilds exactly the kept conversation plus what follows.
+    `hold`: the resumed session's (session.claim); a fresh one is held when first written."""
     from codeloop.hooks.events import CallbackSource
     from codeloop.session import store
 
@@ -126,11 +139,13 @@ def successor(conv: Conversation, *, session_id: str | None = None, messages: li
                     [{"type": m.role, "uuid": m.uuid} for m in dropped])
         conv.sync()
         session_id = conv.session_id
+        if hold is None:   # the same session goes on: this process's hold on it moves along
+            hold, conv.persistence.hold = conv.persistence.hold, None
     config = replace(conv.config, resumed=bool(messages))
     sid = session_id or store.new_session_id()
     records = [{"type": "permission-mode", "permissionMode": config.policy.mode.value, "sessionId": sid}]
     parts = replace(conv.parts, records=records, queue=conv.queue, owns_mcp=True, listeners=conv.side_listeners,
-                    file_history=conv.file_history if keep_checkpoints else None)
+                    file_history=conv.file_history if keep_checkpoints else None, hold=hold)
     conv.hand_over()
     new = Conversation(config, conv.provider, session_id=sid, messages=messages, denials=denials, entries=entries,
                        ask_user=conv.ask_user, parts=parts)

@@ -28,6 +28,7 @@ class History:
     denials: list[dict[str, Any]] = field(default_factory=list)
     entries: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    hold: Any = None   # session.hold.SessionHold: this process writes the session (None: taken on first write)
 
 
 def _denials(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -57,8 +58,41 @@ def load_history(options: RunOptions) -> History:
         if found is None:
             raise SetupError(f"No conversation found with session ID: {sid}")
         path = found
+    hold = None
+    if h.fork and h.persist and not h.resume_at:   # --fork-session of a live session: up to its last finished turn
+        from codeloop.session.claim import fork_busy
+        from codeloop.session.hold import holder
+
+        if (busy := holder(path)) is not None:
+            got = fork_busy(path, sid, cwd, busy)
+            return History(got.session_id, got.messages, _denials(got.entries), got.entries, got.warnings,
+                           hold=got.hold)
+    if h.persist and not h.fork:   # one writer per session: hold it, or fork it (session.claim)
+        from codeloop.session.claim import SessionBusy, claim
+        from codeloop.session.resume import ResumeError
+
+        try:
+            got = claim(path, sid, cwd, refuse=not h.fork_busy, at=h.resume_at)
+        except (SessionBusy, ResumeError, OSError) as exc:
+            raise SetupError(str(exc)) from None
+        if got.forked_from is not None:
+            return History(got.session_id, got.messages, _denials(got.entries), got.entries,
+                           [got.notice, *got.warnings], hold=got.hold)
+        hold = got.hold
+    try:
+        return _load(options, sid, path, hold)
+    except BaseException:
+        if hold is not None:
+            hold.release()
+        raise
+
+
+def _load(options: RunOptions, sid: str, path: Path, hold: Any) -> History:
+    from codeloop.session import store
+
+    h, cwd = options.history, options.cwd
     if h.resume_at:   # truncating resume: history up to that record (the SDK's resume_session_at)
-        return _load_truncated(options, sid, path)
+        return _load_truncated(options, sid, path, hold)
     from codeloop.session.resume import load_from_last_boundary
 
     # After a compaction only what follows the last boundary is history; the rest stays on disk.
@@ -70,7 +104,7 @@ def load_history(options: RunOptions) -> History:
         new_path = store.session_path(cwd, sid)
         new_path.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, new_path)
-    return History(sid, loaded.messages, _denials(loaded.entries), loaded.entries, list(loaded.warnings))
+    return History(sid, loaded.messages, _denials(loaded.entries), loaded.entries, list(loaded.warnings), hold)
 
 
 def _resume_id(cwd: Path, value: str) -> str:
@@ -86,12 +120,12 @@ def _resume_id(cwd: Path, value: str) -> str:
         return named
 
 
-def _load_truncated(options: RunOptions, sid: str, path: Path) -> History:
+def _load_truncated(options: RunOptions, sid: str, path: Path, hold: Any) -> History:
     """--resume-session-at: a fork gets only the kept records; otherwise the same file goes on
     from `at`, the records after it retracted (session.resume.branch_from)."""
     from codeloop.session import store
     from codeloop.session.resume import ResumeError, branch_from, load_until
-    from codeloop.session.transcript import TranscriptError, TranscriptWriter, encode_entry
+    from codeloop.session.transcript import TranscriptError, TranscriptWriter, _scan_last_uuid, encode_entry
 
     h, cwd = options.history, options.cwd
     at = h.resume_at or ""
@@ -103,16 +137,18 @@ def _load_truncated(options: RunOptions, sid: str, path: Path) -> History:
             new_path.parent.mkdir(parents=True, exist_ok=True)
             new_path.write_bytes(b"".join(encode_entry({**e, "sessionId": sid} if "sessionId" in e else e)
                                           for e in loaded.entries))
-        elif dropped:
+        elif dropped or _scan_last_uuid(path) != at:   # another branch's leaf: go on from there
             writer = TranscriptWriter(path, sid, cwd)
             try:
                 branch_from(writer, at, dropped)
                 writer.sync()
             finally:
                 writer.close()
+            if hold is not None:
+                hold.settle(at)   # a fork made now copies this branch
     except (ResumeError, TranscriptError, OSError) as exc:
         raise SetupError(str(exc)) from None
-    return History(sid, loaded.messages, _denials(loaded.entries), loaded.entries, list(loaded.warnings))
+    return History(sid, loaded.messages, _denials(loaded.entries), loaded.entries, list(loaded.warnings), hold)
 
 
 # -- provider ------------------------------------------------------------------------------------

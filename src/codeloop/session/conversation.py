@@ -101,7 +101,7 @@ class Conversation(SessionWiring):
         self.ended_by_model = any(e.get("type") == "ended-by-model" for e in entries or [])
         self.transcript_path, writer = self._make_writer()
         self.hooks = self.sidechain.hooks if self.sidechain is not None else ConversationHooks(self._hook_runner())
-        self.persistence = SessionPersistence(writer, self._notice)
+        self.persistence = SessionPersistence(writer, self._notice, parts.hold, take_hold=self.sidechain is None)
         self.tool_context = self._make_context()
         self._setup_context(entries or [])
 

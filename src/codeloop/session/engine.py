@@ -235,8 +235,9 @@ class QueryEngine:
     @classmethod
     def from_saved_session(cls, session_id: str, *, cwd: str | Path | None = None,
                            config: QueryEngineConfig | None = None, provider: Any = None) -> QueryEngine:
-        """Messages (from the transcript, after its last compaction), usage, turn count, denials."""
-        from codeloop.session.resume import load_from_last_boundary
+        """Messages (from the transcript, after its last compaction), usage, turn count, denials.
+        A session another live process is writing is forked (session.claim): `session_id` says which."""
+        from codeloop.session.claim import open_stored
 
         sid = store.validate_session_id(session_id)
         root = Path(cwd if cwd is not None else (config.cwd if config and config.cwd else Path.cwd())).resolve()
@@ -244,14 +245,19 @@ class QueryEngine:
         if path is None:
             raise EngineError(f"No conversation found with session ID: {sid}")
         summary = read_summary(path.with_suffix("") / ENGINE_FILE)
-        loaded = load_from_last_boundary(path)
+        got = open_stored(root, sid, write=config is None or config.persist)
         denials = [{k: e.get(k) for k in ("tool_name", "tool_use_id", "tool_input")}
-                   for e in loaded.entries if e.get("type") == "permission-denial"]
+                   for e in got.entries if e.get("type") == "permission-denial"]
         if not denials and summary:
             denials = list(summary.get("permission_denials") or [])
         config = replace(config or QueryEngineConfig(), cwd=root)
-        conv = _build_conversation(config, provider, sid, messages=loaded.messages, denials=denials,
-                                   entries=loaded.entries)
+        try:
+            conv = _build_conversation(config, provider, got.session_id, messages=got.messages, denials=denials,
+                                       entries=got.entries, hold=got.hold)
+        except BaseException:
+            if got.hold is not None:
+                got.hold.release()
+            raise
         engine = cls(config, conversation=conv)
         if summary:
             engine.turn_count = int(summary.get("turn_count") or 0)
@@ -302,7 +308,7 @@ def _count_prompts(path: Path) -> int:
 
 def _build_conversation(config: QueryEngineConfig, provider: Any, session_id: str | None, *,
                         messages: list | None = None, denials: list | None = None,
-                        entries: list | None = None) -> Conversation:
+                        entries: list | None = None, hold: Any = None) -> Conversation:
     """The engine's session, through the one assembly (session.assembly): no settings files are
     read — the library's caller configures it — and the engine's cwd is the working directory its
     rules judge paths against (not the process's)."""
@@ -332,7 +338,7 @@ def _build_conversation(config: QueryEngineConfig, provider: Any, session_id: st
         model=ModelOptions(model=model), tools=tuple(config.tools) if config.tools is not None else None,
         prompts=PromptOptions(system_prompt=config.system_prompt, append=config.append_system_prompt),
         limits=Limits(max_turns=config.loop_max_turns), history=HistoryOptions(persist=config.persist))
-    history = History(session_id, list(messages or []), list(denials or []), list(entries or []))
+    history = History(session_id, list(messages or []), list(denials or []), list(entries or []), hold=hold)
     try:
         return build_session(options, SessionHost(), provider=provider, model=model, history=history)
     except SetupError as exc:

@@ -72,6 +72,9 @@ class HistoryOptions:
     resume_drops_turn: str | None = None
     persist: bool = True               # False: --no-session-persistence
     name: str | None = None            # -n/--name: recorded as a custom-title entry
+    # A session another live process writes is forked (True) or refused (--no-fork-busy,
+    # setting `forkBusySession: false`): session.claim
+    fork_busy: bool = True
 
     @property
     def requested_id(self) -> str:

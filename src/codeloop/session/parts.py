@@ -72,6 +72,9 @@ class SessionParts:
     # The reader of the project's prompt files (permissions.project_files.ProjectFiles), shared by
     # CLAUDE.md, nested memory and skills; the main thread shows what it skipped. None: each makes its own.
     project_files: Any = None
+    # session.hold.SessionHold: this process is the session's one writer (session.claim). None: the
+    # main thread takes it when it first writes (a new session), a subagent never (its own file).
+    hold: Any = None
 
 
 class SessionPersistence:
@@ -79,9 +82,12 @@ class SessionPersistence:
     read-only) must not end the session: the failure is said once, loudly, and the session goes
     on without one."""
 
-    def __init__(self, writer: Any, notify: Callable[[SystemEvent], None]) -> None:
+    def __init__(self, writer: Any, notify: Callable[[SystemEvent], None], hold: Any = None, *,
+                 take_hold: bool = False) -> None:
         self.writer = writer
         self.notify = notify
+        self.hold = hold   # session.hold.SessionHold, released on close
+        self._take_hold = take_hold and hold is None and writer is not None
 
     def message(self, msg: Message) -> None:
         self._persist(lambda w: w.append_message(msg))
@@ -92,17 +98,25 @@ class SessionPersistence:
     append_entry = entry   # the writer's name for it (session.resume.branch_from)
 
     def sync(self) -> None:
-        """fsync the transcript (turn ends)."""
+        """fsync the transcript (turn ends); a fork of the session may copy up to here now."""
         self._persist(lambda w: w.sync())
+        if self.hold is not None and self.writer is not None:
+            self.hold.settle(self.writer.last_uuid)
 
     def close(self) -> None:
-        self.sync()
-        if self.writer is not None:
-            self.writer.close()
+        try:
+            self.sync()
+            if self.writer is not None:
+                self.writer.close()
+        finally:
+            if self.hold is not None:
+                self.hold.release()
 
     def _persist(self, write: Callable[[Any], Any]) -> None:
         if self.writer is None:
             return
+        if self._take_hold:
+            self._take()
         from codeloop.events import SystemEvent
         from codeloop.session.transcript import TranscriptError
 
@@ -113,3 +127,18 @@ class SessionPersistence:
             self.notify(SystemEvent(
                 "transcript_error", f"{exc}. Continuing WITHOUT a transcript: this session cannot be resumed.",
                 "error"))
+
+    def _take(self) -> None:
+        """A session started here is held from its first record on; if another process already
+        holds it (two given the same --session-id, the library resuming a live one) it is said."""
+        from codeloop.events import SystemEvent
+        from codeloop.session.hold import SessionHold, acquire
+
+        self._take_hold = False
+        writer = self.writer
+        got = acquire(writer.path, settled=lambda: writer.last_uuid)
+        if isinstance(got, SessionHold):
+            self.hold = got
+        else:
+            self.notify(SystemEvent("session_busy", f"session {writer.session_id} is also being written by "
+                                    f"another codeloop ({got.describe()}): its records may interleave", "warning"))

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from codeloop.messages import Message
+from codeloop.session.branches import branches, chain_tip, descendants, one_chain
 from codeloop.session.repair import messages_from_entries
 from codeloop.session.records import is_prompt
 from codeloop.session.transcript import (BRANCH_POINT, LoadedTranscript, entry_to_message, load_transcript,
@@ -94,12 +95,13 @@ def load_from_last_boundary(path: Path | str) -> LoadedTranscript:
                 corrupt += 1
             else:
                 entries.append(entry)
+        last_uuid = next((tip for e in reversed(entries) if (tip := chain_tip(e))), None)
+        entries = one_chain(entries)   # the newest leaf's conversation where the chain branches
         messages, bad = messages_from_entries(entries, entry_to_message)
     finally:
         if gc_was_enabled:
             gc.enable()
     corrupt += bad
-    last_uuid = next((e["uuid"] for e in reversed(entries) if isinstance(e.get("uuid"), str) and e["uuid"]), None)
     warnings = [f"skipped {corrupt} corrupt line(s) in {path}"] if corrupt else []
     return LoadedTranscript(messages=messages, entries=entries, warnings=warnings, last_uuid=last_uuid)
 
@@ -114,13 +116,20 @@ def load_until(path: Path | str, at: str, drops_turn: str | None = None
 
     `drops_turn` (`--resume-drops-turn`): the prompt uuid of the one turn the caller means to
     discard; refused unless everything after `at` belongs to that turn — a prompt the caller never
-    saw must not vanish silently.
+    saw must not vanish silently. Where the chain branches, `at` may be on any branch: the history
+    is its chain (session.branches), and "after it" means the records that go on from it.
     """
-    loaded = load_transcript(path)
+    loaded = load_transcript(path, every_branch=True)
     idx = next((i for i, e in enumerate(loaded.entries) if e.get("uuid") == at), None)
     if idx is None:
         raise ResumeError(f"--resume-session-at: no message {at} in {Path(path).name}")
-    kept, dropped = loaded.entries[:idx + 1], loaded.entries[idx + 1:]
+    target = loaded.entries[idx]
+    if branches(loaded.entries) and chain_tip(target) == at:
+        chain = one_chain(loaded.entries, at)
+        kept = chain[:next(i for i, e in enumerate(chain) if e is target) + 1]
+        dropped = descendants(loaded.entries, at)
+    else:
+        kept, dropped = loaded.entries[:idx + 1], loaded.entries[idx + 1:]
     if drops_turn is not None:
         prompts = [m.uuid for m in map(entry_to_message, dropped) if m is not None and is_prompt(m)]
         if prompts and prompts != [drops_turn]:

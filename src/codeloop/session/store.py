@@ -2,8 +2,9 @@
 
 Layout (as in Claude Code): `<config>/projects/<project key>/<session id>.jsonl`, plus an
 optional `<session id>/` folder beside it for large tool outputs, todos and subagent
-transcripts. This module only computes paths and reads file heads; it never creates anything
-(the transcript writer creates what it writes) and never parses whole transcripts.
+transcripts, and `<session id>.lock` while a process writes it (session.hold). This module
+only computes paths and reads file heads; it never creates anything (the transcript writer
+creates what it writes) and never parses whole transcripts.
 """
 
 from __future__ import annotations

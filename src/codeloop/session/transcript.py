@@ -22,13 +22,10 @@ from typing import Any, BinaryIO
 from codeloop.version import __version__
 from codeloop.messages import Message, new_uuid, now_iso
 from codeloop.session.result_once import RESULT_FROM_CONTENT, store_result_once, tool_use_result  # noqa: F401
+from codeloop.session.branches import BRANCH_POINT, CHAIN_TYPES, one_chain  # noqa: F401
+from codeloop.session.branches import chain_tip as _chain_tip
 from codeloop.session.records import is_prompt, last_prompt_record, writer_fields
 from codeloop.session.repair import INTERRUPTED_TOOL_RESULT, MESSAGE_TYPES, messages_from_entries  # noqa: F401
-
-# Entries that form the parentUuid chain; metadata (tombstones, denials, markers) hangs off it.
-CHAIN_TYPES = ("user", "assistant", "system", "compact_boundary")
-# A truncating resume's marker: the chain continues from `leafUuid`, not from the last record.
-BRANCH_POINT = "branch-point"
 _TAIL_BLOCK = 64 * 1024
 
 
@@ -358,15 +355,9 @@ def _scan_last_uuid(path: Path) -> str | None:
     return None
 
 
-def _chain_tip(entry: dict[str, Any]) -> str | None:
-    """The uuid the next record should hang off, if this record sets it."""
-    uid = entry.get("leafUuid") if entry.get("type") == BRANCH_POINT else (
-        entry.get("uuid") if entry.get("type") in CHAIN_TYPES else None)
-    return uid if isinstance(uid, str) and uid else None
-
-
-def load_transcript(path: Path | str) -> LoadedTranscript:
-    """All entries of a transcript, its messages (repaired for the API), and load warnings."""
+def load_transcript(path: Path | str, *, every_branch: bool = False) -> LoadedTranscript:
+    """A transcript's entries, its messages (repaired for the API), and load warnings. Where the
+    chain branches, the newest leaf's conversation (session.branches); `every_branch`: all entries."""
     path = Path(path)
     data = path.read_bytes()
     # Parsed JSON holds no reference cycles, yet the allocation burst would trigger collections
@@ -374,13 +365,13 @@ def load_transcript(path: Path | str) -> LoadedTranscript:
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _load(path, data)
+        return _load(path, data, every_branch)
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
-def _load(path: Path, data: bytes) -> LoadedTranscript:
+def _load(path: Path, data: bytes, every_branch: bool) -> LoadedTranscript:
     entries: list[dict[str, Any]] = []
     corrupt = 0
     last_uuid = None
@@ -393,8 +384,9 @@ def _load(path: Path, data: bytes) -> LoadedTranscript:
             continue
         entries.append(entry)
         last_uuid = _chain_tip(entry) if entry.get("type") == BRANCH_POINT else (_chain_tip(entry) or last_uuid)
-    messages, unreadable = messages_from_entries(entries, entry_to_message)
+    chain = entries if every_branch else one_chain(entries)
+    messages, unreadable = messages_from_entries(chain, entry_to_message)
     corrupt += unreadable
     warnings = [f"skipped {corrupt} corrupt line(s) in {path}"] if corrupt else []
-    return LoadedTranscript(messages=messages, entries=entries, warnings=warnings, last_uuid=last_uuid)
+    return LoadedTranscript(messages=messages, entries=chain, warnings=warnings, last_uuid=last_uuid)
 

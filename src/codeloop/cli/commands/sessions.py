@@ -66,9 +66,13 @@ def _all_sessions() -> list[tuple[str, store.SessionInfo]]:
 def cmd_list(args: argparse.Namespace, out) -> int:
     cwd = Path.cwd().resolve()
     rows = _all_sessions() if args.all else [(store.project_key(cwd), s) for s in store.list_sessions(cwd)]
+    from codeloop.session.hold import holder
+
+    live = {s.session_id: h for _, s in rows if (h := holder(s.path)) is not None}   # a live process writes it
     if args.json:
         out.write(json.dumps([{"session_id": s.session_id, "project": proj, "path": str(s.path),
-                               "modified": _iso(s.mtime), "first_prompt": s.first_prompt} for proj, s in rows],
+                               "modified": _iso(s.mtime), "first_prompt": s.first_prompt,
+                               "live": _live(live.get(s.session_id))} for proj, s in rows],
                              ensure_ascii=False, indent=2) + "\n")
         return EXIT_OK
     if not rows:
@@ -76,8 +80,13 @@ def cmd_list(args: argparse.Namespace, out) -> int:
         return EXIT_OK
     for proj, s in rows:
         where = f"  [{proj}]" if args.all else ""
-        out.write(f"{s.session_id}  {_iso(s.mtime)}  {s.first_prompt or '(no prompt)'}{where}\n")
+        busy = f"  [live: {h.describe()}]" if (h := live.get(s.session_id)) is not None else ""
+        out.write(f"{s.session_id}  {_iso(s.mtime)}  {s.first_prompt or '(no prompt)'}{busy}{where}\n")
     return EXIT_OK
+
+
+def _live(h: Any) -> dict[str, Any] | None:
+    return None if h is None else {"pid": h.pid, "entrypoint": h.entrypoint, "since": h.since}
 
 
 def _locate(raw: str) -> tuple[str, Path]:
@@ -99,6 +108,7 @@ def _load(path: Path):
 
 def cmd_show(args: argparse.Namespace, out) -> int:
     from codeloop.session.engine import ENGINE_FILE, EngineError, read_summary
+    from codeloop.session.hold import holder
 
     sid, path = _locate(args.session_id)
     loaded = _load(path)
@@ -112,13 +122,16 @@ def cmd_show(args: argparse.Namespace, out) -> int:
             "user_entries": kinds.count("user"), "assistant_entries": kinds.count("assistant"),
             "compactions": sum(1 for e in loaded.entries if e.get("subtype") == "compact_boundary"),
             "permission_denials": sum(1 for k in kinds if k == "permission-denial"),
-            "ended_by_model": "ended-by-model" in kinds, "engine": summary, "warnings": loaded.warnings}
+            "ended_by_model": "ended-by-model" in kinds, "live": _live(holder(path)), "engine": summary,
+            "warnings": loaded.warnings}
     if args.json:
         out.write(json.dumps(info, ensure_ascii=False, indent=2) + "\n")
         return EXIT_OK
     for key, value in info.items():
         if key == "engine" and value:
             value = ", ".join(f"{k}={value[k]}" for k in ("turn_count", "usage", "error") if k in value)
+        if key == "live" and value:
+            value = ", ".join(f"{k} {v}" for k, v in value.items() if v is not None)
         if value not in (None, [], {}):
             out.write(f"{key:>19}: {value}\n")
     return EXIT_OK

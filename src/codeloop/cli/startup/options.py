@@ -88,7 +88,7 @@ def resolve_options(args: argparse.Namespace, *, interactive: bool, skip_setting
     return RunOptions(
         cwd=cwd, settings=settings, trusted=trusted, interactive=interactive, entrypoint=_entrypoint(),
         prompt=args.prompt, setting_sources=frozenset(sources) if sources is not None else None,
-        local_profile=local, history=_history(args), model=_model(args, model_flag, settings),
+        local_profile=local, history=_history(args, settings), model=_model(args, model_flag, settings),
         permissions=permissions, tools=tuple(tools) if tools is not None else None,
         prompts=PromptOptions(system_prompt=system_prompt, append=_appended_prompt(args),
                               claude_md=not (args.bare or args.safe_mode)),
@@ -378,7 +378,7 @@ def _output(args: argparse.Namespace) -> OutputOptions:
                          include_hook_events=bool(args.include_hook_events), session_mirror=bool(args.session_mirror))
 
 
-def _history(args: argparse.Namespace) -> HistoryOptions:
+def _history(args: argparse.Namespace, settings: Any) -> HistoryOptions:
     from codeloop.session import store
 
     if args.resume and args.continue_:
@@ -398,7 +398,8 @@ def _history(args: argparse.Namespace) -> HistoryOptions:
     entry = SessionEntry.RESUME if args.resume else SessionEntry.CONTINUE if args.continue_ else SessionEntry.NEW
     return HistoryOptions(entry=entry, resume=args.resume or None, session_id=session_id, fork=bool(args.fork_session),
                           resume_at=args.resume_session_at or None, resume_drops_turn=args.resume_drops_turn or None,
-                          persist=not args.no_session_persistence, name=args.name or None)
+                          persist=not args.no_session_persistence, name=args.name or None,
+                          fork_busy=not args.no_fork_busy and settings.merged.get("forkBusySession") is not False)
 
 
 def _entrypoint() -> str:

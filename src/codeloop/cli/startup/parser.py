@@ -100,6 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--session-id", metavar="UUID", help="use this id for a new session")
     p.add_argument("--no-session-persistence", action="store_true", help="do not write a transcript")
     p.add_argument("--fork-session", action="store_true", help="with --resume/--continue: continue in a new session")
+    p.add_argument("--no-fork-busy", action="store_true",
+                   help="refuse to resume a session another live codeloop is writing (default: fork it)")
     _add_integration_flags(p)
     from codeloop.cli.startup.preflight import add_claude_flags
     add_claude_flags(p)
