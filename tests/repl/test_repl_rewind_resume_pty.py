@@ -126,3 +126,24 @@ def test_rewind_then_continue_in_the_repl(tmp_path, screen):
         s.term.wait_exit()
     assert conversation(api.requests[-1]) == [("user", "first prompt"), ("assistant", "Answer one."),
                                               ("user", "next one")]
+
+
+def test_the_session_stays_held_by_the_repl_after_a_rewind(tmp_path, screen):
+    api = ScriptedAPI(sse(text("Answer one.")), sse(text("Answer two.")), sse(text("From the side.")),
+                      sse(text("Fresh answer.")))
+    with api.serve() as url:
+        s = screen(url)
+        two_prompts(s)
+        rewind(s, "1")
+        [path] = sorted((tmp_path / ".cfg" / "projects").rglob("*.jsonl"))
+        # right after the rewind, before anything new is written, another process resuming it forks:
+        # the hold moved to the session that goes on, never let go in between
+        r = codeloop(["--resume", path.stem, "-p", "from the side"], cwd=tmp_path, base_url=url)
+        assert r.returncode == 0, r.stderr
+        assert f"session {path.stem} is in use by another codeloop" in r.stderr
+        s.term.send("after rewind\r")
+        shown = s.wait_text("Fresh answer.")
+        assert "also being written" not in shown
+        s.term.send("/exit\r")
+        s.term.wait_exit()
+    assert "from the side" not in path.read_text() and "after rewind" in path.read_text()
