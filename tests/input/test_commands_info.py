@@ -189,3 +189,26 @@ async def test_doctor_names_a_broken_settings_file_and_a_failed_server(tmp_path,
     monkeypatch.setenv("PATH", str(tmp_path / "nothing-here"))
     monkeypatch.setattr("codeloop.tools.builtin.ripgrep.env_rg", lambda: None)
     assert next(c for c in doctor_checks(conv) if "ripgrep" in c[1])[0] == "problem"
+
+
+def test_mcp_listing_says_which_servers_need_authentication():
+    from types import SimpleNamespace
+
+    from codeloop.input.commands_info import mcp_listing
+
+    def cfg(name):
+        return SimpleNamespace(name=name, command=None, args=[], url=f"http://127.0.0.1/{name}",
+                               transport=SimpleNamespace(value="http"), source=SimpleNamespace(value="user"))
+
+    class Manager:
+        def servers(self):
+            return [(cfg("locked"), SimpleNamespace(value="failed"), "401", []),
+                    (cfg("open"), SimpleNamespace(value="connected"), None, []),
+                    (cfg("signed"), SimpleNamespace(value="connected"), None, [])]
+
+        def auth_status(self):
+            return {"locked": "needs-auth", "open": "not-required", "signed": "authenticated"}
+
+    out = mcp_listing(Manager())
+    assert "locked  failed  ⚠ needs authentication" in out
+    assert "open  connected  (http" in out and "signed  connected  (signed in)" in out

@@ -33,10 +33,14 @@ def mcp_listing(mcp: Any) -> str:
         return ("No MCP servers configured. Add one with `codeloop mcp add`, a .mcp.json file or "
                 "`mcpServers` in settings.")
     lines = ["MCP servers:"]
+    auth = mcp.auth_status() if hasattr(mcp, "auth_status") else {}
     for cfg, status, error, tools in mcp.servers():
         where = cfg.command and " ".join([cfg.command, *cfg.args]) or cfg.url or cfg.transport.value
         mark = {"connected": "✔", "failed": "✘"}.get(status.value, "…")
-        lines.append(f"  {mark} {cfg.name}  {status.value}  ({cfg.transport.value}, {cfg.source.value}: {where})")
+        signed = {"needs-auth": "  ⚠ needs authentication", "authenticated": "  (signed in)",
+                  "failed": "  ⚠ sign-in failed"}.get(auth.get(cfg.name, ""), "")
+        lines.append(f"  {mark} {cfg.name}  {status.value}{signed}  ({cfg.transport.value}, {cfg.source.value}: "
+                     f"{where})")
         if error:
             lines.append(f"      error: {error}")
         if tools:
