@@ -30,7 +30,7 @@ def test_at_mention_of_an_image_attaches_an_image_block(tmp_path, screen):
     api = ScriptedAPI(sse(text("A red pixel.")))
     with api.serve() as url:
         s = screen(url)
-        s.term.send("describe @shot.png")
+        s.term.send("describe @shot.png ")   # the space closes the @ menu (Enter would take its entry)
         s.term.send("\r")
         s.wait_text("A red pixel.")
     blocks = image_blocks(api.requests[0].messages)
