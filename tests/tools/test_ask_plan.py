@@ -92,13 +92,16 @@ async def test_an_approver_that_chose_a_mode_keeps_it(tmp_path):
 
 class FakeRepl:
     """The REPL's `choose` with scripted picks, to drive repl_ask's forms."""
-    def __init__(self, picks, policy):
-        self.picks, self.titles, self.shown = list(picks), [], []
+    def __init__(self, picks, policy, typed=()):
+        self.picks, self.titles, self.shown, self.typed = list(picks), [], [], list(typed)
         self.conv = type("C", (), {"config": type("Cfg", (), {"policy": policy})()})()
 
     async def choose(self, title, options):
         self.titles.append((title, [k for k, _ in options]))
         return self.picks.pop(0)
+
+    async def ask_text(self, title):
+        return self.typed.pop(0)
 
     def show(self, text, style=""):
         self.shown.append(text)
@@ -108,15 +111,21 @@ class FakeRepl:
 
 
 async def test_repl_forms_fill_answers_and_approve_plans(tmp_path):
-    from codeloop.cli.repl.dialogs.tool_forms import DONE, approve_plan, ask_questions
+    from codeloop.cli.repl.dialogs.tool_forms import DONE, OTHER, approve_plan, ask_questions
 
     repl = FakeRepl(["SQLite", "Export", "Auth", DONE], PermissionPolicy(cwd=tmp_path))
     decision = await ask_questions(repl, {"questions": QUESTIONS})
     assert decision.behavior is PermissionBehavior.ALLOW
     assert decision.updated_input["answers"] == {QUESTIONS[0]["question"]: "SQLite",
                                                  QUESTIONS[1]["question"]: "Export, Auth"}
-    assert repl.titles[0] == ("[Database] Which database should we use?", ["PostgreSQL (Recommended)", "SQLite"])
+    assert repl.titles[0] == ("[Database] Which database should we use?",
+                              ["PostgreSQL (Recommended)", "SQLite", OTHER])
     assert DONE not in repl.titles[1][1] and DONE in repl.titles[2][1]       # Done only after a pick
+    # Other: the typed text is the answer; an empty answer goes back to the choices
+    repl = FakeRepl([OTHER, OTHER, "Export", DONE], PermissionPolicy(cwd=tmp_path), typed=["", "DuckDB"])
+    decision = await ask_questions(repl, {"questions": QUESTIONS})
+    assert decision.updated_input["answers"][QUESTIONS[0]["question"]] == "DuckDB"
+    assert len(repl.titles) == 4 and repl.titles[1][0] == repl.titles[0][0]
     declined = await ask_questions(FakeRepl([None], PermissionPolicy(cwd=tmp_path)), {"questions": QUESTIONS})
     assert declined.behavior is PermissionBehavior.DENY
     policy = PermissionPolicy(cwd=tmp_path, mode=PermissionMode.PLAN)
