@@ -1,8 +1,9 @@
 """OAuth for remote MCP servers against a real loopback authorization server + protected MCP
 server written with the SDK (tests/mcp/servers/oauth_server.py): discovery, dynamic client
 registration, PKCE, the browser step (completed here by following the printed URL with httpx),
-tokens kept 0600 and reused, refresh once expired, a refused authorization, and print mode
-end to end with the token never written anywhere but its file."""
+tokens kept 0600 and reused, refresh once expired, a refused authorization; sessions that never
+wait on a sign-in (needs-auth at once, `/mcp login` in the session, `codeloop mcp login` from a
+terminal), and print mode end to end with the token never written anywhere but its file."""
 
 from __future__ import annotations
 
@@ -192,78 +193,139 @@ async def test_refused_authorization_is_one_line_and_the_rest_works(oauth_server
         await asyncio.wait_for(manager.aclose(), HANG_GUARD)
 
 
-def print_mode(tmp_path, url, api, *flags):
-    """`codeloop -p` with the server, following the printed URL as a browser would: (process, stdout,
-    stderr lines, status codes of the pages visited)."""
-    cfg = tmp_path / "mcp.json"
-    cfg.write_text(json.dumps({"mcpServers": {"remote": {"type": "http", "url": url}}}))
+async def test_a_session_never_waits_on_a_sign_in_and_signs_in_when_asked(oauth_server, tmp_path):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "input"))
+    from fakeapi import ScriptedAPI
+    from inputhelpers import make_dispatcher
+
+    url, grants = oauth_server()
+    manager = McpManager(tool_timeout=60)
+    manager.sign_in = False                      # what every session's start does
+    browser = Browser()
+    manager.on_auth_url = browser
+    await manager.start([ServerConfig("remote", Transport.HTTP, url=url)], timeout=HANG_GUARD)
+    try:
+        assert manager.statuses() == [{"name": "remote", "status": "needs-auth"}]
+        assert manager.problems() == ["server remote needs authentication: sign in with /mcp login remote in an "
+                                      "interactive session, or `codeloop mcp login remote`"]
+        assert browser.urls == [] and "authorize" not in grants() and manager.tools() == []
+        d, front = make_dispatcher(ScriptedAPI(), tmp_path)
+        front.conv.mcp = manager
+        await d.on_submit("/mcp")
+        assert "⚠ remote  needs-auth  ⚠ needs authentication: /mcp login remote" in front.text()
+        visits: list[asyncio.Task] = []
+        shown = front.show
+
+        def show(text: str, *, style: str = "") -> None:   # the person opens the URL the REPL shows
+            shown(text, style=style)
+            if "/authorize?" in text:
+                visits.append(asyncio.get_running_loop().create_task(browser.visit(text.splitlines()[-1])))
+
+        front.show = show
+        await d.on_submit("/mcp login remote")
+        assert "Open this URL in a browser to sign in to remote" in front.text(), front.text()
+        assert "Signed in to remote: connected, " in front.text() and visits and browser.pages == [200]
+        assert await whoami(manager) == "signed in" and grants() == ["register", "authorize", "code"]
+        await d.on_submit("/mcp logout remote")
+        assert "Signed out of remote" in front.text()
+        assert manager.statuses() == [{"name": "remote", "status": "needs-auth"}]   # and it does not ask again
+        assert grants().count("authorize") == 1
+    finally:
+        await asyncio.wait_for(manager.aclose(), HANG_GUARD)
+
+
+def run_codeloop(tmp_path, args, *, base_url="http://127.0.0.1:9", follow=True):
+    """codeloop as a subprocess, following any printed authorization URL as a browser would:
+    (process, stdout, stderr lines, status codes of the pages visited)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CODELOOP_"))}
     env.update({"CODELOOP_CONFIG_DIR": str(tmp_path / ".cfg"), "HOME": str(tmp_path), "DISPLAY": "",
-                "WAYLAND_DISPLAY": "", "ANTHROPIC_API_KEY": "k"})
+                "WAYLAND_DISPLAY": "", "ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": base_url})
     visited: list[int] = []
     err_lines: list[str] = []
-    with api.serve() as base:
-        env["ANTHROPIC_BASE_URL"] = base
-        proc = subprocess.Popen([sys.executable, "-m", "codeloop", "-p", "who am I?", "--mcp-config", str(cfg),
-                                 *flags], cwd=tmp_path, env=env, text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen([sys.executable, "-m", "codeloop", *args], cwd=tmp_path, env=env, text=True,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
-        def read_stderr() -> None:
-            for line in proc.stderr:
-                err_lines.append(line)
-                if line.startswith("http://127.0.0.1") and "/authorize?" in line:
-                    visited.append(httpx.get(line.strip(), follow_redirects=True, timeout=30).status_code)
+    def read_stderr() -> None:
+        for line in proc.stderr:
+            err_lines.append(line)
+            if follow and line.startswith("http://127.0.0.1") and "/authorize?" in line:
+                visited.append(httpx.get(line.strip(), follow_redirects=True, timeout=30).status_code)
 
-        reader = threading.Thread(target=read_stderr, daemon=True)
-        reader.start()
-        try:   # stderr belongs to the reader thread: wait for the end, then read stdout
-            proc.wait(timeout=HANG_GUARD)
-        finally:
-            proc.kill()
-        out = proc.stdout.read()
-        reader.join(timeout=10)
+    reader = threading.Thread(target=read_stderr, daemon=True)
+    reader.start()
+    try:   # stderr belongs to the reader thread: wait for the end, then read stdout
+        proc.wait(timeout=HANG_GUARD)
+    finally:
+        proc.kill()
+    out = proc.stdout.read()
+    reader.join(timeout=10)
     return proc, out, err_lines, visited
 
 
-def test_print_mode_prints_the_url_and_keeps_the_token_out_of_the_transcript(oauth_server, tmp_path):
+def test_print_mode_never_waits_on_a_sign_in(oauth_server, tmp_path):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from fakeapi import ScriptedAPI, sse, text
+
+    url, grants = oauth_server()
+    cfg = tmp_path / "mcp.json"
+    cfg.write_text(json.dumps({"mcpServers": {"remote": {"type": "http", "url": url}}}))
+    api = ScriptedAPI(sse(text("answered without it")))
+    with api.serve() as base:
+        proc, out, err_lines, visited = run_codeloop(
+            tmp_path, ["-p", "hi", "--mcp-config", str(cfg), "--output-format", "stream-json", "--verbose"],
+            base_url=base)
+    assert proc.returncode == 0, "".join(err_lines)
+    events = [json.loads(line) for line in out.splitlines()]
+    assert events[0]["mcp_servers"] == [{"name": "remote", "status": "needs-auth"}]
+    assert events[-1]["result"] == "answered without it"
+    [line] = [x for x in err_lines if "remote" in x]
+    assert "needs authentication" in line and "codeloop mcp login remote" in line
+    assert visited == [] and "authorize" not in grants() and "mcp__remote__whoami" not in api.requests[0].tool_names
+
+
+def test_mcp_login_from_a_terminal_then_print_mode_uses_the_token(oauth_server, tmp_path):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from fakeapi import ScriptedAPI, sse, text, tool_use
 
     url, grants = oauth_server()
+    assert run_codeloop(tmp_path, ["mcp", "add", "-t", "http", "remote", url])[0].returncode == 0
+    proc, out, err_lines, visited = run_codeloop(tmp_path, ["mcp", "login", "remote"])
+    assert proc.returncode == 0 and out.strip() == "Signed in to remote.", "".join(err_lines)
+    assert visited == [200] and any("MCP server remote needs authorization" in x for x in err_lines)
+    token_file = next((tmp_path / ".cfg" / "mcp-oauth").iterdir())
+    token = json.loads(token_file.read_text())["tokens"]["access_token"]
+
     api = ScriptedAPI(sse(tool_use("mcp__remote__whoami", {}, id="w")), sse(text("you are signed in")))
-    proc, out, err_lines, visited = print_mode(tmp_path, url, api, "--allowedTools", "mcp__remote__whoami")
-    assert proc.returncode == 0, "".join(err_lines)
-    assert visited == [200] and out.strip() == "you are signed in"
-    assert any("MCP server remote needs authorization" in line for line in err_lines)
-    assert grants() == ["register", "authorize", "code"]
-    token = json.loads(next((tmp_path / ".cfg" / "mcp-oauth").iterdir()).read_text())["tokens"]["access_token"]
+    with api.serve() as base:
+        proc, out, err_lines, visited = run_codeloop(tmp_path, ["-p", "who am I?", "--allowedTools",
+                                                                "mcp__remote__whoami"], base_url=base)
+    assert proc.returncode == 0 and out.strip() == "you are signed in", "".join(err_lines)
+    assert visited == [] and grants() == ["register", "authorize", "code"]
     transcript = "".join(p.read_text() for p in (tmp_path / ".cfg" / "projects").rglob("*.jsonl"))
     assert "signed in" in transcript and token not in transcript
     assert token not in out + "".join(err_lines) and token not in json.dumps([r.body for r in api.requests])
 
+    proc, out, _, _ = run_codeloop(tmp_path, ["mcp", "logout", "remote"])
+    assert proc.returncode == 0 and "Signed out of remote" in out and not token_file.exists()
 
-def test_print_mode_refusal_is_one_line_and_the_prompt_goes_on(oauth_server, tmp_path):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from fakeapi import ScriptedAPI, sse, text
 
+def test_mcp_login_refused_or_not_remote_is_one_line(oauth_server, tmp_path):
     url, _ = oauth_server(DENY="1")
-    api = ScriptedAPI(sse(text("answered anyway")))
-    proc, out, err_lines, visited = print_mode(tmp_path, url, api)
-    assert proc.returncode == 0 and out.strip() == "answered anyway", "".join(err_lines)
-    assert visited == [200] and "Traceback" not in "".join(err_lines)
-    [line] = [x for x in err_lines if "access_denied" in x]
-    assert "server remote failed" in line
-    assert "mcp__remote__whoami" not in api.requests[0].tool_names
+    assert run_codeloop(tmp_path, ["mcp", "add", "-t", "http", "remote", url])[0].returncode == 0
+    assert run_codeloop(tmp_path, ["mcp", "add", "local", sys.executable, "x.py"])[0].returncode == 0
+    proc, out, err_lines, visited = run_codeloop(tmp_path, ["mcp", "login", "remote"])
+    assert proc.returncode == 1 and visited == [200] and "Traceback" not in "".join(err_lines)
+    [line] = [x for x in err_lines if x.startswith("Error:")]
+    assert "Sign-in to remote failed" in line and "access_denied" in line
+    for name, why in (("local", "only http and sse servers sign in"), ("ghost", "No MCP server found with name")):
+        proc, _, err_lines, _ = run_codeloop(tmp_path, ["mcp", "login", name])
+        assert proc.returncode == 1 and [x for x in err_lines if why in x] == err_lines, err_lines
 
 
 def test_mcp_list_says_needs_authentication_without_a_browser(oauth_server, tmp_path):
     url, grants = oauth_server()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CODELOOP_"))}
-    env.update({"CODELOOP_CONFIG_DIR": str(tmp_path / ".cfg"), "HOME": str(tmp_path)})
-    run = lambda *a: subprocess.run([sys.executable, "-m", "codeloop", "mcp", *a], cwd=tmp_path, env=env,  # noqa: E731
-                                    capture_output=True, text=True, timeout=HANG_GUARD, stdin=subprocess.DEVNULL)
-    assert run("add", "-t", "http", "remote", url).returncode == 0
-    r = run("list")
-    assert r.returncode == 0, r.stderr
-    assert f"remote: {url} (HTTP) - ⚠ Needs authentication" in r.stdout
-    assert "/authorize?" not in r.stdout + r.stderr and "authorize" not in grants()
+    assert run_codeloop(tmp_path, ["mcp", "add", "-t", "http", "remote", url])[0].returncode == 0
+    proc, out, err_lines, visited = run_codeloop(tmp_path, ["mcp", "list"], follow=False)
+    assert proc.returncode == 0, "".join(err_lines)
+    assert f"remote: {url} (HTTP) - ⚠ Needs authentication" in out
+    assert "/authorize?" not in out + "".join(err_lines) and "authorize" not in grants()

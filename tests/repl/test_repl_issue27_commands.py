@@ -41,7 +41,7 @@ def test_mcp_lists_servers_and_reconnects_one(tmp_path, screen):
     with ScriptedAPI().serve() as url:
         s = screen(url, "--mcp-config", json.dumps(cfg), rows=ROWS, cols=120)
         send(s, "/mcp")
-        shown = s.wait_text("/mcp reconnect <server> restarts one.", timeout=30)
+        shown = s.wait_text("/mcp login <server> signs in", timeout=30)
         assert "✔ tools  connected" in shown and "mcp__tools__echo" in shown
         assert "✘ broken  failed" in shown and "missing configuration" in shown
         send(s, "/context")

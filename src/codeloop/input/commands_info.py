@@ -1,8 +1,10 @@
 """The information built-ins: /mcp, /agents, /hooks and /doctor.
 
 /mcp lists the session's MCP servers with their status (connected, failed with its error,
-pending) and tools; `/mcp reconnect <name>` stops that server and starts it again through the
-session's `McpManager`, so the tools every consumer sees follow. /agents lists the agent
+needs-auth, pending) and tools; `/mcp reconnect <name>` stops that server and starts it again through
+the session's `McpManager`, so the tools every consumer sees follow; `/mcp login <name>` signs in to
+an OAuth server (the URL shown here, a browser opened where one can) and `/mcp logout <name>`
+forgets its tokens. /agents lists the agent
 definitions the Agent tool offers (built-in, user, project, command line) with their tools and
 model. /hooks shows the hooks in force by event and matcher, each with the settings file it
 came from. /doctor checks the installation, one line per check, `ok` or `problem`: Python,
@@ -36,16 +38,16 @@ def mcp_listing(mcp: Any) -> str:
     auth = mcp.auth_status() if hasattr(mcp, "auth_status") else {}
     for cfg, status, error, tools in mcp.servers():
         where = cfg.command and " ".join([cfg.command, *cfg.args]) or cfg.url or cfg.transport.value
-        mark = {"connected": "✔", "failed": "✘"}.get(status.value, "…")
-        signed = {"needs-auth": "  ⚠ needs authentication", "authenticated": "  (signed in)",
+        mark = {"connected": "✔", "failed": "✘", "needs-auth": "⚠"}.get(status.value, "…")
+        signed = {"needs-auth": f"  ⚠ needs authentication: /mcp login {cfg.name}", "authenticated": "  (signed in)",
                   "failed": "  ⚠ sign-in failed"}.get(auth.get(cfg.name, ""), "")
         lines.append(f"  {mark} {cfg.name}  {status.value}{signed}  ({cfg.transport.value}, {cfg.source.value}: "
                      f"{where})")
-        if error:
+        if error and status.value != "needs-auth":
             lines.append(f"      error: {error}")
         if tools:
             lines.append(f"      tools ({len(tools)}): " + ", ".join(t.name for t in tools))
-    lines.append("/mcp reconnect <server> restarts one.")
+    lines.append("/mcp reconnect <server> restarts one; /mcp login <server> signs in, /mcp logout <server> signs out.")
     return "\n".join(lines)
 
 
@@ -54,22 +56,35 @@ async def mcp_command(host: CommandHost, args: str) -> CommandOutcome:
     mcp = host.conv.mcp
     if not verb:
         return CommandOutcome(mcp_listing(mcp))
-    if verb != "reconnect" or not name.strip():
-        return CommandOutcome("Usage: /mcp  or  /mcp reconnect <server>")
+    if verb not in ("reconnect", "login", "logout") or not name.strip():
+        return CommandOutcome("Usage: /mcp  or  /mcp reconnect|login|logout <server>")
     name = name.strip()
     known = [cfg.name for cfg, *_ in (mcp.servers() if mcp is not None else [])]
     if name not in known or mcp is None:
         return CommandOutcome(f"No MCP server named {name!r}" + (f" (known: {', '.join(known)})" if known else ""))
-    host.show(f"Reconnecting to {name}…", style="info")
+    if verb == "logout":
+        if not mcp.logout(name):
+            return CommandOutcome(f"{name} holds no sign-in (only a remote http or sse server signs in).")
+        await mcp.reconnect(name)
+        return CommandOutcome(f"Signed out of {name}: its tokens are forgotten; /mcp login {name} signs in again.")
+    host.show(f"{'Signing in to' if verb == 'login' else 'Reconnecting to'} {name}…", style="info")
+
+    def show_url(server: str, url: str) -> None:
+        host.show(f"Open this URL in a browser to sign in to {server} (waiting for the sign-in):\n{url}",
+                  style="info")
+
     try:
-        status = await mcp.reconnect(name)
+        status = await (mcp.login(name, on_url=show_url) if verb == "login" else mcp.reconnect(name))
     except KeyError:   # an SDK server waits for the SDK's channel; there is nothing to restart yet
         return CommandOutcome(f"{name} is an SDK server that has not started (no SDK drives this session).")
     error = mcp.errors().get(name)
     tools: list[Any] = next((t for cfg, _, _, t in mcp.servers() if cfg.name == name), [])
     if status.value == "connected":
-        return CommandOutcome(f"Reconnected to {name}: connected, {len(tools)} tool(s).")
-    return CommandOutcome(f"Reconnect to {name}: {status.value}" + (f" — {error}" if error else ""))
+        signed = verb == "login" and mcp.auth_status().get(name) == "authenticated"
+        done = "Signed in to" if signed else "Reconnected to"
+        return CommandOutcome(f"{done} {name}: connected, {len(tools)} tool(s).")
+    what = "Sign-in to" if verb == "login" else "Reconnect to"
+    return CommandOutcome(f"{what} {name}: {status.value}" + (f" — {error}" if error else ""))
 
 
 # -- /agents ----------------------------------------------------------------------------------------

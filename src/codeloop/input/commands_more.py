@@ -45,7 +45,7 @@ def more_builtins() -> tuple[dict[str, Any], ...]:
     return (
         spec("context", "Show what fills the context window, as a grid", L, "context_usage", "context_command",
              immediate=True),
-        spec("mcp", "Show MCP servers, their status and tools (reconnect <name>)", L, "commands_info",
+        spec("mcp", "Show MCP servers, their status and tools (reconnect, login, logout <name>)", L, "commands_info",
              "mcp_command", argument_hint="[reconnect <server>]"),
         spec("memory", "Show the memory files in use; open one in $EDITOR", L, "memory", "memory_command",
              argument_hint="[user|project|local|path]"),

@@ -61,7 +61,7 @@ async def open_session(options: RunOptions, host: SessionHost | None = None, *,
         if provider is None:
             await _close_provider(prov)
         raise
-    warnings += [f"mcp: server {name} failed: {err}" for name, err in (manager.errors() if manager else {}).items()]
+    warnings += [f"mcp: {line}" for line in (manager.problems() if manager else [])]
     return conv, [*options.warnings, *history.warnings, *warnings, *files.drain(), *_rule_warnings(conv, options)]
 
 

@@ -301,6 +301,7 @@ async def start_mcp(options: RunOptions) -> tuple[Any, list[str]]:
     from codeloop.mcp.client import McpManager
 
     manager = McpManager()
+    manager.sign_in = False   # no start-up waits on a person: an OAuth server is needs-auth until /mcp login
     await manager.start(configs)
     return manager, warnings
 

@@ -1,5 +1,6 @@
-"""`codeloop mcp add|add-json|add-from-claude-desktop|list|get|remove|serve`: MCP servers the way
-`claude mcp` manages them (`serve` lives in mcp_serve.py, the Claude Desktop import in mcp_desktop.py).
+"""`codeloop mcp add|add-json|add-from-claude-desktop|list|get|remove|serve|login|logout`: MCP servers
+the way `claude mcp` manages them (`serve` lives in mcp_serve.py, the Claude Desktop import in
+mcp_desktop.py, the OAuth sign-in of a remote server in mcp_login.py).
 
 Owns the subcommand: its parser and the edits, written to the files Claude Code itself uses, so
 either tool sees the other's servers:
@@ -75,6 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("list", help="list the configured servers and their health")
     get = sub.add_parser("get", help="show one server")
     get.add_argument("name")
+    for verb, what in (("login", "sign in to a remote (http/sse) server that asks for OAuth"),
+                       ("logout", "forget a remote server's OAuth tokens")):
+        sub.add_parser(verb, help=what).add_argument("name")
     remove = sub.add_parser("remove", help="remove a server")
     remove.add_argument("-s", "--scope", choices=[s.value for s in Scope])
     remove.add_argument("name")
@@ -269,6 +273,14 @@ def run(ns: argparse.Namespace, cwd: Path, out: Any) -> int:
                       "  Environment:", *(f"    {k}={v}" for k, v in (cfg.get("env") or {}).items())]
         lines.append(f'\nTo remove this server, run: codeloop mcp remove "{name}" -s {scope.value}')
         out.write("\n".join(lines) + "\n")
+    elif cmd in ("login", "logout"):
+        from codeloop.cli.commands import mcp_login
+
+        try:
+            cfg = mcp_login.remote_config(ns.name, _all_servers(cwd))
+            return mcp_login.login(cfg, out) if cmd == "login" else mcp_login.logout(cfg, out)
+        except ValueError as exc:
+            raise McpCmdError(str(exc)) from None
     elif cmd == "remove":
         scopes = [Scope(ns.scope)] if ns.scope else [s for s in Scope if ns.name in _read_scope(s, cwd)]
         scopes = [s for s in scopes if ns.name in _read_scope(s, cwd)]

@@ -106,8 +106,8 @@ class SdkGlue:
         if self.ready_task is not None:
             task, self.ready_task = self.ready_task, None
             await task
-            for name, err in (self.conv.mcp.errors() if self.conv.mcp else {}).items():
-                sys.stderr.write(f"codeloop: warning: mcp: server {name} failed: {err}\n")
+            for line in (self.conv.mcp.problems() if self.conv.mcp else []):
+                sys.stderr.write(f"codeloop: warning: mcp: {line}\n")
 
     # -- output ------------------------------------------------------------------------------------
     def mirror(self, emit: Any) -> None:
