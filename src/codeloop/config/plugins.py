@@ -107,7 +107,7 @@ def _paths(value: Any, root: Path, key: str, manifest: Path, warnings: list[str]
 
 def _hooks_from(data: Any, origin: str, root: Path, warnings: list[str]) -> dict[str, list[Any]]:
     """A hooks file's (or inline object's) events, checked as settings hooks are."""
-    from codeloop.config.settings import _hook_event_problem
+    from codeloop.config.settings_validate import _hook_event_problem
 
     events = data.get("hooks") if isinstance(data, dict) and isinstance(data.get("hooks"), dict) else data
     if not isinstance(events, dict):
