@@ -43,7 +43,18 @@ async def test_sdk_mcp_server_tools_are_offered_and_called(tmp_path):
             await client.query("add 2 and 3")
             messages = [m async for m in client.receive_response()]
             status = await client.get_mcp_status()
+            usage = await client.get_context_usage()
     assert calls == [{"a": 2, "b": 3}]
+    # get_context_usage: what /context shows, in the SDK's ContextUsageResponse shape
+    names = [c["name"] for c in usage["categories"]]
+    assert names[:4] == ["System prompt", "System tools", "MCP tools", "Memory files"] and "Messages" in names
+    assert all(isinstance(c["tokens"], int) and c["color"].startswith("#") for c in usage["categories"])
+    assert usage["rawMaxTokens"] >= usage["maxTokens"] > usage["totalTokens"] > 0
+    assert usage["totalTokens"] == sum(c["tokens"] for c in usage["categories"]
+                                       if c["name"] not in ("Free space", "Autocompact buffer"))
+    assert {t["name"]: t["serverName"] for t in usage["mcpTools"]} == {"mcp__calc__add": "calc",
+                                                                      "mcp__calc__fail": "calc"}
+    assert "Bash" in [t["name"] for t in usage["systemTools"]] and len(usage["gridRows"]) == 10
     offered = api.requests[0].tool_names
     assert "mcp__calc__add" in offered and "mcp__calc__fail" in offered
     add_spec = next(t for t in api.requests[0].body["tools"] if t["name"] == "mcp__calc__add")

@@ -48,6 +48,8 @@ class ContextUsage:
     tokens: dict[Category, int]
     memory_files: tuple[tuple[str, int], ...] = ()   # (path, tokens)
     mcp_servers: tuple[tuple[str, int], ...] = ()    # (server, tokens of its tool schemas)
+    tools: tuple[tuple[str, str, int], ...] = ()     # (tool, its MCP server or "", tokens of its schema)
+    compact_at: int = 0                              # the autocompact threshold, in tokens
 
     @property
     def used(self) -> int:
@@ -67,13 +69,16 @@ def measure(conv: Conversation) -> ContextUsage:
     system = counter.estimate_text("\n\n".join(conv.config.system_prompt))
     builtin = 0
     servers: dict[str, int] = {}
+    tools: list[tuple[str, str, int]] = []
     for tool in request_tools(conv.tool_pool(), conv.tool_context):
         cost = counter.estimate_blocks([{"type": "tool_use", "input": tool.api_schema()}])
+        server = ""
         if tool.name.startswith("mcp__"):
             server = getattr(tool, "server", None) or tool.name.split("__")[1]
             servers[server] = servers.get(server, 0) + cost
         else:
             builtin += cost
+        tools.append((tool.name, server, cost))
     mcp = sum(servers.values())
     claude_md = conv.config.user_context.get("claudeMd", "")
     memory = counter.estimate_text(claude_md)
@@ -82,12 +87,13 @@ def measure(conv: Conversation) -> ContextUsage:
     total = counter.estimate_next(conv.messages)
     has_usage = any(m.role == "assistant" and m.usage for m in conv.messages)
     messages = max(0, total - fixed) if has_usage else total
-    buffer = max(0, window - autocompact_threshold(model))
+    compact_at = autocompact_threshold(model)
+    buffer = max(0, window - compact_at)
     free = max(0, window - fixed - messages - buffer)
     return ContextUsage(model, window, {
         Category.SYSTEM_PROMPT: system, Category.SYSTEM_TOOLS: builtin, Category.MCP_TOOLS: mcp,
         Category.MEMORY: memory, Category.MESSAGES: messages, Category.FREE: free, Category.BUFFER: buffer},
-        files, tuple(servers.items()))
+        files, tuple(servers.items()), tuple(tools), compact_at)
 
 
 def memory_sections(claude_md: str) -> list[tuple[str, str]]:
@@ -152,6 +158,32 @@ def usage_json(usage: ContextUsage) -> str:
     """The figures as JSON (`/context json`): for scripts and the SDK's get_context_usage."""
     return json.dumps({"model": usage.model, "maxTokens": usage.window, "totalTokens": usage.used,
                        "categories": [{"name": c.value, "tokens": usage.tokens[c]} for c in Category]})
+
+
+COLORS = {Category.SYSTEM_PROMPT: "#9ca3af", Category.SYSTEM_TOOLS: "#8b5cf6", Category.MCP_TOOLS: "#06b6d4",
+          Category.MEMORY: "#f59e0b", Category.MESSAGES: "#a855f7", Category.FREE: "#e5e7eb",
+          Category.BUFFER: "#6b7280"}
+
+
+def sdk_response(usage: ContextUsage, *, agents: list[dict[str, object]] | None = None) -> dict[str, object]:
+    """The SDK's ContextUsageResponse (`ClaudeSDKClient.get_context_usage()`): what /context shows."""
+    grid = cells(usage)
+    per_cell = usage.window / len(grid) if grid else 0
+    rows = [[{"color": COLORS[c], "isFilled": c is not Category.FREE, "categoryName": c.value,
+              "tokens": round(per_cell)} for c in grid[i:i + GRID_SIDE]] for i in range(0, len(grid), GRID_SIDE)]
+    return {
+        "categories": [{"name": c.value, "tokens": usage.tokens[c], "color": COLORS[c]} for c in Category
+                       if not (c is Category.MCP_TOOLS and usage.tokens[c] == 0)],
+        "totalTokens": usage.used, "maxTokens": usage.compact_at or usage.window, "rawMaxTokens": usage.window,
+        "percentage": round(usage.used / usage.window * 100, 1) if usage.window else 0.0,
+        "model": usage.model, "isAutoCompactEnabled": True, "autoCompactThreshold": usage.compact_at,
+        "memoryFiles": [{"path": p, "type": "user" if "/.claude" in p or "/.codeloop" in p else "project",
+                         "tokens": n} for p, n in usage.memory_files],
+        "mcpTools": [{"name": t, "serverName": srv, "tokens": n, "isLoaded": True}
+                     for t, srv, n in usage.tools if srv],
+        "systemTools": [{"name": t, "tokens": n} for t, srv, n in usage.tools if not srv],
+        "agents": agents or [], "gridRows": rows,
+    }
 
 
 async def context_command(host: CommandHost, args: str) -> CommandOutcome:

@@ -103,11 +103,14 @@ def handle_simple(conv: Any, req: dict[str, Any]) -> dict[str, Any]:
     if subtype == ControlSubtype.MCP_STATUS.value:
         return {"mcpServers": conv.mcp.statuses() if conv.mcp is not None else []}
     if subtype == ControlSubtype.GET_CONTEXT_USAGE.value:
-        from codeloop.providers.models import model_info
+        from codeloop.context.tokens import TokenCounter
+        from codeloop.input.context_usage import measure, sdk_response
 
-        usage = conv.usage
-        return {"model": conv.config.model, "totalTokens": usage.total_input + usage.output_tokens,
-                "maxTokens": model_info(conv.config.model).context_window, "categories": []}
+        counter = TokenCounter()   # an agent costs the context its line in the Agent tool's description
+        agents = [{"agentType": d.name, "source": getattr(getattr(d, "source", None), "value", "sdk"),
+                   "tokens": counter.estimate_text(f"- {d.name}: {getattr(d, 'description', '')}")}
+                  for d in conv.config.agent_definitions.values()]
+        return sdk_response(measure(conv), agents=agents)
     if subtype == ControlSubtype.REWIND_FILES.value:  # the SDK's rewind_files (file checkpoints)
         history, uid = conv.file_history, str(req.get("user_message_id") or "")
         index = history.prompt_index(uid) if history is not None else None
