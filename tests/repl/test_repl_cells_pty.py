@@ -23,6 +23,7 @@ def test_plan_is_drawn_as_markdown_and_approval_as_a_human_line(tmp_path, screen
     assert "Rename plan" in cell and "1 Rename old.py to new.py" in cell and "## Rename" not in cell.split(
         "Here is Claude's plan")[0]                          # markdown: no #, ** nor backticks in the cell
     assert "User approved Claude's plan · auto-accepting edits" in shown
+    assert shown.count("Update the imports") == 1                 # the plan is drawn once
     assert "ExitPlanMode(" not in shown and '{"plan"' not in shown
     assert "Plan mode is now off" not in shown and "start coding" not in shown
     assert "Plan mode is now off" in str(api.requests[1].messages[-1])   # the model still reads it

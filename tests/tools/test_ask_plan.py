@@ -132,7 +132,7 @@ async def test_repl_forms_fill_answers_and_approve_plans(tmp_path):
     repl = FakeRepl(["no"], policy)
     keep = await approve_plan(repl, {"plan": "1. step"})
     assert keep.behavior is PermissionBehavior.DENY and "keep planning" in keep.message
-    assert policy.mode is PermissionMode.PLAN and "1. step" in repl.shown[0]
+    assert policy.mode is PermissionMode.PLAN and repl.shown == ["Here is Claude's plan (above)."]
     go = await approve_plan(FakeRepl(["acceptEdits"], policy), {"plan": "1. step"})
     assert go.behavior is PermissionBehavior.ALLOW and policy.mode is PermissionMode.ACCEPT_EDITS
 

@@ -5,7 +5,7 @@ Code's does, with "Other": the user types an answer of their own in the input li
 is the answer to the question. A multiSelect question is answered one pick at a time until "Done".
 The answers go back as the tool's `updatedInput.answers` ({question: label or typed text, comma-
 joined for several}), as Claude Code's form does.
-ExitPlanMode: the plan is shown, then "yes, auto-accept edits" / "yes, approve edits manually" /
+ExitPlanMode: the plan (drawn in the call's cell just above) is pointed to, then "yes, auto-accept edits" / "yes, approve edits manually" /
 "no, keep planning"; a yes switches the permission mode before the tool runs.
 """
 
@@ -73,7 +73,8 @@ async def approve_plan(repl: Any, raw: dict[str, Any]) -> Any:
     from codeloop.tools.base import PermissionBehavior, PermissionDecision
 
     plan = str(raw.get("plan") or "").strip()
-    repl.show("Here is Claude's plan:\n\n" + (plan or "(the plan is in the message above)"))
+    # the plan itself is drawn once, as markdown, in the call's cell right above (cells.call_body)
+    repl.show("Here is Claude's plan (above)." if plan else "Here is Claude's plan: it is in the message above.")
     pick = await repl.choose("Would you like to proceed?",
                              [("acceptEdits", "Yes, and auto-accept edits"),
                               ("default", "Yes, and manually approve edits"),
