@@ -181,7 +181,8 @@ async def _help(host: CommandHost, args: str) -> CommandOutcome:
         tag = "" if c.source is CommandSource.BUILTIN else f" ({c.source.value})"
         lines.append(f"  /{c.name}{hint} — {c.description}{tag}")
     lines += ["", "Keys: Enter send · Alt+Enter or \\ newline · Esc interrupt · Shift+Tab permission mode · "
-              "Ctrl+C twice / Ctrl+D exit", "!cmd runs a shell command into the context; @path attaches a file."]
+              "Ctrl+O transcript · Ctrl+B background a running command · Ctrl+C twice / Ctrl+D exit",
+              "!cmd runs a shell command into the context; @path attaches a file."]
     return CommandOutcome("\n".join(lines))
 
 

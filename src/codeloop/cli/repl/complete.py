@@ -40,7 +40,8 @@ SHORTCUTS = """\
   ! for bash mode              Esc Esc  rewind to an earlier prompt    Shift+Tab  cycle permission modes
   / for commands               Esc      interrupt                      Alt+Enter / Ctrl+J / \\  newline
   @ for file paths (Tab)       Ctrl+C   clear input · twice to exit    Ctrl+V  paste an image file path
-  ? this help                  Ctrl+D   exit on empty input            Up/Down  history"""
+  ? this help                  Ctrl+D   exit on empty input            Up/Down  history
+  # to remember                Ctrl+O   transcript (full output)       Ctrl+B  background a running command"""
 LIST_TIMEOUT_S = 10.0
 
 
