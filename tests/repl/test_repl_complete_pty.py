@@ -50,7 +50,7 @@ def test_question_mark_on_empty_input_shows_shortcuts_and_is_not_inserted(tmp_pa
         s.term.send("?")
         shown = s.wait_text("! for bash mode")
         assert "@ for file paths" in shown and "/ for commands" in shown
-        assert "Ctrl+B  background a running command" in shown and "# to remember" in shown
+        assert "Ctrl+B  background a command" in shown and "# to remember" in shown
         s.wait_for(lambda text: s.input_line() == ">")
         s.term.send("why?")  # in text, `?` is just a character
         s.wait_for(lambda screen_text: s.input_line().rstrip() == "> why?")

@@ -41,7 +41,7 @@ SHORTCUTS = """\
   / for commands               Esc      interrupt                      Alt+Enter / Ctrl+J / \\  newline
   @ for file paths (Tab)       Ctrl+C   clear input · twice to exit    Ctrl+V  paste an image file path
   ? this help                  Ctrl+D   exit on empty input            Up/Down  history
-  # to remember                Ctrl+O   transcript (full output)       Ctrl+B  background a running command"""
+  # to remember                Ctrl+O   transcript (full output)       Ctrl+B  background a command"""
 LIST_TIMEOUT_S = 10.0
 
 
