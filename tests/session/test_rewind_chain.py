@@ -52,3 +52,30 @@ async def test_the_successor_of_a_rewind_continues_the_same_transcript(tmp_path,
     await new.aclose()
     assert [m.text for m in load_from_last_boundary(conv.transcript_path).messages] == [*kept, "three", "A3"]
     assert chain(conv.transcript_path) == [*kept, "three", "A3"]
+
+
+async def test_a_rewind_keeps_the_sessions_background_tasks_and_a_clear_ends_them(tmp_path, monkeypatch):
+    import asyncio
+
+    monkeypatch.setenv("CODELOOP_CONFIG_DIR", str(tmp_path / ".cfg"))
+    conv = make_conv(ScriptedAPI(sse(text("A1"))), tmp_path)
+    await run(conv, "one")
+    tasks = conv.tool_context.background
+    wait_for_go = ["sh", "-c", "while [ ! -e go ]; do sleep 0.02; done; echo finished"]
+    kept = await tasks.start_shell("wait for go", wait_for_go, cwd=tmp_path, env={})
+    new = successor(conv, rewind_at=0)
+    await conv.aclose("rewind")                          # the old conversation closes: the task goes on
+    assert new.tool_context.background is tasks and kept.status.value == "running"
+    (tmp_path / "go").touch()
+    await asyncio.wait_for(kept.done.wait(), 30)
+    assert kept.status.value == "completed"
+    notes = new.queue.peek_all()
+    assert len(notes) == 1 and "wait for go" in str(notes[0].value)   # announced once, to the session that goes on
+
+    (tmp_path / "go").unlink()
+    ended = await tasks.start_shell("wait again", wait_for_go, cwd=tmp_path, env={})
+    cleared = successor(new)                             # /clear: a new session; the old one's tasks end
+    await new.aclose("clear")
+    await asyncio.wait_for(ended.done.wait(), 30)
+    assert ended.status.value == "killed" and cleared.tool_context.background is not tasks
+    await cleared.aclose("exit")

@@ -141,11 +141,16 @@ def successor(conv: Conversation, *, session_id: str | None = None, messages: li
         session_id = conv.session_id
         if hold is None:   # the same session goes on: this process's hold on it moves along
             hold, conv.persistence.hold = conv.persistence.hold, None
+        # and so do its background tasks: closing the old conversation no longer stops them
+        background, conv.tool_context.background = conv.tool_context.background, None
+    else:
+        background = None
     config = replace(conv.config, resumed=bool(messages))
     sid = session_id or store.new_session_id()
     records = [{"type": "permission-mode", "permissionMode": config.policy.mode.value, "sessionId": sid}]
     parts = replace(conv.parts, records=records, queue=conv.queue, owns_mcp=True, listeners=conv.side_listeners,
-                    file_history=conv.file_history if keep_checkpoints else None, hold=hold)
+                    file_history=conv.file_history if keep_checkpoints else None, hold=hold,
+                    background=background)
     conv.hand_over()
     new = Conversation(config, conv.provider, session_id=sid, messages=messages, denials=denials, entries=entries,
                        ask_user=conv.ask_user, parts=parts)

@@ -65,6 +65,9 @@ class SessionParts:
     options: RunOptions | None = None         # what the session was built from (successors, subagents)
     queue: CommandQueue | None = None         # a successor keeps the input typed ahead
     file_history: Any = None                  # checkpoints a successor carries over (/rewind)
+    # background shells and agents a successor carries over (/rewind: the same session goes on, and
+    # so do its running tasks; /clear and /resume end them with the session they belonged to)
+    background: Any = None
     sidechain: Sidechain | None = None        # set for a subagent's conversation
     # Runs a subagent for the Agent tool: (conversation, type, prompt, ctx, **kw) → SubagentOutcome
     # (session.subagent.spawn_for, given by the assembly). None: no subagents in this session.

@@ -135,6 +135,7 @@ class SessionWiring:
             if self.parts.spawn is not None and any(t.name == "Agent" for t in cfg.tools):
                 ctx.spawn_subagent = partial(self.parts.spawn, self)
             from codeloop.session.background import wire_background
+            ctx.background = self.parts.background   # a /rewind's: they go on (None: created afresh)
             wire_background(ctx, self.queue)  # each background shell or agent that ends is announced
         else:
             parent = side.parent

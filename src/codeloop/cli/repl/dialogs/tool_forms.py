@@ -5,8 +5,9 @@ Code's does, with "Other": the user types an answer of their own in the input li
 is the answer to the question. A multiSelect question is answered one pick at a time until "Done".
 The answers go back as the tool's `updatedInput.answers` ({question: label or typed text, comma-
 joined for several}), as Claude Code's form does.
-ExitPlanMode: the plan (drawn in the call's cell just above) is pointed to, then "yes, auto-accept edits" / "yes, approve edits manually" /
-"no, keep planning"; a yes switches the permission mode before the tool runs.
+ExitPlanMode: the plan (drawn in the call's cell just above) is pointed to, then "yes, auto-accept
+edits" / "yes, approve edits manually" / "no, keep planning"; a yes switches the permission mode
+before the tool runs.
 """
 
 from __future__ import annotations
