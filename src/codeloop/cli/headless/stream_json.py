@@ -4,8 +4,9 @@ Owns the session runner: a reader task that parses stdin lines, answers inbound 
 requests at once (so `interrupt` works mid-query), resolves the answers to our outbound
 requests (`can_use_tool`, `hook_callback`) by request_id, and queues user messages; the main
 task runs the queued messages in order, one query each, each ending with its own `result`
-line, on one Conversation. Stdin EOF ends the session after the current query.
-Output shapes are print mode's (`cli.output`: `Printer`, `build_result`), so every line matches `-p`.
+line, on one Conversation. Stdin EOF ends the session after the current query (stdin is read
+by stdin_reader.py). Output shapes are print mode's (`cli.output`: `Printer`, `build_result`),
+so every line matches `-p`.
 """
 
 from __future__ import annotations
@@ -35,29 +36,6 @@ _EOF = object()
 _WAKE = object()   # a scheduled prompt came due
 _STDIO = "stdio"
 _CLEAR = frozenset({"/clear", "/reset", "/new"})
-
-
-async def stdin_lines() -> AsyncIterator[str]:
-    """Lines of the real stdin. A daemon thread reads, so a pipe, a file or a tty all work and a
-    blocked read never holds up exit."""
-    loop = asyncio.get_running_loop()
-    queue: asyncio.Queue[Any] = asyncio.Queue()
-
-    def pump() -> None:
-        try:
-            for raw in sys.stdin.buffer:
-                loop.call_soon_threadsafe(queue.put_nowait, raw.decode("utf-8", "replace"))
-        except (OSError, ValueError):
-            pass
-        finally:
-            try:
-                loop.call_soon_threadsafe(queue.put_nowait, _EOF)
-            except RuntimeError:  # the loop is already closed: nobody is listening
-                pass
-
-    threading.Thread(target=pump, name="codeloop-stdin", daemon=True).start()
-    while (line := await queue.get()) is not _EOF:
-        yield line
 
 
 class StreamJsonSession:
@@ -365,6 +343,8 @@ async def run_stream_json(options: RunOptions, out: TextIO, lines: AsyncIterator
     from codeloop.session.options import SetupError
 
     install_daemon_executor(asyncio.get_running_loop())   # a stuck tool thread never holds the process at exit
+    from codeloop.cli.headless.stdin_reader import stdin_lines
+
     session = StreamJsonSession(options, out, lines if lines is not None else stdin_lines())
     try:
         conv, warnings = await open_session(options, session.host())
