@@ -66,3 +66,23 @@ def test_a_violation_fails_both_checks(tmp_path):
     mypy = _mypy("--config-file", str(PYPROJECT), str(bad), cwd=tmp_path)
     assert mypy.returncode == 1, mypy.stdout + mypy.stderr
     assert "[return-value]" in mypy.stdout
+
+
+MAX_MODULE_LINES = 400
+
+
+def _long_modules(root: Path) -> list[str]:
+    return sorted(f"{p.relative_to(root)}: {n} lines" for p in root.rglob("*.py")
+                  if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES)
+
+
+def test_modules_stay_within_400_lines():
+    """A module over 400 lines owns more than one thing: split it along what it owns."""
+    assert _long_modules(ROOT / "src" / "codeloop") == []
+
+
+def test_the_module_length_check_sees_a_long_module(tmp_path):
+    (tmp_path / "short.py").write_text("x = 1\n" * MAX_MODULE_LINES)
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "long.py").write_text("x = 1\n" * (MAX_MODULE_LINES + 1))
+    assert _long_modules(tmp_path) == [f"pkg/long.py: {MAX_MODULE_LINES + 1} lines"]

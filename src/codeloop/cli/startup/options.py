@@ -5,26 +5,23 @@ hierarchy (`--settings`, `--setting-sources`, trust), the local-model profile (n
 prompt, the sandbox on), settings `env` into the process environment, agent definitions (files,
 then `--agents`, then `--agent NAME` applied to the main thread), the provider and model (flag >
 `ANTHROPIC_MODEL`/`CODELOOP_PROVIDER` > settings), permissions (flag > settings `defaultMode`),
-limits, output, and the history to start from. Every bad value is a `SetupError` with one line
-for the user. Nothing outside start-up sees the Namespace.
+limits, output, and the history to start from (option_values.py checks the values argparse cannot).
+Every bad value is a `SetupError` with one line for the user. Nothing outside start-up sees the Namespace.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from codeloop.cli.startup.option_values import check_numbers, json_schema, task_budget, thinking
 from codeloop.session.options import (BrokenSettingsError, HistoryOptions, InputFormat, Limits, McpOptions,
                                       ModelOptions, OutputFormat, OutputOptions, PermissionOptions, PromptOptions,
                                       RunOptions, SessionEntry, SetupError)
 
-DEFAULT_THINKING_BUDGET = 10_000
-# --effort without a budget: codeloop's thinking budget per level ("max" is Claude Code's ultrathink).
-EFFORT_BUDGETS = {"low": 4_096, "medium": DEFAULT_THINKING_BUDGET, "high": 16_000, "xhigh": 24_000, "max": 31_999}
 SOURCES = ("user", "project", "local")
 
 
@@ -48,7 +45,7 @@ def resolve_options(args: argparse.Namespace, *, interactive: bool, skip_setting
 
     cwd = Path.cwd().resolve()
     model_flag = model or args.model
-    _check_numbers(args)
+    check_numbers(args)
     sources = _setting_sources(args.setting_sources)
     settings_arg, tools, system_prompt = args.settings, args.tools, _custom_system_prompt(args)
     settings, trusted, warnings = _load_settings(args, cwd, settings_arg, sources, skip_settings)
@@ -95,8 +92,8 @@ def resolve_options(args: argparse.Namespace, *, interactive: bool, skip_setting
         mcp=McpOptions(configs=tuple(args.mcp_config or ()) if not args.safe_mode else (),
                        strict=bool(args.strict_mcp_config or args.bare or args.safe_mode)),
         limits=Limits(max_turns=args.max_turns, max_budget_usd=args.max_budget_usd, token_budget=args.token_budget,
-                      task_budget=_task_budget(args.task_budget),
-                      json_schema=_json_schema(args.json_schema)),
+                      task_budget=task_budget(args.task_budget),
+                      json_schema=json_schema(args.json_schema)),
         output=_output(args), interface=interface, agents=agents, plugins=plugins,
         feature_flags=_feature_flags(settings, local),
         hooks=not (args.bare or args.safe_mode),
@@ -252,37 +249,9 @@ def _model(args: argparse.Namespace, model_flag: str | None, settings: Any) -> M
     elif provider != "local" and not model:
         raise SetupError(f"--model is required with the {provider} provider (e.g. --model {provider}:<model>)")
     fallback = tuple(resolve_model(m) for m in (args.fallback_model or "").split(",") if m.strip())
-    return ModelOptions(provider=provider, model=model, fallback=fallback, thinking=_thinking(args),
+    return ModelOptions(provider=provider, model=model, fallback=fallback, thinking=thinking(args),
                         betas=tuple(split_betas(args.betas or [])),
                         api_key_helper=settings.api_key_helper() if provider == "anthropic" else None)
-
-
-def _thinking(args: argparse.Namespace) -> dict[str, Any] | None:
-    """Extended thinking for the API: on with --max-thinking-tokens / MAX_THINKING_TOKENS,
-    --thinking enabled|adaptive, or --effort (which also rides along as `effort`)."""
-    if args.thinking == "disabled":
-        return None
-    budget, source = args.max_thinking_tokens, "--max-thinking-tokens"
-    env = os.environ.get("MAX_THINKING_TOKENS", "").strip()
-    if budget is None and env:
-        if not env.isdigit():
-            raise SetupError(f"MAX_THINKING_TOKENS must be a whole number of tokens, not {env!r}")
-        budget, source = int(env), "MAX_THINKING_TOKENS"
-        if budget == 0:   # Claude Code: 0 turns thinking off
-            return None
-    effort = args.effort
-    config: dict[str, Any] | None = None
-    if budget is not None:
-        if budget < 1024:
-            raise SetupError(f"{source} must be at least 1024 (the API's minimum thinking budget)")
-        config = {"type": "enabled", "budget_tokens": budget}
-    elif effort:
-        config = {"type": "enabled", "budget_tokens": EFFORT_BUDGETS[effort]}
-    elif args.thinking in ("enabled", "adaptive"):
-        config = {"type": "enabled", "budget_tokens": DEFAULT_THINKING_BUDGET}
-    if config is not None and effort:
-        config["effort"] = effort
-    return config
 
 
 # -- permissions, limits, output, history ----------------------------------------------------------
@@ -339,36 +308,6 @@ def _sandbox_default(args: argparse.Namespace, settings: Any, interactive: bool,
     if p.error is not None:
         return False, [f"sandbox off: {p.error}; Bash asks before each command (--no-sandbox hides this line)"]
     return True, []
-
-
-def _check_numbers(args: argparse.Namespace) -> None:
-    if args.max_turns is not None and args.max_turns < 1:
-        raise SetupError("--max-turns must be a positive integer")
-    if args.max_budget_usd is not None and not (math.isfinite(args.max_budget_usd) and args.max_budget_usd > 0):
-        raise SetupError("--max-budget-usd must be a positive amount of dollars")
-    if args.token_budget is not None and args.token_budget < 1:
-        raise SetupError("--token-budget must be a positive number of tokens")
-
-
-def _task_budget(value: str | None) -> int | None:
-    """--task-budget TOKENS, a positive integer as Claude Code takes it."""
-    if value is None:
-        return None
-    text = str(value).strip()
-    if not text.isdigit() or int(text) <= 0:
-        raise SetupError("--task-budget must be a positive integer")
-    return int(text)
-
-
-def _json_schema(value: str | None) -> dict[str, Any] | None:
-    if not value:
-        return None
-    from codeloop.session.structured import parse_schema
-
-    try:
-        return parse_schema(value)
-    except Exception as exc:  # noqa: BLE001 — any unusable schema is the user's input error
-        raise SetupError(f"--json-schema: {exc}") from None
 
 
 def _output(args: argparse.Namespace) -> OutputOptions:
