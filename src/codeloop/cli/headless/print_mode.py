@@ -72,20 +72,17 @@ async def _run(options: RunOptions, prompt: str, out: TextIO) -> int:
     install_daemon_executor(asyncio.get_running_loop())   # no tool thread can hold the exit
     text = options.output.format is OutputFormat.TEXT
     printer = Printer(options.output, out)
-    host, finish = SessionHost(listeners=[printer.side_event]), None
-    if options.local_profile:   # the embedded model: a progress bar while it is assembled, once
-        from codeloop.cli.startup.local_offer import progress_bar, startup_notice
+    from codeloop.cli.startup.local_offer import show_progress, startup_notice
 
-        update, finish = progress_bar()
-        host = SessionHost(listeners=[printer.side_event], notice=startup_notice, progress=update)
+    host = SessionHost(listeners=[printer.side_event], notice=startup_notice)
+    finish = show_progress(options, host)   # the embedded model's one-time assembly, on stderr
     try:
         conv, warnings = await open_session(options, host)
     except SetupError as exc:
         report_setup_error(str(exc), options.output.format, options.history.requested_id)
         return EXIT_ERROR
     finally:
-        if finish is not None:
-            finish()
+        finish()
     printer.conv = conv
     for w in warnings:
         sys.stderr.write(f"codeloop: warning: {w}\n")

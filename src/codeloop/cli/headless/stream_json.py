@@ -339,6 +339,7 @@ def _scheduled(queue: Any) -> list[Any]:
 async def run_stream_json(options: RunOptions, out: TextIO, lines: AsyncIterator[str] | None = None) -> int:
     """Serve one stream-json session for `options`; the exit status. Closes the conversation."""
     from codeloop.cli.lifecycle import install_daemon_executor
+    from codeloop.cli.startup.local_offer import show_progress
     from codeloop.session.assembly import open_session
     from codeloop.session.options import SetupError
 
@@ -346,11 +347,15 @@ async def run_stream_json(options: RunOptions, out: TextIO, lines: AsyncIterator
     from codeloop.cli.headless.stdin_reader import stdin_lines
 
     session = StreamJsonSession(options, out, lines if lines is not None else stdin_lines())
+    host = session.host()
+    finish = show_progress(options, host)   # the embedded model's one-time assembly, on stderr
     try:
-        conv, warnings = await open_session(options, session.host())
+        conv, warnings = await open_session(options, host)
     except SetupError as exc:
         emit(out, error_result(options.history.requested_id, [str(exc)]))
         return EXIT_ERROR
+    finally:
+        finish()
     for w in warnings:
         sys.stderr.write(f"codeloop: warning: {w}\n")
     return await serve(session, conv)

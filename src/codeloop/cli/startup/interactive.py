@@ -2,8 +2,9 @@
 
 In order: a terminal is required; an untrusted folder with its own configuration asks to be
 trusted; broken settings files stop the start unless the user says to go on without them (their
-deny rules then do not apply, and they are told so); no API key offers the embedded local model
-(offered, never chosen for the user). These are blocking prompts, asked before the event loop
+deny rules then do not apply, and they are told so); no API key, where the embedded model did not
+become the default at the door (a model was named, or it is not installed), ends with the one-line
+no-key error. These are blocking prompts, asked before the event loop
 starts. The REPL itself only ever sees the RunOptions.
 """
 
@@ -32,17 +33,12 @@ def interactive_options(args: argparse.Namespace) -> RunOptions | int:
         trust(cwd)
     try:
         options = _with_settings_check(args)
-        if _no_key(options):
-            from codeloop.cli.startup.local_offer import offer_local_first_run
+        if _no_key(options):   # asked for Claude (or the embedded model is not installed): say how to go on
             from codeloop.session.local_profile import no_key_message
             from codeloop.session.store import config_dir
 
-            sys.stderr.write(no_key_message("ANTHROPIC_API_KEY is not set. Export your Anthropic API key (or "
-                                            "ANTHROPIC_AUTH_TOKEN for a bearer token) and try again.",
-                                            config_dir()) + "\n")
-            if not offer_local_first_run(config_dir()):
-                return EXIT_ERROR
-            options = _with_settings_check(args, model="local")
+            sys.stderr.write(f"Error: {no_key_message('ANTHROPIC_API_KEY is not set.', config_dir())}\n")
+            return EXIT_ERROR
     except SetupError as exc:
         sys.stderr.write(f"Error: {exc}\n")
         return EXIT_ERROR
@@ -73,7 +69,7 @@ def _ask_trust(cwd: Path) -> bool:
     return answer.strip().lower() in ("1", "y", "yes")
 
 
-def _with_settings_check(args: argparse.Namespace, model: str | None = None) -> RunOptions:
+def _with_settings_check(args: argparse.Namespace) -> RunOptions:
     """Broken settings files stop the session before any query: the user fixes them, or says
     explicitly to go on without them."""
     from dataclasses import replace
@@ -81,7 +77,7 @@ def _with_settings_check(args: argparse.Namespace, model: str | None = None) -> 
     from prompt_toolkit import prompt
 
     try:
-        return resolve_options(args, interactive=True, model=model)
+        return resolve_options(args, interactive=True)
     except BrokenSettingsError as exc:
         sys.stdout.write(f"{exc}\n\nFix the file(s) and restart, or continue WITHOUT them "
                          "(none of their settings, including permission deny rules, will apply).\n")
@@ -91,7 +87,7 @@ def _with_settings_check(args: argparse.Namespace, model: str | None = None) -> 
             go_on = False
         if not go_on:
             raise
-        options = resolve_options(args, interactive=True, model=model,
+        options = resolve_options(args, interactive=True,
                                   skip_settings=frozenset(p.path for p in exc.problems))
         return replace(options, warnings=(*options.warnings,
                                           *(f"settings file ignored at your request: {p.path}" for p in exc.problems)))

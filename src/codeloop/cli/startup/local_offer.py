@@ -1,17 +1,52 @@
-"""The local model as the front ends offer it: a progress bar while it is assembled, and the
-REPL's first-run offer when no API key is set (offered, never chosen for the user). The profile
-itself (tools, prompt, sandbox) is `session.local_profile`.
+"""The embedded local model as the front ends show it: the one start-up line of a keyless run,
+and the progress of its one-time assembly — a bar on a terminal's stderr, plain lines (every
+10 %) when stderr is a pipe or a file, so scripts and the SDKs' logs see it too. The profile
+itself (tools, prompt, sandbox) and the keyless choice are `session.local_profile`.
 """
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
+
+_STEP = 10   # percent between plain progress lines
 
 
-def progress_bar() -> tuple[Any, Any]:
-    """(callback, finish) drawing a rich progress bar on stderr while the model is assembled."""
+def announce(options: Any, stream: TextIO | None = None) -> None:
+    """A keyless run's one line on stderr, before anything slow happens."""
+    if options.model.keyless:
+        from codeloop.session.local_profile import keyless_notice
+
+        (stream or sys.stderr).write(f"codeloop: {keyless_notice(options.model.model)}\n")
+
+
+def show_progress(options: Any, host: Any) -> Any:
+    """Lend `host` a progress display when the embedded model serves; the function that ends it."""
+    if not options.local_profile:
+        return lambda: None
+    host.progress, finish = progress_bar()
+    return finish
+
+
+def progress_bar(stream: TextIO | None = None) -> tuple[Any, Any]:
+    """(callback(done, total), finish) showing the model's assembly on `stream` (stderr)."""
+    out = stream or sys.stderr
+    if out.isatty():
+        return _rich_bar(out)
+    state = {"shown": -_STEP}
+
+    def update(done: int, total: int) -> None:
+        pct = 100 * done // total if total else 100
+        if pct >= state["shown"] + _STEP or (done >= total and state["shown"] < 100):
+            state["shown"] = pct - pct % _STEP if done < total else 100
+            out.write(f"codeloop: preparing the local model: {state['shown']}% "
+                      f"({done / 1e6:,.0f} of {total / 1e6:,.0f} MB)\n")
+            out.flush()
+
+    return update, lambda: None
+
+
+def _rich_bar(out: TextIO) -> tuple[Any, Any]:
     state: dict[str, Any] = {}
 
     def update(done: int, total: int) -> None:
@@ -20,7 +55,7 @@ def progress_bar() -> tuple[Any, Any]:
             from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
             bar = Progress(TextColumn("preparing the local model"), BarColumn(), DownloadColumn(),
-                           TimeRemainingColumn(), console=Console(stderr=True), transient=True)
+                           TimeRemainingColumn(), console=Console(file=out, force_terminal=True), transient=True)
             bar.start()
             state["bar"], state["task"] = bar, bar.add_task("model", total=total)
         state["bar"].update(state["task"], completed=done)
@@ -30,20 +65,6 @@ def progress_bar() -> tuple[Any, Any]:
             state.pop("bar").stop()
 
     return update, finish
-
-
-def offer_local_first_run(config_dir: Path, ask: Any = input) -> bool:
-    """The REPL's first run without a key: offer the local model; True when the user takes it."""
-    from codeloop.session.local_profile import local_model_status
-
-    sys.stdout.write("\nNo API key is set. codeloop can run a small model on this machine instead "
-                     "(slower and much weaker than a hosted model; "
-                     f"{local_model_status(config_dir)}).\n")
-    try:
-        answer = ask("Use the local model for this session? [y/N] ")
-    except (EOFError, KeyboardInterrupt):
-        return False
-    return answer.strip().lower() in ("y", "yes")
 
 
 def startup_notice(text: str) -> None:

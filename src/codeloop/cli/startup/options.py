@@ -1,9 +1,10 @@
 """The door: the parsed command line, settings files and environment → one frozen RunOptions.
 
 Resolution happens here and only here, in this order: the folder's trust and the settings
-hierarchy (`--settings`, `--setting-sources`, trust), the local-model profile (narrower tools and
-prompt, the sandbox on), settings `env` into the process environment, agent definitions (files,
-then `--agents`, then `--agent NAME` applied to the main thread), the provider and model (flag >
+hierarchy (`--settings`, `--setting-sources`, trust), the embedded model as the default of a run
+with no key and no model named, the local-model profile (narrower tools and prompt, the sandbox
+on), settings `env` into the process environment, agent definitions (files, then `--agents`,
+then `--agent NAME` applied to the main thread), the provider and model (flag >
 `ANTHROPIC_MODEL`/`CODELOOP_PROVIDER` > settings), permissions (flag > settings `defaultMode`),
 limits, output, and the history to start from (option_values.py checks the values argparse cannot).
 Every bad value is a `SetupError` with one line for the user. Nothing outside start-up sees the Namespace.
@@ -37,22 +38,21 @@ def options_from_argv(argv: list[str], *, interactive: bool = False) -> RunOptio
     return resolve_options(args, interactive=interactive)
 
 
-def resolve_options(args: argparse.Namespace, *, interactive: bool, skip_settings: frozenset[str] = frozenset(),
-                    model: str | None = None) -> RunOptions:
-    """RunOptions for this run. `skip_settings`: broken settings files the user chose to go on
-    without; `model`: a model chosen at the door instead of `--model` (the REPL's local offer)."""
-    from codeloop.session import store
+def resolve_options(args: argparse.Namespace, *, interactive: bool,
+                    skip_settings: frozenset[str] = frozenset()) -> RunOptions:
+    """RunOptions for this run. `skip_settings`: broken settings files the user chose to go on without."""
+    from codeloop.session import local_profile, store
 
     cwd = Path.cwd().resolve()
-    model_flag = model or args.model
     check_numbers(args)
     sources = _setting_sources(args.setting_sources)
     settings_arg, tools, system_prompt = args.settings, args.tools, _custom_system_prompt(args)
     settings, trusted, warnings = _load_settings(args, cwd, settings_arg, sources, skip_settings)
+    # no key, no model named anywhere, the embedded model installed: it serves (and says so)
+    keyless = not args.model and not args.agent and local_profile.keyless_default(settings, store.config_dir())
+    model_flag = local_profile.KEYLESS_MODEL if keyless else args.model
     local = _wants_local(model_flag, settings)
     if local:  # the local-model profile narrows tools and prompt and switches the sandbox on
-        from codeloop.session import local_profile
-
         if args.dangerously_skip_permissions or args.permission_mode == "bypassPermissions":
             raise SetupError(local_profile.NO_BYPASS)
         tools, system_prompt, settings_arg, more = local_profile.profile(tools, system_prompt, settings_arg)
@@ -85,7 +85,8 @@ def resolve_options(args: argparse.Namespace, *, interactive: bool, skip_setting
     return RunOptions(
         cwd=cwd, settings=settings, trusted=trusted, interactive=interactive, entrypoint=_entrypoint(),
         prompt=args.prompt, setting_sources=frozenset(sources) if sources is not None else None,
-        local_profile=local, history=_history(args, settings), model=_model(args, model_flag, settings),
+        local_profile=local, history=_history(args, settings),
+        model=replace(_model(args, model_flag, settings), keyless=keyless),
         permissions=permissions, tools=tuple(tools) if tools is not None else None,
         prompts=PromptOptions(system_prompt=system_prompt, append=_appended_prompt(args),
                               claude_md=not (args.bare or args.safe_mode)),
