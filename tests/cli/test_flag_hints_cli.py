@@ -62,11 +62,14 @@ def test_misspelt_model_warns(tmp_path):
 
 
 def test_no_key_says_where_to_get_one_and_offers_other_providers(tmp_path):
-    r = codeloop(["-p", "hi"], cwd=tmp_path, input="", env={"ANTHROPIC_API_KEY": ""})
+    from nolocal import env_without_local_model   # with the embedded model installed it would serve instead
+
+    r = codeloop(["-p", "hi"], cwd=tmp_path, input="",
+                 env={"ANTHROPIC_API_KEY": "", **env_without_local_model(tmp_path)})
     assert r.returncode == 1
     assert "ANTHROPIC_API_KEY is not set" in r.stderr
-    for hint in ("console.anthropic.com", "--model openai:", "--model ollama:", "--model local",
-                 "pip install 'codeloop[local"):
+    for hint in ("console.anthropic.com", "--model openai:", "--model ollama:",
+                 "pip install 'codeloop[local,local-model]'"):
         assert hint in r.stderr, hint
 
 

@@ -145,7 +145,9 @@ def test_permission_denial_in_result(tmp_path):
 
 
 def test_missing_key_one_line_no_traceback(tmp_path):
-    r = codeloop(["-p", "hi"], cwd=tmp_path, env={"ANTHROPIC_API_KEY": ""})
+    from nolocal import env_without_local_model   # with no key and no model, not the embedded default
+
+    r = codeloop(["-p", "hi"], cwd=tmp_path, env={"ANTHROPIC_API_KEY": "", **env_without_local_model(tmp_path)})
     assert r.returncode == 1 and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and "ANTHROPIC_API_KEY" in r.stderr
 

@@ -82,10 +82,12 @@ def test_local_profile_never_bypasses_permissions(tmp_path):
 
 
 def test_no_key_error_offers_the_alternatives(tmp_path):
-    r = run(["-p", "hi"], cwd=tmp_path)
+    from nolocal import env_without_local_model
+
+    r = run(["-p", "hi"], cwd=tmp_path, env=env_without_local_model(tmp_path))
     assert r.returncode == 1 and "Traceback" not in r.stderr
     assert r.stderr.startswith("Error: ANTHROPIC_API_KEY is not set.") and len(r.stderr.strip().splitlines()) == 1
-    for hint in ("console.anthropic.com", "--model local", "ollama:", "openai:"):
+    for hint in ("console.anthropic.com", "pip install 'codeloop[local,local-model]'", "ollama:", "openai:"):
         assert hint in r.stderr
 
 

