@@ -37,8 +37,9 @@ def run(args, *, cwd, env=None, input=None, timeout=120):
 
 def first_example_replies() -> ScriptedAPI:
     """The embedded model doing the README's first example: Write, then Bash, then the answer."""
+    write = {"file_path": "hello.py", "content": "print('hello there')\n"}
     return ScriptedAPI(
-        reply(json.dumps({"name": "Write", "arguments": {"file_path": "hello.py", "content": "print('hello there')\n"}})),
+        reply(json.dumps({"name": "Write", "arguments": write})),
         reply(json.dumps({"name": "Bash", "arguments": {"command": "python3 hello.py"}})),
         reply(json.dumps({"answer": "Created hello.py; it printed hello there."})))
 

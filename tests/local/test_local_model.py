@@ -75,7 +75,7 @@ def test_hash_mismatch_is_refused_and_leaves_nothing(tmp_path, monkeypatch):
     with pytest.raises(LocalModelError, match="does not match the official file"):
         assemble(model, models)
     assert not (models / "tiny-test.gguf").exists()
-    assert list(models.iterdir()) == []
+    assert [p.name for p in models.iterdir()] == ["tiny-test.gguf.lock"]   # the lock file only: no .part
 
 
 def test_wrong_total_size_is_refused_before_writing(tmp_path, monkeypatch):

@@ -1,4 +1,5 @@
-"""The real embedded model on two of the benchmark's tasks (opt-in: `pytest -m local_model`).
+"""The real embedded model on two of the benchmark's tasks, and the README's first example run
+with no key (opt-in: `pytest -m local_model`).
 
 Deselected by default (pyproject addopts): it loads a 1.1 GB model and takes minutes on a busy
 CPU. The full set of ten tasks, with timings and RSS, is `python bench/bench_local.py`.
@@ -47,3 +48,36 @@ def test_real_model_task(env, number):
     task = bench.TASKS[number - 1]
     result = bench.run_task(task, "local", env, timeout=1200)
     assert result["passed"], result
+
+
+def test_readme_first_example_with_no_key(tmp_path):
+    """The README's first example, as a newcomer runs it after the README's install: no key, the
+    embedded model by default. The assembled model is shared with the user's config dir (assembled
+    there once if need be); sessions go to a temporary one."""
+    import shlex
+    import subprocess
+
+    from codeloop.session.local_profile import local_ready
+
+    real_cfg = Path(os.environ.get("CODELOOP_REAL_CONFIG_DIR") or Path.home() / ".codeloop")
+    if not local_ready(real_cfg, env={}):
+        pytest.skip("needs pip install 'codeloop[local,local-model]'")
+    readme = (BENCH.parents[1] / "README.md").read_text()
+    line = next(x for x in readme.splitlines() if x.startswith('codeloop -p "create hello.py'))
+    args = shlex.split(line.split("  #")[0])[1:]
+    (real_cfg / "models").mkdir(parents=True, exist_ok=True)
+    cfg = tmp_path / ".cfg"
+    cfg.mkdir()
+    (cfg / "models").symlink_to(real_cfg / "models")
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("ANTHROPIC_", "CODELOOP_", "OPENAI_", "OPENROUTER_", "OLLAMA_"))}
+    env.update({"CODELOOP_CONFIG_DIR": str(cfg), "PYTHONPATH": str(BENCH.parents[1] / "src")})
+    r = subprocess.run([sys.executable, "-m", "codeloop", *args], cwd=work, env=env, capture_output=True,
+                       text=True, timeout=1800)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stderr.splitlines()[0].startswith("codeloop: no API key: using the embedded local model "
+                                               "qwen2.5-coder-1.5b"), r.stderr
+    ran = subprocess.run([sys.executable, "hello.py"], cwd=work, capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0 and ran.stdout.strip(), (ran.stdout, ran.stderr)

@@ -132,6 +132,9 @@ def assemble(model: KnownModel, models_dir: Path, progress: Progress | None = No
     chunks = chunk_files(model)
     if chunks is None and not target.is_file():
         raise LocalModelError(f"the local model {model.label} is not installed: {INSTALL_HINT}")
+    if chunks is not None and (total := sum(c.stat().st_size for c in chunks)) != model.size:
+        raise LocalModelError(f"the installed chunks of {model.label} add up to {total:,} bytes, not "
+                              f"{model.size:,}: reinstall them ({INSTALL_HINT})")
     models_dir.mkdir(parents=True, exist_ok=True)
     with _assembly_lock(target):
         if _already_verified(target, model):   # another process finished it while we waited
@@ -148,10 +151,7 @@ def assemble(model: KnownModel, models_dir: Path, progress: Progress | None = No
 
 
 def _assemble_locked(model: KnownModel, chunks: list[Path], target: Path, progress: Progress | None) -> None:
-    total = sum(c.stat().st_size for c in chunks)
-    if total != model.size:
-        raise LocalModelError(f"the installed chunks of {model.label} add up to {total:,} bytes, not "
-                              f"{model.size:,}: reinstall them ({INSTALL_HINT})")
+    total = model.size   # the chunks add up to it (checked before the lock)
     for stale in target.parent.glob(f".{target.name}.*part"):   # left by an interrupted run
         stale.unlink(missing_ok=True)
     _record_path(target).unlink(missing_ok=True)
