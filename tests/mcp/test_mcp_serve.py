@@ -17,7 +17,7 @@ pytest.importorskip("mcp", reason="the mcp SDK is not installed")
 HANG_GUARD = 90
 
 
-async def serve_session(tmp_path: Path, *flags: str, calls=()):
+async def serve_session(tmp_path: Path, *flags: str, calls=(), env_extra=None):
     """Start `codeloop mcp serve FLAGS` in tmp_path; run (tool, args) calls; (tool names, results)."""
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -25,6 +25,7 @@ async def serve_session(tmp_path: Path, *flags: str, calls=()):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CODELOOP_"))}
     env.update({"CODELOOP_CONFIG_DIR": str(tmp_path / ".cfg"), "HOME": str(tmp_path),
                 "PYTHONPATH": os.pathsep.join(sys.path)})
+    env.update(env_extra or {})
     params = StdioServerParameters(command=sys.executable, args=["-m", "codeloop", "mcp", "serve", *flags], env=env,
                                    cwd=str(tmp_path))
     results = []
@@ -43,9 +44,11 @@ def run(coro):
 
 def test_lists_tools_and_reads_a_file(tmp_path):
     (tmp_path / "notes.txt").write_text("first line\nsecond line\n")
+    # no key, and the embedded model "installed" (a server URL): a tool box still gets no local-model profile
     tools, [(err, out, _)] = run(serve_session(tmp_path, "--debug",   # debug lines go to stderr, not the protocol
-                                               calls=[("Read", {"file_path": str(tmp_path / "notes.txt")})]))
-    assert {"Bash", "Read", "Write", "Edit", "Glob", "Grep"} <= set(tools)
+                                               calls=[("Read", {"file_path": str(tmp_path / "notes.txt")})],
+                                               env_extra={"CODELOOP_LOCAL_BASE_URL": "http://127.0.0.1:9/v1"}))
+    assert {"Bash", "Read", "Write", "Edit", "Glob", "Grep", "NotebookEdit", "TaskOutput"} <= set(tools)
     assert not {"Agent", "WebFetch", "AskUserQuestion", "ToolSearch"} & set(tools)
     assert tools["Read"].input_schema["required"] == ["file_path"]
     assert not err and "second line" in out

@@ -53,7 +53,7 @@ def serve_main(argv: list[str]) -> int:
         args.allowed_tools = tool_list(args.allowed_tools) or []
         args.disallowed_tools = tool_list(args.disallowed_tools) or []
         args.tools = tool_list(args.tools)
-        options = resolve_options(args, interactive=False)
+        options = resolve_options(args, interactive=False, model_needed=False)   # a tool box: no model
     except SystemExit as exc:   # argparse said why on stderr
         return int(exc.code or 1)
     except (SetupError, FlagError, ValueError) as exc:

@@ -38,9 +38,10 @@ def options_from_argv(argv: list[str], *, interactive: bool = False) -> RunOptio
     return resolve_options(args, interactive=interactive)
 
 
-def resolve_options(args: argparse.Namespace, *, interactive: bool,
-                    skip_settings: frozenset[str] = frozenset()) -> RunOptions:
-    """RunOptions for this run. `skip_settings`: broken settings files the user chose to go on without."""
+def resolve_options(args: argparse.Namespace, *, interactive: bool, skip_settings: frozenset[str] = frozenset(),
+                    model_needed: bool = True) -> RunOptions:
+    """RunOptions for this run. `skip_settings`: broken settings files the user chose to go on
+    without; `model_needed`: False where no model is asked (`mcp serve`: no keyless default)."""
     from codeloop.session import local_profile, store
 
     cwd = Path.cwd().resolve()
@@ -49,7 +50,8 @@ def resolve_options(args: argparse.Namespace, *, interactive: bool,
     settings_arg, tools, system_prompt = args.settings, args.tools, _custom_system_prompt(args)
     settings, trusted, warnings = _load_settings(args, cwd, settings_arg, sources, skip_settings)
     # no key, no model named anywhere, the embedded model installed: it serves (and says so)
-    keyless = not args.model and not args.agent and local_profile.keyless_default(settings, store.config_dir())
+    keyless = (model_needed and not args.model and not args.agent
+               and local_profile.keyless_default(settings, store.config_dir()))
     model_flag = local_profile.KEYLESS_MODEL if keyless else args.model
     local = _wants_local(model_flag, settings)
     if local:  # the local-model profile narrows tools and prompt and switches the sandbox on
