@@ -151,7 +151,7 @@ def no_key_message(first: str, kind: ProviderKind = ProviderKind.ANTHROPIC) -> s
     return (f"{first}: get a key at {KEY_PAGES.get(kind, 'your provider')} and export {env}=<key>, "
             "or use another provider: --model openai:gpt-4o (OPENAI_API_KEY), "
             "--model openrouter:<vendor/model> (OPENROUTER_API_KEY), --model ollama:qwen3:8b (a local Ollama "
-            "server, no key), or --model local (a model on this machine: pip install 'codeloop[local]')")
+            "server, no key), or --model local (a model on this machine: pip install 'codeloop[local,local-model]')")
 
 
 def model_problem(model: str) -> str | None:

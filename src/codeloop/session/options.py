@@ -29,7 +29,7 @@ class SetupError(Exception):
 
 
 class NoKeyError(SetupError):
-    """No API key for the chosen hosted provider (the REPL offers the local model instead)."""
+    """No API key for the chosen hosted provider (the message names the keyless way: local_profile)."""
 
 
 class BrokenSettingsError(SetupError):

@@ -5,7 +5,7 @@
     options.py       the door: Namespace + settings + environment → a frozen RunOptions
     interface.py     the REPL's settings at the door: statusLine, editorMode
     interactive.py   the REPL's start-up questions (trust, broken settings, no key), then its options
-    local_offer.py   the embedded model's progress bar and first-run offer
+    local_offer.py   the keyless run's start-up line and the embedded model's assembly progress
     flag_hints.py    "did you mean" for flags, tools and models
     tool_lists.py    tool-list flags as Claude Code takes them
     codecache.py     the compiled-dataclass cache that shortens start-up
