@@ -55,7 +55,15 @@ def _run_parser() -> argparse.ArgumentParser:
     p.add_argument("--ray-max-retries", type=int, default=2, metavar="N",
                    help="Ray retries of a task whose worker was lost (default 2)")
     p.add_argument("--max-total-usd", type=_positive_float, metavar="USD",
-                   help="stop starting tasks once this run has spent this much")
+                   help="once this run has spent this much (running tasks' live cost counted), stop the "
+                        "running tasks (over_budget) and start no more")
+    p.add_argument("--keep-workspaces", choices=("all", "failed", "none"), default="failed",
+                   help="which task workspaces stay on disk when their task ends (default: failed)")
+    p.add_argument("--no-resume", dest="resume", action="store_false",
+                   help="an interrupted task starts over instead of resuming its session")
+    p.add_argument("--shared-dir", type=Path, metavar="DIR",
+                   help="on a Ray cluster: a folder every node sees at the same path, for workspaces and "
+                        "logs (default: each node's temp folder; results come back to the driver either way)")
     p.add_argument("--rerun-failed", action="store_true", help="run again the tasks whose last result failed")
     p.add_argument("--batch-dir", type=Path, metavar="DIR",
                    help="where workspaces and logs go (default: RESULTS.batch/ beside the results file)")
@@ -110,6 +118,7 @@ def batch_main(argv: list[str]) -> int:
         return report_main(argv[1:])
     from codeloop.cli.commands.batch.driver import BackendKind, BatchError, BatchOptions, run_batch
     from codeloop.cli.commands.batch.tasks import TaskDefaults
+    from codeloop.cli.commands.batch.workspace import KeepWorkspaces
 
     args = _run_parser().parse_args(argv)
     from codeloop.cli.startup.tool_lists import tool_list as _tool_list
@@ -124,7 +133,9 @@ def batch_main(argv: list[str]) -> int:
                         ray_task_memory_mb=args.ray_task_memory_mb, ray_max_retries=max(0, args.ray_max_retries),
                         max_total_usd=args.max_total_usd, rerun_failed=args.rerun_failed,
                         batch_dir=args.batch_dir, predictions=args.predictions, task_timeout_s=args.task_timeout,
-                        setup_timeout_s=args.setup_timeout, defaults=defaults)
+                        setup_timeout_s=args.setup_timeout, defaults=defaults,
+                        keep_workspaces=KeepWorkspaces(args.keep_workspaces), shared_dir=args.shared_dir,
+                        resume=args.resume)
     try:
         return run_batch(opts)
     except BatchError as exc:
