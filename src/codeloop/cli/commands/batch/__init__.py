@@ -90,6 +90,9 @@ def _report_parser() -> argparse.ArgumentParser:
                                             "costliest tasks.")
     p.add_argument("results", type=Path)
     p.add_argument("--json", action="store_true", help="the summary as one JSON object")
+    p.add_argument("--html", type=Path, metavar="FILE",
+                   help="also write a self-contained HTML page: charts, slowest and costliest tasks, each "
+                        "task's diff and transcript")
     p.add_argument("--predictions", type=Path, metavar="FILE",
                    help="also (re)write the SWE-bench predictions file from the results")
     p.add_argument("--model-name", default="default", help="model_name_or_path fallback for predictions")
@@ -107,6 +110,14 @@ def report_main(argv: list[str]) -> int:
     records = read_records(args.results, warn=lambda t: sys.stderr.write(f"codeloop batch report: {t}\n"))
     summary = summarize(records)
     sys.stdout.write((json.dumps(summary, indent=2) if args.json else render(summary)) + "\n")
+    if args.html:
+        from codeloop.cli.commands.batch.html_report import write_html
+        try:
+            write_html(records, args.results.resolve(), args.html)
+        except OSError as exc:
+            sys.stderr.write(f"codeloop batch report: cannot write {args.html}: {exc.strerror or exc}\n")
+            return EXIT_ERROR
+        sys.stderr.write(f"codeloop batch report: wrote {args.html}\n")
     if args.predictions:
         n = write_predictions(records, args.predictions, args.model_name)
         sys.stderr.write(f"codeloop batch report: wrote {n} predictions to {args.predictions}\n")
