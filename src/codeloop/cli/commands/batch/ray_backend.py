@@ -102,13 +102,23 @@ class RayWorkerControl:
         self._checked = 0.0  # this cost may be the one that crosses the line: look at once
 
 
+def _cpu_s() -> float:
+    import resource
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def _remote_run(spec: TaskSpec, ctx: RunContext, actor, resume: ResumePlan | None) -> dict[str, Any]:
     from codeloop.cli.commands.batch.runner import run_task
     try:
         node = _ray().get_runtime_context().get_node_id()
     except Exception:
         node = None
-    return run_task(spec, ctx, RayWorkerControl(actor), resume, node)
+    cpu0 = _cpu_s()
+    rec = run_task(spec, ctx, RayWorkerControl(actor), resume, node)
+    # a Ray worker runs one task at a time: its CPU (and its children's: the loop, git) is this task's
+    rec["cpu_ms"] = int((_cpu_s() - cpu0) * 1000)
+    return rec
 
 
 def forwarded_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
