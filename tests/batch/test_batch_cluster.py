@@ -16,7 +16,7 @@ import pytest
 
 from batchhelpers import (RoutedAPI, make_repo, marker, read_results, start_batch, write_file_script,
                           write_tasks)
-from fakeapi import Block, sse
+from fakeapi import Block, sse, tool_use
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("ray") is None,
                                 reason="ray is not installed (pip install 'codeloop[ray]')")
@@ -46,6 +46,36 @@ def cluster(tmp_path_factory):
 
 def _slow(seconds: float):
     return sse(Block({"type": "text", "text": ""}, [{"type": "text_delta", "text": "slow"}], delay=seconds))
+
+
+def test_budget_holds_across_nodes(tmp_path, cluster):
+    c, nodes, dirs = cluster
+    ids = ["a", "b", "c"]
+    write_tasks(tmp_path / "tasks.jsonl", [{"id": t, "prompt": f"{marker(t)} go", "allowed_tools": ["Bash"]}
+                                           for t in ids])
+    # a $0.0303 call, then a long command: the line is crossed once both running tasks made their call
+    costly = (sse(tool_use("Bash", {"command": "sleep 100"}), input_tokens=10000),)
+    api = RoutedAPI(dict.fromkeys(ids, costly))
+    out = tmp_path / "r.jsonl"
+    # two CPUs a task and two a node: one task on each node
+    args = ["tasks.jsonl", "--out", str(out), "--backend", "ray", "--ray-address", c.address, "--workers", "2",
+            "--ray-task-cpus", "2", "--ray-task-memory-mb", "64", "--max-total-usd", "0.05"]
+    with api.serve() as url:
+        proc = start_batch(args, cwd=tmp_path, url=url)
+        try:
+            stdout, stderr = proc.communicate(timeout=240)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    assert proc.returncode == 1, stderr
+    records = read_results(out)
+    assert len(records) == 2 and len(api.by_task) == 2, records
+    assert len({r["node"] for r in records}) == 2  # the ledger is the batch's, not a node's
+    for rec in records:
+        assert rec["outcome"] == "over_budget" and rec["stopped_by"] == "batch_budget", rec
+        assert rec["total_cost_usd"] > 0.03
+    assert "budget reached" in stderr and "not started: 1 tasks (budget reached)" in stdout
 
 
 def test_node_lost_mid_task_retried_on_the_other_node(tmp_path, cluster):

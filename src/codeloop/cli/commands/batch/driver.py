@@ -26,7 +26,7 @@ from codeloop.cli.commands.batch.report import render, summarize
 from codeloop.cli.commands.batch.results import (ResultsBusy, ResultsFile, latest_by_id, predictions_path, read_records,
                                                  should_run, write_predictions)
 from codeloop.cli.commands.batch.resume import plan_for
-from codeloop.cli.commands.batch.runner import FILES_KEY, RunContext
+from codeloop.cli.commands.batch.runner import FILES_KEY, NOT_STARTED_KEY, RunContext
 from codeloop.cli.commands.batch.tasks import TaskDefaults, TaskKind, load_tasks
 from codeloop.cli.commands.batch.workspace import KeepWorkspaces, disk_usage
 
@@ -223,6 +223,14 @@ def _schedule(o: BatchOptions, ctx: RunContext, todo: deque, attempts: Counter, 
             if not backend.running() and (not todo or stops.level or budget_hit):
                 break
             for spec, rec in backend.poll(_POLL_S):
+                if rec.pop(NOT_STARTED_KEY, False):
+                    # submitted as the budget was reached, and it did nothing: not started, no line
+                    if not budget_hit:
+                        budget_hit = True
+                        progress.note("budget reached: no new tasks")
+                    todo.appendleft(spec)
+                    progress.unstarted(spec.id)
+                    continue
                 rec["attempt"] = attempts[spec.id] + 1
                 rec["backend"] = backend.name
                 try:

@@ -51,6 +51,7 @@ _SUBTYPE_OUTCOME = {"success": Outcome.SUCCESS, "error_max_turns": Outcome.MAX_T
 _STOP_OUTCOME = {StopCause.INTERRUPT: Outcome.INTERRUPTED, StopCause.TIMEOUT: Outcome.TIMED_OUT,
                  StopCause.BATCH_BUDGET: Outcome.OVER_BUDGET}
 FILES_KEY = "_files"  # {path relative to the driver's batch folder: text}; popped by the driver
+NOT_STARTED_KEY = "_not_started"  # the batch's budget was reached before this task did anything
 
 
 @dataclass
@@ -93,7 +94,9 @@ def command(spec: TaskSpec, python: str, session_id: str, *, resume: bool = Fals
 
 
 def _die_with_parent():
-    """preexec_fn: the loop is SIGKILLed when the thread that started it goes (Linux only)."""
+    """preexec_fn: the loop is SIGKILLed when the thread that started it goes, and hears SIGINT
+    even when its worker blocks or ignores it (a Ray worker blocks it; the mask and an ignored
+    disposition survive exec, and the loop's clean interrupt is its SIGINT handler). Linux only."""
     if not sys.platform.startswith("linux"):
         return None
     import ctypes
@@ -101,10 +104,12 @@ def _die_with_parent():
         libc = ctypes.CDLL(None, use_errno=True)
     except OSError:
         return None
-    prctl = libc.prctl  # looked up before fork: the child only makes the call
+    prctl, set_handler = libc.prctl, libc.signal  # looked up before fork: the child only makes the calls
 
     def hook() -> None:
         prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        set_handler(signal.SIGINT, 0)  # SIG_DFL: Python installs its own handler at start-up
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     return hook
 
 
@@ -196,6 +201,7 @@ def _run(spec: TaskSpec, ctx: RunContext, control: Control, rec: dict[str, Any],
     # A task queued on a busy cluster may start only after the batch was stopped: do nothing then.
     if control.interrupted() or control.over_budget():
         _not_started(rec, control, "before the task started")
+        rec[NOT_STARTED_KEY] = not control.interrupted()  # the budget's doing: the driver holds it back
         return
     env = {**os.environ, **ctx.env}
     timings = rec["timings_ms"] = {}
