@@ -289,8 +289,10 @@ def _fill(rec: dict[str, Any], watch: Watch, code: int, err_path: Path) -> None:
             rec[key] = res.get(key)
         if not rec.get("model") and res.get("modelUsage"):
             rec["model"] = next(iter(res["modelUsage"]))
-    if rec.get("total_cost_usd") is None and watch.cost.total():
-        rec["total_cost_usd"] = round(watch.cost.total(), 8)  # no result line: what its calls cost
+    live = round(watch.cost.total(), 8)
+    if live > (rec.get("total_cost_usd") or 0.0):
+        # no result line, or one written before the loop had counted its last call: what its calls cost
+        rec["total_cost_usd"] = live
     stopped = watch.stopped
     if stopped is StopCause.BATCH_BUDGET and res is not None and res.get("subtype") == "success" \
             and not res.get("is_error") and res.get("terminal_reason") == "completed":
