@@ -98,7 +98,7 @@ def run(backend: str, n: int, workers: int) -> dict[str, float]:
         overhead = [(r["wall_ms"] - (r["duration_api_ms"] or 0)) / 1000 for r in recs]
         model = [(r["duration_api_ms"] or 0) / 1000 for r in recs]
         phases = {k: statistics.median(r["timings_ms"].get(k, 0) for r in recs) / 1000
-                  for k in ("workspace", "loop_process", "diff")}
+                  for k in ("workspace", "loop_process", "diff", "cleanup")}
         return {"backend": backend, "workers": workers, "tasks": n, "wall_s": wall, "tasks_per_min": n / wall * 60,
                 "tasks_per_min_steady": (n - 1) / max(last_done - first_done, 1e-6) * 60,
                 "overhead_median_s": statistics.median(overhead), "overhead_p90_s": _pct(overhead, 0.9),
@@ -125,7 +125,8 @@ def main() -> None:
                   f"CPU {r['cpu_per_task_s']:.3f} s; model time median {r['model_median_s']:.3f} s; "
                   f"driver peak RSS {r['driver_peak_rss_mb']:.0f} MB")
             print(f"          medians: workspace {r['workspace_median_s']:.3f} s, codeloop process "
-                  f"{r['loop_process_median_s']:.3f} s, diff {r['diff_median_s']:.3f} s")
+                  f"{r['loop_process_median_s']:.3f} s, diff {r['diff_median_s']:.3f} s, "
+                  f"cleanup {r['cleanup_median_s']:.3f} s")
     print(f"load average after: {os.getloadavg()[0]:.1f}")
     if a.json:
         a.json.write_text(json.dumps(rows, indent=2) + "\n")

@@ -82,6 +82,9 @@ def test_budget_stops_running_tasks_then_they_resume(tmp_path):
         assert rec["workspace_kept"] is False and rec["workspace_bytes"] > 0
         assert not Path(rec["workspace"]).exists() and Path(rec["transcript"]).is_file()
     assert "interrupted runs: 2 resumed, 1 restarted" in r.stdout
+    # the summary's cost is the latest lines'; the first runs' calls show in what was spent in all
+    spent = sum(x["total_cost_usd"] for x in records)
+    assert f"(all attempts ${spent:.4f})" in r.stdout
     assert "workspaces: 0 kept (0.0 MB), 5 removed" in r.stdout
 
 

@@ -1,7 +1,10 @@
 """`codeloop batch`: run many headless sessions at once, locally or on Ray; `codeloop batch report`.
 
-This module owns the command line only; the driver schedules, the runner runs one task, the
-backends (local, ray) place tasks. Import-light: nothing heavy loads until a batch starts.
+This module owns the command line only; the driver schedules, the runner runs one task (watch:
+its stream-json and stops; resume: continuing an interrupted one; workspace: its folder and
+diff), the backends (local, ray) place tasks, budget holds the spend ledger, report and
+html_report (with html_charts) summarise a results file. Import-light: nothing heavy loads
+until a batch starts.
 """
 
 from __future__ import annotations

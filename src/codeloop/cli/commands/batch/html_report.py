@@ -185,6 +185,7 @@ def render_html(records: list[dict[str, Any]], results: Path) -> str:
     tokens = summary["tokens"]
     totals = [("tasks", str(summary["tasks"])), ("succeeded", f"{ok} ({ok / max(1, summary['tasks']):.0%})"),
               ("cost", f"${summary['total_cost_usd']:.4f}"),
+              ("spent, all attempts", f"${summary['spent_usd']:.4f}"),
               ("tokens in / out", f"{tokens['input_tokens']:,} / {tokens['output_tokens']:,}"),
               ("task time (sum)", f"{sum(walls):.1f} s")]
     charts = [("Outcomes", bar_chart(summary["outcomes"], "tasks by outcome")),

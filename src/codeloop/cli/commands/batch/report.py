@@ -26,7 +26,9 @@ def _wall_s(rec: dict[str, Any]) -> float:
 
 
 def summarize(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    """A JSON-ready summary of the latest result of every task."""
+    """A JSON-ready summary of the latest result of every task (`spent_usd`: every attempt's cost,
+    e.g. an interrupted run before its resumed one)."""
+    records = list(records)
     latest = list(latest_by_id(records).values())
     counts = {o.value: 0 for o in Outcome}
     tokens = dict.fromkeys(TOKEN_KEYS, 0)
@@ -49,6 +51,7 @@ def summarize(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
             "workspaces": disk, "resumed": sum(1 for r in latest if r.get("start") == "resumed"),
             "restarted": sum(1 for r in latest if r.get("start") == "restarted"),
             "total_cost_usd": round(sum(_cost(r) for r in latest), 6), "tokens": tokens,
+            "spent_usd": round(sum(_cost(r) for r in records), 6),
             "rate_limited": sum(r.get("rate_limited") or 0 for r in latest),
             "slowest": [{"id": r["id"], "seconds": round(_wall_s(r), 2), "outcome": r.get("outcome")}
                         for r in slowest],
@@ -68,7 +71,10 @@ def render(summary: dict[str, Any]) -> str:
     outcomes = " · ".join(f"{k} {v}" for k, v in summary["outcomes"].items()) or "none"
     t = summary["tokens"]
     lines = [f"{summary['tasks']} tasks: {outcomes}",
-             f"cost ${summary['total_cost_usd']:.4f} · tokens {t['input_tokens']:,} in / "
+             f"cost ${summary['total_cost_usd']:.4f}"
+             + (f" (all attempts ${summary['spent_usd']:.4f})"
+                if summary.get("spent_usd", 0) > summary["total_cost_usd"] + 5e-7 else "")
+             + f" · tokens {t['input_tokens']:,} in / "
              f"{t['output_tokens']:,} out (cache read {t['cache_read_input_tokens']:,}, "
              f"write {t['cache_creation_input_tokens']:,})"]
     disk = summary.get("workspaces") or {}

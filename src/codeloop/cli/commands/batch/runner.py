@@ -166,11 +166,14 @@ def run_task(spec: TaskSpec, ctx: RunContext, control: Control, resume: ResumePl
 def _finish_workspace(rec: dict[str, Any], keep: KeepWorkspaces) -> None:
     if not rec.get("workspace"):
         return
+    t0 = time.monotonic()
     ws = Path(rec["workspace"])
     rec["workspace_bytes"] = disk_usage(ws) + disk_usage(private_git(ws))
     rec["workspace_kept"] = keep.keeps(rec.get("outcome") == Outcome.SUCCESS.value)
     if not rec["workspace_kept"]:
         remove(ws)
+    if rec.get("timings_ms") is not None:
+        rec["timings_ms"]["cleanup"] = _ms_since(t0)
 
 
 def _start(spec: TaskSpec, ctx: RunContext, rec: dict[str, Any], resume: ResumePlan | None,
