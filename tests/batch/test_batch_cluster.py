@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from batchhelpers import (RoutedAPI, make_repo, marker, read_results, start_batch, write_file_script,
+from batchhelpers import (RoutedAPI, make_repo, marker, read_results, run_batch, start_batch, write_file_script,
                           write_tasks)
-from fakeapi import Block, sse, tool_use
+from fakeapi import Block, sse, text, tool_use
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("ray") is None,
                                 reason="ray is not installed (pip install 'codeloop[ray]')")
@@ -76,6 +76,40 @@ def test_budget_holds_across_nodes(tmp_path, cluster):
         assert rec["outcome"] == "over_budget" and rec["stopped_by"] == "batch_budget", rec
         assert rec["total_cost_usd"] > 0.03
     assert "budget reached" in stderr and "not started: 1 tasks (budget reached)" in stdout
+
+
+def test_shared_dir_keeps_workspaces_where_a_resumed_task_finds_them(tmp_path, cluster):
+    c, _, dirs = cluster
+    phase = {"second": False}
+
+    def answer(req):
+        turn = sum(1 for m in req.messages if m.get("role") == "assistant")
+        if turn == 0:
+            return sse(tool_use("Bash", {"command": "printf 'first run' > first.txt"}))
+        return sse(text("done")) if phase["second"] else _slow(300)
+    write_tasks(tmp_path / "tasks.jsonl", [{"id": "r", "prompt": f"{marker('r')} go", "allowed_tools": ["Bash"]}])
+    api = RoutedAPI({"r": (answer,)})
+    shared = tmp_path / "shared"
+    out = tmp_path / "r.jsonl"
+    args = ["tasks.jsonl", "--out", str(out), "--backend", "ray", "--ray-address", c.address, "--workers", "1",
+            "--ray-task-cpus", "1", "--ray-task-memory-mb", "64", "--shared-dir", str(shared)]
+    with api.serve() as url:
+        proc = start_batch(args, cwd=tmp_path, url=url)
+        try:
+            api.wait_for(lambda: proc.poll() is not None or len(api.by_task["r"]) >= 2, timeout=180)
+        finally:
+            proc.send_signal(signal.SIGTERM)  # the task is interrupted mid-call
+            _, stderr = proc.communicate(timeout=120)
+        assert proc.returncode == 130, stderr
+        [first] = read_results(out)
+        assert first["outcome"] == "interrupted" and Path(first["workspace"]).is_relative_to(shared)
+        assert first["workspace_kept"] and not any(str(d) in first["workspace"] for d in dirs)
+        phase["second"] = True
+        r = run_batch(args, cwd=tmp_path, url=url)
+    assert r.returncode == 0, r.stderr
+    second = read_results(out)[-1]
+    assert second["outcome"] == "success" and second["start"] == "resumed", second
+    assert second["session_id"] == first["session_id"] and "+first run" in second["diff"]
 
 
 def test_node_lost_mid_task_retried_on_the_other_node(tmp_path, cluster):
