@@ -153,7 +153,7 @@ def _task_html(i: int, rec: dict[str, Any], results: Path) -> str:
     cost, wall = rec.get("total_cost_usd") or 0.0, (rec.get("wall_ms") or 0) / 1000
     meta = [f"${cost:.4f}", f"{wall:.1f} s", f"{rec.get('num_turns') or 0} turns", str(rec.get("model") or ""),
             f"start: {rec.get('start') or 'fresh'}", f"attempt {rec.get('attempt') or 1}",
-            f"host {rec.get('host') or '?'}"]
+            f"host {rec.get('host') or '?'}", f"node {str(rec['node'])[:12]}" if rec.get("node") else ""]
     key = escape(f"{rec['id']} {rec.get('outcome')}".lower())
     body = [f'<p class="meta">{escape(" · ".join(m for m in meta if m))}</p>']
     if rec.get("error"):

@@ -268,6 +268,7 @@ def _collect_files(rec: dict[str, Any], ctx: RunContext, transcript: Path, err_p
         name = f"logs/{err_path.name}"
         files[name] = err_path.read_text(encoding="utf-8", errors="replace") if err_path.is_file() else ""
         rec["stderr_log"] = str(Path(ctx.batch_dir) / name)
+        err_path.unlink(missing_ok=True)  # it travels with the result: nothing left behind on the node
     rec[FILES_KEY] = files
 
 
