@@ -157,3 +157,37 @@ def test_report_cli_text_and_predictions(tmp_path):
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("1 tasks: success 1\ncost $0.5000")
     assert read_results(tmp_path / "p.jsonl")[0]["instance_id"] == "i-1"
+
+
+def test_live_cost_counts_each_call_once_and_the_ledger_every_attempt():
+    from codeloop.cli.commands.batch.budget import Ledger, LiveCost
+    usage = {"input_tokens": 1_000_000, "output_tokens": 0}
+    line = {"type": "assistant", "message": {"id": "m1", "model": "claude-sonnet-4-5-20250929", "usage": usage}}
+    live = LiveCost()
+    assert live.add_line(line) and not live.add_line(line)  # a message split over lines repeats its usage
+    assert live.total() == 3.0  # $3 per million input tokens
+    assert live.add_line({"type": "assistant", "message": {"id": "m2", "model": "claude-sonnet-4-5-20250929",
+                                                           "usage": {"output_tokens": 100_000}}})
+    assert live.total() == 4.5
+    assert not live.add_line({"type": "assistant", "message": {"id": "m3"}})  # no usage: nothing to count
+    ledger = Ledger(5.0)
+    assert not ledger.spend("attempt-1", 3.0)
+    assert not ledger.spend("attempt-1", 2.0)  # a cost never goes down
+    assert ledger.spend("attempt-2", 2.0) and ledger.total() == 5.0  # a lost attempt's money still counts
+    assert not Ledger(None).spend("x", 1e9)
+
+
+def test_resume_plans_from_previous_lines(tmp_path):
+    from codeloop.cli.commands.batch.resume import plan_for
+    base = {"id": "t", "session_id": "s1", "workspace": str(tmp_path), "baseline": "abc", "workspace_kept": True}
+    assert plan_for(None, enabled=True, batch_dir=tmp_path) is None
+    assert plan_for({**base, "outcome": "failed"}, enabled=True, batch_dir=tmp_path) is None
+    assert plan_for({**base, "outcome": "over_budget"}, enabled=True, batch_dir=tmp_path) is None  # its own cap
+    plan = plan_for({**base, "outcome": "over_budget", "stopped_by": "batch_budget"}, enabled=True,
+                    batch_dir=tmp_path)
+    assert plan is not None and plan.refused is None and plan.session_id == "s1"
+    assert plan_for({**base, "outcome": "interrupted"}, enabled=False, batch_dir=tmp_path).refused == "--no-resume"
+    gone = plan_for({**base, "outcome": "interrupted", "workspace_kept": False}, enabled=True, batch_dir=tmp_path)
+    assert "not kept" in gone.refused
+    assert should_run({**base, "outcome": "over_budget", "stopped_by": "batch_budget"}, False)
+    assert not should_run({**base, "outcome": "over_budget"}, False)

@@ -225,7 +225,7 @@ def test_workdir_setup_and_setup_failure(tmp_path):
                      "gone": [sse(tool_use("Bash", {"command": "rm -rf .git"})), sse(text("removed"))]})
     out = tmp_path / "r.jsonl"
     with api.serve() as url:
-        r = run_batch(["tasks.jsonl", "--out", str(out)], cwd=tmp_path, url=url)
+        r = run_batch(["tasks.jsonl", "--out", str(out), "--keep-workspaces", "all"], cwd=tmp_path, url=url)
     by_id = latest(read_results(out))
     assert by_id["w"]["outcome"] == "success", by_id["w"]
     assert "+two" in by_id["w"]["diff"] and "artifact" not in by_id["w"]["diff"]

@@ -1,7 +1,10 @@
 """`codeloop batch`: run many headless sessions at once, locally or on Ray; `codeloop batch report`.
 
-This module owns the command line only; the driver schedules, the runner runs one task, the
-backends (local, ray) place tasks. Import-light: nothing heavy loads until a batch starts.
+This module owns the command line only; the driver schedules, the runner runs one task (watch:
+its stream-json and stops; resume: continuing an interrupted one; workspace: its folder and
+diff), the backends (local, ray) place tasks, budget holds the spend ledger, report and
+html_report (with html_charts) summarise a results file. Import-light: nothing heavy loads
+until a batch starts.
 """
 
 from __future__ import annotations
@@ -55,7 +58,15 @@ def _run_parser() -> argparse.ArgumentParser:
     p.add_argument("--ray-max-retries", type=int, default=2, metavar="N",
                    help="Ray retries of a task whose worker was lost (default 2)")
     p.add_argument("--max-total-usd", type=_positive_float, metavar="USD",
-                   help="stop starting tasks once this run has spent this much")
+                   help="once this run has spent this much (running tasks' live cost counted), stop the "
+                        "running tasks (over_budget) and start no more")
+    p.add_argument("--keep-workspaces", choices=("all", "failed", "none"), default="failed",
+                   help="which task workspaces stay on disk when their task ends (default: failed)")
+    p.add_argument("--no-resume", dest="resume", action="store_false",
+                   help="an interrupted task starts over instead of resuming its session")
+    p.add_argument("--shared-dir", type=Path, metavar="DIR",
+                   help="on a Ray cluster: a folder every node sees at the same path, for workspaces and "
+                        "logs (default: each node's temp folder; results come back to the driver either way)")
     p.add_argument("--rerun-failed", action="store_true", help="run again the tasks whose last result failed")
     p.add_argument("--batch-dir", type=Path, metavar="DIR",
                    help="where workspaces and logs go (default: RESULTS.batch/ beside the results file)")
@@ -82,6 +93,9 @@ def _report_parser() -> argparse.ArgumentParser:
                                             "costliest tasks.")
     p.add_argument("results", type=Path)
     p.add_argument("--json", action="store_true", help="the summary as one JSON object")
+    p.add_argument("--html", type=Path, metavar="FILE",
+                   help="also write a self-contained HTML page: charts, slowest and costliest tasks, each "
+                        "task's diff and transcript")
     p.add_argument("--predictions", type=Path, metavar="FILE",
                    help="also (re)write the SWE-bench predictions file from the results")
     p.add_argument("--model-name", default="default", help="model_name_or_path fallback for predictions")
@@ -99,6 +113,14 @@ def report_main(argv: list[str]) -> int:
     records = read_records(args.results, warn=lambda t: sys.stderr.write(f"codeloop batch report: {t}\n"))
     summary = summarize(records)
     sys.stdout.write((json.dumps(summary, indent=2) if args.json else render(summary)) + "\n")
+    if args.html:
+        from codeloop.cli.commands.batch.html_report import write_html
+        try:
+            write_html(records, args.results.resolve(), args.html)
+        except OSError as exc:
+            sys.stderr.write(f"codeloop batch report: cannot write {args.html}: {exc.strerror or exc}\n")
+            return EXIT_ERROR
+        sys.stderr.write(f"codeloop batch report: wrote {args.html}\n")
     if args.predictions:
         n = write_predictions(records, args.predictions, args.model_name)
         sys.stderr.write(f"codeloop batch report: wrote {n} predictions to {args.predictions}\n")
@@ -110,6 +132,7 @@ def batch_main(argv: list[str]) -> int:
         return report_main(argv[1:])
     from codeloop.cli.commands.batch.driver import BackendKind, BatchError, BatchOptions, run_batch
     from codeloop.cli.commands.batch.tasks import TaskDefaults
+    from codeloop.cli.commands.batch.workspace import KeepWorkspaces
 
     args = _run_parser().parse_args(argv)
     from codeloop.cli.startup.tool_lists import tool_list as _tool_list
@@ -124,7 +147,9 @@ def batch_main(argv: list[str]) -> int:
                         ray_task_memory_mb=args.ray_task_memory_mb, ray_max_retries=max(0, args.ray_max_retries),
                         max_total_usd=args.max_total_usd, rerun_failed=args.rerun_failed,
                         batch_dir=args.batch_dir, predictions=args.predictions, task_timeout_s=args.task_timeout,
-                        setup_timeout_s=args.setup_timeout, defaults=defaults)
+                        setup_timeout_s=args.setup_timeout, defaults=defaults,
+                        keep_workspaces=KeepWorkspaces(args.keep_workspaces), shared_dir=args.shared_dir,
+                        resume=args.resume)
     try:
         return run_batch(opts)
     except BatchError as exc:

@@ -12,18 +12,33 @@ import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
 
+from codeloop.cli.commands.batch.budget import Ledger
 from codeloop.cli.commands.batch.results import Outcome
+from codeloop.cli.commands.batch.resume import ResumePlan
 from codeloop.cli.commands.batch.runner import RunContext, base_record, run_task
 from codeloop.cli.commands.batch.tasks import TaskSpec
 
 
 class LocalControl:
-    """The interrupt flag and the shared rate-limit backoff, for tasks running in this process."""
+    """The interrupt flag, the shared rate-limit backoff and the spend ledger, for tasks running
+    in this process: a task's live cost is checked against the limit as it arrives."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_total_usd: float | None = None) -> None:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._until = 0.0
+        self._ledger = Ledger(max_total_usd)
+
+    def spend(self, key: str, usd: float) -> None:
+        with self._lock:
+            self._ledger.spend(key, usd)
+
+    def over_budget(self) -> bool:
+        return self._ledger.reached
+
+    def spent(self) -> float:
+        with self._lock:
+            return self._ledger.total()
 
     def interrupted(self) -> bool:
         return self._stop.is_set()
@@ -50,14 +65,14 @@ def lost_record(spec: TaskSpec, error: str) -> dict[str, Any]:
 class LocalBackend:
     name = "local"
 
-    def __init__(self, ctx: RunContext, workers: int) -> None:
+    def __init__(self, ctx: RunContext, workers: int, max_total_usd: float | None = None) -> None:
         self.ctx = ctx
-        self.control = LocalControl()
+        self.control = LocalControl(max_total_usd)
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="codeloop-batch")
         self._futures: dict[Future, TaskSpec] = {}
 
-    def submit(self, spec: TaskSpec) -> None:
-        self._futures[self._pool.submit(run_task, spec, self.ctx, self.control)] = spec
+    def submit(self, spec: TaskSpec, resume: ResumePlan | None = None) -> None:
+        self._futures[self._pool.submit(run_task, spec, self.ctx, self.control, resume)] = spec
 
     def running(self) -> int:
         return len(self._futures)
@@ -81,6 +96,10 @@ class LocalBackend:
 
     def backoff_until(self) -> float:
         return self.control.backoff_until()
+
+    def budget(self) -> tuple[bool, float]:
+        """Whether the batch's budget is reached, and what this run has spent so far."""
+        return self.control.over_budget(), self.control.spent()
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)

@@ -61,6 +61,12 @@ class Progress:
         if self._live is not None:
             self._live.update(self._status())
 
+    def unstarted(self, task_id: str) -> None:
+        """A task handed back without running (the batch stopped before it began)."""
+        self.running = max(0, self.running - 1)
+        if self._live is not None:
+            self._live.update(self._status())
+
     def finished(self, record: dict[str, Any]) -> None:
         self.running = max(0, self.running - 1)
         self.done += 1

@@ -26,7 +26,9 @@ def _wall_s(rec: dict[str, Any]) -> float:
 
 
 def summarize(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    """A JSON-ready summary of the latest result of every task."""
+    """A JSON-ready summary of the latest result of every task (`spent_usd`: every attempt's cost,
+    e.g. an interrupted run before its resumed one)."""
+    records = list(records)
     latest = list(latest_by_id(records).values())
     counts = {o.value: 0 for o in Outcome}
     tokens = dict.fromkeys(TOKEN_KEYS, 0)
@@ -41,8 +43,15 @@ def summarize(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
     ran = [r for r in latest if r.get("wall_ms") is not None]
     slowest = sorted(ran, key=_wall_s, reverse=True)[:TOP_N]
     costliest = sorted((r for r in latest if _cost(r) > 0), key=_cost, reverse=True)[:TOP_N]
+    kept = [r for r in latest if r.get("workspace_kept")]
+    removed = [r for r in latest if r.get("workspace_kept") is False]
+    disk = {"kept": len(kept), "kept_bytes": sum(r.get("workspace_bytes") or 0 for r in kept),
+            "removed": len(removed), "removed_bytes": sum(r.get("workspace_bytes") or 0 for r in removed)}
     return {"tasks": len(latest), "outcomes": {k: v for k, v in counts.items() if v},
+            "workspaces": disk, "resumed": sum(1 for r in latest if r.get("start") == "resumed"),
+            "restarted": sum(1 for r in latest if r.get("start") == "restarted"),
             "total_cost_usd": round(sum(_cost(r) for r in latest), 6), "tokens": tokens,
+            "spent_usd": round(sum(_cost(r) for r in records), 6),
             "rate_limited": sum(r.get("rate_limited") or 0 for r in latest),
             "slowest": [{"id": r["id"], "seconds": round(_wall_s(r), 2), "outcome": r.get("outcome")}
                         for r in slowest],
@@ -53,14 +62,27 @@ def summarize(records: Iterable[dict[str, Any]]) -> dict[str, Any]:
                        for r in latest if r.get("outcome") != Outcome.SUCCESS.value]}
 
 
+def _mb(n: int) -> str:
+    return f"{n / 2**20:.1f} MB"
+
+
 def render(summary: dict[str, Any]) -> str:
     """The summary as a few plain lines for people."""
     outcomes = " · ".join(f"{k} {v}" for k, v in summary["outcomes"].items()) or "none"
     t = summary["tokens"]
     lines = [f"{summary['tasks']} tasks: {outcomes}",
-             f"cost ${summary['total_cost_usd']:.4f} · tokens {t['input_tokens']:,} in / "
+             f"cost ${summary['total_cost_usd']:.4f}"
+             + (f" (all attempts ${summary['spent_usd']:.4f})"
+                if summary.get("spent_usd", 0) > summary["total_cost_usd"] + 5e-7 else "")
+             + f" · tokens {t['input_tokens']:,} in / "
              f"{t['output_tokens']:,} out (cache read {t['cache_read_input_tokens']:,}, "
              f"write {t['cache_creation_input_tokens']:,})"]
+    disk = summary.get("workspaces") or {}
+    if disk.get("kept") or disk.get("removed"):
+        lines.append(f"workspaces: {disk['kept']} kept ({_mb(disk['kept_bytes'])}), {disk['removed']} removed "
+                     f"({_mb(disk['removed_bytes'])} freed)")
+    if summary.get("resumed") or summary.get("restarted"):
+        lines.append(f"interrupted runs: {summary['resumed']} resumed, {summary['restarted']} restarted")
     if summary["rate_limited"]:
         lines.append(f"rate-limited answers (429/529): {summary['rate_limited']}")
     if summary["slowest"]:

@@ -17,12 +17,14 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from codeloop.cli.commands.batch.budget import StopCause
+
 
 class Outcome(str, Enum):
     SUCCESS = "success"
     FAILED = "failed"                # the loop ended with an error (API error, structured output…)
     MAX_TURNS = "max_turns"
-    OVER_BUDGET = "over_budget"      # the task's own max_budget_usd
+    OVER_BUDGET = "over_budget"      # the task's own max_budget_usd, or the batch's (stopped_by)
     CRASHED = "crashed"              # codeloop died without a result line
     SETUP_FAILED = "setup_failed"    # workspace or setup command
     TIMED_OUT = "timed_out"          # --task-timeout
@@ -49,6 +51,8 @@ def should_run(previous: dict[str, Any] | None, rerun_failed: bool) -> bool:
     outcome = outcome_of(previous)
     if outcome is Outcome.SUCCESS:
         return False
+    if outcome is Outcome.OVER_BUDGET and previous.get("stopped_by") == StopCause.BATCH_BUDGET.value:
+        return True  # stopped by the batch's --max-total-usd before its end: it goes on, like interrupted
     if outcome in FAILURES:
         return rerun_failed
     return True  # interrupted, or a line this version does not know

@@ -13,6 +13,7 @@ task's diff is taken against that snapshot: setup output never shows up as the a
 The snapshot and the diff run git on the host over a tree the task wrote, so they run it with
 a git folder, config and index of codeloop's own (`_private_env`): the workspace's config,
 hooks, fsmonitor, filter and diff drivers and submodules' configuration are never read.
+When the task ends its workspace is kept or removed (`--keep-workspaces`, `KeepWorkspaces`).
 """
 
 from __future__ import annotations
@@ -23,11 +24,53 @@ import os
 import re
 import shutil
 import subprocess
+from enum import Enum
 from pathlib import Path
 
 GIT_ID = ["-c", "user.name=codeloop batch", "-c", "user.email=batch@codeloop.invalid",
           "-c", "commit.gpgsign=false", "-c", "core.hooksPath=/dev/null"]
 _SAFE_RE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+class KeepWorkspaces(str, Enum):
+    """Which workspaces stay on disk once their task ends (`--keep-workspaces`)."""
+    ALL = "all"
+    FAILED = "failed"    # every task that did not succeed (interrupted ones too: they can resume)
+    NONE = "none"
+
+    def keeps(self, success: bool) -> bool:
+        return self is KeepWorkspaces.ALL or (self is KeepWorkspaces.FAILED and not success)
+
+
+def disk_usage(path: Path) -> int:
+    """Bytes a folder takes on disk (allocated blocks; symlinks not followed); 0 when absent."""
+    total = 0
+    stack = [str(path)]
+    while stack:
+        try:
+            it = os.scandir(stack.pop())
+        except OSError:
+            continue
+        with it:
+            for entry in it:
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                total += st.st_blocks * 512
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+    return total
+
+
+def remove(ws: Path) -> None:
+    """Remove a task's workspace and the batch's private git folder beside it."""
+    shutil.rmtree(ws, ignore_errors=True)
+    shutil.rmtree(_private(ws), ignore_errors=True)
+
+
+def private_git(ws: Path) -> Path:
+    return _private(ws)
 
 
 class WorkspaceError(Exception):
