@@ -11,7 +11,7 @@ Every figure of issue 18's table, against the loopback fake API (tests/fakeapi.p
 - rss:      peak RSS of the 20-turn run (and of the 2,000-turn run, with `resume`)
 - growth:   median per-turn time of turns 2–51 and 451–500 of one 500-turn run
 - resume:   `--resume` of a 2,000-turn session (built once per checkout) and one more tool turn:
-            start → first request, and start → exit
+            start → first request, that tool turn (request 1 → 2), and start → exit
 - instr:    instructions executed from process start to the first request leaving (valgrind's
             callgrind; the process ends there): a start-up figure a busy machine does not skew
 
@@ -168,6 +168,7 @@ def main() -> None:
             for s in srcs:
                 r = run_session(s, homes[s], 1, ["--resume", sessions[s]])
                 add(s, "resume: start→first request", r["startup"])
+                add(s, "resume: next tool turn", r["gaps"][0])
                 add(s, "resume: start→exit (1 tool turn)", r["total"])
                 add(s, "resume: rss", r["rss"])
     if "instr" in only:
