@@ -30,7 +30,8 @@ class _Parser(argparse.ArgumentParser):
         # check its metavar; one does for all ~90 flags of every start-up. Help still gets fresh ones.
         # A width given: the check does not wrap text, and asking the terminal imports shutil (with
         # bz2 and lzma) on the way to the first request.
-        self._metavar_check = self._metavar_check or self.formatter_class(prog=self.prog, width=80)
+        formatter: Any = self.formatter_class   # typeshed knows only its `prog` argument
+        self._metavar_check = self._metavar_check or formatter(prog=self.prog, width=80)
         self._adding = True
         try:
             return super().add_argument(*args, **kw)
