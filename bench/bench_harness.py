@@ -8,10 +8,12 @@ Every figure of issue 18's table, against the loopback fake API (tests/fakeapi.p
 - first:    first tool turn (a Bash `true` call): request 1 → request 2 at the server
 - later:    median of the later tool turns of a 20-turn run (request k → k+1)
 - exit:     the result line on stdout → the process reaped
-- rss:      peak RSS of the 20-turn run (and of the 2,000-turn run, with `resume`)
+- rss:      peak RSS of the 20-turn run (and of the 2,000-turn run, with `resume`), as wait4 reports
+            it (this process's pages held by the child until it execs count too), and codeloop's
+            own peak ("own rss": VmHWM when the result line arrives)
 - growth:   median per-turn time of turns 2–51 and 451–500 of one 500-turn run
 - resume:   `--resume` of a 2,000-turn session (built once per checkout) and one more tool turn:
-            start → first request, and start → exit
+            start → first request, that tool turn (request 1 → 2), and start → exit
 - instr:    instructions executed from process start to the first request leaving (valgrind's
             callgrind; the process ends there): a start-up figure a busy machine does not skew
 
@@ -96,10 +98,11 @@ def run_session(src: Path, home: str, tool_turns: int, extra: list[str] | None =
         proc = subprocess.Popen(cmd, cwd=home, env=_env(src, home, url), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=err)
         assert proc.stdout is not None
-        result_at, session_id, is_error = 0.0, "", True
+        result_at, session_id, is_error, own_peak = 0.0, "", True, float("nan")
         for line in proc.stdout:
             if line.startswith(b'{"type":"result"') or b'"type": "result"' in line[:40]:
                 result_at = time.perf_counter()
+                own_peak = _own_peak_mb(proc.pid)
                 obj = json.loads(line)
                 session_id, is_error = obj.get("session_id", ""), obj.get("is_error", True)
         _, status, usage = os.wait4(proc.pid, 0)
@@ -113,7 +116,23 @@ def run_session(src: Path, home: str, tool_turns: int, extra: list[str] | None =
     err.close()
     gaps = [(b - a) * 1000 for a, b in zip(arrivals, arrivals[1:])]
     return {"startup": (arrivals[0] - t0) * 1000, "gaps": gaps, "exit": (t_exit - result_at) * 1000,
-            "total": (t_exit - t0) * 1000, "rss": usage.ru_maxrss / 1024, "session_id": session_id}
+            "total": (t_exit - t0) * 1000, "rss": usage.ru_maxrss / 1024, "own rss": own_peak,
+            "session_id": session_id}
+
+
+def _own_peak_mb(pid: int) -> float:
+    """codeloop's own peak RSS so far (VmHWM of its address space, read as its result line arrives).
+
+    wait4's ru_maxrss also counts the pages of this harness process, which the child holds from
+    fork until it execs: with the harness bigger than codeloop, that figure is the harness's."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
 
 
 def _med(xs: list[float]) -> float:
@@ -148,6 +167,8 @@ def main() -> None:
                 add(s, "later", _med(r["gaps"][1:-1]))
                 add(s, "exit", r["exit"])
                 add(s, "rss", r["rss"])
+                if r["own rss"] == r["own rss"]:   # not NaN: read before the process was gone
+                    add(s, "own rss", r["own rss"])
     if "growth" in only:
         for s in srcs:
             r = run_session(s, homes[s], a.growth_turns, ["--no-session-persistence"])
@@ -168,8 +189,11 @@ def main() -> None:
             for s in srcs:
                 r = run_session(s, homes[s], 1, ["--resume", sessions[s]])
                 add(s, "resume: start→first request", r["startup"])
+                add(s, "resume: next tool turn", r["gaps"][0])
                 add(s, "resume: start→exit (1 tool turn)", r["total"])
                 add(s, "resume: rss", r["rss"])
+                if r["own rss"] == r["own rss"]:
+                    add(s, "resume: own rss", r["own rss"])
     if "instr" in only:
         for s in srcs:
             add(s, "instructions to first request (M)", instructions(s, homes[s]))

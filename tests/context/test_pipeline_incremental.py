@@ -43,3 +43,34 @@ async def test_repeated_runs_over_a_growing_history_match_a_fresh_pipeline():
     fresh_out = (await ContextPipeline(config=cfg).run(msgs[:60], model="claude-sonnet-4-5")).messages
     assert [m.content for m in warm_out] == [m.content for m in fresh_out]
     assert any(b.get("content") == CLEARED_STUB for m in warm_out for b in m.content)
+
+
+def test_a_rewritten_message_carries_exactly_the_facts_a_fresh_walk_finds():
+    """Issue 31: a stage's copy of a message (rewrite.with_results) gets its facts and snipped form
+    from the original's, so the next turn after a resume need not walk every message again; they
+    are what walking the copy finds."""
+    from codeloop.context.rewrite import rewrite
+
+    long_text = "y" * 900
+    msgs = [tool_result_message("t1", "short"),
+            Message(role="user", content=[
+                {"type": "tool_result", "tool_use_id": "t2", "content": "abc"},
+                {"type": "tool_result", "tool_use_id": "t3", "content": [{"type": "text", "text": "q" * 50}]},
+                {"type": "tool_result", "tool_use_id": "t4", "content": "zz", "is_error": True}]),
+            tool_result_message("t5", long_text)]
+    for swap in ({"t1": CLEARED_STUB}, {"t2": "w" * 700, "t3": CLEARED_STUB}, {"t4": CLEARED_STUB},
+                 {"t5": CLEARED_STUB}, {"t1": "x" * 300}):
+        snip(msgs, max_block_chars=500)   # the originals' snipped forms are known, as in the pipeline
+        out = rewrite(msgs, set(swap), swap.__getitem__, {})
+        changed = [m for m, o in zip(msgs, out) if m is not o]
+        assert changed
+        carried = {id(m): scan.facts(m) for m in out}
+        scan._memo.clear()   # what a fresh walk of the copies finds
+        for m in out:
+            fresh = scan.facts(m)
+            assert carried[id(m)].results == fresh.results and carried[id(m)].uses == fresh.uses
+        fresh_snip = snip(out, max_block_chars=500)
+        for m, f in zip(out, carried.values()):
+            if f.snipped is not None:   # a carried snipped form is the one snipping finds
+                assert (f.snipped[1] is m) == (fresh_snip[out.index(m)] is m)
+        assert any(f.snipped is not None for f in carried.values())

@@ -159,3 +159,31 @@ def test_encode_body_reuses_only_a_prefix_of_the_very_same_messages():
         body = {"model": "m", "max_tokens": 5, "messages": messages, "stream": True}
         assert encode_body(body) == wire_json(body)
         assert json.loads(encode_body(body)) == json.loads(json.dumps(body))
+
+
+def test_encode_body_reuses_tool_and_system_json_only_while_they_encode_alike():
+    """Issue 31: the tool schemas' JSON is made once and reused, yet any change to a tool (a new
+    description, another schema, an entry edited in place after a request) or to the system text
+    is on the wire."""
+    schema = {"type": "object", "properties": {"x": {"type": "string"}}}
+
+    def tools(desc: str = "does t", inp: dict | None = None) -> list[dict]:
+        return [{"name": "T", "description": desc, "input_schema": inp or schema},
+                {"name": "U", "description": "u ✓", "input_schema": schema}]
+
+    def system(s: str) -> list[dict]:
+        return [{"type": "text", "text": s, "cache_control": {"type": "ephemeral"}}]
+
+    first = {"role": "user", "content": [{"type": "text", "text": "hi"}]}
+    edited = tools("to be edited")
+    cases = [(tools(), system("sys")), (tools(), system("sys")), (tools("does t better"), system("sys")),
+             (tools(inp={"type": "object", "properties": {}}), system("sys")), (tools(), system("sys 2")),
+             (tools()[:1], system("sys")), (edited, system("sys")), (edited, system("sys")),
+             ([{"name": "T", "description": "does t", "input_schema": schema, "defer_loading": True}], []),
+             (tools(), system("bad byte \udcff"))]
+    for i, (tool_list, sys_blocks) in enumerate(cases):
+        if i == 7:
+            edited[0]["description"] = "edited in place"
+        body = {"model": "m", "max_tokens": 5, "messages": [first], "stream": True,
+                "system": sys_blocks, "tools": tool_list}
+        assert encode_body(body) == wire_json(body)

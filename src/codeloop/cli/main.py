@@ -66,6 +66,9 @@ def main(argv: list[str] | None = None) -> int:
         from codeloop.cli.startup import codecache
         codecache.install()
         atexit.register(codecache.save)
+        if args.print_mode and args.input_format != "stream-json":
+            from codeloop.cli.startup import collector
+            collector.pause()   # until print mode's session is open (cli.headless.print_mode)
     for name in UNSUPPORTED:
         if vars(args)[name]:
             sys.stderr.write(f"codeloop: warning: --{name.replace('_', '-')} is not supported yet; ignored\n")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 
 from codeloop.config.paths import config_dir
 
@@ -25,6 +24,8 @@ def install_id() -> str:
             return value
     except (OSError, ValueError, AttributeError):
         pass
+    import secrets   # only for a new id: random, hashlib and hmac stay off the common start-up
+
     value = secrets.token_hex(32)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from codeloop.context.scan import facts
+from codeloop.context.scan import carry, facts
 from codeloop.messages import Message, extends
 
 
@@ -81,6 +81,7 @@ def rewrite(messages: list[Message], ids: dict[str, Any] | set[str], value: Any,
                              and b.get("content") != value(b["tool_use_id"])}
                     if swaps:
                         new = with_results(m, swaps)
+                        carry(m, new, swaps)
                         memo[m.uuid] = (m, new, hits)
                         m = new
         out.append(m)

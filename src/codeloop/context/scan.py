@@ -51,6 +51,22 @@ def facts(m: Message) -> Facts:
     return f
 
 
+def carry(old: Message, new: Message, swaps: dict[Any, Any]) -> None:
+    """Record the facts of `new`, which is `old` with the contents of the tool_results named in
+    `swaps` replaced (rewrite.with_results), from `old`'s instead of walking its blocks again:
+    only those results change. Its snipped form carries over when `old` needed no snipping and
+    every new content is a string too short to snip. (A stage's copies of a long resumed history
+    are the next turn's input: without this, that turn would look at every message afresh.)"""
+    f = facts(old)
+    results = tuple((r[0], result_chars(swaps[r[0]]), r[2], swaps[r[0]] == CLEARED_STUB) if r[0] in swaps else r
+                    for r in f.results)
+    snipped = None
+    if f.snipped is not None and f.snipped[1] is old and all(
+            isinstance(v, str) and len(v) <= f.snipped[0][0] for v in swaps.values()):
+        snipped = (f.snipped[0], new)
+    _memo[id(new)] = (new, new.content, len(new.content), Facts(results, f.uses, snipped))
+
+
 def trim(history_len: int) -> None:
     """Forget everything once the memo is far larger than the history it serves."""
     if len(_memo) > 4 * history_len + 256:

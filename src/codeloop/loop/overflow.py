@@ -21,14 +21,32 @@ from codeloop.providers.errors import ContextOverflowError
 CHARS_PER_TOKEN = 4   # a low estimate of tokens for prose and code: it never over-refuses
 
 
+_SKIPPED = frozenset(("source", "signature"))   # images: own budget; signatures are not text
+
+
 def _chars(obj: Any) -> int:
+    """The length of every string in `obj` (dicts' values, lists' items, nested), keys aside.
+
+    One loop over a stack rather than a generator per level: a resumed session's first request
+    measures every block of its history here."""
     if isinstance(obj, str):
         return len(obj)
-    if isinstance(obj, dict):
-        return sum(_chars(v) for k, v in obj.items() if k not in ("source", "signature"))  # images: own budget
-    if isinstance(obj, list):
-        return sum(_chars(v) for v in obj)
-    return 0
+    total = 0
+    stack = [obj]
+    while stack:
+        o = stack.pop()
+        if isinstance(o, dict):
+            values = [v for k, v in o.items() if k not in _SKIPPED]
+        elif isinstance(o, list):
+            values = o
+        else:
+            continue
+        for v in values:
+            if isinstance(v, str):
+                total += len(v)
+            elif isinstance(v, (dict, list)):
+                stack.append(v)
+    return total
 
 
 # Per-turn work must not grow with the session: id(first message) → (the history measured, its

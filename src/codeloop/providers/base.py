@@ -5,7 +5,8 @@ A provider turns a `ModelRequest` into an async iterator of Anthropic-shaped str
 message_stop). Non-Anthropic providers translate to that shape at their edge.
 
 `encode_body` is the request body as JSON bytes, assembled from per-message fragments: a long
-session's history is serialised once, not again on every request.
+session's history is serialised once, not again on every request, and so are the tool schemas
+and system blocks while they stay the same.
 """
 
 from __future__ import annotations
@@ -77,27 +78,67 @@ def _message_parts(messages: list[Any]) -> list[bytes]:
         parts.extend([wire_json(m) + b"," for m in head[len(hit[0]):]])
     else:
         hit = None   # the old fragments go before the new ones are made
-        parts = [wire_json(m) + b"," for m in head]
+        # One encoder call for the whole history (a resumed session's first request): the same
+        # bytes as one call per message joined by commas, without a Python-level call for each.
+        whole = wire_json(head)
+        parts = [whole[1:-1], b","]
     while len(_prefixes) >= 8:
         del _prefixes[next(iter(_prefixes))]
     _prefixes[id(messages[0])] = (head, parts)
     return parts
 
 
+# The tools' schemas and the system blocks come back alike on nearly every request (a tool hands
+# out the same schema dicts each time; the system text is equal): their JSON is kept per body key,
+# for a few tool sets at once (subagents), and reused while the entries match, so a session
+# serialises its tool schemas once rather than on every request.
+_fixed: dict[str, list[tuple[list[Any], bytes]]] = {"tools": [], "system": []}
+_FIXED_PER_KEY = 4
+
+
+def _same_entries(old: list[Any], new: list[Any]) -> bool:
+    """Whether `new` encodes as `old` did: dicts with the same keys in the same order whose values
+    are the very same objects (a cached schema) or equal strings; anything else is encoded anew."""
+    if len(old) != len(new):
+        return False
+    for a, b in zip(old, new):
+        if type(a) is not dict or type(b) is not dict or len(a) != len(b):
+            return False
+        for (ka, va), (kb, vb) in zip(a.items(), b.items()):
+            if ka != kb or not (va is vb or (type(va) is str and type(vb) is str and va == vb)):
+                return False
+    return True
+
+
+def _fixed_json(key: str, value: Any) -> bytes:
+    if not isinstance(value, list):
+        return wire_json(value)
+    seen = _fixed[key]
+    for i, (old, data) in enumerate(seen):
+        if _same_entries(old, value):
+            seen.append(seen.pop(i))   # most recently used last
+            return data
+    data = wire_json(value)
+    # Shallow copies: a caller editing its dicts later cannot make a stale entry look equal.
+    seen.append(([dict(e) if type(e) is dict else e for e in value], data))
+    del seen[:-_FIXED_PER_KEY]
+    return data
+
+
 def encode_body(body: dict[str, Any]) -> bytes:
     """`wire_json(body)`, byte for byte, with the messages before the last encoded once and reused:
     a request's messages are read-only once built (loop.request shares all but the newest between
-    turns; the newest carries the cache breakpoint and is encoded fresh)."""
-    messages = body.get("messages")
-    if not isinstance(messages, list) or len(messages) < 2:
-        return wire_json(body)
+    turns; the newest carries the cache breakpoint and is encoded fresh). The tools and system
+    blocks are reused the same way (`_fixed_json`)."""
     chunks = [b"{"]
     for key, value in body.items():
         if len(chunks) > 1:
             chunks.append(b",")
         chunks += (wire_json(key), b":")
-        if key == "messages":
-            chunks += (b"[", *_message_parts(messages), wire_json(messages[-1]), b"]")
+        if key == "messages" and isinstance(value, list) and len(value) >= 2:
+            chunks += (b"[", *_message_parts(value), wire_json(value[-1]), b"]")
+        elif key in _fixed:
+            chunks.append(_fixed_json(key, value))
         else:
             chunks.append(wire_json(value))
     chunks.append(b"}")

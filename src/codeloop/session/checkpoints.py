@@ -12,7 +12,6 @@ Claude Code records it: `{"type": "file-history-snapshot", "messageId", "snapsho
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 from collections.abc import Callable
@@ -62,6 +61,8 @@ class FileHistory:
             self._versions[key] = version
             name = None
             if old is not None:
+                import hashlib   # on a file tool's first write, not at every session's start
+
                 name = f"{hashlib.sha256(key.encode()).hexdigest()[:16]}@v{version}"
                 self.dir.mkdir(parents=True, exist_ok=True)
                 (self.dir / name).write_bytes(old)

@@ -9,7 +9,6 @@ creates what it writes) and never parses whole transcripts.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -71,6 +70,8 @@ def project_key(cwd: Path | str) -> str:
     key = _NON_ALNUM_RE.sub("-", os.path.abspath(os.fspath(cwd)))
     if len(key) > _MAX_KEY_LEN:
         # Without this a deep cwd makes every transcript write fail with ENAMETOOLONG.
+        import hashlib   # only here: not on every start-up's way to the first request
+
         digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:12]
         key = f"{key[:_MAX_KEY_LEN]}-{digest}"
     return key

@@ -149,11 +149,10 @@ def builtin_tools(*, lazy: bool = False, agent_definitions: dict[str, Any] | Non
                           interruptible=name in INTERRUPTIBLE)
                  for name, module, cls in BUILTINS]
         if agent_definitions is not None:
-            # Agent's description lists the agent types, so its cached schema is keyed by them too.
-            import hashlib
-
+            # Agent's description lists the agent types, so its cached schema is keyed by them too
+            # (the listing itself: exact, and no hashlib on the way to the first request).
             from codeloop.tools.agents import agent_listing
-            listing = hashlib.sha1(agent_listing(agent_definitions).encode()).hexdigest()[:16]
+            listing = agent_listing(agent_definitions)
             task_cache = SchemaCache(cache.path.with_name("task-schema.json"),
                                      cache_key(files + [here / "task.py"]) + "|" + listing)
             tools.append(LazyTool("Agent", "codeloop.tools.builtin.task", "TaskTool", task_cache,

@@ -86,6 +86,8 @@ async def _run(options: RunOptions, prompt: str, out: TextIO) -> int:
     printer.conv = conv
     for w in warnings:
         sys.stderr.write(f"codeloop: warning: {w}\n")
+    from codeloop.cli.startup import collector
+    collector.startup_done()   # the session (and any resumed history) is built: collect again
     if conv.ended_by_model:
         message = (f"Session {conv.session_id} was ended by the model and cannot be resumed. "
                    "Start a new session.")

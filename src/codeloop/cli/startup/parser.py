@@ -28,7 +28,10 @@ class _Parser(argparse.ArgumentParser):
     def add_argument(self, *args: Any, **kw: Any) -> argparse.Action:
         # argparse builds a whole HelpFormatter (reading the terminal size) for every flag only to
         # check its metavar; one does for all ~90 flags of every start-up. Help still gets fresh ones.
-        self._metavar_check = self._metavar_check or super()._get_formatter()
+        # A width given: the check does not wrap text, and asking the terminal imports shutil (with
+        # bz2 and lzma) on the way to the first request.
+        formatter: Any = self.formatter_class   # typeshed knows only its `prog` argument
+        self._metavar_check = self._metavar_check or formatter(prog=self.prog, width=80)
         self._adding = True
         try:
             return super().add_argument(*args, **kw)
