@@ -90,11 +90,16 @@ def test_twenty_tasks_on_local_ray(tmp_path):
         if tid in (CRASH, OVER_BUDGET):
             continue
         assert rec["outcome"] == "success" and rec["backend"] == "ray", rec
-        assert f"+from {tid}" in rec["diff"] and rec["transcript"]
         if tid in interrupted:  # it went on with its session: only the turns left were taken
             assert rec["start"] == "resumed" and rec["session_id"] == first[tid]["session_id"], rec
         else:
             assert rec["num_turns"] == 2 and rec["start"] == "fresh", rec
+        if tid in interrupted and tid != SLOW:
+            # stopped wherever the SIGTERM found it — before or after its scripted write ran — so
+            # the script's last answer may come with nothing written; SLOW's stop point is known
+            assert rec["transcript"], rec
+            continue
+        assert f"+from {tid}" in rec["diff"] and rec["transcript"]
     assert "20 tasks: success 18 · over_budget 1 · crashed 1" in r.stdout
 
 
