@@ -3,7 +3,8 @@ No SDK needed."""
 
 import json
 
-from codeloop.mcp.config import Source, Transport, expand_env, load_mcp_configs
+from codeloop.mcp.config import Source, Transport, expand_env
+from codeloop.mcp.sources import load_mcp_configs
 
 
 def write_project(tmp_path, servers):

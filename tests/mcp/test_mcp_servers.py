@@ -18,7 +18,8 @@ import pytest
 pytest.importorskip("mcp", reason="the mcp SDK is not installed")
 
 from codeloop.mcp.client import McpManager  # noqa: E402
-from codeloop.mcp.config import ServerConfig, Transport, load_mcp_configs  # noqa: E402
+from codeloop.mcp.config import ServerConfig, Transport  # noqa: E402
+from codeloop.mcp.sources import load_mcp_configs  # noqa: E402
 from codeloop.tools.base import ToolContext, ToolError  # noqa: E402
 from codeloop.tools.registry import parse_tool_input  # noqa: E402
 

@@ -198,7 +198,7 @@ def _check_settings(conv: Conversation) -> list[tuple[str, str]]:
 
 
 def _check_mcp(conv: Conversation) -> list[tuple[str, str]]:
-    from codeloop.mcp.config import load_mcp_configs
+    from codeloop.mcp.sources import load_mcp_configs
 
     settings = conv.settings
     servers = settings.mcp_servers() if settings is not None else {}

@@ -15,20 +15,17 @@ the control protocol (see sdk_transport.py).
 `${VAR}` and `${VAR:-default}` are expanded from the environment in commands, args, env values,
 URLs and headers, as Claude Code does.
 A bad entry or file is reported in the returned error list; it never stops the others.
+(Reading the sources is `mcp.sources`: a session with none configured never imports this module.)
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from pathlib import Path
 from typing import Any
-
-PROJECT_FILE = ".mcp.json"
 
 
 class Transport(str, Enum):
@@ -123,7 +120,7 @@ def _oauth(raw: Any) -> dict[str, Any]:
     return {k: v for k, v in (("clientId", client_id), ("callbackPort", port)) if v is not None}
 
 
-def _servers_from(data: Any, origin: str, source: Source, out: dict[str, ServerConfig], errors: list[str],
+def servers_from(data: Any, origin: str, source: Source, out: dict[str, ServerConfig], errors: list[str],
                   env: Mapping[str, str] | None) -> None:
     servers = data.get("mcpServers") if isinstance(data, dict) else None
     if not isinstance(servers, dict):
@@ -134,55 +131,3 @@ def _servers_from(data: Any, origin: str, source: Source, out: dict[str, ServerC
             out[str(name)] = parse_server(str(name), raw, source, env)
         except ValueError as exc:
             errors.append(f"{origin}: MCP server {name!r}: {exc}")
-
-
-def _read_json(path: Path) -> Any:
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
-def load_mcp_configs(cwd: Path | str, *, settings_servers: Mapping[str, Any] | None = None,
-                     cli_configs: list[str] | None = None, strict: bool = False, include_project: bool = True,
-                     env: Mapping[str, str] | None = None) -> tuple[dict[str, ServerConfig], list[str]]:
-    """(servers by name, human-readable errors) from every configured source."""
-    cwd = Path(cwd)
-    servers: dict[str, ServerConfig] = {}
-    errors: list[str] = []
-    if not strict:
-        from codeloop.config.claude_json import mcp_servers as claude_json_servers
-
-        user_servers, local_servers = claude_json_servers(cwd)
-        if user_servers:
-            _servers_from({"mcpServers": user_servers}, "~/.claude.json mcpServers", Source.USER, servers, errors,
-                          env)
-        project = cwd / PROJECT_FILE
-        if include_project and project.is_file():
-            try:
-                _servers_from(_read_json(project), str(project), Source.PROJECT, servers, errors, env)
-            except (OSError, ValueError) as exc:
-                errors.append(f"{project}: {exc}")
-        if local_servers:
-            _servers_from({"mcpServers": local_servers}, f"~/.claude.json projects[{cwd}].mcpServers", Source.LOCAL,
-                          servers, errors, env)
-        if settings_servers:
-            _servers_from({"mcpServers": dict(settings_servers)}, "settings mcpServers", Source.SETTINGS,
-                          servers, errors, env)
-    for i, value in enumerate(cli_configs or []):
-        text = value.strip()
-        if text.startswith("{"):
-            origin = f"--mcp-config #{i + 1}"
-            try:
-                data = json.loads(text)
-            except ValueError as exc:
-                errors.append(f"{origin}: invalid JSON: {exc}")
-                continue
-        else:
-            path = Path(text).expanduser()
-            path = path if path.is_absolute() else cwd / path
-            origin = str(path)
-            try:
-                data = _read_json(path)
-            except (OSError, ValueError) as exc:
-                errors.append(f"--mcp-config {text}: {exc}")
-                continue
-        _servers_from(data, origin, Source.CLI, servers, errors, env)
-    return servers, errors

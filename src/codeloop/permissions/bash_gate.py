@@ -24,7 +24,6 @@ reads and writes safe. When the sandbox is enabled but cannot start, Bash is ref
 
 from __future__ import annotations
 
-import glob as globmod
 import os
 import re
 from collections.abc import Callable
@@ -46,7 +45,7 @@ _EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 _SEARCHERS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack"})   # first positional: the pattern
 _COPIERS = frozenset({"cp", "mv", "install", "ln", "rsync", "scp"})
 _WALK_BUDGET = 20_000
-_GLOB = re.compile(r"[*?\[{]")
+_GLOB_CHARS = frozenset("*?[{")   # a word holding one may expand to many paths
 
 
 def _brace_expand(word: str, depth: int = 0) -> list[str]:
@@ -73,6 +72,8 @@ def _brace_expand(word: str, depth: int = 0) -> list[str]:
 
 def _expand(word: str, base: str) -> list[str]:
     """Absolute paths a literal or globbed word can name (the word itself when nothing matches)."""
+    import glob as globmod   # (here: most commands name no path to expand)
+
     from codeloop.permissions.paths import physical
 
     paths: list[str] = []
@@ -80,7 +81,7 @@ def _expand(word: str, base: str) -> list[str]:
         word = base + word[2:]                          # `~+` is $PWD
     for w in _brace_expand(os.path.expanduser(word) if word.startswith("~") else word):
         absw = w if os.path.isabs(w) else os.path.join(base, w)
-        hits = globmod.glob(absw, include_hidden=True) if _GLOB.search(w) else []
+        hits = globmod.glob(absw, include_hidden=True) if not _GLOB_CHARS.isdisjoint(w) else []
         paths += hits or [absw]
     return [q for p in paths for q in physical(p) if q]
 

@@ -30,11 +30,12 @@ if TYPE_CHECKING:
 
 # The subcommands `readonly.py` treats as read-only only when repository programs are contained.
 REPO_PROGRAM_SUBCOMMANDS = frozenset({"status", "diff", "log", "show", "ls-files", "blame"})
-_NAMES_PROGRAM = re.compile(
+# (patterns, compiled by `re`'s cache when a `-c` setting is first judged)
+_NAMES_PROGRAM = (
     r"core\.(pager|hookspath|sshcommand|gitproxy|askpass|alternaterefscommand)|diff\.external|"
     r"diff\..+\.(textconv|command)|filter\..+|gpg\.program|gpg\..+\.program|gpg\.ssh\.defaultkeycommand|"
     r"trailer\..+\.(command|cmd)|extensions\.partialclone|remote\..+\.partialclonefilter")
-_MAYBE_BOOLEAN = re.compile(r"core\.fsmonitor|core\.usebuiltinfsmonitor|pager\..+|remote\..+\.promisor")
+_MAYBE_BOOLEAN = r"core\.fsmonitor|core\.usebuiltinfsmonitor|pager\..+|remote\..+\.promisor"
 _FALSE = frozenset({"false", "no", "off", "0", ""})
 _BOOLEAN = _FALSE | {"true", "yes", "on", "1"}
 _ENV_PROGRAMS = ("GIT_EXTERNAL_DIFF", "GIT_PAGER")
@@ -99,7 +100,7 @@ def folder_concern(folder: str) -> str | None:
     for origin, key, value in _entries(listed.stdout):
         if key == "extensions.objectformat":
             object_format = value.lower()
-        if _NAMES_PROGRAM.fullmatch(key) or (_MAYBE_BOOLEAN.fullmatch(key) and (
+        if re.fullmatch(_NAMES_PROGRAM, key) or (re.fullmatch(_MAYBE_BOOLEAN, key) and (
                 value.lower() not in (_FALSE if key.startswith(("core.", "remote.")) else _BOOLEAN))):
             return f"git's configuration names a program ({key}={value!r} in {origin})"
     where = _git(folder, "rev-parse", "--path-format=absolute", "--absolute-git-dir", "--git-common-dir",

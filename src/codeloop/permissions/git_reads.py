@@ -48,19 +48,20 @@ _GLOBAL_VALUED = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace
 _GLOBAL_PRINTS = frozenset({"--version", "--help", "-h", "--exec-path", "--html-path", "--man-path",
                             "--info-path", "--list-cmds"})
 # `-c key=value` that cannot start a program or read a file into something git prints
-_SAFE_SETTING = re.compile(
+# (patterns, compiled by `re`'s cache when first used: most commands never reach them)
+_SAFE_SETTING = (
     r"(color|advice|i18n|column|user|author|committer)\..*|core\.(quotepath|abbrev|autocrlf|safecrlf|filemode|"
     r"ignorecase|precomposeunicode|eol)|init\.defaultbranch|safe\.directory|log\.(date|decorate|abbrevcommit)|"
     r"pull\.(rebase|ff)|merge\.ff|rebase\.autostash|fetch\.prune|push\.(default|autosetupremote)|"
     r"diff\.(noprefix|renames|mnemonicprefix|algorithm)|status\.(short|branch)|gc\.auto|protocol\.version|"
-    r"(commit|tag)\.gpgsign", re.IGNORECASE)
+    r"(commit|tag)\.gpgsign")
 _SAFE_ENV = frozenset({"GIT_OPTIONAL_LOCKS", "GIT_TERMINAL_PROMPT", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL",
                        "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE",
                        "GIT_NO_LAZY_FETCH", "GIT_CONFIG_NOSYSTEM"})
 _PAGER_ENV = frozenset({"PAGER", "LESSOPEN", "LESSCLOSE", "MANPAGER", "LESS"})
 _SCRIPT_LIMIT = 256 * 1024
-_OBJECT_STORE = re.compile(r"\.git/(objects|modules|worktrees)\b|\bobjects/(pack|info|[0-9a-f]{2})\b")
-_TOKENS = re.compile(r"[\s'\"\[\](),;=`]+")
+_OBJECT_STORE = r"\.git/(objects|modules|worktrees)\b|\bobjects/(pack|info|[0-9a-f]{2})\b"
+_TOKENS = r"[\s'\"\[\](),;=`]+"
 
 def git_read_concern(policy: Any, split: SplitResult) -> GitRead | None:
     """Why this command line may print a file a Read deny rule covers from git's objects."""
@@ -113,7 +114,9 @@ def _may_run_git(split: SplitResult) -> bool:
     or a launcher (whose script `inner_commands` decodes, which a quick look would not)."""
     from codeloop.permissions.shell_cmd import launcher_name
 
-    return any("git" in w or _OBJECT_STORE.search(w) for p in split.parts for w in [*p.argv, *p.heredocs]) or any(
+    # (a word without "git" reaches the object store only through "objects/")
+    words = (w for p in split.parts for w in [*p.argv, *p.heredocs])
+    return any("git" in w or ("objects/" in w and re.search(_OBJECT_STORE, w)) for w in words) or any(
         p.argv and (0 in p.dynamic or "/" in p.argv[0] or launcher_name(p.argv)) for p in split.parts)
 
 
@@ -159,7 +162,7 @@ def _script_commands(part: SimpleCommand, cwds: list[str]) -> list[list[str]]:
 def _object_store(split: SplitResult) -> str | None:
     """A word reaching into git's object store (`.git/objects/…`, its packs), read without git."""
     return next((w for p in split.parts for w in [*p.argv, *p.heredocs]
-                 if _OBJECT_STORE.search(w)), None)
+                 if re.search(_OBJECT_STORE, w)), None)
 
 
 def _named_in_text(split: SplitResult, dp: DeniedPaths, cwds: list[str]) -> str | None:
@@ -171,7 +174,7 @@ def _named_in_text(split: SplitResult, dp: DeniedPaths, cwds: list[str]) -> str 
     if not any("git" in t for t in texts):
         return None
     for t in texts:
-        for token in _TOKENS.split(t):
+        for token in re.split(_TOKENS, t):
             rev = token.split(":", 1)[0]
             if ":" in token and not token.split(":", 1)[1].startswith("//") and "/" not in rev and \
                     (hit := rev_path_denied(token, cwds, dp)):
@@ -234,7 +237,7 @@ def _parse_globals(args: list[str], dyn: set[int], bases: list[str], trusted: bo
             return ask_read(f"git {word} is known only when it runs")
         if key in ("-c", "--config-env"):
             setting = (word.split("=", 1)[1] if has_eq else value).split("=", 1)[0]
-            if not _SAFE_SETTING.fullmatch(setting):
+            if not re.fullmatch(_SAFE_SETTING, setting, re.IGNORECASE):
                 return ask_read(f"git -c {setting} can change what git runs or prints")
         elif key == "-C":
             bases = [os.path.normpath(os.path.join(b, os.path.expanduser(value))) for b in bases]

@@ -67,7 +67,7 @@ _PATCH_LONG = ("--patch", "--unified", "--word-diff", "--color-words", "--cc", "
 _SUMMARY = frozenset({"--stat", "--numstat", "--shortstat", "--name-only", "--name-status", "--raw",
                       "--summary", "--dirstat", "--compact-summary", "-s", "--no-patch", "--quiet",
                       "--exit-code"})
-_COMMIT_ONLY = re.compile(r"(HEAD|@)([~^]\d*)*")
+_COMMIT_ONLY = r"(HEAD|@)([~^]\d*)*"   # compiled by `re`'s cache when revisions are first judged
 _GREP_VALUED = frozenset({"-e", "-f", "-A", "-B", "-C", "-m", "--max-depth", "--threads", "--max-count",
                           "--context", "--after-context", "--before-context"})
 
@@ -265,7 +265,7 @@ def _show(call: GitCall, dp: DeniedPaths) -> GitRead | None:
     if hit := _named(after, call, dp):
         return _deny(call, hit)
     revs = _positionals(before)
-    commits_only = all(_COMMIT_ONLY.fullmatch(r) for r in revs)
+    commits_only = all(re.fullmatch(_COMMIT_ONLY, r) for r in revs)
     if commits_only and any(w.split("=", 1)[0] in _SUMMARY for w in before) and \
             not any(_patch_option(w) for w in before):
         return None

@@ -32,7 +32,7 @@ _GIT_BRANCH_FLAGS = frozenset({"-a", "-r", "--all", "--remotes", "--list", "-l",
                                "--no-merged", "-q", "--quiet"})
 _GIT_BRANCH_VALUED = ("--sort=", "--format=", "--contains=", "--no-contains=", "--merged=",
                       "--no-merged=", "--points-at=", "--color=", "--column=")
-_SED_SCRIPT = re.compile(r"\s*((\d+|\$|/[^/\\]*/)(\s*,\s*(\d+|\$|/[^/\\]*/))?)?\s*[p=l]\s*")
+_SED_SCRIPT = r"\s*((\d+|\$|/[^/\\]*/)(\s*,\s*(\d+|\$|/[^/\\]*/))?)?\s*[p=l]\s*"   # compiled on first use
 
 
 def _clusters_contain(args: list[str], letters: str) -> bool:
@@ -102,7 +102,7 @@ def _sed_read_only(args: list[str]) -> bool:
             scripts.append(a)
         i += 1
     return quiet and bool(scripts) and all(
-        all(_SED_SCRIPT.fullmatch(cmd) for cmd in s.split(";")) for s in scripts)
+        all(re.fullmatch(_SED_SCRIPT, cmd) for cmd in s.split(";")) for s in scripts)
 
 
 def _uniq_read_only(args: list[str]) -> bool:
@@ -121,15 +121,16 @@ def _uniq_read_only(args: list[str]) -> bool:
 # execute code hidden in a variable's value, so a part using them is never "read-only".
 # `${a[i]}` and `${x:n}` evaluate `i`/`n` arithmetically, and arithmetic expands a variable
 # whose value is `b[$(cmd)]` by running cmd; `$[…]` is old-style arithmetic.
-_EXPANSION_TRICKS = re.compile(r"\$\{[^}]*@[A-Za-z]|\$\{!|\$\{#?[A-Za-z_][A-Za-z0-9_]*\[|"
-                               r"\$\{#?[A-Za-z_][A-Za-z0-9_]*:[^-=?+]|\$\[")
+# Every one starts with "$": a text without one is not searched (nor the pattern compiled).
+_EXPANSION_TRICKS = (r"\$\{[^}]*@[A-Za-z]|\$\{!|\$\{#?[A-Za-z_][A-Za-z0-9_]*\[|"
+                     r"\$\{#?[A-Za-z_][A-Za-z0-9_]*:[^-=?+]|\$\[")
 
 
 def is_read_only_command(sc: SimpleCommand, *, repo_programs_ok: bool = False) -> bool:
     """Whether this one part only reads (never writes files, never runs other code)."""
     if any(writes_file(r) for r in sc.redirects) or dangerous_env(sc.env):
         return False
-    if _EXPANSION_TRICKS.search(sc.raw) or any("$(" in v or "`" in v for v in sc.env.values()):
+    if has_expansion_trick(sc.raw) or any("$(" in v or "`" in v for v in sc.env.values()):
         return False
     if not sc.argv:
         return True                     # a bare `X=1` (dangerous names refused above)
@@ -147,7 +148,7 @@ def is_read_only_command(sc: SimpleCommand, *, repo_programs_ok: bool = False) -
     if dynamic:
         return False   # an expanded word could become `-delete`, `-o file`, `--pre=sh` …
     if name == "find":
-        return not any(_FIND_ACTIONS.match(a) or a.startswith("-fprint") for a in args)
+        return not any(re.match(_FIND_ACTIONS, a) or a.startswith("-fprint") for a in args)
     if name == "git":
         return _git_read_only(args, repo_programs_ok)
     if name == "sed":
@@ -174,7 +175,7 @@ def is_read_only_command(sc: SimpleCommand, *, repo_programs_ok: bool = False) -
 
 def has_expansion_trick(command: str) -> bool:
     """Whether the line uses an expansion that can run code hidden in a variable (see above)."""
-    return bool(_EXPANSION_TRICKS.search(command))
+    return "$" in command and re.search(_EXPANSION_TRICKS, command) is not None
 
 
 def is_read_only(command: str, *, repo_programs_ok: bool = False) -> bool:

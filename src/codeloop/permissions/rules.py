@@ -43,8 +43,9 @@ class DecisionBehavior(str, Enum):
 
 
 _PATH_KEYS = ("file_path", "notebook_path", "path")
-_TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]*")
-_MCP_SERVER_WILDCARD = re.compile(r"(mcp__[A-Za-z0-9_\-]+?)__\*")
+# (patterns, compiled by `re`'s cache when a rule is first parsed)
+_TOOL_NAME = r"[A-Za-z_][A-Za-z0-9_\-]*"
+_MCP_SERVER_WILDCARD = r"(mcp__[A-Za-z0-9_\-]+?)__\*"
 
 
 @dataclass(frozen=True)
@@ -80,10 +81,10 @@ def parse_rule(text: str, origin: str = "cli") -> Rule:
         s = head.strip()
         if not spec:
             raise RuleError(f"empty specifier in {text!r}: write {s!r} to mean every use")
-    m = _MCP_SERVER_WILDCARD.fullmatch(s)
+    m = re.fullmatch(_MCP_SERVER_WILDCARD, s) if s.endswith("__*") else None   # (it can match no other)
     if m:
         s = m.group(1)            # `mcp__server__*` is the whole server, like `mcp__server`
-    if not s or not _TOOL_NAME.fullmatch(s):
+    if not s or not re.fullmatch(_TOOL_NAME, s):
         raise RuleError(f"invalid tool name in permission rule {text!r}")
     from codeloop.tools.registry import canonical_name
 

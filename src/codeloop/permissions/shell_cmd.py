@@ -21,7 +21,7 @@ from codeloop.permissions.shell_words import SimpleCommand
 SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "fish", "csh", "tcsh", "busybox"})
 LAUNCHERS = SHELLS | frozenset({"xargs", "eval", "source", ".", "sudo", "su", "doas", "pkexec",
                                 "runuser", "chroot", "watch", "parallel", "nsenter", "script"})
-_FIND_ACTIONS = re.compile(r"-(exec|execdir|ok|okdir|delete|fprint0?|fprintf|fls)$")
+_FIND_ACTIONS = r"-(exec|execdir|ok|okdir|delete|fprint0?|fprintf|fls)$"   # compiled when a `find` is judged
 
 # Assignments that change which program runs or what it loads: never auto-allowed.
 _DANGEROUS_ENV = frozenset({
@@ -145,7 +145,7 @@ def launcher_name(argv: list[str]) -> str | None:
     name = command_name(u.argv[0])
     if name in LAUNCHERS:
         return name
-    if name == "find" and any(_FIND_ACTIONS.match(a) for a in u.argv[1:]):
+    if name == "find" and any(re.match(_FIND_ACTIONS, a) for a in u.argv[1:]):
         return "find"
     return None
 

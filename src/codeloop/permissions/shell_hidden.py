@@ -28,8 +28,9 @@ _READERS = frozenset({"cat", "head", "tail", "wc", "grep", "egrep", "fgrep", "rg
                       "echo", "printf", "basename", "dirname", "readlink", "realpath", "test", "true", "md5sum",
                       "sha1sum", "sha256sum", "diff", "cmp"})
 _STDIN_SCRIPTS = ("/dev/stdin", "-", "/proc/self/fd/0", "/dev/fd/0")
-_SED_S = re.compile(r"s(.)(?:\\.|(?!\1).)*?\1(?:\\.|(?!\1).)*?\1([A-Za-z0-9]*)")
-_SED_CMD = re.compile(r"(?:^|[;\n{}!]|[0-9$/,]\s*)\s*[wWe](?:\s|;|$)")
+# (patterns, compiled by `re`'s cache when a sed script is first judged)
+_SED_S = r"s(.)(?:\\.|(?!\1).)*?\1(?:\\.|(?!\1).)*?\1([A-Za-z0-9]*)"
+_SED_CMD = r"(?:^|[;\n{}!]|[0-9$/,]\s*)\s*[wWe](?:\s|;|$)"
 
 
 def _unknown(how: str) -> Targets:
@@ -37,12 +38,12 @@ def _unknown(how: str) -> Targets:
 
 
 def _sed_script_writes(script: str) -> bool:
-    for m in _SED_S.finditer(script):
+    for m in re.finditer(_SED_S, script):
         if set(m.group(2)) & {"w", "e", "W"}:
             return True
-    stripped = _SED_S.sub(";", script)
+    stripped = re.sub(_SED_S, ";", script)
     stripped = re.sub(r"y(.)(?:\\.|(?!\1).)*?\1(?:\\.|(?!\1).)*?\1", ";", stripped)
-    return bool(_SED_CMD.search(stripped))
+    return re.search(_SED_CMD, stripped) is not None
 
 
 def _sed(args: list[str]) -> Targets:

@@ -23,7 +23,7 @@ from codeloop.permissions.shell_words import (Redirect, SimpleCommand, SplitResu
 _REDIRECT_OPS = ("&>>", "&>", "<<<", "<<-", "<<", "<>", "<&", ">>", ">&", ">|", "<", ">")
 # Reserved words that may prefix a command; skipping them keeps `then rm x` checkable as `rm x`.
 _PREFIX_KEYWORDS = frozenset({"if", "then", "else", "elif", "do", "while", "until", "!"})
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
+_ASSIGNMENT = r"[A-Za-z_][A-Za-z0-9_]*\+?="   # (compiled when a word with "=" first starts a command)
 _MAX_DEPTH = 40  # nesting beyond this is refused rather than risk a recursion blow-up
 
 __all__ = ["split_command", "Redirect", "SimpleCommand", "SplitResult", "decode_ansi_c"]
@@ -218,7 +218,7 @@ class _Scanner(WordReader):
             if self.peek() in ("<", ">") and (raw.isdigit() or re.fullmatch(r"\{\w+\}", raw)):
                 self.redirect(raw, redirects, heredocs)     # `2>file`, `{fd}>file`
                 continue
-            if not argv and _ASSIGNMENT.match(raw):
+            if not argv and "=" in raw and re.match(_ASSIGNMENT, raw):
                 name, _, val = value.partition("=")
                 env[name.rstrip("+")] = val
                 continue

@@ -25,7 +25,7 @@ from codeloop.permissions.shell_words import Redirect, SimpleCommand, SplitResul
 
 _HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/zero"})
 _WRITE_OPS = frozenset({">", ">>", ">|", "&>", "&>>", "<>"})
-_UNKNOWN_CHARS = re.compile(r"[$`*?\[{]")
+_UNKNOWN_CHARS = frozenset("$`*?[{")
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,7 @@ class Resolver:
         self.links: set[str] = set()                   # paths `ln` made earlier on the line
 
     def resolve(self, word: str, dynamic: bool, cwds: list[str] | None = None) -> list[str | None]:
-        if dynamic or _UNKNOWN_CHARS.search(word) or not word:
+        if dynamic or not _UNKNOWN_CHARS.isdisjoint(word) or not word:
             return [None]
         if word.startswith("~"):
             if not re.match(r"~(/|$)", word):

@@ -142,7 +142,10 @@ def successor(conv: Conversation, *, session_id: str | None = None, messages: li
         if hold is None:   # the same session goes on: this process's hold on it moves along
             hold, conv.persistence.hold = conv.persistence.hold, None
         # and so do its background tasks: closing the old conversation no longer stops them
-        background, conv.tool_context.background = conv.tool_context.background, None
+        from codeloop.tools.made_on_use import made
+
+        # (one never made goes on unmade: the successor makes its own when first read)
+        background, conv.tool_context.background = made(conv.tool_context, "background"), None
     else:
         background = None
     config = replace(conv.config, resumed=bool(messages))

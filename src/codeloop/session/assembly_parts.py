@@ -283,8 +283,8 @@ def style_name(style: Any, options: RunOptions) -> str:
 
 async def start_mcp(options: RunOptions) -> tuple[Any, list[str]]:
     """Start the configured MCP servers (in parallel, each bounded by MCP_TIMEOUT): (manager or
-    None, warnings). The MCP SDK is imported only when servers are configured."""
-    from codeloop.mcp.config import load_mcp_configs
+    None, warnings). The MCP SDK (and mcp.config) is imported only when servers are configured."""
+    from codeloop.mcp.sources import load_mcp_configs
 
     cwd, settings = options.cwd, options.settings
     configs, errors = load_mcp_configs(cwd, settings_servers=settings.mcp_servers(),

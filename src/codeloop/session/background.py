@@ -10,6 +10,24 @@ from __future__ import annotations
 from typing import Any
 
 
+def background_on_use(ctx: Any, queue: Any, carried: Any = None) -> None:
+    """Give the session (`ctx`) its registry when something first reads `ctx.background` (most
+    sessions start no background task): `carried`, a /rewind predecessor's registry whose tasks go
+    on, or a fresh one; either way wired to this session's `queue` by `wire_background`. A carried
+    registry is wired at once: its running tasks must report to this session from now on."""
+    from codeloop.tools.made_on_use import make_on_use
+
+    def make() -> Any:
+        ctx.background = carried
+        wire_background(ctx, queue)
+        return ctx.background
+
+    if carried is not None:
+        make()
+    else:
+        make_on_use(ctx, "background", make)
+
+
 def wire_background(ctx: Any, queue: Any) -> None:
     """Give the session (`ctx`, its ToolContext) its registry; each task that ends is enqueued
     as a task notification in `queue` (loop.queue.CommandQueue) for the model."""
@@ -41,7 +59,11 @@ def open_inbox(parent_ctx: Any, agent_id: str, queue: Any) -> Any:
 
 def stop_background(ctx: Any) -> None:
     """Kill every background shell and agent of the session (it is ending). Their ends are not
-    announced: the queue goes on to a successor (/clear, /rewind), which never started them."""
-    if ctx.background is not None:
-        ctx.background.listeners.clear()
-        ctx.background.kill_all()
+    announced: the queue goes on to a successor (/clear, /rewind), which never started them.
+    A registry never made has nothing to stop, and is not made now."""
+    from codeloop.tools.made_on_use import made
+
+    tasks = made(ctx, "background")
+    if tasks is not None:
+        tasks.listeners.clear()
+        tasks.kill_all()

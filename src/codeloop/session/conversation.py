@@ -242,9 +242,11 @@ class Conversation(SessionWiring):
     def close(self) -> None:
         if self.sidechain is None:
             from codeloop.session.background import stop_background
+            from codeloop.tools.made_on_use import made
+
             stop_background(self.tool_context)  # no background task outlives its session
-            if self.tool_context.scheduler is not None:
-                self.tool_context.scheduler.close()   # nor a scheduled prompt
+            if (scheduler := made(self.tool_context, "scheduler")) is not None:
+                scheduler.close()   # nor a scheduled prompt (none if it was never made)
         self.persistence.close()
 
     # -- the turn --------------------------------------------------------------------------------

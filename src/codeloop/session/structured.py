@@ -42,7 +42,7 @@ class SchemaError(ValueError):
     """The schema argument is neither valid JSON nor a readable file holding a JSON object."""
 
 
-_FENCE_RE = re.compile(r"```(?:json|JSON)?[ \t]*\n(.*?)\n?```", re.DOTALL)
+_FENCE_RE = r"```(?:json|JSON)?[ \t]*\n(.*?)\n?```"   # compiled (re.DOTALL) when an answer is first searched
 _MAX_ERRORS = 20
 
 
@@ -88,7 +88,7 @@ def extract_json(text: str) -> Any:
         return json.loads(stripped)
     except ValueError:
         pass
-    for match in _FENCE_RE.finditer(text):
+    for match in re.finditer(_FENCE_RE, text, re.DOTALL):
         try:
             return json.loads(match.group(1))
         except ValueError:

@@ -24,6 +24,7 @@ from codeloop.events import ApiCallEvent, Event, SystemEvent, Terminal
 from codeloop.loop.state import TerminalReason
 from codeloop.messages import Message
 from codeloop.tools.base import Tool, ToolContext
+from codeloop.tools.made_on_use import make_on_use
 
 if TYPE_CHECKING:
     from codeloop.loop.query import QueryParams
@@ -125,18 +126,16 @@ class SessionWiring:
             plugins=self.parts.options.plugins if self.parts.options is not None else ())
         if side is None:
             ctx.session_dir = store.session_dir(cfg.cwd, self.session_id)
-            from codeloop.tools.task_board import TaskBoard
-            ctx.task_board = TaskBoard(ctx.session_dir if cfg.persist else None)
-            from codeloop.loop.queue import Priority, QueuedCommand
-            from codeloop.tools.scheduler import PromptScheduler
-            # a due scheduled prompt waits in the queue (LATER: never mid-turn) for the front end to run
-            ctx.scheduler = PromptScheduler(
-                lambda text: self.queue.enqueue(QueuedCommand(text, priority=Priority.LATER)))
+            # the task board, scheduler and background registry are made when first read (most
+            # sessions use none of them): tools.made_on_use
+            make_on_use(ctx, "task_board", partial(self._task_board, ctx.session_dir if cfg.persist else None))
+            make_on_use(ctx, "scheduler", self._scheduler)
             if self.parts.spawn is not None and any(t.name == "Agent" for t in cfg.tools):
                 ctx.spawn_subagent = partial(self.parts.spawn, self)
-            from codeloop.session.background import wire_background
-            ctx.background = self.parts.background   # a /rewind's: they go on (None: created afresh)
-            wire_background(ctx, self.queue)  # each background shell or agent that ends is announced
+            from codeloop.session.background import background_on_use
+            # a /rewind's registry: its tasks go on (None: one made afresh); each background shell
+            # or agent that ends is announced in this session's queue
+            background_on_use(ctx, self.queue, self.parts.background)
         else:
             parent = side.parent
             ctx.cwd, ctx.project_dir = parent.cwd, parent.project_dir
@@ -144,11 +143,26 @@ class SessionWiring:
                                if parent.session_dir else None)
             ctx.agent_id, ctx.agent_type, ctx.abort = side.agent_id, side.agent_type, side.abort
             ctx.non_interactive, ctx.entrypoint = parent.non_interactive, parent.entrypoint
-            ctx.read_denied, ctx.background, ctx.live_output = parent.read_denied, parent.background, parent.live_output
+            ctx.read_denied, ctx.live_output = parent.read_denied, parent.live_output
+            make_on_use(ctx, "background", lambda: parent.background)   # the parent's, when first read
             ctx.project_trusted, ctx.plugins = parent.project_trusted, parent.plugins
-            ctx.task_board = parent.task_board   # one task list per session, as in Claude Code
+            # one task list per session, as in Claude Code (the parent's, when first read)
+            make_on_use(ctx, "task_board", lambda: parent.task_board)
         ctx.tool_pool = self.tool_pool()
         return ctx
+
+    @staticmethod
+    def _task_board(folder: Path | None) -> Any:
+        from codeloop.tools.task_board import TaskBoard
+
+        return TaskBoard(folder)
+
+    def _scheduler(self) -> Any:
+        from codeloop.loop.queue import Priority, QueuedCommand
+        from codeloop.tools.scheduler import PromptScheduler
+
+        # a due scheduled prompt waits in the queue (LATER: never mid-turn) for the front end to run
+        return PromptScheduler(lambda text: self.queue.enqueue(QueuedCommand(text, priority=Priority.LATER)))
 
     def _setup_context(self, entries: list[dict[str, Any]]) -> None:
         """The five-stage pipeline (spec 004 §8) and its compactor, with state that survives resume;

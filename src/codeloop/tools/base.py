@@ -32,6 +32,7 @@ from typing import Any, ClassVar
 
 
 from codeloop.abort import AbortController
+from codeloop.tools.made_on_use import MadeOnUse
 # Re-exported (`as`): tools, the policy and front ends import it from here.
 from codeloop.config.permission_behavior import PermissionBehavior as PermissionBehavior
 
@@ -128,8 +129,8 @@ class ToolContext:
     sandbox: SessionSandbox | None = None
     # Side model calls (WebFetch's summary, WebSearch), metered into the session's totals.
     side_provider: Provider | None = None
-    # Background shells and agents of the session (created on first use; stopped with it).
-    background: BackgroundTasks | None = None
+    # Background shells and agents of the session (made on first use; stopped with it).
+    background: MadeOnUse[BackgroundTasks] = MadeOnUse()
     agent_type: str = ""                        # the subagent's type ("" on the main thread)
     # Secret-looking variables the user lets the model's commands see (settings `env` and
     # `passEnv`; names or `PREFIX*`): tools.builtin.shell_env leaves every other one out.
@@ -147,9 +148,9 @@ class ToolContext:
     # The answer a StructuredOutput call gave (validated); the structured-output driver takes it.
     structured_output: StructuredAnswer | None = None
     # The session's task list (TaskCreate…TaskUpdate), shared with its subagents.
-    task_board: TaskBoard | None = None
+    task_board: MadeOnUse[TaskBoard] = MadeOnUse()   # made on first use
     # Prompts scheduled inside the running session (CronCreate, ScheduleWakeup); None: none can be.
-    scheduler: PromptScheduler | None = None
+    scheduler: MadeOnUse[PromptScheduler] = MadeOnUse()   # made on first use
     # The worktree EnterWorktree moved this context into (ExitWorktree goes back); None: not in one.
     worktree: WorktreeSession | None = None
 

@@ -99,13 +99,15 @@ def _skill_gate(ctx: Any) -> bool:
 
 
 def _schedule_gate(ctx: Any) -> bool:
-    from codeloop.tools.scheduler import scheduling_enabled
+    from codeloop.tools.schedule_gate import scheduling_enabled
 
     return scheduling_enabled(ctx)
 
 
 def _send_message_gate(ctx: Any) -> bool:
-    return ctx.background is not None
+    from codeloop.tools.made_on_use import available
+
+    return available(ctx, "background")   # a registry made or waiting to be: asking makes none
 
 
 _GATES = {"SendMessage": _send_message_gate, "EnterWorktree": _main_agent_gate, "ExitWorktree": _main_agent_gate,

@@ -20,7 +20,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+
+# Re-exported (`as`): the scheduling tools' gate lives apart so that the registry's costs no import.
+from codeloop.tools.schedule_gate import scheduling_enabled as scheduling_enabled
 
 log = logging.getLogger(__name__)
 
@@ -28,11 +30,6 @@ MAX_JOBS = 50
 RECURRING_MAX_AGE_S = 30 * 86400
 WAKEUP_MIN_S, WAKEUP_MAX_S = 60.0, 3600.0
 _LOOKAHEAD_S = 366 * 86400   # a cron that matches nothing within a year is refused (e.g. "0 0 31 2 *")
-
-
-def scheduling_enabled(ctx: Any) -> bool:
-    """The gate of the scheduling tools: the session gave a scheduler, the main thread, not turned off."""
-    return ctx.scheduler is not None and ctx.agent_id is None and not os.environ.get("CLAUDE_CODE_DISABLE_CRON")
 
 
 class JobKind(str, Enum):

@@ -41,7 +41,9 @@ class SendMessageTool(Tool):
     input_model: ClassVar[type[BaseModel]] = SendMessageInput
 
     def is_enabled(self, ctx: ToolContext) -> bool:
-        return ctx.background is not None
+        from codeloop.tools.made_on_use import available
+
+        return available(ctx, "background")   # asking makes no registry
 
     async def check_permissions(self, inp: Any, ctx: ToolContext) -> PermissionDecision:
         # It only talks to agents this session started, which run under the session's own rules.
