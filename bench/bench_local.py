@@ -27,6 +27,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))   # local_tasks.py besi
 from local_tasks import HELD_OUT, TASKS, TUNING, Task  # noqa: E402
 
 HALVES = {"tuning": TUNING, "held-out": HELD_OUT, "all": TASKS}
+# An answer that pastes a tool's own report back at the user fails whatever the files say.
+TOOL_OUTPUT_MARKS = ("result of running `cat -n`", "here's the result of running")
+
+
+def copies_tool_output(answer: str) -> bool:
+    return any(mark in answer.lower() for mark in TOOL_OUTPUT_MARKS)
 
 
 def run_task(task: Task, model: str, env: dict[str, str], timeout: float) -> dict:
@@ -56,10 +62,13 @@ def run_task(task: Task, model: str, env: dict[str, str], timeout: float) -> dic
         except ValueError:
             result = {}
         answer = str(result.get("result") or "")
-        passed = (not timed_out) and bool(result) and task.check(answer, d)
+        passed = (not timed_out) and bool(result) and not copies_tool_output(answer) and task.check(answer, d)
         return {"task": task.name, "passed": passed, "seconds": round(elapsed, 1), "peak_rss_mb": rss_mb,
                 "turns": result.get("num_turns"), "subtype": result.get("subtype", "timeout" if timed_out else "?"),
-                "answer": answer[:200], "stderr": err.strip()[-300:]}
+                "answer": answer[:200], "stderr": err.strip()[-300:],
+                # tokens the server read afresh against those it served from its prompt cache
+                "usage": {k: (result.get("usage") or {}).get(k) for k in
+                          ("input_tokens", "cache_read_input_tokens", "output_tokens")}}
 
 
 class _PeakRss:

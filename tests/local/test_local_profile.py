@@ -102,3 +102,20 @@ def test_local_provider_bodies():
     plain = p.request_body(ModelRequest(model="local", messages=msgs, max_tokens=64))
     assert "response_format" not in plain and plain["messages"][-1]["content"] == "what is in a.txt?"
     assert p.name == "local" and not p.runtime.running
+    # the prompt cache stays warm across turns; a server the user runs picks its own slot
+    assert body["cache_prompt"] is True and plain["cache_prompt"] is True and "id_slot" not in body
+
+
+def test_the_embedded_server_keeps_every_turn_in_its_one_slot():
+    runtime = LocalRuntime(Path("m.gguf"), alias="m")
+    runtime._server = object()   # as if started: the embedded server runs one slot
+    p = LocalProvider(runtime, base_url="http://127.0.0.1:9/v1")
+    msgs = [{"role": "user", "content": "hi"}]
+    first = p.request_body(ModelRequest(model="local", messages=msgs, tools=TOOLS, max_tokens=64))
+    later = p.request_body(ModelRequest(model="local", messages=[*msgs, {"role": "assistant", "content": [
+        {"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "a"}}]}, {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "t1", "content": "x"}]}], tools=TOOLS, max_tokens=64))
+    assert first["id_slot"] == later["id_slot"] == 0 and first["cache_prompt"] is later["cache_prompt"] is True
+    # each turn's prompt extends the last one, so the cached tokens are a prefix of the new prompt
+    assert [m["content"] for m in later["messages"][:2]] == [m["content"] for m in first["messages"][:2]]
+    runtime._server = None
