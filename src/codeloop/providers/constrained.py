@@ -25,9 +25,9 @@ _KEEP = ("type", "enum", "items")
 NOTHING_FOUND = ("no files found", "no matches found")
 MAX_FRUITLESS_CALLS = 3
 MAX_REPEATED_CALLS = 2
-REMINDER = ("(The request: {request}\nWhen it is done, a question answered or a requested change made, reply "
-            '{{"answer": "..."}} with the actual names, values or text you found. Otherwise make the next '
-            "tool call.)")
+REMINDER = ("(The request: {request}\nIf it is done (the question answered, or a tool result shows the requested "
+            'change made), reply {{"answer": "..."}}: your own short words with the actual names, values or text '
+            "you found, never a copy of a tool's output. Otherwise make the next tool call.)")
 FORMAT_RULES = (
     "Reply with exactly one JSON object and nothing else: either a tool call\n"
     '{"name": "<tool>", "arguments": {...}}\n'
