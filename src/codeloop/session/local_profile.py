@@ -3,9 +3,11 @@
 A 0.5–1.5B model on two CPU cores needs a short request (prompt processing is ~50 tok/s: the
 full ~4.1k-token request would take 75–100 s per turn, this one ~800 tokens) and few tools, and
 it must never run unsupervised (small models issue `rm -f` and edit files nobody asked about).
-So `--model local` gets: a short system prompt with the two rules that mattered most in
-measurements (do nothing unrequested; answer as soon as a result answers the question), only
-Read, Edit, Write, Bash, Glob and Grep with one-line descriptions, schema-constrained calls
+So `--model local` gets: a short system prompt with the rules that mattered most in
+measurements (do nothing unrequested; make a requested change with tools and check it before
+answering; answer as soon as a result answers the question, in the model's own words) and one
+worked example of a call, a check and an answer, only Read, Edit, Write, Bash, Glob and Grep with
+one-line descriptions (Bash's names the command for each kind of file change), schema-constrained calls
 (the provider's job), the sandbox switched on through settings (`sandbox.enabled`, read by
 the sandbox layer where it exists) and never bypassPermissions.
 
