@@ -119,3 +119,40 @@ def test_the_embedded_server_keeps_every_turn_in_its_one_slot():
     # each turn's prompt extends the last one, so the cached tokens are a prefix of the new prompt
     assert [m["content"] for m in later["messages"][:2]] == [m["content"] for m in first["messages"][:2]]
     runtime._server = None
+
+
+def _turn(name, inp, result, i):
+    return [{"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": name, "input": inp}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": result}]}]
+
+
+def _offers_answer(p, msgs):
+    body = p.request_body(ModelRequest(model="local", messages=msgs, tools=EDIT_TOOLS, max_tokens=64))
+    return any("answer" in o["properties"] for o in body["response_format"]["json_schema"]["schema"]["anyOf"])
+
+
+EDIT_TOOLS = [{"name": n, "description": "", "input_schema": {
+    "type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}
+              for n in ("Read", "Edit", "Bash")]
+
+
+def test_a_change_is_checked_before_the_final_answer():
+    from codeloop.session.local_profile import CHECK_AFTER
+
+    p = LocalProvider(LocalRuntime(Path("m.gguf"), alias="m"), descriptions=SHORT_DESCRIPTIONS,
+                      base_url="http://127.0.0.1:9/v1", check_after=CHECK_AFTER)
+    prompt = [{"role": "user", "content": "rename f to g in a.py"}]
+    read = _turn("Read", {"command": "a.py"}, "1\tdef f(): pass\n2\tf()", 1)
+    edit = _turn("Edit", {"command": "x"}, "The file a.py has been updated. Here's the result of running `cat -n`", 2)
+    assert _offers_answer(p, [*prompt, *read])             # a result that answers
+    assert not _offers_answer(p, [*prompt, *read, *edit])  # an edit's own report is not a check
+    check = _turn("Read", {"command": "a.py"}, "1\tdef g(): pass\n2\tg()", 3)
+    assert _offers_answer(p, [*prompt, *read, *edit, *check])
+    silent = _turn("Bash", {"command": "rm old.txt"}, "", 4)  # printed nothing: shows nothing
+    assert not _offers_answer(p, [*prompt, *read, *silent])
+    assert _offers_answer(p, [*prompt, *read, *silent, *_turn("Bash", {"command": "ls"}, "a.py", 5)])
+    many = [m for i in range(6) for m in _turn("Edit", {"command": str(i)}, "updated", 10 + i)]
+    assert _offers_answer(p, [*prompt, *many])             # after six calls the answer is allowed anyway
+    # without the profile's check_after only the silent command counts
+    plain = LocalProvider(LocalRuntime(Path("m.gguf"), alias="m"), base_url="http://127.0.0.1:9/v1")
+    assert _offers_answer(plain, [*prompt, *read, *edit]) and not _offers_answer(plain, [*prompt, *read, *silent])

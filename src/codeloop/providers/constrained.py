@@ -13,7 +13,7 @@ blocks or text.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from codeloop.messages import READ_ATTACHMENT_HEAD
@@ -85,6 +85,29 @@ def answer_allowed(messages: list[dict[str, Any]]) -> bool:
     # A file attached to the prompt does not count: asked to run it, a small model that already
     # sees a script answers with a number it made up instead of running it.
     return len(results) >= MAX_FRUITLESS_CALLS or any(not _found_nothing(b) for b in results)
+
+
+# What a tool says when its result shows nothing of what it did (Bash's rm, mv, chmod, sed -i).
+NO_OUTPUT = "(no output)"
+MAX_CHECK_CALLS = 6
+
+
+def unchecked_change(messages: list[dict[str, Any]], check_after: Collection[str]) -> bool:
+    """The newest result is a change nobody has looked at: a call of a `check_after` tool (the
+    local profile's Edit and Write, whose reports show a snippet, not the whole outcome) or a
+    command that printed nothing. The next reply must then be a tool call, a check (ls, Read,
+    running the program) or the rest of the change: a small model otherwise declares a change
+    done after its first step (one call of a renamed function edited, a script written but not
+    made executable) and answers by pasting the tool's report. After MAX_CHECK_CALLS calls the
+    answer is allowed whatever came last."""
+    since = _since_prompt(messages)
+    calls = [b for m in since if m.get("role") == "assistant" and isinstance(m.get("content"), list)
+             for b in m["content"] if b.get("type") == "tool_use"]
+    if not calls or len(calls) >= MAX_CHECK_CALLS or not _has_results(since[-1]):
+        return False
+    results = [b for b in since[-1]["content"] if b.get("type") == "tool_result"]
+    silent = any(_text_of(b.get("content")).strip() in ("", NO_OUTPUT) and not b.get("is_error") for b in results)
+    return silent or calls[-1].get("name") in check_after
 
 
 def awaiting_first_call(messages: list[dict[str, Any]]) -> bool:
@@ -204,18 +227,22 @@ def _request_text(content: Any) -> str:
 
 
 def constrained_body(request: Any, *, max_tokens_field: str = "max_tokens",
-                     descriptions: Mapping[str, str] | None = None, tool_first: bool = False) -> dict[str, Any]:
+                     descriptions: Mapping[str, str] | None = None, tool_first: bool = False,
+                     check_after: Collection[str] = ()) -> dict[str, Any]:
     """The POST /chat/completions body for one constrained turn. With `tool_first` (the local
     profile's steering), the final answer is offered only once a tool found something
-    (`answer_allowed`), a tool whose newest call repeated an earlier one is not offered for the
-    next reply, and once the model loops (`looping`) only the final answer is."""
+    (`answer_allowed`) and not straight after an unchecked change (`unchecked_change`), a tool
+    whose newest call repeated an earlier one is not offered for the next reply, and once the
+    model loops (`looping`) only the final answer is."""
     tools = [t for t in request.tools if "input_schema" in t]
     if descriptions:  # the order of `descriptions` is the order the model sees the tools in
         rank = {name: i for i, name in enumerate(descriptions)}
         tools.sort(key=lambda t: rank.get(t["name"], len(rank)))
     repeated = repeated_tools(request.messages) if tool_first else set()
     offered = [] if tool_first and looping(request.messages) else [t for t in tools if t["name"] not in repeated]
-    schema = reply_schema(offered, allow_answer=not tool_first or not offered or answer_allowed(request.messages))
+    allow = not tool_first or not offered or (answer_allowed(request.messages)
+                                              and not unchecked_change(request.messages, check_after))
+    schema = reply_schema(offered, allow_answer=allow)
     body: dict[str, Any] = {
         "model": request.model, "stream": True, "stream_options": {"include_usage": True},
         "messages": render_messages(request.system, request.messages, tools_prompt(tools, descriptions),

@@ -40,6 +40,9 @@ SHORT_DESCRIPTIONS = {
 # Arguments the constrained calls cannot carry (only required ones are offered): Grep shows the
 # matching lines themselves, which answers most "where is…/what is…" questions in one call.
 INPUT_DEFAULTS = {"Grep": {"output_mode": "content", "-n": True, "head_limit": 50}}
+# Tools whose report shows a snippet, not the outcome: after one, a check (or the rest of the
+# change) comes before the final answer (`providers.constrained.unchecked_change`).
+CHECK_AFTER = ("Edit", "Write")
 LOCAL_SYSTEM_PROMPT = """\
 You are codeloop, a coding assistant that works on the user's files through tools.
 Rules:
@@ -115,14 +118,14 @@ def start_local(spec: str | None, *, progress: Any = None, notice: Any = None) -
     base_url = os.environ.get("CODELOOP_LOCAL_BASE_URL", "").strip() or None
     if base_url:  # a llama.cpp server the user runs (or a test's fake one): nothing to load
         return start_local_provider(spec, config_dir / "models", descriptions=SHORT_DESCRIPTIONS,
-                                    input_defaults=INPUT_DEFAULTS, base_url=base_url)
+                                    input_defaults=INPUT_DEFAULTS, base_url=base_url, check_after=CHECK_AFTER)
     if importlib.util.find_spec("xllamacpp") is None:
         raise LocalModelError(f"the local model runtime is not installed: {RUNTIME_HINT}")
     if notice is not None:
         notice("loading the local model (a small model on this machine: expect slower, weaker answers than a "
                "hosted one)…")
     return start_local_provider(spec, config_dir / "models", progress=progress, descriptions=SHORT_DESCRIPTIONS,
-                                input_defaults=INPUT_DEFAULTS)
+                                input_defaults=INPUT_DEFAULTS, check_after=CHECK_AFTER)
 
 
 def local_model_status(config_dir: Path) -> str:
