@@ -43,7 +43,8 @@ def run_task(task: Task, model: str, env: dict[str, str], timeout: float) -> dic
             (d / rel).write_text(text)
         for rel, mode in task.modes.items():
             (d / rel).chmod(mode)
-        cmd = [sys.executable, "-m", "codeloop", "-p", task.prompt, "--model", model, "--output-format", "json",
+        cmd = [sys.executable, "-m", "codeloop", "-p", task.prompt, "--model", model, "--output-format", "stream-json",
+               "--verbose",
                "--max-turns", "8", "--allowedTools", "Edit", "Write", "Bash", "--no-session-persistence"]
         start = time.monotonic()
         proc = subprocess.Popen(cmd, cwd=d, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -57,18 +58,32 @@ def run_task(task: Task, model: str, env: dict[str, str], timeout: float) -> dic
             timed_out = True
         elapsed = time.monotonic() - start
         rss_mb = peak.stop()
-        try:
-            result = json.loads(out.strip().splitlines()[-1]) if out.strip() else {}
-        except ValueError:
-            result = {}
+        result, calls = _events(out)
         answer = str(result.get("result") or "")
         passed = (not timed_out) and bool(result) and not copies_tool_output(answer) and task.check(answer, d)
         return {"task": task.name, "passed": passed, "seconds": round(elapsed, 1), "peak_rss_mb": rss_mb,
                 "turns": result.get("num_turns"), "subtype": result.get("subtype", "timeout" if timed_out else "?"),
-                "answer": answer[:200], "stderr": err.strip()[-300:],
+                "answer": answer[:200], "stderr": err.strip()[-300:], "calls": calls,
                 # tokens the server read afresh against those it served from its prompt cache
                 "usage": {k: (result.get("usage") or {}).get(k) for k in
                           ("input_tokens", "cache_read_input_tokens", "output_tokens")}}
+
+
+def _events(out: str) -> tuple[dict, list[str]]:
+    """The result event of a stream-json run and each tool call it made, as `Name {input}`."""
+    result: dict = {}
+    calls: list[str] = []
+    for line in out.splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if event.get("type") == "result":
+            result = event
+        elif event.get("type") == "assistant":
+            calls += [f"{b.get('name')} {json.dumps(b.get('input'))[:160]}" for b in event["message"]["content"]
+                      if b.get("type") == "tool_use"]
+    return result, calls
 
 
 class _PeakRss:
@@ -114,8 +129,11 @@ def main() -> int:
         mark = "PASS" if r["passed"] else "FAIL"
         print(f"{TASKS.index(task) + 1:2d}. {mark} {r['half']:8s} {task.name:22s} {r['seconds']:7.1f}s  "
               f"rss<={r['peak_rss_mb']:7.1f} MB  turns={r['turns']}  {r['answer'][:80]!r}", flush=True)
-        if not r["passed"] and r["stderr"]:
-            print(f"      stderr: {r['stderr'][-200:]}", flush=True)
+        if not r["passed"]:
+            for call in r["calls"]:
+                print(f"      {call}", flush=True)
+            if r["stderr"]:
+                print(f"      stderr: {r['stderr'][-200:]}", flush=True)
     summary = {}
     for half in ("tuning", "held-out"):
         rs = [r for r in results if r["half"] == half]

@@ -137,11 +137,11 @@ EDIT_TOOLS = [{"name": n, "description": "", "input_schema": {
 
 
 def test_a_change_is_checked_before_the_final_answer():
-    from codeloop.session.local_profile import CHECK_AFTER
+    from codeloop.session.local_profile import change_rules
 
     p = LocalProvider(LocalRuntime(Path("m.gguf"), alias="m"), descriptions=SHORT_DESCRIPTIONS,
-                      base_url="http://127.0.0.1:9/v1", check_after=CHECK_AFTER)
-    prompt = [{"role": "user", "content": "rename f to g in a.py"}]
+                      base_url="http://127.0.0.1:9/v1", rules=change_rules())
+    prompt = [{"role": "user", "content": "what does a.py call?"}]
     read = _turn("Read", {"command": "a.py"}, "1\tdef f(): pass\n2\tf()", 1)
     edit = _turn("Edit", {"command": "x"}, "The file a.py has been updated. Here's the result of running `cat -n`", 2)
     assert _offers_answer(p, [*prompt, *read])             # a result that answers
@@ -153,6 +153,28 @@ def test_a_change_is_checked_before_the_final_answer():
     assert _offers_answer(p, [*prompt, *read, *silent, *_turn("Bash", {"command": "ls"}, "a.py", 5)])
     many = [m for i in range(6) for m in _turn("Edit", {"command": str(i)}, "updated", 10 + i)]
     assert _offers_answer(p, [*prompt, *many])             # after six calls the answer is allowed anyway
-    # without the profile's check_after only the silent command counts
+    # without the profile's rules only the silent command counts
     plain = LocalProvider(LocalRuntime(Path("m.gguf"), alias="m"), base_url="http://127.0.0.1:9/v1")
     assert _offers_answer(plain, [*prompt, *read, *edit]) and not _offers_answer(plain, [*prompt, *read, *silent])
+
+
+def test_a_requested_change_is_made_before_the_final_answer():
+    from codeloop.session.local_profile import change_rules
+
+    p = LocalProvider(LocalRuntime(Path("m.gguf"), alias="m"), descriptions=SHORT_DESCRIPTIONS,
+                      base_url="http://127.0.0.1:9/v1", rules=change_rules())
+    prompt = [{"role": "user", "content": "Rename f to g in a.py."}]
+    grep = _turn("Grep", {"command": "f"}, "a.py:1:def f(): pass", 1)
+    assert not _offers_answer(p, [*prompt, *grep])        # found something, changed nothing
+    body = p.request_body(ModelRequest(model="local", messages=[*prompt, *grep], tools=EDIT_TOOLS, max_tokens=64))
+    assert "Nothing has been changed yet" in body["messages"][-1]["content"]
+    sed = _turn("Bash", {"command": "sed -i 's/f/g/' a.py"}, "", 2)
+    ls = _turn("Bash", {"command": "grep -n g a.py"}, "1:def g(): pass", 3)
+    assert _offers_answer(p, [*prompt, *grep, *sed, *ls])  # changed, then checked
+    later = p.request_body(ModelRequest(model="local", messages=[*prompt, *grep, *sed, *ls], tools=EDIT_TOOLS,
+                                        max_tokens=64))
+    assert later["messages"][:4] == body["messages"][:4]   # earlier turns render the same: the cache holds
+    echo = _turn("Bash", {"command": "echo ready"}, "ready", 2)
+    assert not _offers_answer(p, [*prompt, *grep, *echo])  # a command that changes no file is no change
+    question = [{"role": "user", "content": "Which file should I change?"}]
+    assert _offers_answer(p, [*question, *grep])           # a question is answered, not acted on

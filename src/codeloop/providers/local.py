@@ -13,7 +13,7 @@ from __future__ import annotations
 import atexit
 import os
 import threading
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -89,14 +89,14 @@ class LocalProvider(OpenAICompatProvider):
 
     def __init__(self, runtime: LocalRuntime, *, descriptions: Mapping[str, str] | None = None,
                  input_defaults: Mapping[str, dict[str, Any]] | None = None, tool_first: bool = True,
-                 check_after: Collection[str] = (), transport: Any = None, base_url: str | None = None,
+                 rules: Any = None, transport: Any = None, base_url: str | None = None,
                  **kwargs: Any) -> None:
         super().__init__(api_key="", base_url=base_url or runtime.base_url, transport=transport,
                          require_key=False, name="local", **kwargs)
         self.runtime = runtime
         self.descriptions = dict(descriptions or {})
         self.tool_first = tool_first
-        self.check_after = tuple(check_after)
+        self.rules = rules   # constrained.ChangeRules: when a change must be made and checked
         self.input_defaults = {k: dict(v) for k, v in (input_defaults or {}).items()}
 
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
@@ -107,7 +107,7 @@ class LocalProvider(OpenAICompatProvider):
         else:
             body = constrained_body(request, max_tokens_field=self.max_tokens_field,
                                     descriptions=self.descriptions, tool_first=self.tool_first,
-                                    check_after=self.check_after)
+                                    rules=self.rules)
         body.setdefault("temperature", DEFAULT_TEMPERATURE)
         body.update(self.cache_options())
         return body
@@ -137,7 +137,7 @@ class LocalProvider(OpenAICompatProvider):
 def start_local_provider(spec: str | None, models_dir: Path, *, progress: Any = None,
                          descriptions: Mapping[str, str] | None = None,
                          input_defaults: Mapping[str, dict[str, Any]] | None = None,
-                         base_url: str | None = None, check_after: Collection[str] = ()) -> tuple[LocalProvider, str]:
+                         base_url: str | None = None, rules: Any = None) -> tuple[LocalProvider, str]:
     """Resolve `--model local[:spec]`, start the runtime and return (provider, model name).
 
     With `base_url` (CODELOOP_LOCAL_BASE_URL: a llama.cpp server the user runs, or a test's
@@ -148,13 +148,13 @@ def start_local_provider(spec: str | None, models_dir: Path, *, progress: Any = 
         name = model_name(spec)
         return LocalProvider(LocalRuntime(Path(name), alias=name), descriptions=descriptions,
                              input_defaults=input_defaults, base_url=base_url.rstrip("/"),
-                             check_after=check_after), name
+                             rules=rules), name
     path, name = resolve_model_file(spec, models_dir, progress)
     name = model_name(name)
     runtime = LocalRuntime(path, alias=name, n_ctx=context_size())
     runtime.start()
     return LocalProvider(runtime, descriptions=descriptions, input_defaults=input_defaults,
-                         check_after=check_after), name
+                         rules=rules), name
 
 
 def model_name(name: str | None) -> str:

@@ -40,9 +40,13 @@ SHORT_DESCRIPTIONS = {
 # Arguments the constrained calls cannot carry (only required ones are offered): Grep shows the
 # matching lines themselves, which answers most "where is…/what is…" questions in one call.
 INPUT_DEFAULTS = {"Grep": {"output_mode": "content", "-n": True, "head_limit": 50}}
-# Tools whose report shows a snippet, not the outcome: after one, a check (or the rest of the
-# change) comes before the final answer (`providers.constrained.unchecked_change`).
-CHECK_AFTER = ("Edit", "Write")
+# When the final answer waits for a change (`providers.constrained.ChangeRules`): a request
+# worded as a change (and not a question) needs an Edit, a Write or a file-changing command
+# first, and after Edit, Write or a command that printed nothing, a check comes before the answer.
+CHANGE_VERBS = ("rename", "delete", "remove", "move", "create", "make", "write", "add", "append", "fix",
+                "change", "set", "update", "replace", "edit", "insert", "copy", "chmod")
+CHANGE_COMMANDS = (r"\b(rm|mv|cp|chmod|touch|mkdir|tee|ln|truncate|patch)\b|\bsed\s+(-\w+\s+)*-i|"
+                   r"(^|[^2&])>")
 LOCAL_SYSTEM_PROMPT = """\
 You are codeloop, a coding assistant that works on the user's files through tools.
 Rules:
@@ -67,6 +71,13 @@ Result of Bash: -r--r--r-- 1 me me 12 Jan 1 12:00 notes.txt
 # what the sandbox layer reads (settings key `sandbox.enabled`); a user setting still wins
 SANDBOX_SETTINGS = {"sandbox": {"enabled": True}}
 KEY_URL = "https://console.anthropic.com/settings/keys"
+
+
+def change_rules() -> Any:
+    from codeloop.providers.constrained import ChangeRules
+
+    return ChangeRules(check_after=("Edit", "Write"), request=r"\b(" + "|".join(CHANGE_VERBS) + r")\b",
+                       shell_tool="Bash", commands=CHANGE_COMMANDS)
 
 
 def _with_sandbox(settings_arg: str | None) -> str:
@@ -118,14 +129,14 @@ def start_local(spec: str | None, *, progress: Any = None, notice: Any = None) -
     base_url = os.environ.get("CODELOOP_LOCAL_BASE_URL", "").strip() or None
     if base_url:  # a llama.cpp server the user runs (or a test's fake one): nothing to load
         return start_local_provider(spec, config_dir / "models", descriptions=SHORT_DESCRIPTIONS,
-                                    input_defaults=INPUT_DEFAULTS, base_url=base_url, check_after=CHECK_AFTER)
+                                    input_defaults=INPUT_DEFAULTS, base_url=base_url, rules=change_rules())
     if importlib.util.find_spec("xllamacpp") is None:
         raise LocalModelError(f"the local model runtime is not installed: {RUNTIME_HINT}")
     if notice is not None:
         notice("loading the local model (a small model on this machine: expect slower, weaker answers than a "
                "hosted one)…")
     return start_local_provider(spec, config_dir / "models", progress=progress, descriptions=SHORT_DESCRIPTIONS,
-                                input_defaults=INPUT_DEFAULTS, check_after=CHECK_AFTER)
+                                input_defaults=INPUT_DEFAULTS, rules=change_rules())
 
 
 def local_model_status(config_dir: Path) -> str:
