@@ -178,3 +178,21 @@ def test_a_requested_change_is_made_before_the_final_answer():
     assert not _offers_answer(p, [*prompt, *grep, *echo])  # a command that changes no file is no change
     question = [{"role": "user", "content": "Which file should I change?"}]
     assert _offers_answer(p, [*question, *grep])           # a question is answered, not acted on
+
+
+def test_after_one_look_a_requested_change_is_offered_only_the_tools_that_change_files():
+    from codeloop.session.local_profile import change_rules
+
+    p = LocalProvider(LocalRuntime(Path("m.gguf"), alias="m"), descriptions=SHORT_DESCRIPTIONS,
+                      base_url="http://127.0.0.1:9/v1", rules=change_rules())
+    prompt = [{"role": "user", "content": "Rename f to g in a.py."}]
+
+    def offered(msgs):
+        body = p.request_body(ModelRequest(model="local", messages=msgs, tools=EDIT_TOOLS, max_tokens=64))
+        return [o["properties"]["name"]["const"] for o in body["response_format"]["json_schema"]["schema"]["anyOf"]]
+
+    assert offered(prompt) == ["Read", "Edit", "Bash"]            # the first call may look
+    grep = _turn("Grep", {"command": "f"}, "a.py:1:def f(): pass", 1)
+    assert offered([*prompt, *grep]) == ["Edit", "Bash"]
+    edit = _turn("Edit", {"command": "x"}, "updated", 2)
+    assert offered([*prompt, *grep, *edit]) == ["Read", "Edit", "Bash"]  # changed: checking is open again

@@ -279,6 +279,10 @@ def constrained_body(request: Any, *, max_tokens_field: str = "max_tokens",
     repeated = repeated_tools(request.messages) if tool_first else set()
     offered = [] if tool_first and looping(request.messages) else [t for t in tools if t["name"] not in repeated]
     rules = rules or ChangeRules()
+    if tool_first and _calls(_since_prompt(request.messages)) and change_missing(request.messages, rules):
+        # it has looked once and changed nothing: only the tools that change files are offered
+        changing = [t for t in offered if t["name"] in (*rules.check_after, rules.shell_tool)]
+        offered = changing or offered
     allow = not tool_first or not offered or (answer_allowed(request.messages)
                                               and not unchecked_change(request.messages, rules)
                                               and not change_missing(request.messages, rules))
