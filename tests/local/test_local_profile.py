@@ -189,10 +189,13 @@ def test_after_one_look_a_requested_change_is_offered_only_the_tools_that_change
 
     def offered(msgs):
         body = p.request_body(ModelRequest(model="local", messages=msgs, tools=EDIT_TOOLS, max_tokens=64))
-        return [o["properties"]["name"]["const"] for o in body["response_format"]["json_schema"]["schema"]["anyOf"]]
+        return [o["properties"]["name"]["const"] if "name" in o["properties"] else "answer"
+                for o in body["response_format"]["json_schema"]["schema"]["anyOf"]]
 
     assert offered(prompt) == ["Read", "Edit", "Bash"]            # the first call may look
     grep = _turn("Grep", {"command": "f"}, "a.py:1:def f(): pass", 1)
     assert offered([*prompt, *grep]) == ["Edit", "Bash"]
     edit = _turn("Edit", {"command": "x"}, "updated", 2)
-    assert offered([*prompt, *grep, *edit]) == ["Read", "Edit", "Bash"]  # changed: checking is open again
+    assert offered([*prompt, *grep, *edit]) == ["Read"]        # changed: the next call is a look
+    check = _turn("Read", {"command": "a.py"}, "1\tdef g(): pass", 3)
+    assert offered([*prompt, *grep, *edit, *check]) == ["Read", "Edit", "Bash", "answer"]

@@ -283,6 +283,11 @@ def constrained_body(request: Any, *, max_tokens_field: str = "max_tokens",
         # it has looked once and changed nothing: only the tools that change files are offered
         changing = [t for t in offered if t["name"] in (*rules.check_after, rules.shell_tool)]
         offered = changing or offered
+    elif tool_first and unchecked_change(request.messages, rules):
+        # a check is a look: offered a tool that changes files, a small model "checks" by
+        # changing the file again (and undoes a finished change)
+        looking = [t for t in offered if t["name"] not in (*rules.check_after, rules.shell_tool)]
+        offered = looking or offered
     allow = not tool_first or not offered or (answer_allowed(request.messages)
                                               and not unchecked_change(request.messages, rules)
                                               and not change_missing(request.messages, rules))
