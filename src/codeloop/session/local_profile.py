@@ -32,8 +32,8 @@ SHORT_DESCRIPTIONS = {
     # Edit when asked to delete it, or write a script and never make it executable
     "Bash": "run a shell command and see its output: run a program (python3 x.py), count (wc -l), delete (rm), "
             "move or rename (mv), make executable (chmod +x), replace a name everywhere in a file (sed -i)",
-    "Glob": "list the files whose paths match a pattern such as **/*.py",
-    # no literal example patterns here: a small model searches for the examples themselves
+    # no literal example patterns here or in Grep's: a small model searches for the examples themselves
+    "Glob": "list the files whose paths match a glob pattern made from the folder and file kind in the request",
     "Grep": "search inside all files for a name or regular expression taken from the question; "
             "shows each matching line with its file name",
 }
@@ -59,15 +59,15 @@ then Edit it with old_string copied exactly from what you read. To delete, move,
 - Count or list only the kind of file the user named.
 - As soon as a tool result answers the question, give your final answer. Never repeat a tool call.
 - If a tool finds nothing, try another tool before you answer.
-- Before the final answer to a change, check with a tool that it happened (ls -l, Read, or run the program).
+- Before the final answer to a change, look with a tool that it happened (Read, Glob or Grep).
 - Paths are relative to the working directory. The final answer is one or two sentences in your own words \
 with the actual names, numbers or text you found; never copy a tool's output into it.
-Example (the user asked: make notes.txt read-only):
-{"name": "Bash", "arguments": {"command": "chmod a-w notes.txt"}}
+Example (the user asked: change colour to color everywhere in notes.txt):
+{"name": "Bash", "arguments": {"command": "sed -i 's/colour/color/g' notes.txt"}}
 Result of Bash: (no output)
-{"name": "Bash", "arguments": {"command": "ls -l notes.txt"}}
-Result of Bash: -r--r--r-- 1 me me 12 Jan 1 12:00 notes.txt
-{"answer": "notes.txt is now read-only."}"""
+{"name": "Read", "arguments": {"file_path": "notes.txt"}}
+Result of Read: 1  the color of the sky  2  a color chart
+{"answer": "notes.txt now says color everywhere (2 lines changed)."}"""
 # what the sandbox layer reads (settings key `sandbox.enabled`); a user setting still wins
 SANDBOX_SETTINGS = {"sandbox": {"enabled": True}}
 KEY_URL = "https://console.anthropic.com/settings/keys"
