@@ -62,6 +62,9 @@ def test_local_profile_end_to_end_with_constrained_calls(tmp_path):
     assert [(b["name"], b["input"]) for b in tool_uses] == [("Read", {"file_path": "notes.txt"})]
     first, second = api.requests
     assert first.path == "/v1/chat/completions" and "tools" not in first.body
+    assert first.body["cache_prompt"] is True and "id_slot" not in first.body  # a server we did not start
+    # the second prompt starts with the whole first one: the server's prompt cache covers it
+    assert second.body["messages"][:2] == first.body["messages"][:2]
     # the first reply to a prompt must be a tool call; after a result the answer is allowed
     assert set(options(first)) == LOCAL_TOOLS and options(second)[-1] == "answer"
     system = first.body["messages"][0]["content"]

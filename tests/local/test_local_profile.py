@@ -105,3 +105,100 @@ def test_local_provider_bodies():
     plain = p.request_body(ModelRequest(model="local", messages=msgs, max_tokens=64))
     assert "response_format" not in plain and plain["messages"][-1]["content"] == "what is in a.txt?"
     assert p.name == "local" and not p.runtime.running
+    # the prompt cache stays warm across turns; a server the user runs picks its own slot
+    assert body["cache_prompt"] is True and plain["cache_prompt"] is True and "id_slot" not in body
+
+
+def test_the_embedded_server_keeps_every_turn_in_its_one_slot():
+    runtime = LocalRuntime(Path("m.gguf"), alias="m")
+    runtime._server = object()   # as if started: the embedded server runs one slot
+    p = LocalProvider(runtime, base_url="http://127.0.0.1:9/v1")
+    msgs = [{"role": "user", "content": "hi"}]
+    first = p.request_body(ModelRequest(model="local", messages=msgs, tools=TOOLS, max_tokens=64))
+    later = p.request_body(ModelRequest(model="local", messages=[*msgs, {"role": "assistant", "content": [
+        {"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "a"}}]}, {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "t1", "content": "x"}]}], tools=TOOLS, max_tokens=64))
+    assert first["id_slot"] == later["id_slot"] == 0 and first["cache_prompt"] is later["cache_prompt"] is True
+    # each turn's prompt extends the last one, so the cached tokens are a prefix of the new prompt
+    assert [m["content"] for m in later["messages"][:2]] == [m["content"] for m in first["messages"][:2]]
+    runtime._server = None
+
+
+def _turn(name, inp, result, i):
+    return [{"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": name, "input": inp}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": result}]}]
+
+
+def _offers_answer(p, msgs):
+    body = p.request_body(ModelRequest(model="local", messages=msgs, tools=EDIT_TOOLS, max_tokens=64))
+    return any("answer" in o["properties"] for o in body["response_format"]["json_schema"]["schema"]["anyOf"])
+
+
+EDIT_TOOLS = [{"name": n, "description": "", "input_schema": {
+    "type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}
+              for n in ("Read", "Edit", "Bash")]
+
+
+def test_a_change_is_checked_before_the_final_answer():
+    from codeloop.session.local_profile import change_rules
+
+    p = LocalProvider(LocalRuntime(Path("m.gguf"), alias="m"), descriptions=SHORT_DESCRIPTIONS,
+                      base_url="http://127.0.0.1:9/v1", rules=change_rules())
+    prompt = [{"role": "user", "content": "what does a.py call?"}]
+    read = _turn("Read", {"command": "a.py"}, "1\tdef f(): pass\n2\tf()", 1)
+    edit = _turn("Edit", {"command": "x"}, "The file a.py has been updated. Here's the result of running `cat -n`", 2)
+    assert _offers_answer(p, [*prompt, *read])             # a result that answers
+    assert not _offers_answer(p, [*prompt, *read, *edit])  # an edit's own report is not a check
+    check = _turn("Read", {"command": "a.py"}, "1\tdef g(): pass\n2\tg()", 3)
+    assert _offers_answer(p, [*prompt, *read, *edit, *check])
+    silent = _turn("Bash", {"command": "rm old.txt"}, "", 4)  # printed nothing: shows nothing
+    assert not _offers_answer(p, [*prompt, *read, *silent])
+    assert _offers_answer(p, [*prompt, *read, *silent, *_turn("Bash", {"command": "ls"}, "a.py", 5)])
+    many = [m for i in range(6) for m in _turn("Edit", {"command": str(i)}, "updated", 10 + i)]
+    assert _offers_answer(p, [*prompt, *many])             # after six calls the answer is allowed anyway
+    # without the profile's rules only the silent command counts
+    plain = LocalProvider(LocalRuntime(Path("m.gguf"), alias="m"), base_url="http://127.0.0.1:9/v1")
+    assert _offers_answer(plain, [*prompt, *read, *edit]) and not _offers_answer(plain, [*prompt, *read, *silent])
+
+
+def test_a_requested_change_is_made_before_the_final_answer():
+    from codeloop.session.local_profile import change_rules
+
+    p = LocalProvider(LocalRuntime(Path("m.gguf"), alias="m"), descriptions=SHORT_DESCRIPTIONS,
+                      base_url="http://127.0.0.1:9/v1", rules=change_rules())
+    prompt = [{"role": "user", "content": "Rename f to g in a.py."}]
+    grep = _turn("Grep", {"command": "f"}, "a.py:1:def f(): pass", 1)
+    assert not _offers_answer(p, [*prompt, *grep])        # found something, changed nothing
+    body = p.request_body(ModelRequest(model="local", messages=[*prompt, *grep], tools=EDIT_TOOLS, max_tokens=64))
+    assert "Nothing has been changed yet" in body["messages"][-1]["content"]
+    sed = _turn("Bash", {"command": "sed -i 's/f/g/' a.py"}, "", 2)
+    ls = _turn("Bash", {"command": "grep -n g a.py"}, "1:def g(): pass", 3)
+    assert _offers_answer(p, [*prompt, *grep, *sed, *ls])  # changed, then checked
+    later = p.request_body(ModelRequest(model="local", messages=[*prompt, *grep, *sed, *ls], tools=EDIT_TOOLS,
+                                        max_tokens=64))
+    assert later["messages"][:4] == body["messages"][:4]   # earlier turns render the same: the cache holds
+    echo = _turn("Bash", {"command": "echo ready"}, "ready", 2)
+    assert not _offers_answer(p, [*prompt, *grep, *echo])  # a command that changes no file is no change
+    question = [{"role": "user", "content": "Which file should I change?"}]
+    assert _offers_answer(p, [*question, *grep])           # a question is answered, not acted on
+
+
+def test_after_one_look_a_requested_change_is_offered_only_the_tools_that_change_files():
+    from codeloop.session.local_profile import change_rules
+
+    p = LocalProvider(LocalRuntime(Path("m.gguf"), alias="m"), descriptions=SHORT_DESCRIPTIONS,
+                      base_url="http://127.0.0.1:9/v1", rules=change_rules())
+    prompt = [{"role": "user", "content": "Rename f to g in a.py."}]
+
+    def offered(msgs):
+        body = p.request_body(ModelRequest(model="local", messages=msgs, tools=EDIT_TOOLS, max_tokens=64))
+        return [o["properties"]["name"]["const"] if "name" in o["properties"] else "answer"
+                for o in body["response_format"]["json_schema"]["schema"]["anyOf"]]
+
+    assert offered(prompt) == ["Read", "Edit", "Bash"]            # the first call may look
+    grep = _turn("Grep", {"command": "f"}, "a.py:1:def f(): pass", 1)
+    assert offered([*prompt, *grep]) == ["Edit", "Bash"]
+    edit = _turn("Edit", {"command": "x"}, "updated", 2)
+    assert offered([*prompt, *grep, *edit]) == ["Read"]        # changed: the next call is a look
+    check = _turn("Read", {"command": "a.py"}, "1\tdef g(): pass", 3)
+    assert offered([*prompt, *grep, *edit, *check]) == ["Read", "Edit", "Bash", "answer"]

@@ -2,7 +2,8 @@
 with no key (opt-in: `pytest -m local_model`).
 
 Deselected by default (pyproject addopts): it loads a 1.1 GB model and takes minutes on a busy
-CPU. The full set of ten tasks, with timings and RSS, is `python bench/bench_local.py`.
+CPU. The full set of tasks (a tuning and a held-out half), with timings and RSS, is
+`python bench/bench_local.py`.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def env():
     return {**os.environ, "CODELOOP_CONFIG_DIR": str(real_cfg), "PYTHONPATH": str(BENCH.parents[1] / "src")}
 
 
-@pytest.mark.parametrize("number", [1, 4])   # read a value; run a script
+@pytest.mark.parametrize("number", [1, 4, 12])   # read a value; run a script; delete a file
 def test_real_model_task(env, number):
     bench = _bench()
     task = bench.TASKS[number - 1]

@@ -13,7 +13,9 @@ blocks or text.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from codeloop.messages import READ_ATTACHMENT_HEAD
@@ -25,9 +27,9 @@ _KEEP = ("type", "enum", "items")
 NOTHING_FOUND = ("no files found", "no matches found")
 MAX_FRUITLESS_CALLS = 3
 MAX_REPEATED_CALLS = 2
-REMINDER = ("(The request: {request}\nWhen it is done, a question answered or a requested change made, reply "
-            '{{"answer": "..."}} with the actual names, values or text you found. Otherwise make the next '
-            "tool call.)")
+REMINDER = ("(The request: {request}\nIf it is done (the question answered, or a tool result shows the requested "
+            'change made), reply {{"answer": "..."}}: your own short words with the actual names, values or text '
+            "you found, never a copy of a tool's output. Otherwise make the next tool call.)")
 FORMAT_RULES = (
     "Reply with exactly one JSON object and nothing else: either a tool call\n"
     '{"name": "<tool>", "arguments": {...}}\n'
@@ -87,6 +89,60 @@ def answer_allowed(messages: list[dict[str, Any]]) -> bool:
     return len(results) >= MAX_FRUITLESS_CALLS or any(not _found_nothing(b) for b in results)
 
 
+# What a tool says when its result shows nothing of what it did (Bash's rm, mv, chmod, sed -i).
+NO_OUTPUT = "(no output)"
+MAX_CHECK_CALLS = 6
+NOT_CHANGED_YET = "Nothing has been changed yet: make the requested change with a tool."
+
+
+@dataclass(frozen=True)
+class ChangeRules:
+    """How the local profile tells a request for a change, and a call that makes one. Small
+    models declare a change done without making it (a Grep, then "renamed"), or after its first
+    step, and answer by pasting the tool's report; these rules hold the final answer back."""
+    check_after: tuple[str, ...] = ()   # tools whose report shows a snippet, not the outcome
+    request: str = ""                   # regex: the request asks for a change (not a question)
+    shell_tool: str = ""                # the tool whose `command` may change files…
+    commands: str = ""                  # …when it matches this regex
+
+
+def _calls(since: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [b for m in since if m.get("role") == "assistant" and isinstance(m.get("content"), list)
+            for b in m["content"] if b.get("type") == "tool_use"]
+
+
+def unchecked_change(messages: list[dict[str, Any]], rules: ChangeRules) -> bool:
+    """The newest result is a change nobody has looked at: a call of a `check_after` tool or a
+    command that printed nothing. The next reply must then be a tool call: a check (ls, Read,
+    running the program) or the rest of the change. After MAX_CHECK_CALLS calls the answer is
+    allowed whatever came last."""
+    since = _since_prompt(messages)
+    calls = _calls(since)
+    if not calls or len(calls) >= MAX_CHECK_CALLS or not _has_results(since[-1]):
+        return False
+    results = [b for b in since[-1]["content"] if b.get("type") == "tool_result"]
+    silent = any(_text_of(b.get("content")).strip() in ("", NO_OUTPUT) and not b.get("is_error") for b in results)
+    return silent or calls[-1].get("name") in rules.check_after
+
+
+def change_missing(messages: list[dict[str, Any]], rules: ChangeRules) -> bool:
+    """The request asks for a change (`rules.request`, and it is not a question) and no call
+    since it has made one: a check_after tool, or a shell command matching `rules.commands`."""
+    if not rules.request or not messages:
+        return False
+    since = _since_prompt(messages)
+    request = _request_text(since[0].get("content")) if since else ""
+    if not re.search(rules.request, request, re.I) or request.rstrip().endswith("?"):
+        return False
+    calls = _calls(since)
+    if len(calls) >= MAX_CHECK_CALLS:
+        return False
+    return not any(c.get("name") in rules.check_after or (
+        rules.commands and c.get("name") == rules.shell_tool
+        and re.search(rules.commands, str((c.get("input") or {}).get("command", ""))))
+        for c in calls)
+
+
 def awaiting_first_call(messages: list[dict[str, Any]]) -> bool:
     """True when the newest message is the user's prompt rather than tool results: the reply
     that starts working on a request."""
@@ -141,7 +197,7 @@ def _call_json(block: dict[str, Any]) -> str:
 
 
 def render_messages(system: list[dict[str, Any]], messages: list[dict[str, Any]],
-                    tools_text: str, *, remind: bool = False) -> list[dict[str, Any]]:
+                    tools_text: str, *, remind: bool = False, rules: ChangeRules | None = None) -> list[dict[str, Any]]:
     """Chat messages with tool calls and results as plain text in the constrained JSON form.
 
     With `remind` (the local profile), each turn of tool results ends by restating the user's
@@ -160,7 +216,7 @@ def render_messages(system: list[dict[str, Any]], messages: list[dict[str, Any]]
             out.append({"role": role, "content": text})
 
     request = ""
-    for m in messages:
+    for i, m in enumerate(messages):
         content = m["content"]  # every API message has one (None would fail below all the same)
         if m.get("role") == "user" and not _has_results(m):
             request = _request_text(content)
@@ -186,6 +242,10 @@ def render_messages(system: list[dict[str, Any]], messages: list[dict[str, Any]]
             elif b.get("type") == "text" and b.get("text"):
                 parts.append(b["text"])
         if remind and request and any(b.get("type") == "tool_result" for b in content):
+            # computed from the history up to this turn only, so earlier turns render the same
+            # every time and the server's prompt cache still covers them
+            if rules is not None and change_missing(messages[:i + 1], rules):
+                parts.append(NOT_CHANGED_YET)
             parts.append(REMINDER.format(request=request))
         add("user", "\n\n".join(parts))
     return out
@@ -204,22 +264,38 @@ def _request_text(content: Any) -> str:
 
 
 def constrained_body(request: Any, *, max_tokens_field: str = "max_tokens",
-                     descriptions: Mapping[str, str] | None = None, tool_first: bool = False) -> dict[str, Any]:
+                     descriptions: Mapping[str, str] | None = None, tool_first: bool = False,
+                     rules: ChangeRules | None = None) -> dict[str, Any]:
     """The POST /chat/completions body for one constrained turn. With `tool_first` (the local
     profile's steering), the final answer is offered only once a tool found something
-    (`answer_allowed`), a tool whose newest call repeated an earlier one is not offered for the
-    next reply, and once the model loops (`looping`) only the final answer is."""
+    (`answer_allowed`), not straight after an unchecked change (`unchecked_change`) nor before a
+    requested change was attempted (`change_missing`, `rules`), a tool
+    whose newest call repeated an earlier one is not offered for the next reply, and once the
+    model loops (`looping`) only the final answer is."""
     tools = [t for t in request.tools if "input_schema" in t]
     if descriptions:  # the order of `descriptions` is the order the model sees the tools in
         rank = {name: i for i, name in enumerate(descriptions)}
         tools.sort(key=lambda t: rank.get(t["name"], len(rank)))
     repeated = repeated_tools(request.messages) if tool_first else set()
     offered = [] if tool_first and looping(request.messages) else [t for t in tools if t["name"] not in repeated]
-    schema = reply_schema(offered, allow_answer=not tool_first or not offered or answer_allowed(request.messages))
+    rules = rules or ChangeRules()
+    if tool_first and _calls(_since_prompt(request.messages)) and change_missing(request.messages, rules):
+        # it has looked once and changed nothing: only the tools that change files are offered
+        changing = [t for t in offered if t["name"] in (*rules.check_after, rules.shell_tool)]
+        offered = changing or offered
+    elif tool_first and unchecked_change(request.messages, rules):
+        # a check is a look: offered a tool that changes files, a small model "checks" by
+        # changing the file again (and undoes a finished change)
+        looking = [t for t in offered if t["name"] not in (*rules.check_after, rules.shell_tool)]
+        offered = looking or offered
+    allow = not tool_first or not offered or (answer_allowed(request.messages)
+                                              and not unchecked_change(request.messages, rules)
+                                              and not change_missing(request.messages, rules))
+    schema = reply_schema(offered, allow_answer=allow)
     body: dict[str, Any] = {
         "model": request.model, "stream": True, "stream_options": {"include_usage": True},
         "messages": render_messages(request.system, request.messages, tools_prompt(tools, descriptions),
-                                    remind=tool_first),
+                                    remind=tool_first, rules=rules if tool_first else None),
         max_tokens_field: request.max_tokens,
         "response_format": {"type": "json_schema",
                             "json_schema": {"name": "reply", "strict": True, "schema": schema}}}

@@ -89,12 +89,14 @@ class LocalProvider(OpenAICompatProvider):
 
     def __init__(self, runtime: LocalRuntime, *, descriptions: Mapping[str, str] | None = None,
                  input_defaults: Mapping[str, dict[str, Any]] | None = None, tool_first: bool = True,
-                 transport: Any = None, base_url: str | None = None, **kwargs: Any) -> None:
+                 rules: Any = None, transport: Any = None, base_url: str | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(api_key="", base_url=base_url or runtime.base_url, transport=transport,
                          require_key=False, name="local", **kwargs)
         self.runtime = runtime
         self.descriptions = dict(descriptions or {})
         self.tool_first = tool_first
+        self.rules = rules   # constrained.ChangeRules: when a change must be made and checked
         self.input_defaults = {k: dict(v) for k, v in (input_defaults or {}).items()}
 
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
@@ -102,12 +104,24 @@ class LocalProvider(OpenAICompatProvider):
 
         if not request.tools:  # side requests (compaction summaries, labels) are plain text
             body = chat_body(request, max_tokens_field=self.max_tokens_field, send_tools=False)
-            body.setdefault("temperature", DEFAULT_TEMPERATURE)
-            return body
-        body = constrained_body(request, max_tokens_field=self.max_tokens_field, descriptions=self.descriptions,
-                                tool_first=self.tool_first)
+        else:
+            body = constrained_body(request, max_tokens_field=self.max_tokens_field,
+                                    descriptions=self.descriptions, tool_first=self.tool_first,
+                                    rules=self.rules)
         body.setdefault("temperature", DEFAULT_TEMPERATURE)
+        body.update(self.cache_options())
         return body
+
+    def cache_options(self) -> dict[str, Any]:
+        """llama.cpp's prompt cache, kept warm across turns: each turn's prompt is the previous
+        one plus the newest call and result, so with the cache kept in one slot the server
+        re-reads only the new tokens (prompt reading, ~50 tok/s on 2 cores, is most of a turn).
+        The embedded server has one slot; a server the user runs may have several, and pinning
+        them all to slot 0 would serialise its other clients, so there the server picks."""
+        options: dict[str, Any] = {"cache_prompt": True}
+        if self.runtime.running:
+            options["id_slot"] = 0
+        return options
 
     def translator(self, request: ModelRequest) -> StreamTranslator:
         return StreamTranslator(request.model, tool_names=[t["name"] for t in request.tools if "name" in t],
@@ -123,7 +137,7 @@ class LocalProvider(OpenAICompatProvider):
 def start_local_provider(spec: str | None, models_dir: Path, *, progress: Any = None,
                          descriptions: Mapping[str, str] | None = None,
                          input_defaults: Mapping[str, dict[str, Any]] | None = None,
-                         base_url: str | None = None) -> tuple[LocalProvider, str]:
+                         base_url: str | None = None, rules: Any = None) -> tuple[LocalProvider, str]:
     """Resolve `--model local[:spec]`, start the runtime and return (provider, model name).
 
     With `base_url` (CODELOOP_LOCAL_BASE_URL: a llama.cpp server the user runs, or a test's
@@ -133,12 +147,14 @@ def start_local_provider(spec: str | None, models_dir: Path, *, progress: Any = 
     if base_url:
         name = model_name(spec)
         return LocalProvider(LocalRuntime(Path(name), alias=name), descriptions=descriptions,
-                             input_defaults=input_defaults, base_url=base_url.rstrip("/")), name
+                             input_defaults=input_defaults, base_url=base_url.rstrip("/"),
+                             rules=rules), name
     path, name = resolve_model_file(spec, models_dir, progress)
     name = model_name(name)
     runtime = LocalRuntime(path, alias=name, n_ctx=context_size())
     runtime.start()
-    return LocalProvider(runtime, descriptions=descriptions, input_defaults=input_defaults), name
+    return LocalProvider(runtime, descriptions=descriptions, input_defaults=input_defaults,
+                         rules=rules), name
 
 
 def model_name(name: str | None) -> str:

@@ -3,9 +3,11 @@
 A 0.5–1.5B model on two CPU cores needs a short request (prompt processing is ~50 tok/s: the
 full ~4.1k-token request would take 75–100 s per turn, this one ~800 tokens) and few tools, and
 it must never run unsupervised (small models issue `rm -f` and edit files nobody asked about).
-So `--model local` gets: a short system prompt with the two rules that mattered most in
-measurements (do nothing unrequested; answer as soon as a result answers the question), only
-Read, Edit, Write, Bash, Glob and Grep with one-line descriptions, schema-constrained calls
+So `--model local` gets: a short system prompt with the rules that mattered most in
+measurements (do nothing unrequested; make a requested change with tools and check it before
+answering; answer as soon as a result answers the question, in the model's own words) and one
+worked example of a call, a check and an answer, only Read, Edit, Write, Bash, Glob and Grep with
+one-line descriptions (Bash's names the command for each kind of file change), schema-constrained calls
 (the provider's job), the sandbox switched on through settings (`sandbox.enabled`, read by
 the sandbox layer where it exists) and never bypassPermissions.
 
@@ -25,33 +27,60 @@ from typing import Any
 LOCAL_TOOLS = ("Read", "Edit", "Write", "Bash", "Glob", "Grep")
 # in the order the model sees them: the first tools are the ones most tasks need
 SHORT_DESCRIPTIONS = {
-    "Read": "show a file's contents with line numbers (use it to answer questions about a file)",
-    "Edit": "replace old_string, copied exactly from the file, with new_string",
-    "Write": "create a new file, or overwrite one, with content",
-    "Bash": "run a shell command (python3, wc, ls…) and see its output",
-    "Glob": "list the files whose paths match a pattern such as **/*.py",
-    # no literal example patterns here: a small model searches for the examples themselves
+    "Read": "show a file's contents with line numbers (use it to answer questions about a file, and before Edit)",
+    "Edit": "change part of an existing file: replace old_string, copied exactly from the file without the "
+            "line numbers, with new_string",
+    "Write": "create a new file with content, or replace a whole file",
+    # what each kind of file change needs, as commands: small models otherwise empty a file with
+    # Edit when asked to delete it, or write a script and never make it executable
+    "Bash": "run a shell command and see its output: run a program (python3 x.py), count (wc -l), delete (rm), "
+            "move or rename (mv), make executable (chmod +x), replace a name everywhere in a file (sed -i)",
+    # no literal example patterns here or in Grep's: a small model searches for the examples themselves
+    "Glob": "list the files whose paths match a glob pattern made from the folder and file kind in the request",
     "Grep": "search inside all files for a name or regular expression taken from the question; "
             "shows each matching line with its file name",
 }
 # Arguments the constrained calls cannot carry (only required ones are offered): Grep shows the
 # matching lines themselves, which answers most "where is…/what is…" questions in one call.
 INPUT_DEFAULTS = {"Grep": {"output_mode": "content", "-n": True, "head_limit": 50}}
+# When the final answer waits for a change (`providers.constrained.ChangeRules`): a request
+# worded as a change (and not a question) needs an Edit, a Write or a file-changing command
+# first, and after Edit, Write or a command that printed nothing, a check comes before the answer.
+CHANGE_VERBS = ("rename", "delete", "remove", "move", "create", "make", "write", "add", "append", "fix",
+                "change", "set", "update", "replace", "edit", "insert", "copy", "chmod")
+CHANGE_COMMANDS = (r"\b(rm|mv|cp|chmod|touch|mkdir|tee|ln|truncate|patch)\b|\bsed\s+(-\w+\s+)*-i|"
+                   r"(^|[^2&])>")
 LOCAL_SYSTEM_PROMPT = """\
 You are codeloop, a coding assistant that works on the user's files through tools.
 Rules:
 - Never guess what a file contains or what a command prints: find out with a tool.
 - A question about a named file: Read that file. To find which file defines or mentions something: \
-Grep for its name (a function: "def " then its name). To list files: Glob. To run a program or count lines: Bash.
+Grep for its name (a function: "def " then its name). To list files: Glob. To run a program or count: Bash.
 - Do only what the user asked. Never change, create or delete files unless the user asked for it.
-- To change a file, Read it first, then Edit it with old_string copied exactly from what you read.
+- Asked for a change, make it with tools; never only describe it. To change a file's text, Read it first, \
+then Edit it with old_string copied exactly from what you read. To delete, move, rename or chmod a file: Bash.
+- Count or list only the kind of file the user named.
 - As soon as a tool result answers the question, give your final answer. Never repeat a tool call.
 - If a tool finds nothing, try another tool before you answer.
-- Paths are relative to the working directory. Keep final answers short, and put in them \
-the actual names, numbers or text you found."""
+- Before the final answer to a change, look with a tool that it happened (Read, Glob or Grep).
+- Paths are relative to the working directory. The final answer is one or two sentences in your own words \
+with the actual names, numbers or text you found; never copy a tool's output into it.
+Example (the user asked: change colour to color everywhere in notes.txt):
+{"name": "Bash", "arguments": {"command": "sed -i 's/colour/color/g' notes.txt"}}
+Result of Bash: (no output)
+{"name": "Read", "arguments": {"file_path": "notes.txt"}}
+Result of Read: 1  the color of the sky  2  a color chart
+{"answer": "notes.txt now says color everywhere (2 lines changed)."}"""
 # what the sandbox layer reads (settings key `sandbox.enabled`); a user setting still wins
 SANDBOX_SETTINGS = {"sandbox": {"enabled": True}}
 KEY_URL = "https://console.anthropic.com/settings/keys"
+
+
+def change_rules() -> Any:
+    from codeloop.providers.constrained import ChangeRules
+
+    return ChangeRules(check_after=("Edit", "Write"), request=r"\b(" + "|".join(CHANGE_VERBS) + r")\b",
+                       shell_tool="Bash", commands=CHANGE_COMMANDS)
 
 
 def _with_sandbox(settings_arg: str | None) -> str:
@@ -103,14 +132,14 @@ def start_local(spec: str | None, *, progress: Any = None, notice: Any = None) -
     base_url = os.environ.get("CODELOOP_LOCAL_BASE_URL", "").strip() or None
     if base_url:  # a llama.cpp server the user runs (or a test's fake one): nothing to load
         return start_local_provider(spec, config_dir / "models", descriptions=SHORT_DESCRIPTIONS,
-                                    input_defaults=INPUT_DEFAULTS, base_url=base_url)
+                                    input_defaults=INPUT_DEFAULTS, base_url=base_url, rules=change_rules())
     if importlib.util.find_spec("xllamacpp") is None:
         raise LocalModelError(f"the local model runtime is not installed: {RUNTIME_HINT}")
     if notice is not None:
         notice("loading the local model (a small model on this machine: expect slower, weaker answers than a "
                "hosted one)…")
     return start_local_provider(spec, config_dir / "models", progress=progress, descriptions=SHORT_DESCRIPTIONS,
-                                input_defaults=INPUT_DEFAULTS)
+                                input_defaults=INPUT_DEFAULTS, rules=change_rules())
 
 
 # What a machine with no key runs when nothing names a model: the bundled default, by its key,

@@ -1,0 +1,216 @@
+"""The local-model benchmark's tasks and their checks (run by bench_local.py).
+
+Two fixed halves. TUNING (the first 17: the ten tasks the profile was first tuned on plus seven of
+new shapes) is what prompt, schema and steering changes may be tried against. HELD_OUT (the last 16)
+is only ever measured: no change may be made because of how a held-out task went, so its pass rate
+says how the profile does on tasks nobody tuned it for. Every check looks at the real outcome: the
+files on disk afterwards (contents, existence, the executable bit, what a script prints when run)
+or the names and numbers in the answer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+Check = Callable[[str, Path], bool]
+
+
+@dataclass
+class Task:
+    name: str
+    prompt: str
+    files: dict[str, str]
+    check: Check
+    modes: dict[str, int] = field(default_factory=dict)   # file -> permission bits to set before the run
+
+
+def _has(*words: str) -> Check:
+    return lambda answer, _d: all(w.lower() in answer.lower() for w in words)
+
+
+def _numbers(answer: str) -> set[str]:
+    return set(re.findall(r"(?<![\w.])\d+(?:\.\d+)?(?![\w])", answer))
+
+
+def _number(value: str, *, not_: tuple[str, ...] = ()) -> Check:
+    """The answer states `value` as a number and none of the wrong totals in `not_`."""
+    return lambda answer, _d: value in _numbers(answer) and not (_numbers(answer) & set(not_))
+
+
+def _text(d: Path, path: str) -> str | None:
+    try:
+        return (d / path).read_text()
+    except OSError:
+        return None
+
+
+def _file_has(path: str, *words: str, absent: tuple[str, ...] = ()) -> Check:
+    def check(_a: str, d: Path) -> bool:
+        text = _text(d, path)
+        return text is not None and all(w in text for w in words) and not any(a in text for a in absent)
+    return check
+
+
+def _json_value(path: str, key: str, value: object, keep: dict) -> Check:
+    def check(_a: str, d: Path) -> bool:
+        try:
+            data = json.loads((d / path).read_text())
+        except (OSError, ValueError):
+            return False
+        return data.get(key) == value and all(data.get(k) == v for k, v in keep.items())
+    return check
+
+
+def _gone(path: str, *, keep: tuple[str, ...] = ()) -> Check:
+    return lambda _a, d: not (d / path).exists() and all((d / k).is_file() for k in keep)
+
+
+def _moved(src: str, dst: str, content: str) -> Check:
+    return lambda _a, d: not (d / src).exists() and _text(d, dst) == content
+
+
+def _runs(path: str, output: str, *, executable: bool = False, via: str = "") -> Check:
+    """Running the file (directly, or with `via` such as python3) prints `output`."""
+    def check(_a: str, d: Path) -> bool:
+        f = d / path
+        if not f.is_file() or (executable and not os.access(f, os.X_OK)):
+            return False
+        cmd = [via, str(f)] if via else [str(f)]
+        try:
+            proc = subprocess.run(cmd, cwd=d, capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+        return proc.returncode == 0 and output in proc.stdout
+    return check
+
+
+def _executable(path: str, content: str) -> Check:
+    return lambda _a, d: os.access(d / path, os.X_OK) and _text(d, path) == content
+
+
+def _no_word(path: str, word: str) -> Check:
+    """`word` no longer occurs in the file as a whole word (a renamed name is gone everywhere)."""
+    def check(_a: str, d: Path) -> bool:
+        text = _text(d, path)
+        return text is not None and not re.search(rf"\b{re.escape(word)}\b", text)
+    return check
+
+
+def _all(*checks: Check) -> Check:
+    return lambda answer, d: all(c(answer, d) for c in checks)
+
+
+PY = sys.executable  # the checks run scripts with this interpreter, not whatever python3 is
+
+TUNING = [
+    Task("read a value", "What is the value of PORT in config.ini?",
+         {"config.ini": "[server]\nHOST=127.0.0.1\nPORT=8431\nWORKERS=3\n"}, _has("8431")),
+    Task("fix a typo", "Fix the typo in greet.py: 'Helo' should be 'Hello'.",
+         {"greet.py": 'def greet():\n    print("Helo, world")\n\n\ngreet()\n'},
+         _file_has("greet.py", "Hello, world", "def greet", absent=("Helo,",))),
+    Task("count lines", "How many lines does data.csv have?",
+         {"data.csv": "id,name\n1,ann\n2,bob\n3,cy\n4,dee\n5,eve\n6,fay\n"}, _has("7")),
+    Task("run a script", "Run compute.py with python3 and tell me the number it prints.",
+         {"compute.py": "print(sum(range(1, 93)) - 36)\n"}, _has("4242")),
+    Task("create a file", "Create a file named todo.txt containing the line: buy milk",
+         {"README.md": "# shopping\n"}, _file_has("todo.txt", "buy milk")),
+    Task("find a definition", "Which file defines the function parse_header?",
+         {"app.py": "from parser_utils import parse_header\n\nprint(parse_header('a: b'))\n",
+          "parser_utils.py": "def parse_header(line):\n    key, _, value = line.partition(':')\n"
+                             "    return key.strip(), value.strip()\n",
+          "helpers.py": "def tidy(s):\n    return s.strip()\n"}, _has("parser_utils.py")),
+    Task("find a word", "Which file mentions the word zeppelin?",
+         {"notes/sea.txt": "boats and ships\n", "notes/air.txt": "a zeppelin floated by\n",
+          "notes/land.txt": "cars and trains\n"}, _has("air.txt")),
+    Task("change a setting", 'In settings.json, set "debug" to true.',
+         {"settings.json": '{\n  "name": "demo",\n  "debug": false,\n  "retries": 3\n}\n'},
+         _json_value("settings.json", "debug", True, {"name": "demo", "retries": 3})),
+    Task("name a class", "What is the name of the class defined in models.py?",
+         {"models.py": "import dataclasses\n\n\n@dataclasses.dataclass\nclass InventoryItem:\n"
+                       "    sku: str\n    count: int = 0\n"}, _has("InventoryItem")),
+    Task("list files", "Which .md files are in the docs folder?",
+         {"docs/intro.md": "# intro\n", "docs/usage.md": "# usage\n", "docs/logo.png": "png\n",
+          "main.py": "print('hi')\n"}, _has("intro.md", "usage.md")),
+    Task("rename in a file", "In maths.py, rename the function dbl to double, and update every call of it.",
+         {"maths.py": "def dbl(n):\n    return n * 2\n\n\nprint(dbl(4))\nprint(dbl(dbl(1)))\n"},
+         _all(_file_has("maths.py", "def double(n)", absent=("dbl",)), _runs("maths.py", "8\n4", via=PY))),
+    Task("delete a file", "Delete the file temp.log.",
+         {"temp.log": "debug output\n", "main.py": "print(1)\n"}, _gone("temp.log", keep=("main.py",))),
+    Task("rename a file", "Rename draft.md to final.md.",
+         {"draft.md": "# Plan\n\nship it\n"}, _moved("draft.md", "final.md", "# Plan\n\nship it\n")),
+    Task("make a script", "Create a shell script run.sh that prints ready, and make it executable.",
+         {"README.md": "# tools\n"}, _runs("run.sh", "ready", executable=True)),
+    Task("count by kind", "How many .json files are in the config folder?",
+         {"config/a.json": "{}\n", "config/b.json": "{}\n", "config/notes.txt": "x\n", "config/c.yaml": "a: 1\n",
+          "config/d.yaml": "b: 2\n"}, _number("2", not_=("5", "3"))),
+    Task("fix from a traceback",
+         'python3 app.py fails with:\nTraceback (most recent call last):\n  File "app.py", line 2, in <module>\n'
+         '    print("count: " + count)\nTypeError: can only concatenate str (not "int") to str\nFix app.py.',
+         {"app.py": 'count = 5\nprint("count: " + count)\n'}, _runs("app.py", "count: 5", via=PY)),
+    Task("answer from two files", "members.txt gives each person's team code and teams.txt names the teams. "
+         "Which team is Dana in?",
+         {"members.txt": "alice T1\nbob T2\ndana T3\nerin T1\n",
+          "teams.txt": "T1 Falcons\nT2 Otters\nT3 Badgers\n"}, _has("Badgers")),
+]
+
+HELD_OUT = [
+    Task("edit a value", "In app.cfg, change the timeout from 30 to 60.",
+         {"app.cfg": "name = demo\ntimeout = 30\nretries = 2\n"},
+         _file_has("app.cfg", "timeout = 60", "name = demo", "retries = 2", absent=("timeout = 30",))),
+    Task("rename a function", "In shapes.py, rename the function area to rect_area, including where it is called.",
+         {"shapes.py": "def area(w, h):\n    return w * h\n\n\ntotal = area(2, 3) + area(4, 5)\nprint(total)\n"},
+         _all(_file_has("shapes.py", "def rect_area(w, h)"), _no_word("shapes.py", "area"),
+              _runs("shapes.py", "26", via=PY))),
+    Task("remove a file", "Delete old_notes.txt.",
+         {"old_notes.txt": "stale\n", "notes.txt": "fresh\n"}, _gone("old_notes.txt", keep=("notes.txt",))),
+    Task("move a file", "Move report.txt into the archive folder.",
+         {"report.txt": "Q3 numbers\n", "archive/2023.txt": "old\n"},
+         _moved("report.txt", "archive/report.txt", "Q3 numbers\n")),
+    Task("chmod", "Make deploy.sh executable.",
+         {"deploy.sh": "#!/bin/sh\necho deploying\n"}, _executable("deploy.sh", "#!/bin/sh\necho deploying\n"),
+         modes={"deploy.sh": 0o644}),
+    Task("new executable", "Write a Python script hello.py that prints hello world, and make it executable "
+         "(it needs a shebang line).", {"README.md": "# demo\n"}, _runs("hello.py", "hello world", executable=True)),
+    Task("count with a filter", "How many .txt files are in the logs folder?",
+         {"logs/a.txt": "1\n", "logs/b.txt": "2\n", "logs/c.txt": "3\n", "logs/d.log": "4\n", "logs/e.log": "5\n",
+          "logs/readme.md": "6\n"}, _number("3", not_=("6", "5"))),
+    Task("list with a filter", "Which Python files in the src folder import os?",
+         {"src/a.py": "import os\nprint(os.getcwd())\n", "src/b.py": "import sys\nprint(sys.argv)\n",
+          "src/c.py": "import json\nimport os\n", "src/d.txt": "import os\n"},
+         lambda a, _d: "a.py" in a and "c.py" in a and "b.py" not in a and "d.txt" not in a),
+    Task("run and report", "Run stats.py and tell me the average it prints.",
+         {"stats.py": "values = [12, 15, 21, 28]\nprint('average:', sum(values) / len(values))\n"}, _has("19")),
+    Task("fix a NameError",
+         "python3 calc.py fails with:\nTraceback (most recent call last):\n  File \"calc.py\", line 5, in <module>\n"
+         "    print(mean([2, 4, 6]))\n  File \"calc.py\", line 2, in mean\n    return sum(xs) / len(x)\n"
+         "NameError: name 'x' is not defined\nFix it.",
+         {"calc.py": "def mean(xs):\n    return sum(xs) / len(x)\n\n\nprint(mean([2, 4, 6]))\n"},
+         _runs("calc.py", "4.0", via=PY)),
+    Task("join two files", "users.csv maps user ids to names and orders.csv lists orders by user id. "
+         "Who placed order 1003?",
+         {"users.csv": "id,name\n1,Ana\n2,Ben\n3,Chloe\n",
+          "orders.csv": "order,user_id\n1001,2\n1002,1\n1003,3\n1004,2\n"}, _has("Chloe")),
+    Task("toml value", "What version does pyproject.toml set?",
+         {"pyproject.toml": '[project]\nname = "widget"\nversion = "2.7.1"\nrequires-python = ">=3.10"\n'},
+         _has("2.7.1")),
+    Task("copy a value", 'Create NAME.txt containing just the "name" value from package.json.',
+         {"package.json": '{\n  "name": "lumen-ui",\n  "version": "0.3.0"\n}\n'}, _file_has("NAME.txt", "lumen-ui")),
+    Task("append a line", "Add the line coverage>=7 at the end of requirements.txt.",
+         {"requirements.txt": "pytest>=8\nrequests>=2\n"},
+         _file_has("requirements.txt", "pytest>=8\nrequests>=2\n", "coverage>=7")),
+    Task("which function raises", "Which function in utils.py raises ValueError?",
+         {"utils.py": "def load(path):\n    return open(path).read()\n\n\ndef check_age(age):\n    if age < 0:\n"
+                      "        raise ValueError('negative age')\n    return age\n\n\ndef shout(s):\n"
+                      "    return s.upper()\n"}, _has("check_age")),
+    Task("count matching lines", "How many lines of server.log contain ERROR?",
+         {"server.log": "INFO start\nERROR disk\nINFO ok\nERROR net\nWARN slow\nERROR disk\nINFO stop\n"},
+         _number("3", not_=("7",))),
+]
+TASKS = TUNING + HELD_OUT

@@ -1,0 +1,97 @@
+"""The local benchmark's tasks and checks (bench/local_tasks.py), without a model: every check
+fails on the files as the task starts, passes on a correct outcome, and the split is fixed."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+tasks = _load("local_tasks")
+
+
+def _setup(task, d: Path) -> Path:
+    for rel, text in task.files.items():
+        (d / rel).parent.mkdir(parents=True, exist_ok=True)
+        (d / rel).write_text(text)
+    for rel, mode in task.modes.items():
+        (d / rel).chmod(mode)
+    return d
+
+
+def test_the_split_is_fixed_and_large_enough():
+    assert len(tasks.TASKS) >= 30 and tasks.TASKS == tasks.TUNING + tasks.HELD_OUT
+    assert len(tasks.TUNING) == 17 and len(tasks.HELD_OUT) == 16
+    names = [t.name for t in tasks.TASKS]
+    assert len(set(names)) == len(names)
+
+
+@pytest.mark.parametrize("task", tasks.TASKS, ids=lambda t: t.name)
+def test_no_check_passes_before_the_work_is_done(task, tmp_path):
+    assert not task.check("", _setup(task, tmp_path))
+
+
+def _done(d: Path, name: str) -> Path:
+    """A correct outcome for a few tasks of each kind of check, done by hand."""
+    if name == "rename a function":
+        (d / "shapes.py").write_text((d / "shapes.py").read_text().replace("area(", "rect_area("))
+    elif name == "remove a file":
+        (d / "old_notes.txt").unlink()
+    elif name == "move a file":
+        os.replace(d / "report.txt", d / "archive" / "report.txt")
+    elif name == "chmod":
+        (d / "deploy.sh").chmod(0o755)
+    elif name == "new executable":
+        (d / "hello.py").write_text("#!/usr/bin/env python3\nprint('hello world')\n")
+        (d / "hello.py").chmod(0o755)
+    elif name == "fix a NameError":
+        (d / "calc.py").write_text((d / "calc.py").read_text().replace("len(x)", "len(xs)"))
+    elif name == "append a line":
+        with (d / "requirements.txt").open("a") as f:
+            f.write("coverage>=7\n")
+    return d
+
+
+ANSWERS = {"count with a filter": "There are 3 .txt files in logs.",
+           "list with a filter": "src/a.py and src/c.py import os.",
+           "count matching lines": "3 lines contain ERROR.",
+           "join two files": "Order 1003 was placed by Chloe (user 3)."}
+DONE = ("rename a function", "remove a file", "move a file", "chmod", "new executable", "fix a NameError",
+        "append a line")
+
+
+@pytest.mark.parametrize("name", [*DONE, *ANSWERS])
+def test_a_correct_outcome_passes(name, tmp_path):
+    task = next(t for t in tasks.TASKS if t.name == name)
+    assert task.check(ANSWERS.get(name, ""), _done(_setup(task, tmp_path), name))
+
+
+def test_wrong_counts_and_half_done_work_fail(tmp_path):
+    count = next(t for t in tasks.TASKS if t.name == "count with a filter")
+    assert not count.check("There are 6 files in logs, 3 of them .txt", tmp_path)  # counted every kind
+    listing = next(t for t in tasks.TASKS if t.name == "list with a filter")
+    assert not listing.check("a.py, b.py and c.py", tmp_path)
+    rename = next(t for t in tasks.TASKS if t.name == "rename a function")
+    d = _setup(rename, tmp_path / "r")
+    (d / "shapes.py").write_text((d / "shapes.py").read_text().replace("def area", "def rect_area"))
+    assert not rename.check("", d)  # the calls still use the old name
+
+
+def test_an_answer_that_copies_tool_output_fails():
+    bench = _load("bench_local")
+    assert bench.copies_tool_output("The file a.py has been updated. Here's the result of running `cat -n` on it")
+    assert not bench.copies_tool_output("Renamed dbl to double in maths.py.")
