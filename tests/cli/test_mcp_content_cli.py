@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from fakeapi import ScriptedAPI, sse, text, tool_use
+from mcpkit import ServerProcesses, endpoint
 from test_print_mode import codeloop, jsonl
 
 pytest.importorskip("mcp", reason="the mcp SDK is not installed")
@@ -169,28 +170,6 @@ def test_resources_and_prompts_over_streamable_http(tmp_path, http_content_serve
 
 @pytest.fixture
 def http_content_server():
-    import socket
-    import subprocess
-    import time
-
-    procs = []
-
-    def start() -> str:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        procs.append(subprocess.Popen([sys.executable, str(SERVERS / "content_server.py"), "http", str(port)],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                return f"http://127.0.0.1:{port}/mcp"
-            except OSError:
-                time.sleep(0.1)
-        pytest.fail("the HTTP MCP server did not start listening")
-
-    yield start
-    for p in procs:
-        p.terminate()
-        p.wait(timeout=10)
+    servers = ServerProcesses()
+    yield lambda: endpoint(servers.start("content_server.py", "http"), "http")
+    servers.stop_all()

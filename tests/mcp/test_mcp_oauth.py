@@ -10,12 +10,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import stat
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import httpx
@@ -25,6 +23,7 @@ pytest.importorskip("mcp", reason="the mcp SDK is not installed")
 
 from codeloop.mcp.client import McpManager  # noqa: E402
 from codeloop.mcp.config import ServerConfig, Transport  # noqa: E402
+from mcpkit import ServerProcesses, endpoint, free_port  # noqa: E402
 
 SERVERS = Path(__file__).parent / "servers"
 HANG_GUARD = 90
@@ -33,32 +32,16 @@ HANG_GUARD = 90
 @pytest.fixture
 def oauth_server(tmp_path):
     """Start oauth_server.py (mode, **env) → (url, grants()): the grants it has made so far."""
-    procs = []
+    servers = ServerProcesses()
 
     def start(mode: str = "http", **env: str):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
+        port = free_port()
         log = tmp_path / f"grants-{port}.log"
-        procs.append(subprocess.Popen([sys.executable, str(SERVERS / "oauth_server.py"), mode, str(port)],
-                                      env={**os.environ, "GRANT_LOG": str(log), **env},
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        deadline = time.monotonic() + HANG_GUARD
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        else:
-            pytest.fail("the OAuth MCP server did not start listening")
-        url = f"http://127.0.0.1:{port}" + ("/mcp" if mode == "http" else "/sse")
-        return url, lambda: log.read_text().split() if log.exists() else []
+        servers.start("oauth_server.py", mode, port=port, env={"GRANT_LOG": str(log), **env})
+        return endpoint(port, mode), lambda: log.read_text().split() if log.exists() else []
 
     yield start
-    for p in procs:
-        p.terminate()
-        p.wait(timeout=10)
+    servers.stop_all()
 
 
 @pytest.fixture(autouse=True)
@@ -161,9 +144,7 @@ async def test_logout_and_reconnect_signs_in_again(oauth_server, config_dir):
 
 
 async def test_preregistered_client_and_fixed_callback_port(oauth_server):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     url, grants = oauth_server(PRE_CLIENT="codeloop-fixed", PRE_REDIRECT=f"http://127.0.0.1:{port}/callback")
     browser = Browser()
     manager = McpManager(tool_timeout=60)

@@ -7,10 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +19,7 @@ from codeloop.mcp.config import ServerConfig, Transport  # noqa: E402
 from codeloop.mcp.sources import load_mcp_configs  # noqa: E402
 from codeloop.tools.base import ToolContext, ToolError  # noqa: E402
 from codeloop.tools.registry import parse_tool_input  # noqa: E402
+from mcpkit import ServerProcesses, endpoint  # noqa: E402
 
 SERVERS = Path(__file__).parent / "servers"
 HANG_GUARD = 60  # seconds: a hung connection fails the test instead of the run
@@ -47,36 +45,12 @@ async def manager():
     await asyncio.wait_for(m.aclose(), HANG_GUARD)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def http_server():
     """Start tools_server.py over HTTP (or SSE) in a subprocess; yields a function(mode) → url."""
-    procs = []
-
-    def start(mode: str) -> str:
-        port = _free_port()
-        procs.append(subprocess.Popen([sys.executable, str(SERVERS / "tools_server.py"), mode, str(port)],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        deadline = time.monotonic() + HANG_GUARD
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        else:
-            pytest.fail(f"the {mode} MCP server did not start listening")
-        return f"http://127.0.0.1:{port}" + ("/mcp" if mode == "http" else "/sse")
-
-    yield start
-    for p in procs:
-        p.terminate()
-        p.wait(timeout=10)
+    servers = ServerProcesses()
+    yield lambda mode: endpoint(servers.start("tools_server.py", mode), mode)
+    servers.stop_all()
 
 
 async def test_stdio_server_tools_schemas_and_results(manager, tmp_path):
