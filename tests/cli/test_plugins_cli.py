@@ -100,6 +100,7 @@ mcp = pytest.importorskip("mcp", reason="the mcp SDK is not installed")
 def test_plugin_mcp_server_with_plugin_root(tmp_path):
     plugin = make_plugin(tmp_path / "greet")
     shutil.copy(SERVERS / "tools_server.py", plugin / "server.py")
+    shutil.copy(SERVERS / "sdkserver.py", plugin / "sdkserver.py")   # what the test servers share
     (plugin / ".mcp.json").write_text(json.dumps({"mcpServers": {
         "tools": {"command": sys.executable, "args": ["${CLAUDE_PLUGIN_ROOT}/server.py", "stdio"]}}}))
     api = ScriptedAPI(sse(tool_use("mcp__plugin_greet_tools__echo", {"text": "from plugin"}, id="e")),

@@ -6,10 +6,7 @@ It allows Write and denies everything else, in Claude Code's protocol: the tool 
 
 import json
 
-try:  # mcp 2.x
-    from mcp.server.mcpserver import MCPServer as Server
-except ImportError:  # mcp 1.x
-    from mcp.server.fastmcp import FastMCP as Server
+from sdkserver import Server
 
 server = Server("approver")
 

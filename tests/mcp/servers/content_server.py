@@ -7,22 +7,13 @@ refuse(topic), which always fails.
 """
 
 import base64
-import sys
 
-try:  # mcp 2.x
-    from mcp.server.mcpserver import MCPServer as Server
-except ImportError:  # mcp 1.x
-    from mcp.server.fastmcp import FastMCP as Server
+from sdkserver import from_argv, run
 
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
 
-mode = sys.argv[1] if len(sys.argv) > 1 else "stdio"
-port = int(sys.argv[2]) if len(sys.argv) > 2 else 0
-try:
-    server = Server("content", host="127.0.0.1", port=port)  # 1.x takes transport settings here
-except TypeError:
-    server = Server("content")
+server, mode, port = from_argv("content")
 
 
 @server.resource("docs://readme", name="readme", description="The project readme", mime_type="text/markdown")
@@ -62,10 +53,4 @@ def ping() -> str:
 
 
 if __name__ == "__main__":
-    if mode == "stdio":
-        server.run()
-    else:
-        try:
-            server.run("streamable-http", host="127.0.0.1", port=port)
-        except TypeError:
-            server.run("streamable-http")
+    run(server, mode, port)

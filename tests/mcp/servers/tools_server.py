@@ -9,23 +9,13 @@ import base64
 import os
 import sys
 
-try:  # mcp 2.x
-    from mcp.server.mcpserver import Image, MCPServer as Server
-except ImportError:  # mcp 1.x
-    from mcp.server.fastmcp import FastMCP as Server, Image
-
 from mcp.types import ToolAnnotations
+from sdkserver import Image, from_argv, run
 
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
 
-mode = sys.argv[1] if len(sys.argv) > 1 else "stdio"
-port = int(sys.argv[2]) if len(sys.argv) > 2 else 0
-name = os.environ.get("NAME", "tools")
-try:
-    server = Server(name, host="127.0.0.1", port=port)  # 1.x takes transport settings here
-except TypeError:
-    server = Server(name)
+server, mode, port = from_argv(os.environ.get("NAME", "tools"))
 
 
 @server.tool()
@@ -88,11 +78,4 @@ def big(n: int) -> str:
 
 
 if __name__ == "__main__":
-    if mode == "stdio":
-        server.run()
-    else:
-        transport = "streamable-http" if mode == "http" else "sse"
-        try:
-            server.run(transport, host="127.0.0.1", port=port)
-        except TypeError:
-            server.run(transport)
+    run(server, mode, port)
