@@ -3,6 +3,7 @@
 and Esc taking back a message queued while the model works."""
 
 import json
+from contextlib import contextmanager
 
 from fakeapi import ScriptedAPI, sse, stalled, text, tool_use
 
@@ -11,17 +12,25 @@ def write(tmp_path, name="notes.txt", id="w"):
     return tool_use("Write", {"file_path": str(tmp_path / name), "content": "hello\n"}, id=id)
 
 
+@contextmanager
+def at_write_dialog(tmp_path, screen, *answers):
+    """(api, screen) with the REPL showing the permission dialog of a Write to notes.txt; the
+    model answers each later request with the next of `answers`."""
+    api = ScriptedAPI(sse(write(tmp_path)), *(sse(text(a)) for a in answers))
+    with api.serve() as url:
+        s = screen(url)
+        s.term.send("write notes\r")
+        s.wait_text("Do you want to create notes.txt?")
+        yield api, s
+
+
 def option_line(shown: str, n: int) -> str:
     return next((line for line in shown.splitlines() if f"{n}) " in line and line.lstrip()[:1] in "❯0123456789"),
                 "")
 
 
 def test_arrows_move_the_highlight_and_enter_takes_it(tmp_path, screen):
-    api = ScriptedAPI(sse(write(tmp_path)), sse(text("Wrote it.")))
-    with api.serve() as url:
-        s = screen(url)
-        s.term.send("write notes\r")
-        s.wait_text("Do you want to create notes.txt?")
+    with at_write_dialog(tmp_path, screen, "Wrote it.") as (api, s):
         s.wait_for(lambda shown: option_line(shown, 1).lstrip().startswith("❯ 1) Yes"))
         s.term.send("\x1b[B")                                       # ↓
         s.wait_for(lambda shown: option_line(shown, 2).lstrip().startswith("❯ 2) Yes, allow all edits"))
@@ -36,11 +45,7 @@ def test_arrows_move_the_highlight_and_enter_takes_it(tmp_path, screen):
 
 
 def test_a_digit_answers_the_dialog_and_leaves_the_draft_alone(tmp_path, screen):
-    api = ScriptedAPI(sse(write(tmp_path)), sse(text("Wrote it.")), sse(text("Draft received.")))
-    with api.serve() as url:
-        s = screen(url)
-        s.term.send("write notes\r")
-        s.wait_text("Do you want to create notes.txt?")
+    with at_write_dialog(tmp_path, screen, "Wrote it.", "Draft received.") as (api, s):
         s.term.send("draft 2 keep")   # typed while the dialog shows: `2` is a digit, so it answers…
         s.wait_text("Wrote it.")
         # …option 2 (allow all edits), and is not in the draft
@@ -53,11 +58,7 @@ def test_a_digit_answers_the_dialog_and_leaves_the_draft_alone(tmp_path, screen)
 
 
 def test_a_digit_over_a_draft_typed_before_the_dialog(tmp_path, screen):
-    api = ScriptedAPI(sse(write(tmp_path)), sse(text("Wrote it.")))
-    with api.serve() as url:
-        s = screen(url)
-        s.term.send("write notes\r")
-        s.wait_text("Do you want to create notes.txt?")
+    with at_write_dialog(tmp_path, screen, "Wrote it.") as (api, s):
         s.term.send("\x1b[B")           # a highlight moved, then a draft, then `1`: the digit decides
         s.wait_for(lambda shown: option_line(shown, 2).lstrip().startswith("❯ 2)"))
         s.term.send("later")
@@ -69,11 +70,7 @@ def test_a_digit_over_a_draft_typed_before_the_dialog(tmp_path, screen):
 
 
 def test_esc_declines_and_the_model_is_told_no(tmp_path, screen):
-    api = ScriptedAPI(sse(write(tmp_path)), sse(text("Understood.")))
-    with api.serve() as url:
-        s = screen(url)
-        s.term.send("write notes\r")
-        s.wait_text("Do you want to create notes.txt?")
+    with at_write_dialog(tmp_path, screen, "Understood.") as (api, s):
         s.term.send("\x1b")
         s.wait_text("Interrupted")
         s.wait_for(lambda shown: s.input_line() == ">")
