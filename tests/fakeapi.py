@@ -152,6 +152,19 @@ class Request:
     def tool_names(self) -> list[str]:
         return [t["name"] for t in self.body.get("tools", [])]
 
+    def tool_result(self, tool_use_id: str) -> dict[str, Any]:
+        """The tool_result block this request sends for `tool_use_id` (AssertionError if none)."""
+        for m in self.messages:
+            for b in m["content"] if isinstance(m["content"], list) else []:
+                if isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id") == tool_use_id:
+                    return b
+        raise AssertionError(f"no tool_result for {tool_use_id}")
+
+    def tool_result_text(self, tool_use_id: str) -> str:
+        """That block's content as text (its text blocks joined)."""
+        c = self.tool_result(tool_use_id)["content"]
+        return c if isinstance(c, str) else "".join(x.get("text", "") for x in c)
+
     @property
     def system_text(self) -> str:
         sys_ = self.body.get("system", "")

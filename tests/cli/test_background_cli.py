@@ -20,18 +20,9 @@ from test_background import alive, marker_sleep  # noqa: E402
 from test_print_mode import codeloop, jsonl  # noqa: E402
 
 
-def result_text(req, tool_use_id: str) -> str:
-    for msg in req.messages:
-        for b in msg["content"] if isinstance(msg["content"], list) else []:
-            if b.get("type") == "tool_result" and b.get("tool_use_id") == tool_use_id:
-                c = b["content"]
-                return c if isinstance(c, str) else "".join(x.get("text", "") for x in c)
-    raise AssertionError(f"no tool_result for {tool_use_id}")
-
-
 def task_id_from(req, tool_use_id: str) -> str:
-    found = re.search(r"(?:ID: |agentId: )([\w-]+)", result_text(req, tool_use_id))
-    assert found, result_text(req, tool_use_id)
+    found = re.search(r"(?:ID: |agentId: )([\w-]+)", req.tool_result_text(tool_use_id))
+    assert found, req.tool_result_text(tool_use_id)
     return found.group(1)
 
 
@@ -64,7 +55,7 @@ def test_background_shell_completion_reaches_the_next_request(tmp_path):
                      cwd=tmp_path, base_url=url)
     assert r.returncode == 0, r.stderr
     task_id = task_id_from(api.requests[1], "bg")
-    assert "<status>completed</status>" in result_text(api.requests[2], "out")
+    assert "<status>completed</status>" in api.requests[2].tool_result_text("out")
     [note] = notifications(api.requests[2])
     assert f"<task-id>{task_id}</task-id>" in note and "exit code 0" in note and "\ndone\n" in note
     # the output file is under the session folder
@@ -92,7 +83,7 @@ def test_task_stop_and_no_background_process_outlives_the_cli(tmp_path):
     with api.serve() as url:
         r = codeloop(["-p", "go", "--output-format", "json", "--allowedTools", "Bash"], cwd=tmp_path, base_url=url)
     assert r.returncode == 0, r.stderr
-    assert "Successfully stopped task" in result_text(api.requests[2], "stop")
+    assert "Successfully stopped task" in api.requests[2].tool_result_text("stop")
     assert json.loads(r.stdout)["result"] == "leaving one running"
     assert wait_gone(marker) and wait_gone(other)   # the one still running died with the CLI
 
@@ -112,7 +103,7 @@ def test_sandboxed_background_command_through_the_cli(tmp_path):
     with api.serve() as url:
         r = codeloop(["-p", "go", "--output-format", "json"], cwd=tmp_path, base_url=url)
     assert r.returncode == 0, r.stderr
-    out = result_text(api.requests[2], "out")
+    out = api.requests[2].tool_result_text("out")
     assert "finished" in out and (tmp_path / "made.txt").read_text() == "inside\n"
     assert not outside.exists()
     assert any("<task-notification>" in n for n in notifications(api.requests[2]))
@@ -129,7 +120,7 @@ def test_agent_name_and_an_old_task_tool_use_resumes(tmp_path):
         first = codeloop(["-p", "delegate", "--output-format", "json"], cwd=tmp_path, base_url=url)
     assert first.returncode == 0, first.stderr
     assert "Agent" in api.requests[0].tool_names and "Task" not in api.requests[0].tool_names
-    assert result_text(api.requests[2], "t1") == "nothing here"
+    assert api.requests[2].tool_result_text("t1") == "nothing here"
     sid = json.loads(first.stdout)["session_id"]
 
     again = ScriptedAPI(
@@ -143,7 +134,7 @@ def test_agent_name_and_an_old_task_tool_use_resumes(tmp_path):
     history = again.requests[0].messages
     assert any(b.get("type") == "tool_use" and b["name"] == "Task" for m in history if isinstance(m["content"], list)
                for b in m["content"])
-    assert result_text(again.requests[0], "t1") == "nothing here"
+    assert again.requests[0].tool_result_text("t1") == "nothing here"
     assert "haiku" in again.requests[1].body["model"]            # the call's model chose the subagent's
     assert json.loads(r.stdout)["result"] == "resumed fine"
 
@@ -168,10 +159,10 @@ def test_background_agent_is_announced_and_readable(tmp_path):
                      cwd=tmp_path, base_url=url)
     assert r.returncode == 0, r.stderr
     parents = [q for q in api.requests if "SUBPROMPT" not in json.dumps(q.messages[0])]
-    launched = result_text(parents[1], "ag")
+    launched = parents[1].tool_result_text("ag")
     agent_id = task_id_from(parents[1], "ag")
     assert "Async agent launched" in launched
-    assert "SUB ANSWER 42" in result_text(parents[2], "out")
+    assert "SUB ANSWER 42" in parents[2].tool_result_text("out")
     [note] = notifications(parents[2])
     assert f"<task-id>{agent_id}</task-id>" in note and "SUB ANSWER 42" in note and "local_agent" in note
     events = jsonl(r.stdout)

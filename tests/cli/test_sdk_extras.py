@@ -15,11 +15,6 @@ from fakeapi import ScriptedAPI, sse, text, tool_use  # noqa: E402
 from test_sdk_interop import _real_cli, options  # noqa: E402
 
 
-def tool_result(req, tool_use_id):
-    return next(b for m in req.messages for b in m["content"] if isinstance(b, dict)
-                and b.get("type") == "tool_result" and b["tool_use_id"] == tool_use_id)
-
-
 async def test_sdk_mcp_server_tools_are_offered_and_called(tmp_path):
     cli = _real_cli(tmp_path)
     calls = []
@@ -59,8 +54,8 @@ async def test_sdk_mcp_server_tools_are_offered_and_called(tmp_path):
     assert "mcp__calc__add" in offered and "mcp__calc__fail" in offered
     add_spec = next(t for t in api.requests[0].body["tools"] if t["name"] == "mcp__calc__add")
     assert set(add_spec["input_schema"]["properties"]) == {"a", "b"}
-    assert "sum=5" in json.dumps(tool_result(api.requests[1], "m1"))
-    failed = tool_result(api.requests[1], "m2")
+    assert "sum=5" in json.dumps(api.requests[1].tool_result("m1"))
+    failed = api.requests[1].tool_result("m2")
     assert failed.get("is_error") and "calculator on fire" in json.dumps(failed)
     init = next(m for m in messages if isinstance(m, SystemMessage) and m.subtype == "init")
     assert {"name": "calc", "status": "connected"} in [{k: s[k] for k in ("name", "status")}
@@ -125,7 +120,7 @@ async def test_programmatic_subagent_with_task_events_and_hooks(tmp_path):
     assert stop["last_assistant_message"] == "LGTM: x is fine" and stop["agent_transcript_path"].endswith(".jsonl")
     [pre] = seen["PreToolUse"]
     assert pre["agent_id"] == start["agent_id"] and pre["agent_type"] == "reviewer"
-    assert "LGTM: x is fine" in json.dumps(tool_result(api.requests[3], "task1"))
+    assert "LGTM: x is fine" in json.dumps(api.requests[3].tool_result("task1"))
     assert messages[-1].result == "The reviewer says LGTM."
 
 

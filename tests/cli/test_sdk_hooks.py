@@ -16,11 +16,6 @@ from test_sdk_interop import _real_cli, options  # noqa: E402
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
-def tool_result(req, tool_use_id):
-    return next(b for m in req.messages for b in m["content"] if isinstance(b, dict)
-                and b.get("type") == "tool_result" and b["tool_use_id"] == tool_use_id)
-
-
 def sent_text(req) -> str:
     return json.dumps(req.messages)
 
@@ -79,11 +74,11 @@ async def test_tool_prompt_permission_and_stop_hooks(tmp_path):
     [(post, post_id)] = seen["PostToolUse"]
     assert post_id == "r_ok" and post["tool_name"] == "Read" and isinstance(post["duration_ms"], int)
     assert post["prompt_id"] == ups["prompt_id"] and "notes.txt" in json.dumps(post["tool_response"])
-    assert "CTX-AFTER-READ" in json.dumps(tool_result(api.requests[1], "r_ok"))
+    assert "CTX-AFTER-READ" in json.dumps(api.requests[1].tool_result("r_ok"))
     # PostToolUseFailure: the failed read, its error; context joins the error the model sees
     [(fail, fail_id)] = seen["PostToolUseFailure"]
     assert fail_id == "r_missing" and fail["tool_input"] == {"file_path": str(missing)} and fail["error"]
-    failed = tool_result(api.requests[1], "r_missing")
+    failed = api.requests[1].tool_result("r_missing")
     assert failed["is_error"] and "CTX-AFTER-FAILURE" in json.dumps(failed)
     # PermissionRequest answered the Write's prompt (default mode would have denied it headless)
     [(perm, _)] = seen["PermissionRequest"]
@@ -132,7 +127,7 @@ async def test_failing_callback_blocks_only_with_on_failure_block(tmp_path):
     with api.serve() as url:
         [turn] = await run_client(cli, url, tmp_path, ["write"], hooks=hooks, permission_mode="bypassPermissions")
     assert not target.exists()  # fail closed
-    assert "policy service down" in json.dumps(tool_result(api.requests[1], "w1"))
+    assert "policy service down" in json.dumps(api.requests[1].tool_result("w1"))
     assert turn[-1].result == "could not write"
 
 
@@ -254,7 +249,7 @@ async def test_newer_events_reach_sdk_callbacks(tmp_path):
     assert "CTX-AFTER-BATCH" in sent_text(api.requests[1])
     [denied] = seen["PermissionDenied"]
     assert denied["tool_use_id"] == "r_denied" and denied["tool_name"] == "Read" and denied["reason"]
-    assert "may try this call again" in json.dumps(tool_result(api.requests[1], "r_denied"))
+    assert "may try this call again" in json.dumps(api.requests[1].tool_result("r_denied"))
     [shown] = seen["MessageDisplay"]
     assert shown["delta"] == "the real text" and shown["final"] is True
     texts = [b.text for m in turn if isinstance(m, AssistantMessage) for b in m.content if isinstance(b, TextBlock)]

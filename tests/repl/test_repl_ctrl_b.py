@@ -8,15 +8,6 @@ import re
 from fakeapi import ScriptedAPI, sse, text, tool_use
 
 
-def tool_result(req, tool_use_id: str) -> str:
-    for m in req.messages:
-        for b in m["content"] if isinstance(m["content"], list) else []:
-            if b.get("type") == "tool_result" and b.get("tool_use_id") == tool_use_id:
-                c = b["content"]
-                return c if isinstance(c, str) else "".join(x.get("text", "") for x in c)
-    raise AssertionError(f"no tool_result for {tool_use_id}")
-
-
 def test_ctrl_b_moves_the_running_command_to_the_background(tmp_path, screen):
     gate = tmp_path / "go"
     command = f"echo EARLY-LINE; while [ ! -e {gate} ]; do sleep 0.02; done; echo LATE-LINE"
@@ -39,7 +30,7 @@ def test_ctrl_b_moves_the_running_command_to_the_background(tmp_path, screen):
         assert "● Background command" in shown and "completed (exit code 0)" in shown
         s.term.send("/exit\r")
         s.term.wait_exit()
-    said = tool_result(api.requests[1], "fg")
+    said = api.requests[1].tool_result_text("fg")
     found = re.fullmatch(r"Command was manually backgrounded by user with ID: (\w+)\. "
                          r"Output is being written to: (\S+)", said)
     assert found, said
