@@ -29,12 +29,17 @@ async def test_sdk_mcp_server_tools_are_offered_and_called(tmp_path):
         raise ValueError("calculator on fire")
 
     server = create_sdk_mcp_server("calc", version="1.0.0", tools=[add, fail])
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / "home" / ".claude").mkdir(parents=True)
+    for folder in (tmp_path, tmp_path / ".claude", tmp_path / "home" / ".claude"):
+        (folder / "CLAUDE.md").write_text("Use tabs.\n")
     api = ScriptedAPI(sse(tool_use("mcp__calc__add", {"a": 2, "b": 3}, id="m1"),
                           tool_use("mcp__calc__fail", {}, id="m2")),
                       sse(text("2 + 3 = 5")))
     with api.serve() as url:
         async with ClaudeSDKClient(options=options(cli, url, tmp_path, mcp_servers={"calc": server},
-                                                   allowed_tools=["mcp__calc__add", "mcp__calc__fail"])) as client:
+                                                   allowed_tools=["mcp__calc__add", "mcp__calc__fail"],
+                                                   setting_sources=["user", "project"])) as client:
             await client.query("add 2 and 3")
             messages = [m async for m in client.receive_response()]
             status = await client.get_mcp_status()
@@ -50,6 +55,10 @@ async def test_sdk_mcp_server_tools_are_offered_and_called(tmp_path):
     assert {t["name"]: t["serverName"] for t in usage["mcpTools"]} == {"mcp__calc__add": "calc",
                                                                       "mcp__calc__fail": "calc"}
     assert "Bash" in [t["name"] for t in usage["systemTools"]] and len(usage["gridRows"]) == 10
+    home = (tmp_path / "home").resolve()
+    assert {f["path"]: f["type"] for f in usage["memoryFiles"]} == {
+        str(home / ".claude" / "CLAUDE.md"): "User", str(tmp_path.resolve() / "CLAUDE.md"): "Project",
+        str(tmp_path.resolve() / ".claude" / "CLAUDE.md"): "Project"}
     offered = api.requests[0].tool_names
     assert "mcp__calc__add" in offered and "mcp__calc__fail" in offered
     add_spec = next(t for t in api.requests[0].body["tools"] if t["name"] == "mcp__calc__add")

@@ -165,8 +165,10 @@ COLORS = {Category.SYSTEM_PROMPT: "#9ca3af", Category.SYSTEM_TOOLS: "#8b5cf6", C
           Category.BUFFER: "#6b7280"}
 
 
-def sdk_response(usage: ContextUsage, *, agents: list[dict[str, object]] | None = None) -> dict[str, object]:
-    """The SDK's ContextUsageResponse (`ClaudeSDKClient.get_context_usage()`): what /context shows."""
+def sdk_response(usage: ContextUsage, *, agents: list[dict[str, object]] | None = None,
+                 memory_types: dict[str, str] | None = None) -> dict[str, object]:
+    """The SDK's ContextUsageResponse (`ClaudeSDKClient.get_context_usage()`): what /context shows.
+    `memory_types`: path → User / Project / Local (context.prompt.loaded_instruction_files)."""
     grid = cells(usage)
     per_cell = usage.window / len(grid) if grid else 0
     rows = [[{"color": COLORS[c], "isFilled": c is not Category.FREE, "categoryName": c.value,
@@ -177,8 +179,8 @@ def sdk_response(usage: ContextUsage, *, agents: list[dict[str, object]] | None 
         "totalTokens": usage.used, "maxTokens": usage.compact_at or usage.window, "rawMaxTokens": usage.window,
         "percentage": round(usage.used / usage.window * 100, 1) if usage.window else 0.0,
         "model": usage.model, "isAutoCompactEnabled": True, "autoCompactThreshold": usage.compact_at,
-        "memoryFiles": [{"path": p, "type": "user" if "/.claude" in p or "/.codeloop" in p else "project",
-                         "tokens": n} for p, n in usage.memory_files],
+        "memoryFiles": [{"path": p, "type": (memory_types or {}).get(p, "Project"), "tokens": n}
+                        for p, n in usage.memory_files],
         "mcpTools": [{"name": t, "serverName": srv, "tokens": n, "isLoaded": True}
                      for t, srv, n in usage.tools if srv],
         "systemTools": [{"name": t, "tokens": n} for t, srv, n in usage.tools if not srv],

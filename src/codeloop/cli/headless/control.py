@@ -103,6 +103,7 @@ def handle_simple(conv: Any, req: dict[str, Any]) -> dict[str, Any]:
     if subtype == ControlSubtype.MCP_STATUS.value:
         return {"mcpServers": conv.mcp.statuses() if conv.mcp is not None else []}
     if subtype == ControlSubtype.GET_CONTEXT_USAGE.value:
+        from codeloop.context.prompt import loaded_instruction_files
         from codeloop.context.tokens import TokenCounter
         from codeloop.input.context_usage import measure, sdk_response
 
@@ -110,7 +111,8 @@ def handle_simple(conv: Any, req: dict[str, Any]) -> dict[str, Any]:
         agents = [{"agentType": d.name, "source": getattr(getattr(d, "source", None), "value", "sdk"),
                    "tokens": counter.estimate_text(f"- {d.name}: {getattr(d, 'description', '')}")}
                   for d in conv.config.agent_definitions.values()]
-        return sdk_response(measure(conv), agents=agents)
+        types = dict(loaded_instruction_files(conv.config.user_context.get("claudeMd", "")))
+        return sdk_response(measure(conv), agents=agents, memory_types=types)
     if subtype == ControlSubtype.REWIND_FILES.value:  # the SDK's rewind_files (file checkpoints)
         history, uid = conv.file_history, str(req.get("user_message_id") or "")
         index = history.prompt_index(uid) if history is not None else None
