@@ -16,6 +16,9 @@ Every figure of issue 18's table, against the loopback fake API (tests/fakeapi.p
             start → first request, that tool turn (request 1 → 2), and start → exit
 - instr:    instructions executed from process start to the first request leaving (valgrind's
             callgrind; the process ends there): a start-up figure a busy machine does not skew
+- instr-turn: instructions of the first tool turn (request 1 → 2) and of a later one (the mean of
+            requests 11 → 31); codeloop's own, its shell children not counted
+- instr-resume: instructions to the first request of a `--resume` of the 2,000-turn session
 
 Each `--src` is a checkout (a directory holding src/codeloop), run through PYTHONPATH; give two
 (e.g. a pristine "before" worktree and this one) and the rounds interleave them, so the ratios
@@ -40,31 +43,39 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from fakeapi import ScriptedAPI, sse, text, tool_use  # noqa: E402
 
-FIGURES = ("startup", "first", "later", "exit", "rss", "growth", "resume", "instr")
+FIGURES = ("startup", "first", "later", "exit", "rss", "growth", "resume", "instr", "instr-turn", "instr-resume")
 # Runs codeloop's CLI as `-m codeloop` does, ending the process as its first request is written.
+# CODELOOP_BENCH_STOP_AT=N ends it as its Nth request (a write starting with POST) leaves.
 _STOP_AT_SEND = ("import os, runpy, socket, sys\n"
-                 "def send(self, *a):\n"
-                 "    if self.family != socket.AF_UNIX:\n"
-                 "        os._exit(0)\n"
+                 "_left = [int(os.environ.get('CODELOOP_BENCH_STOP_AT', '1'))]\n"
+                 "_send = socket.socket.send\n"
+                 "def send(self, data, *a):\n"
+                 "    if self.family != socket.AF_UNIX and bytes(data[:5]) == b'POST ':\n"
+                 "        _left[0] -= 1\n"
+                 "        if not _left[0]:\n"
+                 "            os._exit(0)\n"
+                 "    return _send(self, data, *a)\n"
                  "socket.socket.send = send\n"
                  "sys.argv = ['codeloop', *sys.argv[1:]]\n"
                  "runpy.run_module('codeloop', run_name='__main__')\n")
 
 
-def instructions(src: Path, home: str) -> float:
-    """Millions of instructions from process start to the first request (callgrind's `I refs`)."""
+def instructions(src: Path, home: str, requests: int = 1, extra: tuple[str, ...] = ("--no-session-persistence",)
+                 ) -> float:
+    """Millions of instructions (callgrind's `I refs`) from process start to the moment its
+    `requests`th request leaves, each answer before it a Bash `true` call."""
     import re
     import shutil
 
     if shutil.which("valgrind") is None:
         return float("nan")
-    api = ScriptedAPI(sse(text("done")))
+    api = ScriptedAPI(*[sse(tool_use("Bash", {"command": "true"})) for _ in range(requests - 1)], sse(text("done")))
     with api.serve() as url:
-        env = {**_env(src, home, url), "PYTHONMALLOC": "malloc"}
+        env = {**_env(src, home, url), "PYTHONMALLOC": "malloc", "CODELOOP_BENCH_STOP_AT": str(requests)}
         proc = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
                                sys.executable, "-c", _STOP_AT_SEND, "-p", "go",
                                "--output-format", "stream-json", "--verbose", "--allowedTools", "Bash",
-                               "--no-session-persistence"], cwd=home, env=env, stdin=subprocess.DEVNULL,
+                               *extra], cwd=home, env=env, stdin=subprocess.DEVNULL,
                               capture_output=True, text=True)
     m = re.search(r"I\s+refs:\s+([\d,]+)", proc.stderr)
     return int(m.group(1).replace(",", "")) / 1e6 if m else float("nan")
@@ -176,8 +187,8 @@ def main() -> None:
             add(s, f"growth {a.growth_turns - 49}-{a.growth_turns}",
                 _med(r["gaps"][a.growth_turns - 50:a.growth_turns]))
             add(s, f"rss @{a.growth_turns}", r["rss"])
-    if "resume" in only:
-        sessions = {}
+    sessions: dict[Path, str] = {}
+    if only & {"resume", "instr-resume"}:
         for s in srcs:
             r = run_session(s, homes[s], a.resume_turns)
             sessions[s] = r["session_id"]
@@ -185,6 +196,7 @@ def main() -> None:
             tr = next(Path(homes[s]).rglob(f"{r['session_id']}.jsonl"), None)
             if tr is not None:
                 add(s, f"transcript MB @{a.resume_turns}", tr.stat().st_size / 1e6)
+    if "resume" in only:
         for _ in range(a.rounds):
             for s in srcs:
                 r = run_session(s, homes[s], 1, ["--resume", sessions[s]])
@@ -197,6 +209,15 @@ def main() -> None:
     if "instr" in only:
         for s in srcs:
             add(s, "instructions to first request (M)", instructions(s, homes[s]))
+    if "instr-turn" in only:
+        for s in srcs:
+            i1, i2, i11, i31 = (instructions(s, homes[s], n) for n in (1, 2, 11, 31))
+            add(s, "instructions, first tool turn (M)", i2 - i1)
+            add(s, "instructions, later tool turn (M)", (i31 - i11) / 20)
+    if "instr-resume" in only:
+        for s in srcs:
+            add(s, "instructions to first request, resume (M)",
+                instructions(s, homes[s], 1, ("--resume", sessions[s])))
     keys = list(dict.fromkeys(k for s in srcs for k in res[s]))
     width = max(len(k) for k in keys)
     print(f"{'figure (median)':{width}}  " + "  ".join(f"{str(s)[-24:]:>24}" for s in srcs)

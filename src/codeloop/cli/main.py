@@ -63,9 +63,10 @@ def main(argv: list[str] | None = None) -> int:
         # process: a host calling main(argv) keeps its `dataclasses` untouched.
         import atexit
 
-        from codeloop.cli.startup import codecache
+        from codeloop.cli.startup import child_watch, codecache
         codecache.install()
         atexit.register(codecache.save)
+        child_watch.install()   # a pidfd per child on 3.11, not a thread per Bash call
         if args.print_mode and args.input_format != "stream-json":
             from codeloop.cli.startup import collector
             collector.pause()   # until print mode's session is open (cli.headless.print_mode)

@@ -275,6 +275,9 @@ def protected_write(policy: Any, writes: list[Any]) -> str | None:
     removed, moved or replaced (`rm -rf .git`, `cp -r x/.codeloop .`), or a hard link to one."""
     from codeloop.permissions.modes import protected_paths
 
+    writes = [w for w in writes if w.path is not None and w.how not in _CONTAINER_OK]
+    if not writes:   # most commands write nothing: no protected path to list and stat
+        return None
     concrete = [p for p in protected_paths(policy.cwd) if "*" not in p]
     inodes: dict[tuple[int, int], str] = {}
     for p in concrete:
@@ -284,8 +287,6 @@ def protected_write(policy: Any, writes: list[Any]) -> str | None:
             continue
         inodes[(st.st_dev, st.st_ino)] = p
     for w in writes:
-        if w.path is None or w.how in _CONTAINER_OK:
-            continue
         if w.how.endswith(" destination") and os.path.isdir(w.path):
             continue                        # written into: its `dest/name` entry is checked
         for form in {w.path, os.path.realpath(w.path)}:

@@ -18,6 +18,7 @@ import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -125,6 +126,7 @@ def _longest_prefix(model: str, keys: Any) -> str | None:
     return best
 
 
+@lru_cache(maxsize=64)   # the table is fixed and model_info runs several times per request
 def _table_row(model: str) -> ModelInfo:
     low = model.lower()
     rows = {info.prefix: info for info in MODELS}

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from codeloop.version import __version__
+from codeloop.jsonload import loads
 from codeloop.messages import Message, new_uuid, now_iso
 from codeloop.session.result_once import RESULT_FROM_CONTENT, store_result_once, tool_use_result  # noqa: F401
 from codeloop.session.branches import BRANCH_POINT, CHAIN_TYPES, one_chain  # noqa: F401
@@ -336,7 +337,7 @@ def _repair_torn_tail(path: Path, wfd: int) -> None:
 def parse_line(line: bytes) -> dict[str, Any] | None:
     """One JSONL record as a dict, or None for a torn or corrupt line."""
     try:
-        obj = json.loads(line)
+        obj = loads(line)
     except (ValueError, RecursionError):
         return None
     return obj if isinstance(obj, dict) else None

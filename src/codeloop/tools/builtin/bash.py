@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import os
 import shlex
-import shutil
 import signal
 import tempfile
 from contextlib import ExitStack, suppress
@@ -31,7 +30,7 @@ from codeloop.tools import process_groups
 from codeloop.tools.base import CURRENT_TOOL_USE_ID, LazyModel, Tool, ToolContext, ToolError, ToolResult
 from codeloop.tools.builtin.bash_detach import Detach
 from codeloop.tools.builtin.bash_sandbox import _disable, _sandboxed, network_hint
-from codeloop.tools.builtin.shell_env import command_environment, protect_process
+from codeloop.tools.builtin.shell_env import command_environment, protect_process, shell_path
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
@@ -163,10 +162,6 @@ def _unlink(path: str) -> None:
         os.unlink(path)
 
 
-def _shell() -> str:
-    return shutil.which("bash") or "/bin/sh"
-
-
 def _script(command: str, cwd_file: str) -> str:
     # An EXIT trap runs on normal completion, `exit N` and `set -e` failures alike, and leaves
     # the shell's exit status untouched.
@@ -270,7 +265,7 @@ class BashTool(Tool):
                     pass
         try:
             task = await registry(ctx).start_shell(
-                inp.command, [*prefix, _shell(), "-c", inp.command], cwd=cwd,
+                inp.command, [*prefix, shell_path(), "-c", inp.command], cwd=cwd,
                 env={**command_environment(ctx.env_pass), **env},
                 description=inp.description or "", tool_use_id=CURRENT_TOOL_USE_ID.get(), cleanup=cleanup,
                 pass_fds=fds)
@@ -297,7 +292,7 @@ class BashTool(Tool):
         try:
             proc = await asyncio.create_subprocess_exec(
                 *(prefix or []),
-                _shell(),
+                shell_path(),
                 "-c",
                 _script(command, cwd_file),
                 cwd=cwd,

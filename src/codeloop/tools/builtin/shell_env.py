@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 
 SECRET_WORDS = ("KEY", "SECRET", "TOKEN", "PASSWORD", "CREDENTIAL")
 PROVIDER_PREFIXES = ("ANTHROPIC_", "OPENAI_", "OPENROUTER_", "CLAUDE_CODE_OAUTH", "AZURE_OPENAI_")
@@ -26,6 +27,7 @@ _PR_SET_DUMPABLE = 4
 _protected = False
 
 
+@lru_cache(maxsize=4096)   # asked for every variable at every command: the names rarely change
 def is_secret(name: str) -> bool:
     upper = name.upper()
     return any(word in upper for word in SECRET_WORDS) or upper.startswith(PROVIDER_PREFIXES)
@@ -43,6 +45,18 @@ def command_environment(passed: Iterable[str] = (), base: Mapping[str, str] | No
     keep = tuple(passed)
     env = os.environ if base is None else base
     return {k: v for k, v in env.items() if not is_secret(k) or _passes(k, keep)}
+
+
+def shell_path() -> str:
+    """The shell commands run in: bash on PATH, else /bin/sh."""
+    return _shell_on(os.environ.get("PATH"))
+
+
+@lru_cache(maxsize=8)   # a PATH search at every call cost more than the rest of a `true` command's set-up
+def _shell_on(path: str | None) -> str:
+    import shutil
+
+    return shutil.which("bash", path=path) or "/bin/sh"
 
 
 def protect_process() -> None:
