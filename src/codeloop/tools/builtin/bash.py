@@ -18,16 +18,15 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shlex
 import signal
-import tempfile
-from contextlib import ExitStack, suppress
+from contextlib import ExitStack
 from pathlib import Path
 from collections.abc import Callable
 from typing import Any, ClassVar
 
 from codeloop.tools import process_groups
 from codeloop.tools.base import CURRENT_TOOL_USE_ID, LazyModel, Tool, ToolContext, ToolError, ToolResult
+from codeloop.tools.builtin import cwd_report
 from codeloop.tools.builtin.bash_detach import Detach
 from codeloop.tools.builtin.bash_sandbox import _disable, _sandboxed, network_hint
 from codeloop.tools.builtin.shell_env import command_environment, protect_process, shell_path
@@ -157,19 +156,10 @@ async def _reaped(proc: asyncio.subprocess.Process) -> None:
         await asyncio.sleep(POLL_S)
 
 
-def _unlink(path: str) -> None:
-    with suppress(OSError):
-        os.unlink(path)
-
-
 def _script(command: str, cwd_file: str) -> str:
     # An EXIT trap runs on normal completion, `exit N` and `set -e` failures alike, and leaves
     # the shell's exit status untouched.
-    return (
-        f"__codeloop_cwd() {{ pwd -P > {shlex.quote(cwd_file)} 2>/dev/null; }}\n"
-        "trap __codeloop_cwd EXIT\n"
-        f"{command}\n"
-    )
+    return f"{cwd_report.script_line(cwd_file)}trap __codeloop_cwd EXIT\n{command}\n"
 
 
 class BashTool(Tool):
@@ -196,19 +186,19 @@ class BashTool(Tool):
             notes.append(f"(Working directory {cwd} no longer exists; ran in {ctx.project_dir}.)")
             cwd = ctx.cwd = ctx.project_dir
 
-        tmp_dir = ctx.session_dir if ctx.session_dir and ctx.session_dir.is_dir() else None
-        fd, cwd_file = tempfile.mkstemp(prefix="codeloop-cwd-", suffix=".txt", dir=tmp_dir)
-        os.close(fd)
+        lease = cwd_report.take(ctx.session_dir if ctx.session_dir and ctx.session_dir.is_dir() else None)
+        lease.spent = True   # until the shell is known to have ended normally
         with ExitStack() as held:   # what the command needs while it runs (moved on with it by Ctrl+B)
-            held.callback(_unlink, cwd_file)
+            held.callback(lease.release)
             prefix, env, fds, undone, release = held.enter_context(
-                _sandboxed(inp.command, cwd, cwd_file, ctx.sandbox, _disable(inp), gated=True))
-            rc, out, err, outcome = await self._run(inp.command, cwd, cwd_file, timeout_ms, ctx, prefix, env, fds,
+                _sandboxed(inp.command, cwd, lease.path, ctx.sandbox, _disable(inp), gated=True))
+            rc, out, err, outcome = await self._run(inp.command, cwd, lease.path, timeout_ms, ctx, prefix, env, fds,
                                                     release)
             if isinstance(outcome, Detach):   # Ctrl+B: it goes on in the background, holding what it needs
                 return outcome.adopt(inp.command, inp.description or "", held.pop_all(), undone, ctx)
             sandboxed = bool(prefix)
-            new_cwd = Path(cwd_file).read_text(errors="replace").strip()
+            lease.spent = outcome not in (None, "orphans")   # orphans: the shell itself exited
+            new_cwd = lease.read()
         notes += undone
         if new_cwd and Path(new_cwd).is_dir():
             ctx.cwd = Path(new_cwd)
