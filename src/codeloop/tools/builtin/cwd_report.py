@@ -20,7 +20,6 @@ from __future__ import annotations
 import atexit
 import os
 import stat
-import tempfile
 from contextlib import suppress
 from pathlib import Path
 
@@ -64,7 +63,7 @@ class CwdLease:
 def take(directory: Path | None) -> CwdLease:
     """A cleared report file in `directory` (None: the temporary directory)."""
     free, made = _state()
-    where = os.fspath(directory) if directory is not None else tempfile.gettempdir()
+    where = os.fspath(directory) if directory is not None else _temp_dir()
     for i in range(len(free) - 1, -1, -1):
         path = free[i]
         if os.path.dirname(path) != where:
@@ -73,13 +72,37 @@ def take(directory: Path | None) -> CwdLease:
         if _clear(path, made[path]):
             return CwdLease(path)
         made.pop(path, None)   # replaced or gone: forget it (and never write through it)
-    fd, path = tempfile.mkstemp(prefix="codeloop-cwd-", suffix=".txt", dir=where)
+    fd, path = _create(where)
     try:
         st = os.fstat(fd)
     finally:
         os.close(fd)
     made[path] = (st.st_dev, st.st_ino)
     return CwdLease(path)
+
+
+def _create(where: str) -> tuple[int, str]:
+    # What tempfile.mkstemp does (a new name, O_EXCL, 0600), without importing tempfile, random and
+    # shutil at the first Bash call.
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        path = os.path.join(where, f"codeloop-cwd-{os.urandom(6).hex()}.txt")
+        try:
+            return os.open(path, flags, 0o600), path
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free name for a cwd report file in {where}")
+
+
+def _temp_dir() -> str:
+    for name in ("TMPDIR", "TEMP", "TMP"):
+        if (value := os.environ.get(name)) and os.path.isdir(value):
+            return value
+    if os.path.isdir("/tmp"):
+        return "/tmp"
+    import tempfile
+
+    return tempfile.gettempdir()
 
 
 def _clear(path: str, identity: tuple[int, int]) -> bool:
