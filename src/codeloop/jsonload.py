@@ -30,9 +30,10 @@ def loads(data: bytes) -> Any:
 
 
 def _load_orjson() -> Any:
+    fast: Any = None
     try:
-        import orjson
+        import orjson as fast
     except ImportError:
-        orjson = None
-    _state.update(orjson=orjson, zeros=bytes.maketrans(b"123456789", b"000000000"))
-    return orjson
+        pass
+    _state.update(orjson=fast, zeros=bytes.maketrans(b"123456789", b"000000000"))
+    return fast

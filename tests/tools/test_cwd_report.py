@@ -79,3 +79,13 @@ async def test_a_killed_shells_file_is_deleted_not_reused(tmp_path):
     await bash(ctx, "true")
     [fresh] = reports(session)
     assert fresh != kept
+
+
+async def test_without_a_session_folder_the_temporary_folder_serves_and_its_files_are_reused(tmp_path, monkeypatch):
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", f"{tmp}/")            # a trailing slash, as people write it
+    ctx = ToolContext(cwd=tmp_path, project_dir=tmp_path, session_dir=None)
+    for _ in range(3):
+        await bash(ctx, "true")
+    assert len(reports(tmp)) == 1

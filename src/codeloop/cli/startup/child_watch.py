@@ -31,7 +31,7 @@ def install() -> bool:
     class PidfdWatcher(asyncio.ThreadedChildWatcher):
         """The threaded watcher, except that a child with a pidfd is watched by its own loop."""
 
-        def add_child_handler(self, pid: int, callback: Any, *args: Any) -> None:
+        def add_child_handler(self, pid: int, callback: Any, *args: Any) -> None:  # type: ignore[override]  # typeshed's TypeVarTuple form
             loop = asyncio.get_running_loop()
             try:
                 pidfd = os.pidfd_open(pid)

@@ -23,12 +23,13 @@ import stat
 from contextlib import suppress
 from pathlib import Path
 
-_pool: dict[str, object] = {"pid": None, "free": [], "made": {}}
+# free: directory (as `take` was given it) → paths not in use; made: path → (device, inode)
+_pool: dict[str, object] = {"pid": None, "free": {}, "made": {}}
 
 
-def _state() -> tuple[list[str], dict[str, tuple[int, int]]]:
+def _state() -> tuple[dict[str, list[str]], dict[str, tuple[int, int]]]:
     if _pool["pid"] != os.getpid():   # first use, or a forked child: the parent's files are not ours
-        _pool.update(pid=os.getpid(), free=[], made={})
+        _pool.update(pid=os.getpid(), free={}, made={})
         atexit.register(_remove_all)
     return _pool["free"], _pool["made"]   # type: ignore[return-value]
 
@@ -36,8 +37,8 @@ def _state() -> tuple[list[str], dict[str, tuple[int, int]]]:
 class CwdLease:
     """One call's report file: `path` for the shell, `read()` after it ended, `release()` at the end."""
 
-    def __init__(self, path: str) -> None:
-        self.path = path
+    def __init__(self, where: str, path: str) -> None:
+        self.where, self.path = where, path
         # Not reused once the shell may outlive the call (moved to the background, killed on a
         # timeout or abort): a late EXIT trap must not write into a later call's report.
         self.spent = False
@@ -57,20 +58,18 @@ class CwdLease:
             with suppress(OSError):
                 os.unlink(self.path)
         else:
-            free.append(self.path)
+            free.setdefault(self.where, []).append(self.path)
 
 
 def take(directory: Path | None) -> CwdLease:
     """A cleared report file in `directory` (None: the temporary directory)."""
     free, made = _state()
     where = os.fspath(directory) if directory is not None else _temp_dir()
-    for i in range(len(free) - 1, -1, -1):
-        path = free[i]
-        if os.path.dirname(path) != where:
-            continue
-        del free[i]
+    spare = free.get(where) or []
+    while spare:
+        path = spare.pop()
         if _clear(path, made[path]):
-            return CwdLease(path)
+            return CwdLease(where, path)
         made.pop(path, None)   # replaced or gone: forget it (and never write through it)
     fd, path = _create(where)
     try:
@@ -78,7 +77,7 @@ def take(directory: Path | None) -> CwdLease:
     finally:
         os.close(fd)
     made[path] = (st.st_dev, st.st_ino)
-    return CwdLease(path)
+    return CwdLease(where, path)
 
 
 def _create(where: str) -> tuple[int, str]:
