@@ -89,3 +89,18 @@ async def test_without_a_session_folder_the_temporary_folder_serves_and_its_file
     for _ in range(3):
         await bash(ctx, "true")
     assert len(reports(tmp)) == 1
+
+
+async def test_a_report_file_swapped_for_a_fifo_hangs_nothing(tmp_path):
+    import asyncio
+
+    session = tmp_path / "session"
+    session.mkdir()
+    ctx = ToolContext(cwd=tmp_path, project_dir=tmp_path, session_dir=session)
+    await bash(ctx, "true")
+    [report] = reports(session)
+    # the command itself swaps its report file for a FIFO, then the next call takes the pool's file
+    await asyncio.wait_for(bash(ctx, f"rm {report}; mkfifo {report}; exec true"), 30)
+    (tmp_path / "e").mkdir()
+    await asyncio.wait_for(bash(ctx, "cd e"), 30)
+    assert ctx.cwd == tmp_path / "e"

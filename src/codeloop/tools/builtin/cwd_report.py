@@ -45,10 +45,18 @@ class CwdLease:
 
     def read(self) -> str:
         """The directory the shell reported ("" when none)."""
+        # Non-blocking and regular files only: a command that swapped the file for a FIFO must not
+        # hang codeloop on the read.
         try:
-            data = Path(self.path).read_bytes()
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
         except OSError:
             return ""
+        try:
+            data = os.read(fd, 65536) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+        except OSError:
+            return ""
+        finally:
+            os.close(fd)
         return data.split(b"\0", 1)[0].decode(errors="replace").strip()
 
     def release(self) -> None:
@@ -107,7 +115,7 @@ def _temp_dir() -> str:
 def _clear(path: str, identity: tuple[int, int]) -> bool:
     """Zero the first byte of the file made at `path`, if that is still the file there."""
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return False
     try:
