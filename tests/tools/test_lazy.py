@@ -99,6 +99,26 @@ def test_warm_up_loads_the_common_tools_once_while_the_model_thinks(tmp_path, mo
     assert bash.real is real                         # the loop then uses the warmed instance
 
 
+def test_warm_up_also_loads_what_the_first_bash_check_needs(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from codeloop.tools import lazy as lazy_mod
+
+    code = ("import sys, threading\n"
+            "from codeloop.tools import lazy\n"
+            "from codeloop.tools.registry import builtin_tools\n"
+            "before = set(sys.modules)\n"
+            "lazy.warm_later(builtin_tools(lazy=True), lambda: True)()\n"
+            "[t.join(60) for t in threading.enumerate() if t.name == 'codeloop-warm']\n"
+            "print(sorted(m for m in lazy.WARM_MODULES if m not in before and m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "CODELOOP_CONFIG_DIR": str(tmp_path)})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == repr(sorted(lazy_mod.WARM_MODULES))   # none loaded before, every one after
+
+
 def test_warm_up_stands_down_when_a_tool_call_already_arrived(tmp_path, monkeypatch):
     from codeloop.tools import lazy as lazy_mod
 

@@ -24,6 +24,12 @@ from typing import Any
 _CACHE_VERSION = 2
 # Warmed first: the tools a session almost always calls, in about the order it calls them.
 WARM_FIRST = ("Bash", "Read", "Grep", "Glob", "Edit", "Write")
+# Then what the first Bash call's permission check and start import (the shell scanner, the rules,
+# ctypes for protect_process): ~10 ms of the first tool turn otherwise.
+WARM_MODULES = ("codeloop.permissions.bash_gate", "codeloop.permissions.bash", "codeloop.permissions.readonly",
+                "codeloop.permissions.rules", "codeloop.permissions.shell_writes", "codeloop.permissions.git_reads",
+                "codeloop.permissions.git_programs", "codeloop.permissions.guarded", "codeloop.permissions.consent",
+                "codeloop.permissions.modes", "ctypes")
 # After a request went out, how long the model must stay silent before warming starts.
 WARM_DELAY_S = 0.05
 # Tool modules that import no pydantic themselves (their input model is a `base.LazyModel`).
@@ -188,6 +194,8 @@ def warm_later(tools: list[Any], waiting: Callable[[], bool]) -> Callable[[], No
             import pydantic  # noqa: F401
             for tool in lazy:
                 _ = tool.real.input_model  # the access imports the module and builds the model
+            for module in WARM_MODULES:
+                importlib.import_module(module)
         except Exception:  # noqa: BLE001 — a warm-up never fails anything: the real use reports it
             pass
 
