@@ -17,7 +17,9 @@ Every figure of issue 18's table, against the loopback fake API (tests/fakeapi.p
 - instr:    instructions executed from process start to the first request leaving (valgrind's
             callgrind; the process ends there): a start-up figure a busy machine does not skew
 - instr-turn: instructions of the first tool turn (request 1 → 2) and of a later one (the mean of
-            requests 11 → 31); codeloop's own, its shell children not counted
+            requests 11 → 31); codeloop's own, its shell children not counted. The first turn's
+            figure includes the warm-up thread's imports (pydantic, the common tools), which start
+            50 ms after a request in real time and so always fire in valgrind's slow time
 - instr-resume: instructions to the first request of a `--resume` of the 2,000-turn session
 
 Each `--src` is a checkout (a directory holding src/codeloop), run through PYTHONPATH; give two
