@@ -20,13 +20,18 @@ def reports(session: Path) -> list[Path]:
     return sorted(session.glob("codeloop-cwd-*"))
 
 
-async def test_one_file_serves_many_calls_and_the_directory_follows_cd(tmp_path):
+def in_session(tmp_path: Path) -> tuple[ToolContext, Path]:
+    """A context whose session folder (where the report files go) exists."""
     session = tmp_path / "session"
     session.mkdir()
+    return ToolContext(cwd=tmp_path, project_dir=tmp_path, session_dir=session), session
+
+
+async def test_one_file_serves_many_calls_and_the_directory_follows_cd(tmp_path):
+    ctx, session = in_session(tmp_path)
     deep = tmp_path / ("a-rather-long-directory-name-" * 4)
     deep.mkdir()
     (tmp_path / "b").mkdir()
-    ctx = ToolContext(cwd=tmp_path, project_dir=tmp_path, session_dir=session)
     await bash(ctx, f"cd {deep}")
     assert ctx.cwd == deep
     first = reports(session)
@@ -37,10 +42,8 @@ async def test_one_file_serves_many_calls_and_the_directory_follows_cd(tmp_path)
 
 
 async def test_a_shell_whose_trap_never_ran_reports_nothing_not_the_last_directory(tmp_path):
-    session = tmp_path / "session"
-    session.mkdir()
+    ctx, session = in_session(tmp_path)
     (tmp_path / "x").mkdir()
-    ctx = ToolContext(cwd=tmp_path, project_dir=tmp_path, session_dir=session)
     await bash(ctx, "cd x")
     assert ctx.cwd == tmp_path / "x"
     ctx.cwd = tmp_path                               # as if the session moved back
@@ -49,11 +52,9 @@ async def test_a_shell_whose_trap_never_ran_reports_nothing_not_the_last_directo
 
 
 async def test_a_report_file_replaced_by_a_link_is_never_written_through(tmp_path):
-    session = tmp_path / "session"
-    session.mkdir()
+    ctx, session = in_session(tmp_path)
     victim = tmp_path / "victim.txt"
     victim.write_text("precious\n")
-    ctx = ToolContext(cwd=tmp_path, project_dir=tmp_path, session_dir=session)
     await bash(ctx, "true")
     [report] = reports(session)
     for link in (os.symlink, os.link):
@@ -68,9 +69,7 @@ async def test_a_report_file_replaced_by_a_link_is_never_written_through(tmp_pat
 
 
 async def test_a_killed_shells_file_is_deleted_not_reused(tmp_path):
-    session = tmp_path / "session"
-    session.mkdir()
-    ctx = ToolContext(cwd=tmp_path, project_dir=tmp_path, session_dir=session)
+    ctx, session = in_session(tmp_path)
     await bash(ctx, "true")
     [kept] = reports(session)
     res = await bash(ctx, "sleep 30", timeout=300)
@@ -94,9 +93,7 @@ async def test_without_a_session_folder_the_temporary_folder_serves_and_its_file
 async def test_a_report_file_swapped_for_a_fifo_hangs_nothing(tmp_path):
     import asyncio
 
-    session = tmp_path / "session"
-    session.mkdir()
-    ctx = ToolContext(cwd=tmp_path, project_dir=tmp_path, session_dir=session)
+    ctx, session = in_session(tmp_path)
     await bash(ctx, "true")
     [report] = reports(session)
     # the command itself swaps its report file for a FIFO, then the next call takes the pool's file
