@@ -275,9 +275,8 @@ def protected_write(policy: Any, writes: list[Any]) -> str | None:
     removed, moved or replaced (`rm -rf .git`, `cp -r x/.codeloop .`), or a hard link to one."""
     from codeloop.permissions.modes import protected_paths
 
-    writes = [w for w in writes if w.path is not None and w.how not in _CONTAINER_OK]
-    if not writes:   # most commands write nothing: no protected path to list and stat
-        return None
+    if not (writes := [w for w in writes if w.path is not None and w.how not in _CONTAINER_OK]):
+        return None   # most commands write nothing: no protected path to list and stat
     concrete = [p for p in protected_paths(policy.cwd) if "*" not in p]
     inodes: dict[tuple[int, int], str] = {}
     for p in concrete:
