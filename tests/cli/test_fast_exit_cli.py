@@ -11,10 +11,10 @@ from pathlib import Path
 from fakeapi import ScriptedAPI, error, sse, text, tool_use
 
 
-def run(args, *, cwd: Path, url: str, stdout=subprocess.PIPE):
+def run(args, *, cwd: Path, url: str, stdout=subprocess.PIPE, extra_env: dict[str, str] | None = None):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CODELOOP_"))}
     env.update({"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": url,
-                "CODELOOP_CONFIG_DIR": str(cwd / ".cfg"), "HOME": str(cwd)})
+                "CODELOOP_CONFIG_DIR": str(cwd / ".cfg"), "HOME": str(cwd), **(extra_env or {})})
     return subprocess.run([sys.executable, "-m", "codeloop", *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                           stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=60)
 
@@ -67,3 +67,16 @@ def test_tool_result_stored_once_and_resume_sends_it_back(tmp_path):
     entry = next(e for e in transcript_lines(tmp_path) if e.get("toolUseResultFromContent"))
     assert entry["toolUseResultFromContent"] == ["stdout"]
     assert "stdout" not in entry["toolUseResult"] and entry["toolUseResult"]["exitCode"] == 0
+
+
+def test_bashs_reusable_cwd_report_files_are_gone_after_the_fast_exit(tmp_path):
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    api = ScriptedAPI(sse(tool_use("Bash", {"command": "true"})), sse(tool_use("Bash", {"command": "cd /"})),
+                      sse(text("done")))
+    with api.serve() as url:
+        r = run(["-p", "go", "--allowedTools", "Bash", "--no-session-persistence"], cwd=tmp_path, url=url,
+                extra_env={"TMPDIR": str(tmp)})
+    assert r.returncode == 0, r.stderr
+    assert len(api.requests) == 3
+    assert list(tmp.glob("codeloop-cwd-*")) == []

@@ -110,6 +110,8 @@ def hard_exit(code: int) -> None:
         codecache.save()   # atexit handlers do not run after os._exit
     if (groups := sys.modules.get("codeloop.tools.process_groups")) is not None:
         groups.kill_all()  # no command of the model outlives codeloop (their atexit sweep is skipped too)
+    if (reports := sys.modules.get("codeloop.tools.builtin.cwd_report")) is not None:
+        reports.remove_all()   # Bash's reusable cwd report files
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

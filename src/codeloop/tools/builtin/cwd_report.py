@@ -30,7 +30,7 @@ _pool: dict[str, object] = {"pid": None, "free": {}, "made": {}}
 def _state() -> tuple[dict[str, list[str]], dict[str, tuple[int, int]]]:
     if _pool["pid"] != os.getpid():   # first use, or a forked child: the parent's files are not ours
         _pool.update(pid=os.getpid(), free={}, made={})
-        atexit.register(_remove_all)
+        atexit.register(remove_all)
     return _pool["free"], _pool["made"]   # type: ignore[return-value]
 
 
@@ -138,7 +138,8 @@ def script_line(path: str) -> str:
     return f"__codeloop_cwd() {{ {{ pwd -P; printf '\\0'; }} 1<> {shlex.quote(path)} 2>/dev/null; }}\n"
 
 
-def _remove_all() -> None:
+def remove_all() -> None:
+    """Delete this process's report files (at exit; the CLI's fast exit calls it, as atexit does not run)."""
     if _pool["pid"] != os.getpid():
         return
     made: dict[str, tuple[int, int]] = _pool["made"]   # type: ignore[assignment]
