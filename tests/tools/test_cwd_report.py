@@ -101,3 +101,14 @@ async def test_a_report_file_swapped_for_a_fifo_hangs_nothing(tmp_path):
     (tmp_path / "e").mkdir()
     await asyncio.wait_for(bash(ctx, "cd e"), 30)
     assert ctx.cwd == tmp_path / "e"
+
+
+async def test_a_report_file_a_command_filled_is_emptied_before_reuse(tmp_path):
+    ctx, session = in_session(tmp_path)
+    await bash(ctx, "true")
+    [report] = reports(session)
+    await bash(ctx, f"head -c 1000000 /dev/zero | tr '\\0' x >> {report}; exec true")
+    assert report.stat().st_size >= 1_000_000
+    (tmp_path / "f").mkdir()
+    await bash(ctx, "cd f")
+    assert ctx.cwd == tmp_path / "f" and report.stat().st_size < 1000

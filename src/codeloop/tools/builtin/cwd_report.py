@@ -23,6 +23,7 @@ import stat
 from contextlib import suppress
 from pathlib import Path
 
+_KEEP_BYTES = 65536   # more than any directory name; the read takes no more than this
 # free: directory (as `take` was given it) → paths not in use; made: path → (device, inode)
 _pool: dict[str, object] = {"pid": None, "free": {}, "made": {}}
 
@@ -52,7 +53,7 @@ class CwdLease:
         except OSError:
             return ""
         try:
-            data = os.read(fd, 65536) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+            data = os.read(fd, _KEEP_BYTES) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
         except OSError:
             return ""
         finally:
@@ -123,6 +124,8 @@ def _clear(path: str, identity: tuple[int, int]) -> bool:
         if ((st.st_dev, st.st_ino) != identity or st.st_nlink != 1 or not stat.S_ISREG(st.st_mode)
                 or st.st_uid != os.getuid()):
             return False
+        if st.st_size > _KEEP_BYTES:   # a command filled it: do not hold that space for the session
+            os.ftruncate(fd, 0)
         os.pwrite(fd, b"\0", 0)
         return True
     except OSError:
