@@ -29,7 +29,8 @@ LOCAL_TOOLS = ("Read", "Edit", "Write", "Bash", "Glob", "Grep")
 SHORT_DESCRIPTIONS = {
     "Read": "show a file's contents with line numbers (use it to answer questions about a file, and before Edit)",
     "Edit": "change part of an existing file: replace old_string, copied exactly from the file without the "
-            "line numbers, with new_string",
+            "line numbers, with new_string; replace_all true replaces every occurrence (a name used in several "
+            "places), false only one",
     "Write": "create a new file with content, or replace a whole file",
     # what each kind of file change needs, as commands: small models otherwise empty a file with
     # Edit when asked to delete it, or write a script and never make it executable
@@ -43,6 +44,9 @@ SHORT_DESCRIPTIONS = {
 # Arguments the constrained calls cannot carry (only required ones are offered): Grep shows the
 # matching lines themselves, which answers most "where is…/what is…" questions in one call.
 INPUT_DEFAULTS = {"Grep": {"output_mode": "content", "-n": True, "head_limit": 50}}
+# Optional arguments the local model must decide on every call: Edit's replace_all (offered only
+# as an option, a small model never sets it, and a name used twice fails as "not unique").
+EXTRA_ARGUMENTS = {"Edit": ("replace_all",)}
 # When the final answer waits for a change (`providers.constrained.ChangeRules`): a request
 # worded as a change (and not a question) needs an Edit, a Write or a file-changing command
 # first, and after Edit, Write or a command that printed nothing, a check comes before the answer.
@@ -81,6 +85,14 @@ def change_rules() -> Any:
 
     return ChangeRules(check_after=("Edit", "Write"), request=r"\b(" + "|".join(CHANGE_VERBS) + r")\b",
                        shell_tool="Bash", commands=CHANGE_COMMANDS)
+
+
+def steering() -> dict[str, Any]:
+    """What the local provider applies to each request and call besides descriptions and rules:
+    the extra arguments, and Read's line numbers taken out of what Write and Edit write."""
+    from codeloop.providers.constrained import strip_read_numbers
+
+    return {"extra_args": EXTRA_ARGUMENTS, "fix_input": strip_read_numbers}
 
 
 def _with_sandbox(settings_arg: str | None) -> str:
@@ -132,14 +144,15 @@ def start_local(spec: str | None, *, progress: Any = None, notice: Any = None) -
     base_url = os.environ.get("CODELOOP_LOCAL_BASE_URL", "").strip() or None
     if base_url:  # a llama.cpp server the user runs (or a test's fake one): nothing to load
         return start_local_provider(spec, config_dir / "models", descriptions=SHORT_DESCRIPTIONS,
-                                    input_defaults=INPUT_DEFAULTS, base_url=base_url, rules=change_rules())
+                                    input_defaults=INPUT_DEFAULTS, base_url=base_url, rules=change_rules(),
+                                    **steering())
     if importlib.util.find_spec("xllamacpp") is None:
         raise LocalModelError(f"the local model runtime is not installed: {RUNTIME_HINT}")
     if notice is not None:
         notice("loading the local model (a small model on this machine: expect slower, weaker answers than a "
                "hosted one)…")
     return start_local_provider(spec, config_dir / "models", progress=progress, descriptions=SHORT_DESCRIPTIONS,
-                                input_defaults=INPUT_DEFAULTS, rules=change_rules())
+                                input_defaults=INPUT_DEFAULTS, rules=change_rules(), **steering())
 
 
 # What a machine with no key runs when nothing names a model: the bundled default, by its key,
