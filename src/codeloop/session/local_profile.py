@@ -28,9 +28,11 @@ LOCAL_TOOLS = ("Read", "Edit", "Write", "Bash", "Glob", "Grep")
 # in the order the model sees them: the first tools are the ones most tasks need
 SHORT_DESCRIPTIONS = {
     "Read": "show a file's contents with line numbers (use it to answer questions about a file, and before Edit)",
-    "Edit": "change part of an existing file: replace old_string, copied exactly from the file without the "
-            "line numbers, with new_string; replace_all true replaces every occurrence (a name used in several "
-            "places), false only one",
+    # whole lines: given a free choice, small models replace one word ("debug" by "true" in a
+    # JSON file, "count" found three times) and break the line or fail as not unique
+    "Edit": "change lines of an existing file: old_string is the whole line or lines to change, copied exactly "
+            "from Read without the line numbers, new_string what those lines become; replace_all true replaces "
+            "every occurrence of old_string (a name used in several places), false only one",
     "Write": "create a new file with content, or replace a whole file",
     # what each kind of file change needs, as commands: small models otherwise empty a file with
     # Edit when asked to delete it, or write a script and never make it executable
@@ -62,7 +64,8 @@ Rules:
 Grep for its name (a function: "def " then its name). To list files: Glob. To run a program or count: Bash.
 - Do only what the user asked. Never change, create or delete files unless the user asked for it.
 - Asked for a change, make it with tools; never only describe it. To change a file's text, Read it first, \
-then Edit it with old_string copied exactly from what you read. To delete, move, rename or chmod a file: Bash.
+then Edit it: old_string the whole lines to change, copied exactly from what you read, new_string those \
+lines as they should be. To delete, move, rename or chmod a file: Bash.
 - Count or list only the kind of file the user named.
 - As soon as a tool result answers the question, give your final answer. Never repeat a tool call.
 - If a tool finds nothing, try another tool before you answer.
@@ -73,8 +76,10 @@ Example (the user asked: change colour to color everywhere in notes.txt):
 {"name": "Bash", "arguments": {"command": "sed -i 's/colour/color/g' notes.txt"}}
 Result of Bash: (no output)
 {"name": "Read", "arguments": {"file_path": "notes.txt"}}
-Result of Read: 1  the color of the sky  2  a color chart
-{"answer": "notes.txt now says color everywhere (2 lines changed)."}"""
+Result of Read:
+     1\tthe color of the sky
+     2\ta color chart
+{"answer": "notes.txt now says color on both of its lines."}"""
 # what the sandbox layer reads (settings key `sandbox.enabled`); a user setting still wins
 SANDBOX_SETTINGS = {"sandbox": {"enabled": True}}
 KEY_URL = "https://console.anthropic.com/settings/keys"
