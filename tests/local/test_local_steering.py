@@ -101,3 +101,17 @@ def test_edit_offers_replace_all_and_a_rename_reaches_every_use(tmp_path):
                 if o["properties"].get("name", {}).get("const") == "Edit")
     assert edit["properties"]["arguments"]["required"] == ["file_path", "old_string", "new_string", "replace_all"]
     assert '"replace_all": boolean' in first["messages"][0]["content"]
+
+
+def test_grep_from_the_local_model_ignores_case(tmp_path):
+    (tmp_path / "members.txt").write_text("alice T1\ndana T3\n")
+    api = ScriptedAPI(reply(json.dumps({"name": "Grep", "arguments": {"pattern": "Dana"}})),
+                      reply(json.dumps({"answer": "dana is in T3."})))
+    with api.serve() as url:
+        r = run(["-p", "Which team code does Dana have?", "--model", "local", "--output-format", "stream-json",
+                 "--verbose"], cwd=tmp_path, env={"CODELOOP_LOCAL_BASE_URL": url + "/v1"})
+    assert r.returncode == 0, r.stderr
+    results = [b for x in map(json.loads, r.stdout.splitlines()) if x["type"] == "user"
+               for b in x["message"]["content"] if isinstance(b, dict) and b.get("type") == "tool_result"]
+    text = results[0]["content"] if isinstance(results[0]["content"], str) else results[0]["content"][0]["text"]
+    assert "members.txt:2:dana T3" in text

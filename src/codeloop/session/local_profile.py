@@ -40,12 +40,14 @@ SHORT_DESCRIPTIONS = {
             "move or rename (mv), make executable (chmod +x), replace a name everywhere in a file (sed -i)",
     # no literal example patterns here or in Grep's: a small model searches for the examples themselves
     "Glob": "list the files whose paths match a glob pattern made from the folder and file kind in the request",
-    "Grep": "search inside all files for a name or regular expression taken from the question; "
-            "shows each matching line with its file name",
+    "Grep": "search inside all files for a name or regular expression taken from the question (ignoring "
+            "case); shows each matching line with its file name",
 }
 # Arguments the constrained calls cannot carry (only required ones are offered): Grep shows the
-# matching lines themselves, which answers most "where is…/what is…" questions in one call.
-INPUT_DEFAULTS = {"Grep": {"output_mode": "content", "-n": True, "head_limit": 50}}
+# matching lines themselves, which answers most "where is…/what is…" questions in one call. Case
+# is ignored: a small model searches for the question's spelling ("Dana" for a file's "dana"),
+# finds nothing and answers "not there"; a few extra lines it can read cost less.
+INPUT_DEFAULTS = {"Grep": {"output_mode": "content", "-n": True, "head_limit": 50, "-i": True}}
 # Optional arguments the local model must decide on every call: Edit's replace_all (offered only
 # as an option, a small model never sets it, and a name used twice fails as "not unique").
 EXTRA_ARGUMENTS = {"Edit": ("replace_all",)}
