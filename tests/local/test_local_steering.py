@@ -115,3 +115,26 @@ def test_grep_from_the_local_model_ignores_case(tmp_path):
                for b in x["message"]["content"] if isinstance(b, dict) and b.get("type") == "tool_result"]
     text = results[0]["content"] if isinstance(results[0]["content"], str) else results[0]["content"][0]["text"]
     assert "members.txt:2:dana T3" in text
+
+
+def test_the_results_turn_lists_the_changes_already_made():
+    from codeloop.providers.constrained import render_messages
+    from codeloop.session.local_profile import change_rules
+
+    def turn(name, inp, result, i, error=False):
+        return [{"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": name, "input": inp}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": result,
+                                              "is_error": error}]}]
+
+    prompt = [{"role": "user", "content": "Rename area to size in shapes.py."}]
+    failed = turn("Edit", {"file_path": "shapes.py", "old_string": "area", "new_string": "size"}, "Found 2", 1, True)
+    sed = turn("Bash", {"command": "sed -i 's/area/size/g' shapes.py"}, "(no output)", 2)
+    look = turn("Read", {"file_path": "shapes.py"}, "     1\tdef size(w, h):", 3)
+    msgs = [*prompt, *failed, *sed, *look]
+    out = render_messages([], msgs, "", remind=True, rules=change_rules())
+    last = out[-1]["content"]
+    assert "Changes already made for this request" in last and "sed -i 's/area/size/g' shapes.py" in last
+    assert '"Edit"' not in last            # the failed Edit changed nothing
+    # before any change: no such line; earlier turns render as they did (the prompt cache holds)
+    before = render_messages([], [*prompt, *failed], "", remind=True, rules=change_rules())
+    assert "Changes already made" not in json.dumps(before) and out[:len(before)] == before

@@ -100,6 +100,7 @@ def answer_allowed(messages: list[dict[str, Any]]) -> bool:
 NO_OUTPUT = "(no output)"
 MAX_CHECK_CALLS = 6
 NOT_CHANGED_YET = "Nothing has been changed yet: make the requested change with a tool."
+CHANGES_MADE = "Changes already made for this request (they worked: never make one of them again): {calls}"
 
 
 @dataclass(frozen=True)
@@ -132,6 +133,22 @@ def unchecked_change(messages: list[dict[str, Any]], rules: ChangeRules) -> bool
     return silent or calls[-1].get("name") in rules.check_after
 
 
+def _is_change(call: dict[str, Any], rules: ChangeRules) -> bool:
+    return call.get("name") in rules.check_after or bool(
+        rules.commands and call.get("name") == rules.shell_tool
+        and re.search(rules.commands, str((call.get("input") or {}).get("command", ""))))
+
+
+def changes_made(messages: list[dict[str, Any]], rules: ChangeRules) -> list[str]:
+    """The change calls since the prompt that succeeded, as `Name {input}`. After a change and a
+    look, small models make the same change again (a second `sed s/a/ab/` doubles the rename, an
+    Edit repeated fails and the answer reports the failure); the results turn lists them."""
+    since = _since_prompt(messages)
+    failed = {b.get("tool_use_id") for m in since if _has_results(m) for b in m["content"]
+              if b.get("type") == "tool_result" and b.get("is_error")}
+    return [_call_json(c) for c in _calls(since) if _is_change(c, rules) and c.get("id") not in failed]
+
+
 def change_missing(messages: list[dict[str, Any]], rules: ChangeRules) -> bool:
     """The request asks for a change (`rules.request`, and it is not a question) and no call
     since it has made one: a check_after tool, or a shell command matching `rules.commands`."""
@@ -144,10 +161,7 @@ def change_missing(messages: list[dict[str, Any]], rules: ChangeRules) -> bool:
     calls = _calls(since)
     if len(calls) >= MAX_CHECK_CALLS:
         return False
-    return not any(c.get("name") in rules.check_after or (
-        rules.commands and c.get("name") == rules.shell_tool
-        and re.search(rules.commands, str((c.get("input") or {}).get("command", ""))))
-        for c in calls)
+    return not any(_is_change(c, rules) for c in calls)
 
 
 def awaiting_first_call(messages: list[dict[str, Any]]) -> bool:
@@ -293,6 +307,8 @@ def render_messages(system: list[dict[str, Any]], messages: list[dict[str, Any]]
             # every time and the server's prompt cache still covers them
             if rules is not None and change_missing(messages[:i + 1], rules):
                 parts.append(NOT_CHANGED_YET)
+            elif rules is not None and (made := changes_made(messages[:i + 1], rules)):
+                parts.append(CHANGES_MADE.format(calls="; ".join(made)))
             parts.append(REMINDER.format(request=request))
         add("user", "\n\n".join(parts))
     return out
