@@ -135,6 +135,29 @@ async def test_edit_non_unique_needs_context_or_replace_all(ctx, run, tmp_path):
     assert f.read_text() == "x = 1\nx = 1\nx = 1\n"
 
 
+async def test_edit_non_unique_lists_the_lines_of_each_match(ctx, run, tmp_path):
+    f = tmp_path / "maths.py"
+    f.write_text("def dbl(n):\n    return n * 2\n\n\nprint(dbl(4))\nprint(dbl(dbl(1)))\n")
+    await read_first(ctx, run, f)
+    with pytest.raises(ToolError) as ei:
+        await run(edit, ctx, file_path=str(f), old_string="dbl", new_string="double")
+    msg = str(ei.value)
+    assert "Found 4 matches" in msg
+    # each line once, numbered as Read numbers it, even with two matches on line 6
+    assert msg.endswith("lines:\n     1\tdef dbl(n):\n     5\tprint(dbl(4))\n     6\tprint(dbl(dbl(1)))")
+    assert "dbl" in f.read_text()
+
+
+async def test_edit_non_unique_listing_is_bounded(ctx, run, tmp_path):
+    f = tmp_path / "m.txt"
+    f.write_text("x\n" * 25)
+    await read_first(ctx, run, f)
+    with pytest.raises(ToolError) as ei:
+        await run(edit, ctx, file_path=str(f), old_string="x", new_string="y")
+    msg = str(ei.value)
+    assert "    10\tx" in msg and "    11\tx" not in msg and "(and 15 more lines)" in msg
+
+
 async def test_edit_replace_all(ctx, run, tmp_path):
     f = tmp_path / "m.txt"
     f.write_text("foo bar foo\nfoo\n")

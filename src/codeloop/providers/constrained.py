@@ -45,20 +45,27 @@ def _slim(prop: dict[str, Any]) -> dict[str, Any]:
     return out or {"type": "string"}
 
 
-def argument_schema(input_schema: Mapping[str, Any]) -> dict[str, Any]:
+def argument_schema(input_schema: Mapping[str, Any], extra: tuple[str, ...] = ()) -> dict[str, Any]:
     """A tool's input schema cut to its required properties, without descriptions or bounds:
-    what a grammar can enforce and what a small model fills in reliably."""
+    what a grammar can enforce and what a small model fills in reliably. `extra` names optional
+    properties that are kept too, made required: the model then decides them on every call
+    (an optional one a small model never writes)."""
     props = input_schema.get("properties") or {}
-    required = [k for k in input_schema.get("required") or [] if k in props]
+    required = [k for k in [*(input_schema.get("required") or []), *extra] if k in props]
+    required = list(dict.fromkeys(required))
     return {"type": "object", "properties": {k: _slim(props[k]) for k in required},
             "required": required, "additionalProperties": False}
 
 
-def reply_schema(tools: list[dict[str, Any]], *, allow_answer: bool = True) -> dict[str, Any]:
+def reply_schema(tools: list[dict[str, Any]], *, allow_answer: bool = True,
+                 extra_args: Mapping[str, tuple[str, ...]] | None = None) -> dict[str, Any]:
     """The JSON Schema every reply must match: one call object per tool, or the final answer
-    (left out when a tool call is required)."""
+    (left out when a tool call is required). `extra_args`: per tool, optional arguments offered
+    as required ones (`argument_schema`)."""
+    extra_args = extra_args or {}
     options = [{"type": "object",
-                "properties": {"name": {"const": t["name"]}, "arguments": argument_schema(t["input_schema"])},
+                "properties": {"name": {"const": t["name"]},
+                               "arguments": argument_schema(t["input_schema"], extra_args.get(t["name"], ()))},
                 "required": ["name", "arguments"], "additionalProperties": False}
                for t in tools if "input_schema" in t]
     if allow_answer or not options:
@@ -93,6 +100,7 @@ def answer_allowed(messages: list[dict[str, Any]]) -> bool:
 NO_OUTPUT = "(no output)"
 MAX_CHECK_CALLS = 6
 NOT_CHANGED_YET = "Nothing has been changed yet: make the requested change with a tool."
+CHANGES_MADE = "Changes already made for this request (they worked: never make one of them again): {calls}"
 
 
 @dataclass(frozen=True)
@@ -125,6 +133,22 @@ def unchecked_change(messages: list[dict[str, Any]], rules: ChangeRules) -> bool
     return silent or calls[-1].get("name") in rules.check_after
 
 
+def _is_change(call: dict[str, Any], rules: ChangeRules) -> bool:
+    return call.get("name") in rules.check_after or bool(
+        rules.commands and call.get("name") == rules.shell_tool
+        and re.search(rules.commands, str((call.get("input") or {}).get("command", ""))))
+
+
+def changes_made(messages: list[dict[str, Any]], rules: ChangeRules) -> list[str]:
+    """The change calls since the prompt that succeeded, as `Name {input}`. After a change and a
+    look, small models make the same change again (a second `sed s/a/ab/` doubles the rename, an
+    Edit repeated fails and the answer reports the failure); the results turn lists them."""
+    since = _since_prompt(messages)
+    failed = {b.get("tool_use_id") for m in since if _has_results(m) for b in m["content"]
+              if b.get("type") == "tool_result" and b.get("is_error")}
+    return [_call_json(c) for c in _calls(since) if _is_change(c, rules) and c.get("id") not in failed]
+
+
 def change_missing(messages: list[dict[str, Any]], rules: ChangeRules) -> bool:
     """The request asks for a change (`rules.request`, and it is not a question) and no call
     since it has made one: a check_after tool, or a shell command matching `rules.commands`."""
@@ -137,10 +161,7 @@ def change_missing(messages: list[dict[str, Any]], rules: ChangeRules) -> bool:
     calls = _calls(since)
     if len(calls) >= MAX_CHECK_CALLS:
         return False
-    return not any(c.get("name") in rules.check_after or (
-        rules.commands and c.get("name") == rules.shell_tool
-        and re.search(rules.commands, str((c.get("input") or {}).get("command", ""))))
-        for c in calls)
+    return not any(_is_change(c, rules) for c in calls)
 
 
 def awaiting_first_call(messages: list[dict[str, Any]]) -> bool:
@@ -175,20 +196,60 @@ def looping(messages: list[dict[str, Any]]) -> bool:
     return sum(call in seen[:i] for i, call in enumerate(seen)) >= MAX_REPEATED_CALLS
 
 
+# Read shows each line as its number right-aligned in six columns and a tab (`cat -n`); small
+# models copy that prefix into what they write. Only this exact form, on every line and numbered
+# consecutively, is taken for pasted numbers: a file's own text almost never looks like that.
+_READ_PREFIX = re.compile(r"^(?=[ \d]{6}\t) *(\d+)\t")
+# what each writing tool takes as file text
+WRITTEN_TEXT = {"Write": ("content",), "Edit": ("old_string", "new_string")}
+
+
+def without_read_numbers(text: str) -> str | None:
+    """`text` with Read's line-number prefixes removed, or None unless every line carries one and
+    they count up by one."""
+    lines = text.split("\n")
+    body = lines[:-1] if len(lines) > 1 and lines[-1] == "" else lines
+    matches = [_READ_PREFIX.match(line) for line in body]
+    if not body or not all(matches):
+        return None
+    numbers = [int(m.group(1)) for m in matches if m]
+    if numbers != list(range(numbers[0], numbers[0] + len(numbers))):
+        return None
+    return "\n".join(line[m.end():] for line, m in zip(body, matches) if m) + ("\n" if body is not lines else "")
+
+
+def strip_read_numbers(name: str, inp: dict[str, Any]) -> dict[str, Any]:
+    """A Write or Edit call with Read's line numbers taken out of the text it writes, where every
+    line of that text carries them (an Edit's new_string only when its old_string did too, so a
+    deliberate numbered list stays)."""
+    fields = WRITTEN_TEXT.get(name, ())
+    texts = {k: inp[k] for k in fields if isinstance(inp.get(k), str) and inp[k]}
+    stripped = {k: without_read_numbers(v) for k, v in texts.items()}
+    if name == "Edit":
+        if stripped.get("old_string") is None:
+            return inp
+        # old_string was pasted from Read: so were the numbered lines of new_string (the lines
+        # the model added carry none, or numbers that no longer count up)
+        stripped["new_string"] = "\n".join(_READ_PREFIX.sub("", line, count=1)
+                                            for line in str(inp.get("new_string", "")).split("\n"))
+    return {**inp, **{k: v for k, v in stripped.items() if v is not None}}
+
+
 def _has_results(message: dict[str, Any]) -> bool:
     content = message.get("content")
     return isinstance(content, list) and any(b.get("type") == "tool_result" for b in content)
 
 
-def _describe(tool: dict[str, Any], descriptions: Mapping[str, str] | None) -> str:
+def _describe(tool: dict[str, Any], descriptions: Mapping[str, str] | None, extra: tuple[str, ...] = ()) -> str:
     desc = (descriptions or {}).get(tool["name"]) or tool.get("description", "").strip().split("\n")[0][:160]
-    args = argument_schema(tool["input_schema"])["properties"]
+    args = argument_schema(tool["input_schema"], extra)["properties"]
     sig = ", ".join(f'"{k}": {v.get("type", "string")}' for k, v in args.items())
     return f"- {tool['name']} {{{sig}}}: {desc}"
 
 
-def tools_prompt(tools: list[dict[str, Any]], descriptions: Mapping[str, str] | None = None) -> str:
-    lines = [_describe(t, descriptions) for t in tools if "input_schema" in t]
+def tools_prompt(tools: list[dict[str, Any]], descriptions: Mapping[str, str] | None = None,
+                 extra_args: Mapping[str, tuple[str, ...]] | None = None) -> str:
+    lines = [_describe(t, descriptions, (extra_args or {}).get(t["name"], ())) for t in tools if "input_schema" in t]
     return FORMAT_RULES + ("\n\nTools:\n" + "\n".join(lines) if lines else "")
 
 
@@ -246,6 +307,8 @@ def render_messages(system: list[dict[str, Any]], messages: list[dict[str, Any]]
             # every time and the server's prompt cache still covers them
             if rules is not None and change_missing(messages[:i + 1], rules):
                 parts.append(NOT_CHANGED_YET)
+            elif rules is not None and (made := changes_made(messages[:i + 1], rules)):
+                parts.append(CHANGES_MADE.format(calls="; ".join(made)))
             parts.append(REMINDER.format(request=request))
         add("user", "\n\n".join(parts))
     return out
@@ -265,9 +328,10 @@ def _request_text(content: Any) -> str:
 
 def constrained_body(request: Any, *, max_tokens_field: str = "max_tokens",
                      descriptions: Mapping[str, str] | None = None, tool_first: bool = False,
-                     rules: ChangeRules | None = None) -> dict[str, Any]:
-    """The POST /chat/completions body for one constrained turn. With `tool_first` (the local
-    profile's steering), the final answer is offered only once a tool found something
+                     rules: ChangeRules | None = None,
+                     extra_args: Mapping[str, tuple[str, ...]] | None = None) -> dict[str, Any]:
+    """The POST /chat/completions body for one constrained turn (`extra_args`: see `reply_schema`).
+    With `tool_first` (the local profile's steering), the final answer is offered only once a tool found something
     (`answer_allowed`), not straight after an unchecked change (`unchecked_change`) nor before a
     requested change was attempted (`change_missing`, `rules`), a tool
     whose newest call repeated an earlier one is not offered for the next reply, and once the
@@ -291,10 +355,10 @@ def constrained_body(request: Any, *, max_tokens_field: str = "max_tokens",
     allow = not tool_first or not offered or (answer_allowed(request.messages)
                                               and not unchecked_change(request.messages, rules)
                                               and not change_missing(request.messages, rules))
-    schema = reply_schema(offered, allow_answer=allow)
+    schema = reply_schema(offered, allow_answer=allow, extra_args=extra_args)
     body: dict[str, Any] = {
         "model": request.model, "stream": True, "stream_options": {"include_usage": True},
-        "messages": render_messages(request.system, request.messages, tools_prompt(tools, descriptions),
+        "messages": render_messages(request.system, request.messages, tools_prompt(tools, descriptions, extra_args),
                                     remind=tool_first, rules=rules if tool_first else None),
         max_tokens_field: request.max_tokens,
         "response_format": {"type": "json_schema",

@@ -89,7 +89,8 @@ class LocalProvider(OpenAICompatProvider):
 
     def __init__(self, runtime: LocalRuntime, *, descriptions: Mapping[str, str] | None = None,
                  input_defaults: Mapping[str, dict[str, Any]] | None = None, tool_first: bool = True,
-                 rules: Any = None, transport: Any = None, base_url: str | None = None,
+                 rules: Any = None, extra_args: Mapping[str, tuple[str, ...]] | None = None,
+                 fix_input: Any = None, transport: Any = None, base_url: str | None = None,
                  **kwargs: Any) -> None:
         super().__init__(api_key="", base_url=base_url or runtime.base_url, transport=transport,
                          require_key=False, name="local", **kwargs)
@@ -98,6 +99,8 @@ class LocalProvider(OpenAICompatProvider):
         self.tool_first = tool_first
         self.rules = rules   # constrained.ChangeRules: when a change must be made and checked
         self.input_defaults = {k: dict(v) for k, v in (input_defaults or {}).items()}
+        self.extra_args = dict(extra_args or {})   # per tool: optional arguments offered as required
+        self.fix_input = fix_input                 # (name, input) -> input, for each call the model writes
 
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
         from codeloop.providers.constrained import constrained_body
@@ -107,7 +110,7 @@ class LocalProvider(OpenAICompatProvider):
         else:
             body = constrained_body(request, max_tokens_field=self.max_tokens_field,
                                     descriptions=self.descriptions, tool_first=self.tool_first,
-                                    rules=self.rules)
+                                    rules=self.rules, extra_args=self.extra_args)
         body.setdefault("temperature", DEFAULT_TEMPERATURE)
         body.update(self.cache_options())
         return body
@@ -125,7 +128,8 @@ class LocalProvider(OpenAICompatProvider):
 
     def translator(self, request: ModelRequest) -> StreamTranslator:
         return StreamTranslator(request.model, tool_names=[t["name"] for t in request.tools if "name" in t],
-                                answer_key=ANSWER_KEY, input_defaults=self.input_defaults)
+                                answer_key=ANSWER_KEY, input_defaults=self.input_defaults,
+                                fix_input=self.fix_input)
 
     async def aclose(self) -> None:
         try:
@@ -137,24 +141,26 @@ class LocalProvider(OpenAICompatProvider):
 def start_local_provider(spec: str | None, models_dir: Path, *, progress: Any = None,
                          descriptions: Mapping[str, str] | None = None,
                          input_defaults: Mapping[str, dict[str, Any]] | None = None,
-                         base_url: str | None = None, rules: Any = None) -> tuple[LocalProvider, str]:
+                         base_url: str | None = None, rules: Any = None,
+                         **profile: Any) -> tuple[LocalProvider, str]:
     """Resolve `--model local[:spec]`, start the runtime and return (provider, model name).
 
     With `base_url` (CODELOOP_LOCAL_BASE_URL: a llama.cpp server the user runs, or a test's
-    fake one) nothing is loaded or started; the profile and constrained calls still apply."""
+    fake one) nothing is loaded or started; the profile and constrained calls still apply.
+    `profile`: the rest of the local profile's steering (`extra_args`, `fix_input`)."""
     from codeloop.providers.local_model import resolve_model_file
 
     if base_url:
         name = model_name(spec)
         return LocalProvider(LocalRuntime(Path(name), alias=name), descriptions=descriptions,
                              input_defaults=input_defaults, base_url=base_url.rstrip("/"),
-                             rules=rules), name
+                             rules=rules, **profile), name
     path, name = resolve_model_file(spec, models_dir, progress)
     name = model_name(name)
     runtime = LocalRuntime(path, alias=name, n_ctx=context_size())
     runtime.start()
     return LocalProvider(runtime, descriptions=descriptions, input_defaults=input_defaults,
-                         rules=rules), name
+                         rules=rules, **profile), name
 
 
 def model_name(name: str | None) -> str:

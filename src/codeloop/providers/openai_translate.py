@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from enum import Enum
 from typing import Any
 
@@ -196,12 +196,15 @@ class StreamTranslator:
     rather than the blob being reported as a successful answer. With `answer_key`, a whole-text
     `{"<answer_key>": "…"}` object (the constrained mode's final answer) becomes plain text.
     `input_defaults` fills in arguments a text call leaves out (the constrained mode offers only
-    a tool's required ones).
+    a tool's required ones); `fix_input(name, input)`, when given, then rewrites a text call's
+    input (the local profile takes Read's pasted line numbers out of what Write and Edit write).
     """
 
     def __init__(self, model: str, *, tool_names: Iterable[str] = (), answer_key: str | None = None,
-                 input_defaults: dict[str, dict[str, Any]] | None = None) -> None:
+                 input_defaults: dict[str, dict[str, Any]] | None = None,
+                 fix_input: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None) -> None:
         self.model = model
+        self.fix_input = fix_input
         self.tool_names = frozenset(tool_names)
         self.answer_key = answer_key
         self.input_defaults = input_defaults or {}  # per tool: arguments a text call leaves out
@@ -282,13 +285,16 @@ class StreamTranslator:
                 self._open = None
             for call in reply.calls:
                 self._saw_tool = True
+                inp = {**self.input_defaults.get(call.name, {}), **call.input}
+                if self.fix_input is not None:
+                    inp = self.fix_input(call.name, inp)
                 self._index += 1
                 yield {"type": "content_block_start", "index": self._index, "content_block": {
                     "type": "tool_use", "id": f"call_{new_uuid().replace('-', '')[:24]}", "name": call.name,
                     "input": {}}}
                 yield {"type": "content_block_delta", "index": self._index,
                        "delta": {"type": "input_json_delta",
-                                 "partial_json": json.dumps({**self.input_defaults.get(call.name, {}), **call.input})}}
+                                 "partial_json": json.dumps(inp)}}
                 yield {"type": "content_block_stop", "index": self._index}
         elif text:
             yield from self._stream(BlockKind.TEXT, text)

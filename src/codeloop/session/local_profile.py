@@ -28,8 +28,11 @@ LOCAL_TOOLS = ("Read", "Edit", "Write", "Bash", "Glob", "Grep")
 # in the order the model sees them: the first tools are the ones most tasks need
 SHORT_DESCRIPTIONS = {
     "Read": "show a file's contents with line numbers (use it to answer questions about a file, and before Edit)",
-    "Edit": "change part of an existing file: replace old_string, copied exactly from the file without the "
-            "line numbers, with new_string",
+    # whole lines: given a free choice, small models replace one word ("debug" by "true" in a
+    # JSON file, "count" found three times) and break the line or fail as not unique
+    "Edit": "change lines of an existing file: old_string is the whole line or lines to change, copied exactly "
+            "from Read without the line numbers, new_string what those lines become; replace_all true replaces "
+            "every occurrence of old_string (a name used in several places), false only one",
     "Write": "create a new file with content, or replace a whole file",
     # what each kind of file change needs, as commands: small models otherwise empty a file with
     # Edit when asked to delete it, or write a script and never make it executable
@@ -37,12 +40,17 @@ SHORT_DESCRIPTIONS = {
             "move or rename (mv), make executable (chmod +x), replace a name everywhere in a file (sed -i)",
     # no literal example patterns here or in Grep's: a small model searches for the examples themselves
     "Glob": "list the files whose paths match a glob pattern made from the folder and file kind in the request",
-    "Grep": "search inside all files for a name or regular expression taken from the question; "
-            "shows each matching line with its file name",
+    "Grep": "search inside all files for a name or regular expression taken from the question (ignoring "
+            "case); shows each matching line with its file name",
 }
 # Arguments the constrained calls cannot carry (only required ones are offered): Grep shows the
-# matching lines themselves, which answers most "where is…/what is…" questions in one call.
-INPUT_DEFAULTS = {"Grep": {"output_mode": "content", "-n": True, "head_limit": 50}}
+# matching lines themselves, which answers most "where is…/what is…" questions in one call. Case
+# is ignored: a small model searches for the question's spelling ("Dana" for a file's "dana"),
+# finds nothing and answers "not there"; a few extra lines it can read cost less.
+INPUT_DEFAULTS = {"Grep": {"output_mode": "content", "-n": True, "head_limit": 50, "-i": True}}
+# Optional arguments the local model must decide on every call: Edit's replace_all (offered only
+# as an option, a small model never sets it, and a name used twice fails as "not unique").
+EXTRA_ARGUMENTS = {"Edit": ("replace_all",)}
 # When the final answer waits for a change (`providers.constrained.ChangeRules`): a request
 # worded as a change (and not a question) needs an Edit, a Write or a file-changing command
 # first, and after Edit, Write or a command that printed nothing, a check comes before the answer.
@@ -58,7 +66,8 @@ Rules:
 Grep for its name (a function: "def " then its name). To list files: Glob. To run a program or count: Bash.
 - Do only what the user asked. Never change, create or delete files unless the user asked for it.
 - Asked for a change, make it with tools; never only describe it. To change a file's text, Read it first, \
-then Edit it with old_string copied exactly from what you read. To delete, move, rename or chmod a file: Bash.
+then Edit it: old_string the whole lines to change, copied exactly from what you read, new_string those \
+lines as they should be. To delete, move, rename or chmod a file: Bash.
 - Count or list only the kind of file the user named.
 - As soon as a tool result answers the question, give your final answer. Never repeat a tool call.
 - If a tool finds nothing, try another tool before you answer.
@@ -69,8 +78,10 @@ Example (the user asked: change colour to color everywhere in notes.txt):
 {"name": "Bash", "arguments": {"command": "sed -i 's/colour/color/g' notes.txt"}}
 Result of Bash: (no output)
 {"name": "Read", "arguments": {"file_path": "notes.txt"}}
-Result of Read: 1  the color of the sky  2  a color chart
-{"answer": "notes.txt now says color everywhere (2 lines changed)."}"""
+Result of Read:
+     1\tthe color of the sky
+     2\ta color chart
+{"answer": "notes.txt now says color on both of its lines."}"""
 # what the sandbox layer reads (settings key `sandbox.enabled`); a user setting still wins
 SANDBOX_SETTINGS = {"sandbox": {"enabled": True}}
 KEY_URL = "https://console.anthropic.com/settings/keys"
@@ -81,6 +92,14 @@ def change_rules() -> Any:
 
     return ChangeRules(check_after=("Edit", "Write"), request=r"\b(" + "|".join(CHANGE_VERBS) + r")\b",
                        shell_tool="Bash", commands=CHANGE_COMMANDS)
+
+
+def steering() -> dict[str, Any]:
+    """What the local provider applies to each request and call besides descriptions and rules:
+    the extra arguments, and Read's line numbers taken out of what Write and Edit write."""
+    from codeloop.providers.constrained import strip_read_numbers
+
+    return {"extra_args": EXTRA_ARGUMENTS, "fix_input": strip_read_numbers}
 
 
 def _with_sandbox(settings_arg: str | None) -> str:
@@ -132,14 +151,15 @@ def start_local(spec: str | None, *, progress: Any = None, notice: Any = None) -
     base_url = os.environ.get("CODELOOP_LOCAL_BASE_URL", "").strip() or None
     if base_url:  # a llama.cpp server the user runs (or a test's fake one): nothing to load
         return start_local_provider(spec, config_dir / "models", descriptions=SHORT_DESCRIPTIONS,
-                                    input_defaults=INPUT_DEFAULTS, base_url=base_url, rules=change_rules())
+                                    input_defaults=INPUT_DEFAULTS, base_url=base_url, rules=change_rules(),
+                                    **steering())
     if importlib.util.find_spec("xllamacpp") is None:
         raise LocalModelError(f"the local model runtime is not installed: {RUNTIME_HINT}")
     if notice is not None:
         notice("loading the local model (a small model on this machine: expect slower, weaker answers than a "
                "hosted one)…")
     return start_local_provider(spec, config_dir / "models", progress=progress, descriptions=SHORT_DESCRIPTIONS,
-                                input_defaults=INPUT_DEFAULTS, rules=change_rules())
+                                input_defaults=INPUT_DEFAULTS, rules=change_rules(), **steering())
 
 
 # What a machine with no key runs when nothing names a model: the bundled default, by its key,

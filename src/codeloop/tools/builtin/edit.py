@@ -2,8 +2,8 @@
 
 Owns the matching rules (unique unless replace_all, CRLF-tolerant matching that keeps the
 file's own line endings, UTF-8 with or without BOM), the closest text offered when old_string
-is not found, the refusal of an edit that breaks a valid .json file, and the snippet shown
-after an edit.
+is not found, the lines of each match when it is not unique, the refusal of an edit that
+breaks a valid .json file, and the snippet shown after an edit.
 Freshness checks come from the Write tool's module, the checked no-follow open and the
 atomic replacement from `fileio.WriteTarget`.
 """
@@ -26,6 +26,7 @@ MAX_EDIT_BYTES = 256 * 1024 * 1024  # an edit holds the file (and its edited cop
 # "Did you mean" for a string not found: only in files small enough to compare line by line
 MAX_HINT_LINES, MAX_HINT_SPAN, HINT_MIN_RATIO = 5_000, 20, 0.6
 MAX_JSON_CHECK_CHARS = 8 * 1024 * 1024
+MAX_MATCH_LINES = 10  # the lines of a non-unique old_string listed in the error
 
 DESCRIPTION = """\
 Performs exact string replacements in files.
@@ -66,10 +67,26 @@ def apply_edit(text: str, old: str, new: str, replace_all: bool) -> tuple[str, i
         raise ToolError(
             f"Found {count} matches of the string to replace, but replace_all is false. To replace "
             "all occurrences, set replace_all to true. To replace only one occurrence, please "
-            f"provide more context to uniquely identify the instance.\nString: {old}"
+            f"provide more context to uniquely identify the instance.\nString: {old}{match_lines(text, old)}"
         )
     updated = text.replace(old, new) if replace_all else text.replace(old, new, 1)
     return updated, count if replace_all else 1, old, new
+
+
+def match_lines(text: str, old: str) -> str:
+    """Where each match starts, with its line as Read shows it: a model told only "found 3"
+    (small ones especially) resends the same old_string; seeing the lines, it can pick the one
+    it meant and copy enough of it, or see that it wants every one (replace_all)."""
+    starts, at = [], text.find(old)
+    while at != -1:
+        starts.append(text.count("\n", 0, at) + 1)
+        at = text.find(old, at + max(len(old), 1))
+    lines = split_lines(text)
+    shown = sorted(set(starts))[:MAX_MATCH_LINES]
+    more = len(set(starts)) - len(shown)
+    listing = "\n".join(number_lines([lines[n - 1]], n) for n in shown if n <= len(lines))
+    return (f"\nThe matches are on these lines:\n{listing}" + (f"\n(and {more} more lines)" if more > 0 else "")
+            if listing else "")
 
 
 def closest_hint(text: str, old: str) -> str:

@@ -1,0 +1,140 @@
+"""The local profile's call steering (issue 29): Read's line numbers taken out of what Write and
+Edit write, and Edit's replace_all offered as an argument the model must decide. Units on the
+rule itself, then through the real CLI against a fake model server, on real files."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from fakeapi import ScriptedAPI
+from test_local_cli import reply, run
+
+from codeloop.providers.constrained import argument_schema, strip_read_numbers, without_read_numbers
+
+NUMBERED = "     1\tpytest>=8\n     2\trequests>=2\n"
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    (NUMBERED, "pytest>=8\nrequests>=2\n"),
+    ("     7\t    return x\n     8\tprint(f())", "    return x\nprint(f())"),   # indentation after the tab kept
+    ("     1\tbuy milk", "buy milk"),
+    ("    12\ta\n    13\tb\n", "a\nb\n"),
+])
+def test_reads_numbers_come_off_when_every_line_has_them(text, expected):
+    assert without_read_numbers(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "1\tann\n2\tbob\n",                         # a tab-separated file of its own: no Read padding
+    "     1\tpytest>=8\nrequests>=2\n",         # not every line
+    "     1\ta\n     3\tb\n",                   # not counting up by one
+    "     2\ta\n     1\tb\n",
+    "id  name\n",
+    "",
+])
+def test_text_that_is_not_pasted_from_read_is_left_alone(text):
+    assert without_read_numbers(text) is None
+
+
+def test_an_edit_pasted_from_read_loses_the_numbers_on_both_sides():
+    inp = {"file_path": "r.txt", "old_string": "     2\trequests>=2",
+           "new_string": "     2\trequests>=2\ncoverage>=7", "replace_all": False}
+    assert strip_read_numbers("Edit", inp) == {**inp, "old_string": "requests>=2",
+                                               "new_string": "requests>=2\ncoverage>=7"}
+    # new_string alone numbered: a list the model means to write stays as it is
+    own = {"file_path": "r.txt", "old_string": "x", "new_string": "     1\tfirst"}
+    assert strip_read_numbers("Edit", own) == own
+    assert strip_read_numbers("Bash", {"command": "     1\tls"}) == {"command": "     1\tls"}
+
+
+def test_replace_all_can_be_made_a_required_argument():
+    schema = {"properties": {"file_path": {"type": "string"}, "replace_all": {"type": "boolean", "default": False}},
+              "required": ["file_path"]}
+    assert argument_schema(schema)["required"] == ["file_path"]
+    extended = argument_schema(schema, ("replace_all",))
+    assert extended["required"] == ["file_path", "replace_all"]
+    assert extended["properties"]["replace_all"] == {"type": "boolean"}
+
+
+def _result(stdout: str) -> dict:
+    return [json.loads(x) for x in stdout.splitlines() if x.strip()][-1]
+
+
+def test_a_write_pasted_from_read_lands_without_the_numbers(tmp_path):
+    (tmp_path / "requirements.txt").write_text("pytest>=8\nrequests>=2\n")
+    api = ScriptedAPI(
+        reply(json.dumps({"name": "Read", "arguments": {"file_path": "requirements.txt"}})),
+        reply(json.dumps({"name": "Write", "arguments": {
+            "file_path": "requirements.txt", "content": NUMBERED + "     3\tmypy>=1\n"}})),
+        reply(json.dumps({"name": "Read", "arguments": {"file_path": "requirements.txt"}})),
+        reply(json.dumps({"answer": "requirements.txt now ends with mypy>=1."})))
+    with api.serve() as url:
+        r = run(["-p", "Put mypy>=1 in requirements.txt as a third line.", "--model", "local", "--output-format",
+                 "stream-json", "--verbose", "--allowedTools", "Write"], cwd=tmp_path,
+                env={"CODELOOP_LOCAL_BASE_URL": url + "/v1"})
+    assert r.returncode == 0, r.stderr
+    assert _result(r.stdout)["subtype"] == "success"
+    assert (tmp_path / "requirements.txt").read_text() == "pytest>=8\nrequests>=2\nmypy>=1\n"
+    # the history the model sees afterwards shows the call as it was applied
+    write = [m["content"] for m in api.requests[-1].body["messages"]
+             if m["role"] == "assistant" and '"Write"' in m["content"]]
+    assert json.loads(write[0])["arguments"]["content"] == "pytest>=8\nrequests>=2\nmypy>=1\n"
+
+
+def test_edit_offers_replace_all_and_a_rename_reaches_every_use(tmp_path):
+    (tmp_path / "calc.py").write_text("def half(n):\n    return n / 2\n\n\nprint(half(8))\nprint(half(half(8)))\n")
+    api = ScriptedAPI(
+        reply(json.dumps({"name": "Read", "arguments": {"file_path": "calc.py"}})),
+        reply(json.dumps({"name": "Edit", "arguments": {"file_path": "calc.py", "old_string": "half",
+                                                        "new_string": "halve", "replace_all": True}})),
+        reply(json.dumps({"name": "Read", "arguments": {"file_path": "calc.py"}})),
+        reply(json.dumps({"answer": "half is now halve in all four places."})))
+    with api.serve() as url:
+        r = run(["-p", "Rename half to halve in calc.py.", "--model", "local", "--output-format", "stream-json",
+                 "--verbose", "--allowedTools", "Edit"], cwd=tmp_path, env={"CODELOOP_LOCAL_BASE_URL": url + "/v1"})
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "calc.py").read_text() == \
+        "def halve(n):\n    return n / 2\n\n\nprint(halve(8))\nprint(halve(halve(8)))\n"
+    first = api.requests[0].body
+    edit = next(o for o in first["response_format"]["json_schema"]["schema"]["anyOf"]
+                if o["properties"].get("name", {}).get("const") == "Edit")
+    assert edit["properties"]["arguments"]["required"] == ["file_path", "old_string", "new_string", "replace_all"]
+    assert '"replace_all": boolean' in first["messages"][0]["content"]
+
+
+def test_grep_from_the_local_model_ignores_case(tmp_path):
+    (tmp_path / "members.txt").write_text("alice T1\ndana T3\n")
+    api = ScriptedAPI(reply(json.dumps({"name": "Grep", "arguments": {"pattern": "Dana"}})),
+                      reply(json.dumps({"answer": "dana is in T3."})))
+    with api.serve() as url:
+        r = run(["-p", "Which team code does Dana have?", "--model", "local", "--output-format", "stream-json",
+                 "--verbose"], cwd=tmp_path, env={"CODELOOP_LOCAL_BASE_URL": url + "/v1"})
+    assert r.returncode == 0, r.stderr
+    results = [b for x in map(json.loads, r.stdout.splitlines()) if x["type"] == "user"
+               for b in x["message"]["content"] if isinstance(b, dict) and b.get("type") == "tool_result"]
+    text = results[0]["content"] if isinstance(results[0]["content"], str) else results[0]["content"][0]["text"]
+    assert "members.txt:2:dana T3" in text
+
+
+def test_the_results_turn_lists_the_changes_already_made():
+    from codeloop.providers.constrained import render_messages
+    from codeloop.session.local_profile import change_rules
+
+    def turn(name, inp, result, i, error=False):
+        return [{"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": name, "input": inp}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": result,
+                                              "is_error": error}]}]
+
+    prompt = [{"role": "user", "content": "Rename area to size in shapes.py."}]
+    failed = turn("Edit", {"file_path": "shapes.py", "old_string": "area", "new_string": "size"}, "Found 2", 1, True)
+    sed = turn("Bash", {"command": "sed -i 's/area/size/g' shapes.py"}, "(no output)", 2)
+    look = turn("Read", {"file_path": "shapes.py"}, "     1\tdef size(w, h):", 3)
+    msgs = [*prompt, *failed, *sed, *look]
+    out = render_messages([], msgs, "", remind=True, rules=change_rules())
+    last = out[-1]["content"]
+    assert "Changes already made for this request" in last and "sed -i 's/area/size/g' shapes.py" in last
+    assert '"Edit"' not in last            # the failed Edit changed nothing
+    # before any change: no such line; earlier turns render as they did (the prompt cache holds)
+    before = render_messages([], [*prompt, *failed], "", remind=True, rules=change_rules())
+    assert "Changes already made" not in json.dumps(before) and out[:len(before)] == before
