@@ -34,8 +34,8 @@ def _setup(task, d: Path) -> Path:
 
 
 def test_the_split_is_fixed_and_large_enough():
-    assert len(tasks.TASKS) >= 30 and tasks.TASKS == tasks.TUNING + tasks.HELD_OUT
-    assert len(tasks.TUNING) == 17 and len(tasks.HELD_OUT) == 16
+    assert len(tasks.TASKS) >= 30 and tasks.TASKS == tasks.TUNING + tasks.HELD_OUT + tasks.FRESH
+    assert len(tasks.TUNING) == 17 and len(tasks.HELD_OUT) == 16 and len(tasks.FRESH) == 12
     names = [t.name for t in tasks.TASKS]
     assert len(set(names)) == len(names)
 
@@ -63,15 +63,38 @@ def _done(d: Path, name: str) -> Path:
     elif name == "append a line":
         with (d / "requirements.txt").open("a") as f:
             f.write("coverage>=7\n")
+    elif name == "replace a word":
+        (d / "motd.txt").write_text((d / "motd.txt").read_text().replace("Monday", "Friday"))
+    elif name == "remove a line":
+        (d / "settings.env").write_text("HOST=0.0.0.0\nPORT=5000\n")
+    elif name == "make a folder":
+        (d / "build").mkdir()
+        (d / "build" / ".keep").write_text("")
+    elif name == "copy a file":
+        (d / "config.backup.yaml").write_text((d / "config.yaml").read_text())
+    elif name == "add a function":
+        with (d / "mathx.py").open("a") as f:
+            f.write("\n\ndef square(n):\n    return n * n\n")
+    elif name == "fix an off-by-one":
+        (d / "count.py").write_text("for i in range(1, 6):\n    print(i)\n")
+    elif name == "delete matching files":
+        for f in (d / "cache").glob("*.tmp"):
+            f.unlink()
     return d
 
 
 ANSWERS = {"count with a filter": "There are 3 .txt files in logs.",
            "list with a filter": "src/a.py and src/c.py import os.",
            "count matching lines": "3 lines contain ERROR.",
-           "join two files": "Order 1003 was placed by Chloe (user 3)."}
+           "join two files": "Order 1003 was placed by Chloe (user 3).",
+           "largest file": "data/huge.bin is the largest (5000 bytes).",
+           "sum a column": "The amounts add up to 87.",
+           "newest entry": "The last entry is dated 2024-05-19.",
+           "env var from a script": "start.sh exports PORT=7311.",
+           "count functions": "tools.py defines 3 top-level functions: a, b and d."}
 DONE = ("rename a function", "remove a file", "move a file", "chmod", "new executable", "fix a NameError",
-        "append a line")
+        "append a line", "replace a word", "remove a line", "make a folder", "copy a file", "add a function",
+        "fix an off-by-one", "delete matching files")
 
 
 @pytest.mark.parametrize("name", [*DONE, *ANSWERS])
@@ -89,6 +112,23 @@ def test_wrong_counts_and_half_done_work_fail(tmp_path):
     d = _setup(rename, tmp_path / "r")
     (d / "shapes.py").write_text((d / "shapes.py").read_text().replace("def area", "def rect_area"))
     assert not rename.check("", d)  # the calls still use the old name
+
+
+def test_fresh_tasks_fail_half_done_work(tmp_path):
+    def named(name):
+        return next(t for t in tasks.FRESH if t.name == name)
+    d = _setup(named("delete matching files"), tmp_path / "del")
+    for f in (d / "cache").iterdir():
+        f.unlink()                                        # deleted everything, not only the .tmp files
+    assert not named("delete matching files").check("", d)
+    d = _setup(named("copy a file"), tmp_path / "cp")
+    os.replace(d / "config.yaml", d / "config.backup.yaml")  # moved, not copied
+    assert not named("copy a file").check("", d)
+    d = _setup(named("add a function"), tmp_path / "fn")
+    (d / "mathx.py").write_text("def square(n):\n    return n * n\n")   # cube lost
+    assert not named("add a function").check("", d)
+    assert not named("largest file").check("huge.bin, mid.bin and small.bin", tmp_path)
+    assert not named("count functions").check("4 functions: a, b, C.m and d", tmp_path)
 
 
 def test_an_answer_that_copies_tool_output_fails():
