@@ -77,9 +77,11 @@ def match_lines(text: str, old: str) -> str:
     """Where each match starts, with its line as Read shows it: a model told only "found 3"
     (small ones especially) resends the same old_string; seeing the lines, it can pick the one
     it meant and copy enough of it, or see that it wants every one (replace_all)."""
-    starts, at = [], text.find(old)
-    while at != -1:
-        starts.append(text.count("\n", 0, at) + 1)
+    starts, at, line, counted = [], text.find(old), 1, 0
+    while at != -1:   # newlines counted from the previous match on: linear in the file, however many matches
+        line += text.count("\n", counted, at)
+        counted = at
+        starts.append(line)
         at = text.find(old, at + max(len(old), 1))
     lines = split_lines(text)
     shown = sorted(set(starts))[:MAX_MATCH_LINES]
