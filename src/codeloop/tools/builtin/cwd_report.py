@@ -24,15 +24,27 @@ from contextlib import suppress
 from pathlib import Path
 
 _KEEP_BYTES = 65536   # more than any directory name; the read takes no more than this
-# free: directory (as `take` was given it) → paths not in use; made: path → (device, inode)
-_pool: dict[str, object] = {"pid": None, "free": {}, "made": {}}
 
 
-def _state() -> tuple[dict[str, list[str]], dict[str, tuple[int, int]]]:
-    if _pool["pid"] != os.getpid():   # first use, or a forked child: the parent's files are not ours
-        _pool.update(pid=os.getpid(), free={}, made={})
+class _Pool:
+    """This process's report files: the spare ones per directory (as `take` was given it) and the
+    (device, inode) of every file made."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.free: dict[str, list[str]] = {}
+        self.made: dict[str, tuple[int, int]] = {}
+
+
+_pool: _Pool | None = None
+
+
+def _state() -> _Pool:
+    global _pool
+    if _pool is None or _pool.pid != os.getpid():   # first use, or a forked child: the parent's files are not ours
+        _pool = _Pool()
         atexit.register(remove_all)
-    return _pool["free"], _pool["made"]   # type: ignore[return-value]
+    return _pool
 
 
 class CwdLease:
@@ -61,31 +73,31 @@ class CwdLease:
         return data.split(b"\0", 1)[0].decode(errors="replace").strip()
 
     def release(self) -> None:
-        free, made = _state()
-        if self.spent or self.path not in made:
-            made.pop(self.path, None)
+        pool = _state()
+        if self.spent or self.path not in pool.made:
+            pool.made.pop(self.path, None)
             with suppress(OSError):
                 os.unlink(self.path)
         else:
-            free.setdefault(self.where, []).append(self.path)
+            pool.free.setdefault(self.where, []).append(self.path)
 
 
 def take(directory: Path | None) -> CwdLease:
     """A cleared report file in `directory` (None: the temporary directory)."""
-    free, made = _state()
+    pool = _state()
     where = os.fspath(directory) if directory is not None else _temp_dir()
-    spare = free.get(where) or []
+    spare = pool.free.get(where) or []
     while spare:
         path = spare.pop()
-        if _clear(path, made[path]):
+        if _clear(path, pool.made[path]):
             return CwdLease(where, path)
-        made.pop(path, None)   # replaced or gone: forget it (and never write through it)
+        pool.made.pop(path, None)   # replaced or gone: forget it (and never write through it)
     fd, path = _create(where)
     try:
         st = os.fstat(fd)
     finally:
         os.close(fd)
-    made[path] = (st.st_dev, st.st_ino)
+    pool.made[path] = (st.st_dev, st.st_ino)
     return CwdLease(where, path)
 
 
@@ -143,10 +155,10 @@ def script_line(path: str) -> str:
 
 def remove_all() -> None:
     """Delete this process's report files (at exit; the CLI's fast exit calls it, as atexit does not run)."""
-    if _pool["pid"] != os.getpid():
+    if _pool is None or _pool.pid != os.getpid():
         return
-    made: dict[str, tuple[int, int]] = _pool["made"]   # type: ignore[assignment]
-    for path in list(made):
+    for path in _pool.made:
         with suppress(OSError):
             os.unlink(path)
-    made.clear()
+    _pool.made.clear()
+    _pool.free.clear()   # a spare not in `made` would be looked up there
