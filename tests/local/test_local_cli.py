@@ -39,6 +39,16 @@ def reply(content: str, *, model: str = "local-model") -> Response:
     return Response([(0.0, body)], headers={"content-type": "text/event-stream"})
 
 
+def run_local(tmp_path, prompt: str, *replies: Response, args: tuple[str, ...] = ()):
+    """`codeloop -p PROMPT --model local` (stream-json) against a fake model server scripted with
+    `replies`; returns the finished process and the server (its requests)."""
+    api = ScriptedAPI(*replies)
+    with api.serve() as url:
+        r = run(["-p", prompt, "--model", "local", "--output-format", "stream-json", "--verbose", *args],
+                cwd=tmp_path, env={"CODELOOP_LOCAL_BASE_URL": url + "/v1"})
+    return r, api
+
+
 def options(req) -> list[str]:
     schema = req.body["response_format"]["json_schema"]["schema"]
     return [o["properties"]["name"]["const"] if "name" in o["properties"] else "answer" for o in schema["anyOf"]]
@@ -46,11 +56,9 @@ def options(req) -> list[str]:
 
 def test_local_profile_end_to_end_with_constrained_calls(tmp_path):
     (tmp_path / "notes.txt").write_text("alpha\nbeta\n")
-    api = ScriptedAPI(reply(json.dumps({"name": "Read", "arguments": {"file_path": "notes.txt"}})),
-                      reply(json.dumps({"answer": "Line two is beta."})))
-    with api.serve() as url:
-        r = run(["-p", "what is on line two of the notes file?", "--model", "local", "--output-format", "stream-json",
-                 "--verbose"], cwd=tmp_path, env={"CODELOOP_LOCAL_BASE_URL": url + "/v1"})
+    r, api = run_local(tmp_path, "what is on line two of the notes file?",
+                       reply(json.dumps({"name": "Read", "arguments": {"file_path": "notes.txt"}})),
+                       reply(json.dumps({"answer": "Line two is beta."})))
     assert r.returncode == 0, r.stderr
     lines = [json.loads(x) for x in r.stdout.splitlines() if x.strip()]
     init, result = lines[0], lines[-1]

@@ -7,8 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from fakeapi import ScriptedAPI
-from test_local_cli import reply, run
+from test_local_cli import reply, run_local
 
 from codeloop.providers.constrained import argument_schema, strip_read_numbers, without_read_numbers
 
@@ -63,16 +62,13 @@ def _result(stdout: str) -> dict:
 
 def test_a_write_pasted_from_read_lands_without_the_numbers(tmp_path):
     (tmp_path / "requirements.txt").write_text("pytest>=8\nrequests>=2\n")
-    api = ScriptedAPI(
+    r, api = run_local(
+        tmp_path, "Put mypy>=1 in requirements.txt as a third line.",
         reply(json.dumps({"name": "Read", "arguments": {"file_path": "requirements.txt"}})),
         reply(json.dumps({"name": "Write", "arguments": {
             "file_path": "requirements.txt", "content": NUMBERED + "     3\tmypy>=1\n"}})),
         reply(json.dumps({"name": "Read", "arguments": {"file_path": "requirements.txt"}})),
-        reply(json.dumps({"answer": "requirements.txt now ends with mypy>=1."})))
-    with api.serve() as url:
-        r = run(["-p", "Put mypy>=1 in requirements.txt as a third line.", "--model", "local", "--output-format",
-                 "stream-json", "--verbose", "--allowedTools", "Write"], cwd=tmp_path,
-                env={"CODELOOP_LOCAL_BASE_URL": url + "/v1"})
+        reply(json.dumps({"answer": "requirements.txt now ends with mypy>=1."})), args=("--allowedTools", "Write"))
     assert r.returncode == 0, r.stderr
     assert _result(r.stdout)["subtype"] == "success"
     assert (tmp_path / "requirements.txt").read_text() == "pytest>=8\nrequests>=2\nmypy>=1\n"
@@ -84,15 +80,13 @@ def test_a_write_pasted_from_read_lands_without_the_numbers(tmp_path):
 
 def test_edit_offers_replace_all_and_a_rename_reaches_every_use(tmp_path):
     (tmp_path / "calc.py").write_text("def half(n):\n    return n / 2\n\n\nprint(half(8))\nprint(half(half(8)))\n")
-    api = ScriptedAPI(
+    r, api = run_local(
+        tmp_path, "Rename half to halve in calc.py.",
         reply(json.dumps({"name": "Read", "arguments": {"file_path": "calc.py"}})),
         reply(json.dumps({"name": "Edit", "arguments": {"file_path": "calc.py", "old_string": "half",
                                                         "new_string": "halve", "replace_all": True}})),
         reply(json.dumps({"name": "Read", "arguments": {"file_path": "calc.py"}})),
-        reply(json.dumps({"answer": "half is now halve in all four places."})))
-    with api.serve() as url:
-        r = run(["-p", "Rename half to halve in calc.py.", "--model", "local", "--output-format", "stream-json",
-                 "--verbose", "--allowedTools", "Edit"], cwd=tmp_path, env={"CODELOOP_LOCAL_BASE_URL": url + "/v1"})
+        reply(json.dumps({"answer": "half is now halve in all four places."})), args=("--allowedTools", "Edit"))
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "calc.py").read_text() == \
         "def halve(n):\n    return n / 2\n\n\nprint(halve(8))\nprint(halve(halve(8)))\n"
@@ -105,11 +99,9 @@ def test_edit_offers_replace_all_and_a_rename_reaches_every_use(tmp_path):
 
 def test_grep_from_the_local_model_ignores_case(tmp_path):
     (tmp_path / "members.txt").write_text("alice T1\ndana T3\n")
-    api = ScriptedAPI(reply(json.dumps({"name": "Grep", "arguments": {"pattern": "Dana"}})),
-                      reply(json.dumps({"answer": "dana is in T3."})))
-    with api.serve() as url:
-        r = run(["-p", "Which team code does Dana have?", "--model", "local", "--output-format", "stream-json",
-                 "--verbose"], cwd=tmp_path, env={"CODELOOP_LOCAL_BASE_URL": url + "/v1"})
+    r, _ = run_local(tmp_path, "Which team code does Dana have?",
+                     reply(json.dumps({"name": "Grep", "arguments": {"pattern": "Dana"}})),
+                     reply(json.dumps({"answer": "dana is in T3."})))
     assert r.returncode == 0, r.stderr
     results = [b for x in map(json.loads, r.stdout.splitlines()) if x["type"] == "user"
                for b in x["message"]["content"] if isinstance(b, dict) and b.get("type") == "tool_result"]

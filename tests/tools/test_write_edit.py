@@ -124,24 +124,26 @@ async def test_edit_unique_match(ctx, run, tmp_path):
     assert ctx.read_files[str(f)].sha256 == hashlib.sha256(f.read_bytes()).hexdigest()
 
 
-async def test_edit_non_unique_needs_context_or_replace_all(ctx, run, tmp_path):
-    f = tmp_path / "m.txt"
-    f.write_text("x = 1\nx = 1\nx = 1\n")
+async def refused_edit(ctx, run, f, text: str, old: str, new: str) -> str:
+    """The error of an Edit of `f` (holding `text`, read first) from `old` to `new`."""
+    f.write_text(text)
     await read_first(ctx, run, f)
     with pytest.raises(ToolError) as ei:
-        await run(edit, ctx, file_path=str(f), old_string="x = 1", new_string="x = 2")
-    msg = str(ei.value)
+        await run(edit, ctx, file_path=str(f), old_string=old, new_string=new)
+    return str(ei.value)
+
+
+async def test_edit_non_unique_needs_context_or_replace_all(ctx, run, tmp_path):
+    f = tmp_path / "m.txt"
+    msg = await refused_edit(ctx, run, f, "x = 1\nx = 1\nx = 1\n", "x = 1", "x = 2")
     assert "Found 3 matches" in msg and "replace_all" in msg and "context" in msg
     assert f.read_text() == "x = 1\nx = 1\nx = 1\n"
 
 
 async def test_edit_non_unique_lists_the_lines_of_each_match(ctx, run, tmp_path):
     f = tmp_path / "maths.py"
-    f.write_text("def dbl(n):\n    return n * 2\n\n\nprint(dbl(4))\nprint(dbl(dbl(1)))\n")
-    await read_first(ctx, run, f)
-    with pytest.raises(ToolError) as ei:
-        await run(edit, ctx, file_path=str(f), old_string="dbl", new_string="double")
-    msg = str(ei.value)
+    msg = await refused_edit(ctx, run, f, "def dbl(n):\n    return n * 2\n\n\nprint(dbl(4))\nprint(dbl(dbl(1)))\n",
+                             "dbl", "double")
     assert "Found 4 matches" in msg
     # each line once, numbered as Read numbers it, even with two matches on line 6
     assert msg.endswith("lines:\n     1\tdef dbl(n):\n     5\tprint(dbl(4))\n     6\tprint(dbl(dbl(1)))")
@@ -149,12 +151,7 @@ async def test_edit_non_unique_lists_the_lines_of_each_match(ctx, run, tmp_path)
 
 
 async def test_edit_non_unique_listing_is_bounded(ctx, run, tmp_path):
-    f = tmp_path / "m.txt"
-    f.write_text("x\n" * 25)
-    await read_first(ctx, run, f)
-    with pytest.raises(ToolError) as ei:
-        await run(edit, ctx, file_path=str(f), old_string="x", new_string="y")
-    msg = str(ei.value)
+    msg = await refused_edit(ctx, run, tmp_path / "m.txt", "x\n" * 25, "x", "y")
     assert "    10\tx" in msg and "    11\tx" not in msg and "(and 15 more lines)" in msg
 
 
