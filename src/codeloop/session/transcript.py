@@ -14,7 +14,7 @@ import gc
 import json
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -156,6 +156,9 @@ class TranscriptWriter:
         # and a `last-prompt` record after each prompt.
         self.claude_records = False
         self.pending_records: list[dict[str, Any]] = []
+        # Given the tool_use blocks of a record, whether they provably change nothing (the
+        # session's tools answer it); None: every tool_use record is fsynced before its tools run.
+        self.only_reads: Callable[[list[dict[str, Any]]], bool] | None = None
 
     @property
     def last_uuid(self) -> str | None:
@@ -237,12 +240,23 @@ class TranscriptWriter:
             self._last_uuid = entry["uuid"]
             self._chain_known = True
         # A tool_use whose record is lost would be re-run silently on resume: make it durable
-        # before the tool can start.
-        if _has_tool_use(entry):
+        # before the tool can start — unless every call in it only reads (re-running a read harms
+        # nothing; the turn's end syncs it like any other record).
+        if _has_tool_use(entry) and not self._only_reads(entry):
             try:
                 self._fsync(fd)
             except OSError as e:
                 raise TranscriptError(self.path, f"fsync failed: {e}") from e
+
+    def _only_reads(self, entry: dict[str, Any]) -> bool:
+        check = self.only_reads
+        if check is None:
+            return False
+        blocks = [b for b in entry["message"]["content"] if isinstance(b, dict) and b.get("type") == "tool_use"]
+        try:
+            return bool(check(blocks))
+        except Exception:  # noqa: BLE001 — a failing check means "may change something": fsync
+            return False
 
     def _open(self) -> int:
         if self._fd is None:

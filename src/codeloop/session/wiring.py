@@ -149,6 +149,10 @@ class SessionWiring:
             # one task list per session, as in Claude Code (the parent's, when first read)
             make_on_use(ctx, "task_board", lambda: parent.task_board)
         ctx.tool_pool = self.tool_pool()
+        if self.writer is not None:   # calls that only read need not be fsynced before they run
+            from codeloop.tools.registry import only_reads
+
+            self.writer.only_reads = lambda blocks: only_reads(ctx.tool_pool, blocks)
         return ctx
 
     @staticmethod

@@ -203,6 +203,23 @@ def find_tool(tools: Iterable[Tool], name: str) -> Tool | None:
     return found
 
 
+def only_reads(tools: Iterable[Tool], blocks: Iterable[dict[str, Any]]) -> bool:
+    """Whether every one of these tool_use blocks provably changes nothing: a known tool, an input
+    it accepts, and the tool's own `is_read_only` says so (Bash's from the shell scanner). Anything
+    unknown or failing counts as a change."""
+    tools = list(tools)
+    for block in blocks:
+        tool = find_tool(tools, str(block.get("name", "")))
+        if tool is None:
+            return False
+        try:
+            if not tool.is_read_only(parse_tool_input(tool, block.get("input") or {})):
+                return False
+        except Exception:  # noqa: BLE001 — invalid input or a buggy predicate: treated as a change
+            return False
+    return True
+
+
 def parse_tool_input(tool: Tool, raw: Any) -> BaseModel:
     """Validate the model's input for `tool`; errors name every failing parameter.
 
