@@ -97,11 +97,11 @@ def entry_to_message(entry: dict[str, Any]) -> Message | None:
         parent_tool_use_id=entry.get("parent_tool_use_id"), timestamp=entry.get("timestamp"), sent_as_text=as_text)
 
 
-def _has_tool_use(entry: dict[str, Any]) -> bool:
+def _tool_uses(entry: dict[str, Any]) -> list[dict[str, Any]]:
     message = entry.get("message")
     content = message.get("content") if isinstance(message, dict) else None
-    return isinstance(content, list) and any(
-        isinstance(b, dict) and b.get("type") == "tool_use" for b in content)
+    blocks = content if isinstance(content, list) else []
+    return [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"]
 
 
 def _json_default(obj: Any) -> Any:
@@ -156,9 +156,7 @@ class TranscriptWriter:
         # and a `last-prompt` record after each prompt.
         self.claude_records = False
         self.pending_records: list[dict[str, Any]] = []
-        # Given the tool_use blocks of a record, whether they provably change nothing (the
-        # session's tools answer it); None: every tool_use record is fsynced before its tools run.
-        self.only_reads: Callable[[list[dict[str, Any]]], bool] | None = None
+        self.only_reads: Callable[[list[dict[str, Any]]], bool] | None = None   # tool_uses → they change nothing
 
     @property
     def last_uuid(self) -> str | None:
@@ -239,22 +237,17 @@ class TranscriptWriter:
         if isinstance(entry.get("uuid"), str) and entry.get("type") in CHAIN_TYPES:
             self._last_uuid = entry["uuid"]
             self._chain_known = True
-        # A tool_use whose record is lost would be re-run silently on resume: make it durable
-        # before the tool can start — unless every call in it only reads (re-running a read harms
-        # nothing; the turn's end syncs it like any other record).
-        if _has_tool_use(entry) and not self._only_reads(entry):
+        # A tool_use whose record is lost would be re-run silently on resume: durable before the
+        # tool starts, unless every call only reads (a re-run read harms nothing; the turn's end syncs).
+        if (uses := _tool_uses(entry)) and not self._only_reads(uses):
             try:
                 self._fsync(fd)
             except OSError as e:
                 raise TranscriptError(self.path, f"fsync failed: {e}") from e
 
-    def _only_reads(self, entry: dict[str, Any]) -> bool:
-        check = self.only_reads
-        if check is None:
-            return False
-        blocks = [b for b in entry["message"]["content"] if isinstance(b, dict) and b.get("type") == "tool_use"]
+    def _only_reads(self, uses: list[dict[str, Any]]) -> bool:
         try:
-            return bool(check(blocks))
+            return self.only_reads is not None and bool(self.only_reads(uses))
         except Exception:  # noqa: BLE001 — a failing check means "may change something": fsync
             return False
 
