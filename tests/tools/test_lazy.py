@@ -168,3 +168,42 @@ def test_pydantic_plugin_scan_is_skipped_unless_configured(monkeypatch):
     monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", "some_plugin")   # the user's choice: pydantic decides
     skip_pydantic_plugin_scan()
     assert _loader._plugins is None
+
+
+async def test_on_a_running_loop_the_request_path_starts_no_thread(tmp_path, monkeypatch):
+    """The delay is the loop's timer: arming starts nothing; a tool call that arrives within the
+    delay means no thread ever; a model still thinking after it gets the warm-up thread."""
+    import asyncio
+    import threading
+
+    from codeloop.tools import lazy as lazy_mod
+
+    monkeypatch.setenv("CODELOOP_CONFIG_DIR", str(tmp_path))
+    monkeypatch.setattr(lazy_mod, "WARM_DELAY_S", 0.01)
+    started: list[str] = []
+    real_start = threading.Thread.start
+    monkeypatch.setattr(threading.Thread, "start", lambda self: (started.append(self.name), real_start(self))[1])
+
+    async def fired() -> None:   # the loop's timer has run: the state left "armed"
+        while lazy_mod._warm["state"] == "armed":
+            await asyncio.sleep(0.005)
+
+    monkeypatch.setitem(lazy_mod._warm, "state", "idle")
+    call_here = [False]
+    arm = lazy_mod.warm_later(builtin_tools(lazy=True), lambda: not call_here[0])
+    assert arm is not None
+    arm()
+    assert started == [] and lazy_mod._warm["state"] == "armed"
+    call_here[0] = True                      # the answer (a tool call) came within the delay
+    await asyncio.wait_for(fired(), 60)
+    assert started == [] and lazy_mod._warm["state"] == "idle"
+
+    tools = builtin_tools(lazy=True)
+    arm = lazy_mod.warm_later(tools, lambda: True)   # the next request: the model thinks
+    assert arm is not None
+    arm()
+    assert started == []
+    await asyncio.wait_for(fired(), 60)
+    assert started == ["codeloop-warm"]
+    _join_warm_thread()
+    assert {t.name for t in tools if t._tool is not None} == set(lazy_mod.WARM_FIRST)

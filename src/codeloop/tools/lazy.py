@@ -199,9 +199,22 @@ def warm_later(tools: list[Any], waiting: Callable[[], bool]) -> Callable[[], No
         except Exception:  # noqa: BLE001 — a warm-up never fails anything: the real use reports it
             pass
 
+    def start() -> None:
+        if not waiting():   # a tool call came first: no thread at all
+            _warm["state"] = "idle"
+            return
+        threading.Thread(target=run, name="codeloop-warm", daemon=True).start()
+
     def arm() -> None:
-        thread = threading.Timer(WARM_DELAY_S, run)
-        thread.name, thread.daemon = "codeloop-warm", True
-        thread.start()
+        # The delay is the running loop's timer, not a Timer thread: starting a thread waits until
+        # it runs (milliseconds on a busy machine), a cost a fast answer should never pay.
+        import asyncio
+
+        try:
+            asyncio.get_running_loop().call_later(WARM_DELAY_S, start)
+        except RuntimeError:   # no loop here: a timer thread does the waiting
+            timer = threading.Timer(WARM_DELAY_S, run)
+            timer.name, timer.daemon = "codeloop-warm", True
+            timer.start()
 
     return arm
