@@ -1,4 +1,5 @@
-"""Reading JSON fast where that is exact: a long transcript is thousands of JSON lines.
+"""Reading JSON fast where that is exact (a long transcript is thousands of JSON lines), and the
+fast writer for request bodies (`fast_module`).
 
 `loads` gives exactly what `json.loads` gives. It asks orjson (when installed: several times
 faster) only for text orjson reads the same way: orjson turns an integer beyond 64 bits into a
@@ -37,3 +38,9 @@ def _load_orjson() -> Any:
         pass
     _state.update(orjson=fast, zeros=bytes.maketrans(b"123456789", b"000000000"))
     return fast
+
+
+def fast_module() -> Any:
+    """orjson, or None when it is not installed."""
+    fast = _state.get("orjson", False)
+    return _load_orjson() if fast is False else fast

@@ -247,12 +247,34 @@ def dumps_marked(obj: Any, **kw: Any) -> str:
 
 
 _WIRE: json.JSONEncoder | None = None   # json.dumps builds an encoder per call with these options
+_FAST_OPTIONS = 0
+
+
+def _fast_options(fast: Any) -> int:
+    # dataclasses and datetimes are refused as json refuses them (orjson would write them)
+    global _FAST_OPTIONS
+    _FAST_OPTIONS = fast.OPT_PASSTHROUGH_DATACLASS | fast.OPT_PASSTHROUGH_DATETIME
+    return _FAST_OPTIONS
 
 
 def wire_json(obj: Any) -> bytes:
     """A request body as UTF-8 JSON bytes (compact, like httpx's own `json=`); `dumps_marked`'s
-    marking of undecodable text, with one encoder kept and the text encoded once."""
+    marking of undecodable text, with one encoder kept and the text encoded once.
+
+    orjson writes it when installed (a resumed session's history: ~10× faster), the same JSON
+    values as `json` (a float may be spelled differently: 1e-05 as 0.00001; NaN, which `json` here
+    refuses, is written null — still valid JSON); what it refuses —
+    lone surrogates, integers beyond 64 bits, keys that are not strings, objects json would refuse
+    too — goes to `json`, which marks or raises as before."""
     global _WIRE
+    from codeloop.jsonload import fast_module
+
+    fast = fast_module()
+    if fast is not None:
+        try:
+            return fast.dumps(obj, option=_FAST_OPTIONS or _fast_options(fast))
+        except TypeError:   # orjson.JSONEncodeError
+            pass
     if _WIRE is None:
         _WIRE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     try:

@@ -187,3 +187,26 @@ def test_encode_body_reuses_tool_and_system_json_only_while_they_encode_alike():
         body = {"model": "m", "max_tokens": 5, "messages": [first], "stream": True,
                 "system": sys_blocks, "tools": tool_list}
         assert encode_body(body) == wire_json(body)
+
+
+def test_wire_json_is_the_same_json_fast_or_not():
+    """orjson writes the body when it can; what it refuses goes to json, which marks or refuses."""
+    import dataclasses
+    import math
+
+    import pytest
+
+    body = {"model": "m", "max_tokens": 5, "temperature": 0.7, "tiny": 1e-05, "huge": 1e300,
+            "text": "café ✓ \u2028 \"quoted\" \\ \n", "nested": [{"a": [1, True, None]}, []]}
+    fast = wire_json(body)
+    assert json.loads(fast) == body and b'": ' not in fast and b', "' not in fast   # compact, UTF-8
+    assert wire_json({"s": "caf\udce9"}) == json.dumps({"s": "caf\\xe9"}, separators=(",", ":")).encode()
+    assert wire_json({1: 2, "big": 2**70}) == b'{"1":2,"big":1180591620717411303424}'
+    assert json.loads(wire_json({"x": math.nan})) == {"x": None}
+
+    @dataclasses.dataclass
+    class NotJson:
+        x: int
+
+    with pytest.raises(TypeError):
+        wire_json({"d": NotJson(1)})
