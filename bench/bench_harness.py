@@ -17,9 +17,9 @@ Every figure of issue 18's table, against the loopback fake API (tests/fakeapi.p
 - instr:    instructions executed from process start to the first request leaving (valgrind's
             callgrind; the process ends there): a start-up figure a busy machine does not skew
 - instr-turn: instructions of the first tool turn (request 1 → 2) and of a later one (the mean of
-            requests 11 → 31); codeloop's own, its shell children not counted. The first turn's
-            figure includes the warm-up thread's imports (pydantic, the common tools), which start
-            50 ms after a request in real time and so always fire in valgrind's slow time
+            requests 11 → 31); codeloop's own, its shell children not counted: the main thread's
+            (what a turn costs) and all threads' (with the warm-up thread's imports of pydantic and
+            the common tools, which in valgrind's slow time land in some turn or other)
 - instr-resume: instructions to the first request of a `--resume` of the 2,000-turn session
 
 Each `--src` is a checkout (a directory holding src/codeloop), run through PYTHONPATH; give two
@@ -63,24 +63,33 @@ _STOP_AT_SEND = ("import os, runpy, socket, sys\n"
 
 
 def instructions(src: Path, home: str, requests: int = 1, extra: tuple[str, ...] = ("--no-session-persistence",)
-                 ) -> float:
+                 ) -> tuple[float, float]:
     """Millions of instructions (callgrind's `I refs`) from process start to the moment its
-    `requests`th request leaves, each answer before it a Bash `true` call."""
+    `requests`th request leaves, each answer before it a Bash `true` call: (every thread, the
+    main thread alone). The second leaves out the warm-up thread, whose imports start 50 ms after a
+    request if no tool call has come by then: in valgrind's slow time that is some turn or other,
+    in real time (a fast answer) never, so only the main thread's figure compares turn with turn."""
     import re
     import shutil
 
     if shutil.which("valgrind") is None:
-        return float("nan")
+        return float("nan"), float("nan")
     api = ScriptedAPI(*[sse(tool_use("Bash", {"command": "true"})) for _ in range(requests - 1)], sse(text("done")))
-    with api.serve() as url:
+    with api.serve() as url, tempfile.TemporaryDirectory() as out:
         env = {**_env(src, home, url), "PYTHONMALLOC": "malloc", "CODELOOP_BENCH_STOP_AT": str(requests)}
-        proc = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-                               sys.executable, "-c", _STOP_AT_SEND, "-p", "go",
+        proc = subprocess.run(["valgrind", "--tool=callgrind", "--separate-threads=yes",
+                               f"--callgrind-out-file={out}/cg", sys.executable, "-c", _STOP_AT_SEND, "-p", "go",
                                "--output-format", "stream-json", "--verbose", "--allowedTools", "Bash",
                                *extra], cwd=home, env=env, stdin=subprocess.DEVNULL,
                               capture_output=True, text=True)
+        main_thread = float("nan")
+        try:
+            m1 = re.search(r"^totals:\s+(\d+)", Path(out, "cg-01").read_text(errors="replace"), re.M)
+            main_thread = int(m1.group(1)) / 1e6 if m1 else float("nan")
+        except OSError:
+            pass
     m = re.search(r"I\s+refs:\s+([\d,]+)", proc.stderr)
-    return int(m.group(1).replace(",", "")) / 1e6 if m else float("nan")
+    return (int(m.group(1).replace(",", "")) / 1e6 if m else float("nan")), main_thread
 
 
 def _env(src: Path, home: str, url: str) -> dict[str, str]:
@@ -210,16 +219,18 @@ def main() -> None:
                     add(s, "resume: own rss", r["own rss"])
     if "instr" in only:
         for s in srcs:
-            add(s, "instructions to first request (M)", instructions(s, homes[s]))
+            add(s, "instructions to first request (M)", instructions(s, homes[s])[0])
     if "instr-turn" in only:
         for s in srcs:
-            i1, i2, i11, i31 = (instructions(s, homes[s], n) for n in (1, 2, 11, 31))
-            add(s, "instructions, first tool turn (M)", i2 - i1)
-            add(s, "instructions, later tool turn (M)", (i31 - i11) / 20)
+            (a1, m1), (a2, m2), (a11, m11), (a31, m31) = (instructions(s, homes[s], n) for n in (1, 2, 11, 31))
+            add(s, "instructions, first tool turn, main thread (M)", m2 - m1)
+            add(s, "instructions, later tool turn, main thread (M)", (m31 - m11) / 20)
+            add(s, "instructions, first tool turn, all threads (M)", a2 - a1)
+            add(s, "instructions, later tool turn, all threads (M)", (a31 - a11) / 20)
     if "instr-resume" in only:
         for s in srcs:
             add(s, "instructions to first request, resume (M)",
-                instructions(s, homes[s], 1, ("--resume", sessions[s])))
+                instructions(s, homes[s], 1, ("--resume", sessions[s]))[0])
     keys = list(dict.fromkeys(k for s in srcs for k in res[s]))
     width = max(len(k) for k in keys)
     print(f"{'figure (median)':{width}}  " + "  ".join(f"{str(s)[-24:]:>24}" for s in srcs)
