@@ -10,6 +10,7 @@ accepts (NaN, lone surrogates, a byte-order mark) is read by `json` too.
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 _state: dict[str, Any] = {}
@@ -40,7 +41,12 @@ def _load_orjson() -> Any:
     return fast
 
 
-def fast_module() -> Any:
-    """orjson, or None when it is not installed."""
+def fast_module(*, if_loaded: bool = False) -> Any:
+    """orjson, or None when it is not installed (`if_loaded`: or not imported yet — a small
+    request body is not worth its import at start-up)."""
     fast = _state.get("orjson", False)
-    return _load_orjson() if fast is False else fast
+    if fast is False:
+        if if_loaded and "orjson" not in sys.modules:
+            return None
+        return _load_orjson()
+    return fast

@@ -261,7 +261,8 @@ def wire_json(obj: Any) -> bytes:
     """A request body as UTF-8 JSON bytes (compact, like httpx's own `json=`); `dumps_marked`'s
     marking of undecodable text, with one encoder kept and the text encoded once.
 
-    orjson writes it when installed (a resumed session's history: ~10× faster), the same JSON
+    orjson writes it once something has imported it (reading a transcript does: a resumed session's
+    history encodes ~10× faster; a new session's small bodies do not wait for its import), the same JSON
     values as `json` (a float may be spelled differently: 1e-05 as 0.00001; NaN, which `json` here
     refuses, is written null — still valid JSON); what it refuses —
     lone surrogates, integers beyond 64 bits, keys that are not strings, objects json would refuse
@@ -269,7 +270,7 @@ def wire_json(obj: Any) -> bytes:
     global _WIRE
     from codeloop.jsonload import fast_module
 
-    fast = fast_module()
+    fast = fast_module(if_loaded=True)
     if fast is not None:
         try:
             return fast.dumps(obj, option=_FAST_OPTIONS or _fast_options(fast))

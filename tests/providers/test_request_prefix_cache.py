@@ -198,7 +198,9 @@ def test_wire_json_is_the_same_json_fast_or_not():
 
     body = {"model": "m", "max_tokens": 5, "temperature": 0.7, "tiny": 1e-05, "huge": 1e300,
             "text": "café ✓ \u2028 \"quoted\" \\ \n", "nested": [{"a": [1, True, None]}, []]}
+    orjson = pytest.importorskip("orjson")   # imported: wire_json uses it (a transcript read imports it)
     fast = wire_json(body)
+    assert fast == orjson.dumps(body)
     assert json.loads(fast) == body and b'": ' not in fast and b', "' not in fast   # compact, UTF-8
     assert wire_json({"s": "caf\udce9"}) == json.dumps({"s": "caf\\xe9"}, separators=(",", ":")).encode()
     assert wire_json({1: 2, "big": 2**70}) == b'{"1":2,"big":1180591620717411303424}'
