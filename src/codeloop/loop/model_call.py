@@ -54,24 +54,42 @@ class ModelTurn:
 
 
 async def _until_abort(stream: AsyncIterator[dict[str, Any]], ctx: ToolContext) -> AsyncIterator[dict[str, Any]]:
-    abort_wait = asyncio.ensure_future(ctx.abort.wait())
-    nxt: asyncio.Future | None = None
+    """`stream`'s items until it ends; `Aborted` as soon as the abort fires, a pending read included.
+
+    One watcher for the whole stream, not a race (a task and a wait) per item: while a read is
+    pending, the abort cancels this task right there — and only there, never in the consumer's code
+    between items, which sees the abort before the next read."""
+    task = asyncio.current_task()
+    assert task is not None
+    state = {"reading": False, "cancelled": False}
+
+    def on_abort(_: Any) -> None:
+        if state["reading"] and not state["cancelled"]:
+            state["cancelled"] = True
+            task.cancel()
+
+    watch = asyncio.ensure_future(ctx.abort.wait())
+    watch.add_done_callback(on_abort)
     try:
         while True:
-            nxt = asyncio.ensure_future(anext(stream))
-            done, _ = await asyncio.wait({nxt, abort_wait}, return_when=asyncio.FIRST_COMPLETED)
-            if nxt not in done:
+            if ctx.abort.aborted:
                 raise Aborted
+            state["reading"] = True
             try:
-                yield nxt.result()
+                item = await anext(stream)
             except StopAsyncIteration:
                 return
+            except asyncio.CancelledError:
+                # ours, and no other cancellation asked for meanwhile: the abort, said as such
+                if state["cancelled"] and task.uncancel() == 0:
+                    raise Aborted from None
+                raise
+            finally:
+                state["reading"] = False
+            yield item
     finally:
-        abort_wait.cancel()
-        # a pending read must be finished (cancelled) before the stream can be closed
-        if nxt is not None and not nxt.done():
-            nxt.cancel()
-            await asyncio.gather(nxt, return_exceptions=True)
+        watch.remove_done_callback(on_abort)
+        watch.cancel()
         aclose = getattr(stream, "aclose", None)
         if aclose is not None:
             await aclose()

@@ -136,7 +136,9 @@ async def open_stream(client: Any, path: str, body: bytes, deadlines: Deadlines,
     (within `headers_s`)."""
     request = client.build_request("POST", path, content=body, headers=headers or None)
     try:
-        response = await asyncio.wait_for(client.send(request, stream=True), deadlines.headers_s)
+        # asyncio.timeout, not wait_for: no task made to run the send (one less per request)
+        async with asyncio.timeout(deadlines.headers_s):
+            response = await client.send(request, stream=True)
     except TimeoutError:
         raise APIConnectionError(f"no response headers from {base_url} within {deadlines.headers_s:g}s",
                                  mid_stream=True) from None
@@ -167,7 +169,9 @@ async def _guarded(chunks: AsyncIterator[bytes], idle_s: float, base_url: str) -
     received = 0
     while True:
         try:
-            chunk = await asyncio.wait_for(it.__anext__(), idle_s)
+            # the timeout covers the read alone (never the yield: the consumer's code is not ours to cancel)
+            async with asyncio.timeout(idle_s):
+                chunk = await it.__anext__()
         except StopAsyncIteration:
             return
         except TimeoutError:
