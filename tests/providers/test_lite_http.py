@@ -150,6 +150,23 @@ async def test_connect_deadline(monkeypatch):
             await post(client)
 
 
+@pytest.mark.parametrize("url, delay", [("http://127.0.0.1:1", None), ("http://[::1]:1", None),
+                                        ("http://localhost:1", 0.25), ("https://api.anthropic.com", 0.25)])
+async def test_happy_eyeballs_races_the_addresses_of_a_name_only(monkeypatch, url, delay):
+    seen = []
+
+    async def record(host, port, **kw):
+        seen.append((host, kw["happy_eyeballs_delay"]))
+        raise ConnectionRefusedError("refused")
+
+    monkeypatch.setattr(lite_http.asyncio, "open_connection", record)
+    client = LiteClient(url, {}, connect_s=5)
+    with pytest.raises(APIConnectionError):
+        with transport_errors(url):
+            await post(client)
+    assert [d for _, d in seen] == [delay] and seen[0][0] in url
+
+
 @pytest.mark.parametrize("env,url,lite", [
     ({}, "https://api.anthropic.com", True),
     ({}, "http://127.0.0.1:8080/x", True),

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import urlsplit
@@ -226,6 +227,17 @@ class Response:
             conn.close()
 
 
+def _is_address(host: str) -> bool:
+    """Whether `host` is an IPv4 or IPv6 address rather than a name."""
+    for family in (socket.AF_INET, socket.AF_INET6):
+        try:
+            socket.inet_pton(family, host)
+            return True
+        except OSError:
+            pass
+    return False
+
+
 class LiteClient:
     """POSTs to one base URL (`base_url` + a path), with default headers and a connect deadline."""
 
@@ -324,12 +336,13 @@ class LiteClient:
                 self._ssl = ssl_context()
             ssl_ctx = self._ssl
         try:
-            reader, writer = await asyncio.wait_for(
-                # happy eyeballs (as httpx's anyio backend): a dead IPv6 route does not eat the deadline
-                asyncio.open_connection(self.host, self.port, ssl=ssl_ctx, limit=HEAD_LIMIT,
-                                        server_hostname=self.host if ssl_ctx is not None else None,
-                                        happy_eyeballs_delay=0.25),
-                self.connect_s)
+            async with asyncio.timeout(self.connect_s):
+                reader, writer = await asyncio.open_connection(
+                    self.host, self.port, ssl=ssl_ctx, limit=HEAD_LIMIT,
+                    server_hostname=self.host if ssl_ctx is not None else None,
+                    # happy eyeballs (as httpx's anyio backend): a dead IPv6 route does not eat the
+                    # deadline; an address given as such (a local model server) has no rival to race
+                    happy_eyeballs_delay=None if _is_address(self.host) else 0.25)
         except TimeoutError:
             raise ConnectTimeout(f"no connection to {self.host}:{self.port} within {self.connect_s:g}s") from None
         except OSError as exc:   # refused, unreachable, DNS failure, TLS handshake failure
