@@ -92,6 +92,24 @@ async def test_hooks_run_in_the_project_with_project_dir_env(lab):
     assert (lab.root / "env").read_text().strip() == f"{lab.cwd}|{lab.cwd}|x"
 
 
+async def test_a_bash_planted_in_the_project_never_runs_the_hooks(lab, monkeypatch):
+    """An empty PATH entry is not the current directory: the hook's shell is the system's bash."""
+    from codeloop.shellpath import bash_path
+
+    real = bash_path()
+    if real is None:
+        pytest.skip("no bash on PATH")
+    planted = lab.cwd / "bash"
+    planted.write_text(f"#!/bin/sh\ntouch {lab.root}/planted-ran\n")
+    planted.chmod(0o755)
+    monkeypatch.setenv("PATH", ":" + os.environ["PATH"])
+    monkeypatch.chdir(lab.cwd)   # codeloop runs in the project
+    cmd = f'echo "$BASH" > {lab.root}/shell'
+    await run(lab.runner({"Stop": [group(cmd)]}), HookEvent.STOP)
+    assert not (lab.root / "planted-ran").exists()
+    assert (lab.root / "shell").read_text().strip() == real
+
+
 @pytest.mark.parametrize("matcher,value,expected", [
     (None, "Bash", True), ("", "Bash", True), ("*", "Write", True),
     ("Bash", "Bash", True), ("Bash", "BashOutput", False), ("Edit|Write", "Write", True),

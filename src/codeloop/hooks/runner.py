@@ -18,7 +18,6 @@ import asyncio
 import contextlib
 import json
 import os
-import shutil
 import signal
 from collections.abc import Callable
 from pathlib import Path
@@ -83,7 +82,6 @@ class HookRunner:
         self.cwd = os.path.abspath(cwd)
         self._mode = permission_mode_getter
         self._extra_env = dict(env or {})
-        self._shell: str | None = None
         self.callbacks: CallbackSource = CallbackSource()
         self.prompt_id: str | None = None   # the prompt being processed (set by the conversation)
         # hook_started / hook_response records (Claude Code's --include-hook-events shapes)
@@ -164,9 +162,9 @@ class HookRunner:
         return env
 
     def _shell_path(self) -> str | None:
-        if self._shell is None:
-            self._shell = shutil.which("bash") or ""
-        return self._shell or None
+        from codeloop.shellpath import bash_path
+
+        return bash_path()   # None: /bin/sh
 
     async def _run_one(self, hook: HookCommand, stdin: bytes) -> HookProcessResult:
         try:
