@@ -1,9 +1,11 @@
-"""Where bash is: the one PATH search shared by the Bash tool and hook commands.
+"""Finding a program on PATH for codeloop's own use (bash for commands and hooks, bwrap, rg, the
+clipboard helpers): the one PATH search.
 
-shutil.which's search, without importing shutil (and with it bz2 and lzma), except that an empty
-PATH entry is not taken to mean the current directory: a `bash` planted in the project must never
-be what runs the model's commands or the user's hooks. Cached per PATH value (it was asked at
-every command).
+shutil.which's search, without importing shutil (and with it bz2 and lzma), except that only
+absolute PATH entries count: an empty entry or a relative one (`.`, `bin`) would mean the current
+directory — the project — so a `bash`, `bwrap` or `rg` planted in a repository could run as
+codeloop's own shell, sandbox or search (shutil.which runs it). Cached per name and PATH value (it
+was asked at every command).
 """
 
 from __future__ import annotations
@@ -12,15 +14,23 @@ import os
 from functools import lru_cache
 
 
+def find_program(name: str, path: str | None = None) -> str | None:
+    """The executable `name` on `path` (default: this process's PATH; none set: the system
+    default), its absolute path, or None."""
+    return _find(name, os.environ.get("PATH") if path is None else path)
+
+
 def bash_path(path: str | None = None) -> str | None:
-    """The bash found on `path` (default: this process's PATH; none set: the system default), or None."""
-    return _bash_on(os.environ.get("PATH") if path is None else path)
+    """The bash commands and hooks run in, or None (then /bin/sh)."""
+    return find_program("bash", path)
 
 
-@lru_cache(maxsize=8)
-def _bash_on(path: str | None) -> str | None:
+@lru_cache(maxsize=32)
+def _find(name: str, path: str | None) -> str | None:
     for folder in (path if path is not None else os.defpath).split(os.pathsep):
-        candidate = os.path.join(folder, "bash")
-        if folder and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+        if not os.path.isabs(folder):
+            continue
+        candidate = os.path.join(folder, name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             return candidate
     return None

@@ -224,7 +224,11 @@ def test_clipboard_command_needs_a_display(monkeypatch, tmp_path):
     monkeypatch.delenv("DISPLAY", raising=False)
     assert clipboard_command() is None
     monkeypatch.setenv("DISPLAY", ":0")
-    assert clipboard_command() == ["xclip", "-selection", "clipboard"]
+    assert clipboard_command() == [str(fake / "xclip"), "-selection", "clipboard"]   # by its absolute path
+    # an empty or relative PATH entry is the project: a clipboard tool planted there is never used
+    monkeypatch.chdir(fake)
+    monkeypatch.setenv("PATH", ":.:bin")
+    assert clipboard_command() is None
 
 
 # -- prompt commands ---------------------------------------------------------------------------------------

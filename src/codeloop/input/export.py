@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -89,16 +88,19 @@ def default_name(conv: Conversation) -> str:
 
 
 def clipboard_command() -> list[str] | None:
-    """The clipboard tool of this desktop, if one is installed and its display is there."""
-    if os.environ.get("WAYLAND_DISPLAY") and shutil.which("wl-copy"):
-        return ["wl-copy"]
+    """The clipboard tool of this desktop, if one is installed and its display is there (by its
+    absolute path: never one planted in the project)."""
+    from codeloop.shellpath import find_program
+
+    if os.environ.get("WAYLAND_DISPLAY") and (wl := find_program("wl-copy")):
+        return [wl]
     if os.environ.get("DISPLAY"):
-        if shutil.which("xclip"):
-            return ["xclip", "-selection", "clipboard"]
-        if shutil.which("xsel"):
-            return ["xsel", "--clipboard", "--input"]
-    if shutil.which("pbcopy"):
-        return ["pbcopy"]
+        if xclip := find_program("xclip"):
+            return [xclip, "-selection", "clipboard"]
+        if xsel := find_program("xsel"):
+            return [xsel, "--clipboard", "--input"]
+    if pbcopy := find_program("pbcopy"):
+        return [pbcopy]
     return None
 
 

@@ -296,15 +296,16 @@ async def process_user_input(host: CommandHost, registry: CommandRegistry, cmd: 
 
 def clipboard_image() -> tuple[bytes, str] | None:
     """The clipboard's image (bytes, media type) through wl-paste or xclip where one is installed."""
-    import shutil
     import subprocess
 
+    from codeloop.shellpath import find_program
+
     tools = []
-    if os.environ.get("WAYLAND_DISPLAY") and shutil.which("wl-paste"):
-        tools.append((["wl-paste", "--list-types"], lambda t: ["wl-paste", "--type", t]))
-    if os.environ.get("DISPLAY") and shutil.which("xclip"):
-        tools.append((["xclip", "-selection", "clipboard", "-t", "TARGETS", "-o"],
-                      lambda t: ["xclip", "-selection", "clipboard", "-t", t, "-o"]))
+    if os.environ.get("WAYLAND_DISPLAY") and (wl := find_program("wl-paste")):
+        tools.append(([wl, "--list-types"], lambda t, wl=wl: [wl, "--type", t]))
+    if os.environ.get("DISPLAY") and (xclip := find_program("xclip")):
+        tools.append(([xclip, "-selection", "clipboard", "-t", "TARGETS", "-o"],
+                      lambda t, xclip=xclip: [xclip, "-selection", "clipboard", "-t", t, "-o"]))
     for list_types, fetch in tools:
         try:
             types = subprocess.run(list_types, capture_output=True, timeout=2).stdout.decode(errors="replace")

@@ -13,7 +13,6 @@ with its parent.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from dataclasses import dataclass
 
@@ -37,7 +36,9 @@ def bwrap_path() -> str | None:
     env = os.environ.get(BWRAP_ENV)
     if env is not None:
         return env if os.path.isfile(env) and os.access(env, os.X_OK) else None
-    return shutil.which("bwrap")
+    from codeloop.shellpath import find_program
+
+    return find_program("bwrap")   # never a bwrap planted in the project (an empty PATH entry)
 
 
 def probe() -> Probe:
