@@ -5,7 +5,6 @@ import os
 import pytest
 
 from codeloop.tools.base import ToolError
-from codeloop.tools.builtin import grep as grep_mod
 from codeloop.tools.builtin.grep import GrepTool
 from codeloop.tools.builtin.ripgrep import find_rg
 
@@ -141,7 +140,9 @@ async def test_missing_path(grep, ctx, run, tmp_path):
 
 async def test_fallback_forced_even_when_rg_is_on_path(ctx, run, tree, monkeypatch):
     # A bogus rg on PATH: running it would fail, so passing proves the fallback was used.
-    monkeypatch.setattr(grep_mod.shutil, "which", lambda name: "/nonexistent/bin/rg")
+    from codeloop.tools.builtin import ripgrep
+
+    monkeypatch.setattr(ripgrep, "find_rg", lambda: "/nonexistent/bin/rg")
     r = await run(GrepTool(use_ripgrep=False), ctx, pattern="TODO")
     assert r.content.splitlines() == ["Found 2 files", tree["c"], tree["a"]]
 
@@ -172,3 +173,18 @@ async def test_both_backends_give_identical_output(ctx, run, tmp_path, args):
     rg = await run(GrepTool(use_ripgrep=True), ctx, **args)
     assert py.content == rg.content
     assert py.content not in ("No matches found", "No files found")
+
+
+def test_an_rg_planted_in_the_project_is_never_the_search(tmp_path, monkeypatch):
+    """With an empty or relative PATH entry (the project), the rg found is never the planted one."""
+    import os
+
+    from codeloop.tools.builtin import ripgrep
+
+    planted = tmp_path / "rg"
+    planted.write_text("#!/bin/sh\nexit 0\n")
+    planted.chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", os.pathsep.join(["", ".", os.environ.get("PATH", "")]))
+    found = ripgrep.find_rg()
+    assert found is None or (os.path.isabs(found) and not os.path.samefile(found, planted))

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import stat
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -140,9 +139,9 @@ class GrepTool(Tool):
     def _rg(self) -> str | None:
         if self.use_ripgrep is False:
             return None
-        from codeloop.tools.builtin.ripgrep import env_rg
+        from codeloop.tools.builtin.ripgrep import find_rg
 
-        return env_rg() or shutil.which("rg")
+        return find_rg()
 
     async def call(self, inp: Any, ctx: ToolContext) -> ToolResult:
         root, real = checked_paths(ctx, inp.path or str(ctx.cwd), "Grep")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import io
 import os
-import shutil
 import subprocess
 import sys
 import sysconfig
@@ -45,8 +44,11 @@ def env_rg() -> str | None:
 
 
 def find_rg() -> str | None:
-    """The rg of this Python's environment, else the first on PATH."""
-    return env_rg() or shutil.which("rg")
+    """The rg of this Python's environment, else the first on PATH (absolute entries only: never
+    an rg planted in the project)."""
+    from codeloop.shellpath import find_program
+
+    return env_rg() or find_program("rg")
 
 
 def _proc_fd_dir(fd: int) -> str | None:

@@ -48,19 +48,11 @@ def command_environment(passed: Iterable[str] = (), base: Mapping[str, str] | No
 
 
 def shell_path() -> str:
-    """The shell commands run in: bash on PATH, else /bin/sh."""
-    return _shell_on(os.environ.get("PATH"))
+    """The shell commands run in: bash on PATH (`codeloop.shellpath`: never one planted in the
+    project), else /bin/sh."""
+    from codeloop.shellpath import bash_path
 
-
-@lru_cache(maxsize=8)   # a PATH search at every call cost more than the rest of a `true` command's set-up
-def _shell_on(path: str | None) -> str:
-    # shutil.which's search (without importing shutil, bz2 and lzma at the first command), except
-    # that an empty PATH entry is not taken to mean the current directory.
-    for folder in (path if path is not None else os.defpath).split(os.pathsep):
-        candidate = os.path.join(folder, "bash")
-        if folder and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    return "/bin/sh"
+    return bash_path() or "/bin/sh"
 
 
 def protect_process() -> None:
