@@ -34,3 +34,13 @@ def _find(name: str, path: str | None) -> str | None:
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             return candidate
     return None
+
+
+def program(name: str) -> str:
+    """`find_program(name)` for an argv: its absolute path, or FileNotFoundError — what running a
+    missing program raises — rather than leaving the name to exec's own PATH search (which takes
+    an empty entry for the current directory)."""
+    found = find_program(name)
+    if found is None:
+        raise FileNotFoundError(2, f"{name}: not found on PATH", name)
+    return found

@@ -38,3 +38,27 @@ def test_bash_follows_the_process_path(tmp_path, monkeypatch):
     want = _exe(tmp_path, "bash")
     monkeypatch.setenv("PATH", os.pathsep + str(tmp_path))   # another PATH value: searched afresh
     assert bash_path() == want
+
+
+def test_program_raises_as_a_missing_program_would(tmp_path):
+    import pytest
+
+    from codeloop.shellpath import program
+
+    with pytest.raises(FileNotFoundError):
+        program("surely-no-such-program-here")
+
+
+def test_a_git_planted_in_the_project_never_answers_the_permission_checks(tmp_path, monkeypatch):
+    """The permission layer asks git about paths (no approval involved): with an empty PATH entry,
+    exec's own search would have run the project's `git`."""
+    from codeloop.permissions import git_paths, git_programs
+
+    project = tmp_path / "project"
+    planted = _exe(project, "git")
+    (project / "git").write_text(f"#!/bin/sh\ntouch {tmp_path}/planted-ran\n")
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("PATH", os.pathsep + os.environ.get("PATH", ""))
+    for module in (git_paths, git_programs):
+        module._git(str(project), "rev-parse", "--show-toplevel")
+    assert not (tmp_path / "planted-ran").exists(), planted

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from codeloop.config.plugins import Plugin, load_plugin, read_json
+from codeloop.shellpath import program
 
 MARKETPLACE_FILE = Path(".claude-plugin") / "marketplace.json"
 GIT_TIMEOUT_S = 300
@@ -163,10 +164,10 @@ def _clone(url: str, dest: Path, ref: str | None = None) -> None:
     if dest.exists():
         shutil.rmtree(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    cmd = ["git", "-c", "protocol.ext.allow=never", "clone", "--quiet", "--depth", "1",
-           *(["--branch", ref] if ref else []), "--", url, str(dest)]
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
     try:
+        cmd = [program("git"), "-c", "protocol.ext.allow=never", "clone", "--quiet", "--depth", "1",
+               *(["--branch", ref] if ref else []), "--", url, str(dest)]
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=GIT_TIMEOUT_S, env=env)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise PluginStoreError(f"git clone {url} failed: {exc}") from None

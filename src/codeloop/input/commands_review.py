@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codeloop.input.commands import CommandOutcome
+from codeloop.shellpath import program
 
 if TYPE_CHECKING:
     from codeloop.input.commands import CommandHost
@@ -31,7 +32,7 @@ GIT_TIMEOUT_S = 15
 def git(cwd: Path, *args: str, limit: int = GIT_OUTPUT_LIMIT) -> str:
     """`git args…` in `cwd`: its output (clipped), or the error it gave."""
     try:
-        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, errors="replace",
+        done = subprocess.run([program("git"), *args], cwd=cwd, capture_output=True, text=True, errors="replace",
                               timeout=GIT_TIMEOUT_S, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"(git {' '.join(args)} failed: {exc})"
@@ -44,7 +45,7 @@ def merge_base(cwd: Path) -> str | None:
     """Where this branch left the default branch (origin/HEAD, main or master), or None."""
     for ref in ("origin/HEAD", "main", "master"):
         try:
-            done = subprocess.run(["git", "merge-base", "HEAD", ref], cwd=cwd, capture_output=True, text=True,
+            done = subprocess.run([program("git"), "merge-base", "HEAD", ref], cwd=cwd, capture_output=True, text=True,
                                   timeout=GIT_TIMEOUT_S, check=False)
         except (OSError, subprocess.TimeoutExpired):
             return None

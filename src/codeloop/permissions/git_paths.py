@@ -20,6 +20,8 @@ import subprocess
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from codeloop.shellpath import program
+
 _GLOB_CHARS = re.compile(r"[*?\[]")
 _INDEX_BUDGET = 50_000          # more tracked files than this: not checked, the caller asks
 
@@ -149,7 +151,7 @@ def restricts(specs: list[str], bases: list[str], dp: DeniedPaths, *, literal: b
 def _git(folder: str, *args: str) -> subprocess.CompletedProcess[bytes] | None:
     env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0", "GIT_NO_LAZY_FETCH": "1"}
     try:
-        return subprocess.run(["git", "--no-pager", "-C", folder, *args], stdin=subprocess.DEVNULL,
+        return subprocess.run([program("git"), "--no-pager", "-C", folder, *args], stdin=subprocess.DEVNULL,
                               capture_output=True, env=env, timeout=10, check=False)
     except (OSError, subprocess.SubprocessError):
         return None

@@ -25,6 +25,8 @@ import subprocess
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from codeloop.shellpath import program
+
 if TYPE_CHECKING:
     from codeloop.permissions.shell_words import SplitResult
 
@@ -81,7 +83,7 @@ def git_concern(cwd: str, split: SplitResult) -> str | None:
 def _git(folder: str, *args: str) -> subprocess.CompletedProcess[bytes] | None:
     env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"}
     try:
-        return subprocess.run(["git", "--no-pager", "-C", folder, *args], stdin=subprocess.DEVNULL,
+        return subprocess.run([program("git"), "--no-pager", "-C", folder, *args], stdin=subprocess.DEVNULL,
                               capture_output=True, env=env, timeout=10, check=False)
     except (OSError, subprocess.SubprocessError):
         return None

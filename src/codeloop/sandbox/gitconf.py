@@ -17,6 +17,8 @@ import struct
 import subprocess
 import tempfile
 
+from codeloop.shellpath import program
+
 _GITLINK = 0o160000
 _SAFE_KEY = re.compile(
     r"core\.(repositoryformatversion|filemode|bare|logallrefupdates|ignorecase|precomposeunicode|symlinks|"
@@ -47,7 +49,7 @@ def config_entries(data: bytes) -> list[tuple[str, str]] | None:
             fh.write(data)
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "GIT_CONFIG_NOSYSTEM": "1",
                "GIT_CONFIG_GLOBAL": os.devnull, "HOME": os.devnull}
-        done = subprocess.run(["git", "config", "--file", tmp, "--list", "-z"], capture_output=True,
+        done = subprocess.run([program("git"), "config", "--file", tmp, "--list", "-z"], capture_output=True,
                               stdin=subprocess.DEVNULL, env=env, timeout=10, check=False)
     except (OSError, subprocess.SubprocessError):
         return None

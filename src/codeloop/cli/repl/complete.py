@@ -47,10 +47,11 @@ LIST_TIMEOUT_S = 10.0
 
 def list_project_files(cwd: Path) -> list[str]:
     """Project-relative paths, .gitignore respected where a tool that knows it is available."""
+    from codeloop.shellpath import find_program
     from codeloop.tools.builtin.ripgrep import find_rg
 
-    rg = find_rg()
-    commands = [["git", "ls-files", "--cached", "--others", "--exclude-standard"]]
+    rg, git = find_rg(), find_program("git")   # never a program planted in the project
+    commands = [[git, "ls-files", "--cached", "--others", "--exclude-standard"]] if git else []
     if rg:
         commands.insert(0, [rg, "--files", "--hidden", "--no-require-git", "--glob", "!.git", "--sort", "path"])
     for argv in commands:

@@ -16,6 +16,8 @@ import re
 import sys
 from typing import TYPE_CHECKING
 
+from codeloop.shellpath import program
+
 if TYPE_CHECKING:
     from pathlib import Path
 # logging, subprocess, uuid and pathlib are imported where used: every start-up builds this parser.
@@ -136,7 +138,7 @@ def make_worktree(cwd: Path, name: str) -> Path:
     name = name or f"session-{uuid.uuid4().hex[:8]}"
     if not re.fullmatch(_WORKTREE_NAME, name):
         raise FlagError(f"--worktree: invalid name {name!r} (letters, digits, '.', '_', '-')")
-    top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=cwd, capture_output=True, text=True)
+    top = subprocess.run([program("git"), "rev-parse", "--show-toplevel"], cwd=cwd, capture_output=True, text=True)
     if top.returncode != 0:
         raise FlagError(f"--worktree needs a git repository; {cwd} is not in one")
     root = Path(top.stdout.strip())
@@ -145,7 +147,7 @@ def make_worktree(cwd: Path, name: str) -> Path:
         if not (path / ".git").exists():
             raise FlagError(f"--worktree: {path} exists and is not a worktree")
         return path  # the same name again: back into that worktree
-    made = subprocess.run(["git", "worktree", "add", "-b", f"worktree-{name}", str(path)], cwd=root,
+    made = subprocess.run([program("git"), "worktree", "add", "-b", f"worktree-{name}", str(path)], cwd=root,
                           capture_output=True, text=True)
     if made.returncode != 0:
         raise FlagError(f"--worktree: git worktree add failed: {made.stderr.strip()[:300]}")

@@ -24,6 +24,7 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from codeloop.shellpath import program
 from codeloop.tools.base import PermissionBehavior, PermissionDecision, Tool, ToolContext, ToolError, ToolResult
 from codeloop.tools.worktree_state import WorktreeSession
 
@@ -33,7 +34,7 @@ _GIT_TIMEOUT_S = 120
 
 async def _git(cwd: Path, *args: str) -> tuple[int, str, str]:
     proc = await asyncio.create_subprocess_exec(
-        "git", "-c", "core.fsmonitor=false", *args, cwd=str(cwd), stdin=asyncio.subprocess.DEVNULL,
+        program("git"), "-c", "core.fsmonitor=false", *args, cwd=str(cwd), stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     try:
         out, err = await asyncio.wait_for(proc.communicate(), _GIT_TIMEOUT_S)

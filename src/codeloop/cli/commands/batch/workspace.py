@@ -27,6 +27,8 @@ import subprocess
 from enum import Enum
 from pathlib import Path
 
+from codeloop.shellpath import program
+
 GIT_ID = ["-c", "user.name=codeloop batch", "-c", "user.email=batch@codeloop.invalid",
           "-c", "commit.gpgsign=false", "-c", "core.hooksPath=/dev/null"]
 _SAFE_RE = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -86,7 +88,7 @@ def folder_name(task_id: str) -> str:
 def _git(args: list[str], cwd: Path | None = None, env: dict[str, str] | None = None,
          timeout: float = 600) -> str:
     try:
-        proc = subprocess.run(["git", *GIT_ID, *args], cwd=cwd, env=env, capture_output=True, text=True,
+        proc = subprocess.run([program("git"), *GIT_ID, *args], cwd=cwd, env=env, capture_output=True, text=True,
                               timeout=timeout, stdin=subprocess.DEVNULL)
     except FileNotFoundError as exc:
         raise WorkspaceError("git is not installed; batch workspaces need it") from exc
@@ -166,7 +168,7 @@ def _make_private(ws: Path) -> None:
     for sub in ("objects", "refs", "info"):
         (priv / sub).mkdir(parents=True)
     (priv / "HEAD").write_text("ref: refs/heads/codeloop-batch\n")
-    fmt = subprocess.run(["git", "config", "--file", str(ws / ".git" / "config"), "extensions.objectformat"],
+    fmt = subprocess.run([program("git"), "config", "--file", str(ws / ".git" / "config"), "extensions.objectformat"],
                          capture_output=True, text=True, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
                          stdin=subprocess.DEVNULL).stdout.strip()
     ext = f"[extensions]\n\tobjectformat = {fmt}\n" if fmt == "sha256" else ""
