@@ -305,3 +305,28 @@ def test_the_check_is_fast_with_a_deny_rule_in_force(repo):
     per_call = (time.perf_counter() - start) / (20 * len(lines))
     assert per_call < 0.05, per_call                        # no git subprocess on these lines
     assert os.environ.get("GIT_DIR") is None
+
+
+def test_the_git_objects_check_loads_only_when_some_path_is_hidden(tmp_path):
+    """Its module (and git_subcommands') is imported by a Bash check only when a Read deny rule or
+    the sandbox's denyRead hides something; with one, a git read of it is still refused."""
+    import subprocess
+    import sys
+
+    code = (
+        "import asyncio, sys\n"
+        "from pathlib import Path\n"
+        "from codeloop.permissions.policy import PermissionPolicy\n"
+        "from codeloop.tools.base import ToolContext\n"
+        "from codeloop.tools.registry import builtin_tools, find_tool, parse_tool_input\n"
+        f"cwd = Path({str(tmp_path)!r})\n"
+        "tool = find_tool(builtin_tools(), 'Bash')\n"
+        "def decide(deny):\n"
+        "    inp = parse_tool_input(tool, {'command': 'git show HEAD:secret.txt'})\n"
+        "    opinion = asyncio.run(tool.check_permissions(inp, ToolContext(cwd=cwd, project_dir=cwd)))\n"
+        "    return PermissionPolicy(cwd=cwd, deny=deny).decide(tool, inp, opinion, {'command': inp.command})\n"
+        "decide([])\n"
+        "print('codeloop.permissions.git_reads' in sys.modules)\n"
+        "print(decide(['Read(./secret.txt)']).behavior.value)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == ["False", "deny"], out.stderr

@@ -327,7 +327,6 @@ def decide_bash(policy: Any, tool: Any, inp: Any, opinion: PermissionDecision,
                 raw: dict[str, Any]) -> PermissionDecision:
     from codeloop.permissions.bash import split_command
     from codeloop.permissions.git_programs import git_concern
-    from codeloop.permissions.git_reads import GitReadLevel, git_read_concern
     from codeloop.permissions.guarded import wants_outside
     from codeloop.permissions.modes import PermissionMode
     from codeloop.permissions.readonly import is_read_only
@@ -359,8 +358,7 @@ def decide_bash(policy: Any, tool: Any, inp: Any, opinion: PermissionDecision,
     denied = None if sandboxed else policy.read_filter()
     reads = read_concern(policy, split, denied) if denied is not None else None
     # git prints committed and staged files from its objects, out of the sandbox's sight
-    if (git_reads := git_read_concern(policy, split)) and (git_reads.level is GitReadLevel.DENY
-                                                           or policy.mode is PermissionMode.BYPASS):
+    if (git_reads := policy.git_reads(split)) and (git_reads.denies or policy.mode is PermissionMode.BYPASS):
         return PermissionDecision(PermissionBehavior.DENY, f"Permission to use Bash has been denied: {git_reads.why}.")
     if policy.mode is PermissionMode.BYPASS:
         if reads:

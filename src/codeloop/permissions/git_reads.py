@@ -65,10 +65,7 @@ _TOKENS = r"[\s'\"\[\](),;=`]+"
 
 def git_read_concern(policy: Any, split: SplitResult) -> GitRead | None:
     """Why this command line may print a file a Read deny rule covers from git's objects."""
-    specs = policy.read_deny_specs()
-    sandbox = policy.sandbox
-    if sandbox is not None and sandbox.enabled:        # sandbox.filesystem.denyRead: masked on disk too
-        specs += [(s, "cli") for s in sandbox.settings.deny_read]
+    specs = policy.hidden_specs()   # the sandbox's denyRead too: masked on disk, not in git's objects
     if not specs or not _may_run_git(split):
         return None
     from codeloop.permissions.git_paths import DeniedPaths

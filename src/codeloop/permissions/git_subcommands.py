@@ -31,6 +31,10 @@ class GitRead:
     level: GitReadLevel
     why: str
 
+    @property
+    def denies(self) -> bool:
+        return self.level is GitReadLevel.DENY
+
 
 @dataclass
 class GitCall:

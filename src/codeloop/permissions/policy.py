@@ -209,6 +209,23 @@ class PermissionPolicy:
         """(specifier, origin) of every Read deny rule: what the sandbox masks."""
         return [(r.specifier, r.origin) for r in self.rules.deny if r.tool == "Read" and r.specifier]
 
+    def hidden_specs(self) -> list[tuple[str, str]]:
+        """(specifier, origin) of every path reads must not reach: Read deny rules and, when the
+        sandbox is on, its `filesystem.denyRead`."""
+        specs = self.read_deny_specs()
+        if self.sandbox is not None and self.sandbox.enabled:
+            specs += [(s, "cli") for s in self.sandbox.settings.deny_read]
+        return specs
+
+    def git_reads(self, split: Any) -> Any:
+        """Why this command line may print a hidden file from git's objects (`git_reads.GitRead`),
+        or None; that module is imported only when some path is hidden (most sessions hide none)."""
+        if not self.hidden_specs():
+            return None
+        from codeloop.permissions.git_reads import git_read_concern
+
+        return git_read_concern(self, split)
+
     def read_filter(self) -> Callable[[Path], bool] | None:
         """A `path → denied?` check for search tools, or None when no deny rule targets reads."""
         if not any(r.tool == "Read" and r.specifier for r in self.rules.deny):

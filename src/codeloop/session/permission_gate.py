@@ -100,14 +100,16 @@ def _as_run(tool_name: str, raw: dict[str, Any], ctx: ToolContext, project: Any)
     (`cd src` then `echo x > ../.git/config` is a write to the project's .git/config). The physical
     folder, as the kernel resolves `..` from it."""
     import os
-    import shlex
 
     command = raw.get("command")
-    if tool_name != "Bash" or not isinstance(command, str):
+    # (the same path needs no realpath: two walks of the path at every Bash call otherwise)
+    if tool_name != "Bash" or not isinstance(command, str) or str(ctx.cwd) == str(project):
         return raw
     here = os.path.realpath(str(ctx.cwd))
     if here == os.path.realpath(str(project)):
         return raw
+    import shlex
+
     return {**raw, "command": f"cd {shlex.quote(here)} && {command}"}
 
 

@@ -26,8 +26,9 @@ _CACHE_VERSION = 2
 WARM_FIRST = ("Bash", "Read", "Grep", "Glob", "Edit", "Write")
 # Then what the first Bash call's permission check and start import (the shell scanner, the rules,
 # ctypes for protect_process): ~10 ms of the first tool turn otherwise.
+# (git_reads is left out: a Bash check needs it only when some path is hidden from reads)
 WARM_MODULES = ("codeloop.permissions.bash_gate", "codeloop.permissions.bash", "codeloop.permissions.readonly",
-                "codeloop.permissions.rules", "codeloop.permissions.shell_writes", "codeloop.permissions.git_reads",
+                "codeloop.permissions.rules", "codeloop.permissions.shell_writes",
                 "codeloop.permissions.git_programs", "codeloop.permissions.guarded", "codeloop.permissions.consent",
                 "codeloop.permissions.modes", "ctypes")
 # After a request went out, how long the model must stay silent before warming starts.
