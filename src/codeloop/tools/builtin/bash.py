@@ -366,20 +366,25 @@ class BashTool(Tool):
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
         woken = {abort_wait} if detach is None else {abort_wait, detach}
-        while proc.returncode is None:
-            if abort_wait.done():
-                return "abort"
-            if detach is not None and detach.done():
-                return "background"
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                return "timeout"
-            if readers.done():
-                await asyncio.wait(woken, timeout=min(POLL_S / 10, remaining))
-            else:
-                await asyncio.wait(
-                    {*woken, readers},
-                    timeout=min(POLL_S, remaining),
-                    return_when=asyncio.FIRST_COMPLETED,
-                )
+        exited: asyncio.Future | None = None
+        try:
+            while proc.returncode is None:
+                if abort_wait.done():
+                    return "abort"
+                if detach is not None and detach.done():
+                    return "background"
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    return "timeout"
+                if readers.done():
+                    # the pipes are closed, so nothing can hold wait() any more: it wakes when the
+                    # shell is reaped (a timed poll ended on a timer tick, ~4 ms, after every command)
+                    exited = exited or asyncio.ensure_future(proc.wait())
+                    await asyncio.wait({*woken, exited}, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+                else:
+                    await asyncio.wait({*woken, readers}, timeout=min(POLL_S, remaining),
+                                       return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if exited is not None and not exited.done():
+                exited.cancel()
         return None
