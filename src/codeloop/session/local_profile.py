@@ -20,6 +20,7 @@ the one command that installs it (the progress bar and the start-up line are the
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -33,13 +34,18 @@ SHORT_DESCRIPTIONS = {
     "Edit": "change lines of an existing file: old_string is the whole line or lines to change, copied exactly "
             "from Read without the line numbers, new_string what those lines become; replace_all true replaces "
             "every occurrence of old_string (a name used in several places), false only one",
-    "Write": "create a new file with content, or replace a whole file",
+    # without the pointer a small model "copies" a file by writing out what it remembers of it
+    "Write": "create a new file with the content you write, or replace a whole file (to copy a file: Bash cp)",
     # what each kind of file change needs, as commands: small models otherwise empty a file with
     # Edit when asked to delete it, or write a script and never make it executable
-    "Bash": "run a shell command and see its output: run a program (python3 x.py), count (wc -l), delete (rm), "
-            "move or rename (mv), make executable (chmod +x), replace a name everywhere in a file (sed -i)",
+    # sizes, counts and permissions too: told only "count (wc -l)", a small model answers "which is
+    # largest / how many words / which are executable" from a Glob listing of names, by guessing
+    "Bash": "run a shell command and see its output: run a program (python3 x.py), count lines or words "
+            "(wc -l, wc -w), see sizes and permissions (ls -l), delete (rm), move or rename (mv), copy (cp), "
+            "make executable (chmod +x), replace a name everywhere in a file (sed -i)",
     # no literal example patterns here or in Grep's: a small model searches for the examples themselves
-    "Glob": "list the files whose paths match a glob pattern made from the folder and file kind in the request",
+    "Glob": "list the names of the files whose paths match a glob pattern made from the folder and file kind in "
+            "the request (names only: no sizes, lines or permissions)",
     "Grep": "search inside all files for a name or regular expression taken from the question (ignoring "
             "case); shows each matching line with its file name",
 }
@@ -63,7 +69,8 @@ You are codeloop, a coding assistant that works on the user's files through tool
 Rules:
 - Never guess what a file contains or what a command prints: find out with a tool.
 - A question about a named file: Read that file. To find which file defines or mentions something: \
-Grep for its name (a function: "def " then its name). To list files: Glob. To run a program or count: Bash.
+Grep for its name (a function: "def " then its name). To list files by name: Glob. To run a program, or to \
+count or compare lines, words, sizes or permissions: Bash (wc, ls -l), then answer from what it prints.
 - Do only what the user asked. Never change, create or delete files unless the user asked for it.
 - Asked for a change, make it with tools; never only describe it. To change a file's text, Read it first, \
 then Edit it: old_string the whole lines to change, copied exactly from what you read, new_string those \
@@ -94,12 +101,58 @@ def change_rules() -> Any:
                        shell_tool="Bash", commands=CHANGE_COMMANDS)
 
 
+def whole_word_edit(text: str, old: str, new: str) -> tuple[str, str] | None:
+    """(old_string, new_string) for one Edit that replaces the name `old` only where it stands as
+    a whole word: the lines from its first such use to its last, as they are and as they become.
+    None when there is nothing to narrow (`old` is not a bare name, never stands alone, or no
+    longer word contains it) or those lines occur twice in the file.
+
+    Why: the local model must decide replace_all on every Edit (`EXTRA_ARGUMENTS`) and sets it to
+    rename a name, but Edit replaces text, not names: `x` made `xs` also turns `xs` into `xss`."""
+    if not re.fullmatch(r"\w+", old):
+        return None
+    word = re.compile(rf"(?<!\w){re.escape(old)}(?!\w)")
+    uses = list(word.finditer(text))
+    if not uses or len(uses) == text.count(old):
+        return None
+    start = text.rfind("\n", 0, uses[0].start()) + 1
+    end = text.find("\n", uses[-1].end())
+    lines = text[start:len(text) if end == -1 else end]
+    if text.count(lines) != 1:
+        return None
+    return lines, word.sub(lambda _m: new, lines)
+
+
+MAX_NARROWED_FILE = 1_000_000
+
+
+def narrow_replace_all(name: str, inp: dict[str, Any]) -> dict[str, Any]:
+    """An Edit with replace_all of a bare name made whole-word only (`whole_word_edit`), reading
+    the file where the call names it (relative to the process's folder, as the CLI runs; a file
+    not found there leaves the call as it is)."""
+    if name != "Edit" or inp.get("replace_all") is not True or not isinstance(inp.get("old_string"), str):
+        return inp
+    path = Path(str(inp.get("file_path", "")))
+    try:
+        if path.stat().st_size > MAX_NARROWED_FILE:
+            return inp
+        text = path.read_text(encoding="utf-8")
+    except (OSError, ValueError):
+        return inp
+    narrowed = whole_word_edit(text, inp["old_string"], str(inp.get("new_string", "")))
+    if narrowed is None:
+        return inp
+    return {**inp, "old_string": narrowed[0], "new_string": narrowed[1], "replace_all": False}
+
+
 def steering() -> dict[str, Any]:
     """What the local provider applies to each request and call besides descriptions and rules:
-    the extra arguments, and Read's line numbers taken out of what Write and Edit write."""
+    the extra arguments, Read's line numbers taken out of what Write and Edit write, and a
+    replace_all of a bare name kept to whole words."""
     from codeloop.providers.constrained import strip_read_numbers
 
-    return {"extra_args": EXTRA_ARGUMENTS, "fix_input": strip_read_numbers}
+    return {"extra_args": EXTRA_ARGUMENTS,
+            "fix_input": lambda name, inp: narrow_replace_all(name, strip_read_numbers(name, inp))}
 
 
 def _with_sandbox(settings_arg: str | None) -> str:
