@@ -130,3 +130,59 @@ def test_the_results_turn_lists_the_changes_already_made():
     # before any change: no such line; earlier turns render as they did (the prompt cache holds)
     before = render_messages([], [*prompt, *failed], "", remind=True, rules=change_rules())
     assert "Changes already made" not in json.dumps(before) and out[:len(before)] == before
+
+
+@pytest.mark.parametrize(("text", "old", "new", "expected"), [
+    # the name alone on one line, inside a longer name elsewhere: only that line changes
+    ("def mean(xs):\n    return sum(xs) / len(x)\n", "x", "xs",
+     ("    return sum(xs) / len(x)", "    return sum(xs) / len(xs)")),
+    # several uses: the lines from the first to the last, the longer name between them kept
+    ("area = 1\ntotal_area = area + 2\nprint(area)\n", "area", "size",
+     ("area = 1\ntotal_area = area + 2\nprint(area)", "size = 1\ntotal_area = size + 2\nprint(size)")),
+    ("n = 1\nn2 = n\n", "n", r"a\1", ("n = 1\nn2 = n", "a\\1 = 1\nn2 = a\\1")),   # new text taken literally
+])
+def test_replace_all_of_a_bare_name_is_narrowed_to_whole_words(text, old, new, expected):
+    from codeloop.session.local_profile import whole_word_edit
+
+    assert whole_word_edit(text, old, new) == expected
+
+
+@pytest.mark.parametrize(("text", "old"), [
+    ("def dbl(n):\n    return dbl(1)\n", "dbl"),      # every use a whole word: replace_all is right as it is
+    ("xs = [1]\nprint(xs)\n", "x"),                    # never a whole word: nothing to narrow
+    ("a = 1\nb = len(x)\n", "len(x)"),                 # not a bare name
+    ("xy = 1\nx\n", "x"),                             # the line alone ("x") is not unique in the file
+])
+def test_replace_all_is_left_alone_when_there_is_nothing_to_narrow(text, old):
+    from codeloop.session.local_profile import whole_word_edit
+
+    assert whole_word_edit(text, old, "y") is None
+
+
+def test_a_rename_by_replace_all_from_the_local_model_keeps_longer_names(tmp_path):
+    (tmp_path / "calc.py").write_text("def mean(xs):\n    return sum(xs) / len(x)\n\n\nprint(mean([2, 4, 6]))\n")
+    r, api = run_local(
+        tmp_path, "Fix the NameError in calc.py.",
+        reply(json.dumps({"name": "Read", "arguments": {"file_path": "calc.py"}})),
+        reply(json.dumps({"name": "Edit", "arguments": {"file_path": "calc.py", "old_string": "x",
+                                                        "new_string": "xs", "replace_all": True}})),
+        reply(json.dumps({"name": "Read", "arguments": {"file_path": "calc.py"}})),
+        reply(json.dumps({"answer": "len(x) is now len(xs)."})), args=("--allowedTools", "Edit"))
+    assert r.returncode == 0, r.stderr
+    # replaced as text, every xs would have become xss
+    assert (tmp_path / "calc.py").read_text() == \
+        "def mean(xs):\n    return sum(xs) / len(xs)\n\n\nprint(mean([2, 4, 6]))\n"
+    # the history shows the call as it was applied
+    edit = [m["content"] for m in api.requests[-1].body["messages"] if m["role"] == "assistant" and '"Edit"' in
+            m["content"]]
+    assert json.loads(edit[0])["arguments"]["replace_all"] is False
+
+
+def test_the_tool_list_sends_copies_sizes_and_permissions_to_bash():
+    from codeloop.session.local_profile import LOCAL_SYSTEM_PROMPT, SHORT_DESCRIPTIONS
+
+    # a small model otherwise copies a file by writing it out, and answers "the largest" or
+    # "which are executable" from a listing of names
+    assert "(cp)" in SHORT_DESCRIPTIONS["Bash"] and "ls -l" in SHORT_DESCRIPTIONS["Bash"]
+    assert "cp" in SHORT_DESCRIPTIONS["Write"] and "names only" in SHORT_DESCRIPTIONS["Glob"]
+    assert "sizes or permissions: Bash" in LOCAL_SYSTEM_PROMPT

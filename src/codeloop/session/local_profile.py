@@ -64,6 +64,13 @@ CHANGE_VERBS = ("rename", "delete", "remove", "move", "create", "make", "write",
                 "change", "set", "update", "replace", "edit", "insert", "copy", "chmod")
 CHANGE_COMMANDS = (r"\b(rm|mv|cp|chmod|touch|mkdir|tee|ln|truncate|patch)\b|\bsed\s+(-\w+\s+)*-i|"
                    r"(^|[^2&])>")
+# A question these words ask is answered from what a command printed (wc, ls -l, grep -c): asked
+# how many words, which file is longest or which scripts are executable, small models answer from
+# a Read or a listing of names by guessing. Changes are not questions, so "make it executable" is not one.
+MEASURE_WORDS = (r"\bhow (many|much|big|large|long)\b|\b(count|number of|largest|smallest|biggest|longest|"
+                 r"shortest|most|fewest|sizes?|executable|permissions?)\b(?!\.\w)")  # not a file's name (count.py)
+# Copying a file is a command's job: a small model writes the copy out from memory and loses a line.
+SHELL_ONLY = r"\b(copy|copies|duplicate)\b"
 LOCAL_SYSTEM_PROMPT = """\
 You are codeloop, a coding assistant that works on the user's files through tools.
 Rules:
@@ -95,10 +102,10 @@ KEY_URL = "https://console.anthropic.com/settings/keys"
 
 
 def change_rules() -> Any:
-    from codeloop.providers.constrained import ChangeRules
+    from codeloop.providers.request_rules import ChangeRules
 
     return ChangeRules(check_after=("Edit", "Write"), request=r"\b(" + "|".join(CHANGE_VERBS) + r")\b",
-                       shell_tool="Bash", commands=CHANGE_COMMANDS)
+                       shell_tool="Bash", commands=CHANGE_COMMANDS, measure=MEASURE_WORDS, shell_only=SHELL_ONLY)
 
 
 def whole_word_edit(text: str, old: str, new: str) -> tuple[str, str] | None:
