@@ -1,6 +1,7 @@
 """Local-model benchmark (never run by the test suite): 59 small real tasks through the real CLI.
 
-    python bench/bench_local.py [--half tuning|tuning2|held-out|fresh|all] [--model local] [--only N,M] [--json out.json]
+    python bench/bench_local.py [--half tuning|tuning2|held-out|fresh|all] [--model local] [--only N,M]
+        [--json out.json]
 
 Each task gets a fresh folder of real files and runs `codeloop -p TASK --model local …` as a
 subprocess (print mode, Edit/Write/Bash allowed, at most 8 turns). A task passes when a check

@@ -4,7 +4,7 @@ Two fixed halves. TUNING (the first 17: the ten tasks the profile was first tune
 new shapes) is what prompt, schema and steering changes may be tried against. HELD_OUT (the next 16)
 is only ever measured: no change may be made because of how a held-out task went, so its pass rate
 says how the profile does on tasks nobody tuned it for. Two rounds of notes described HELD_OUT's
-failures, and ideas taken from them reached the profile, so FRESH (the last 12, written on
+failures, and ideas taken from them reached the profile, so FRESH (the next 12, written on
 2026-12-04 after the profile's last change) is a second held-out set: measure it, never read its
 runs' transcripts while changing the profile, and retire it the same way once it has been looked
 at. TUNING2 (the last 14, written on 2026-12-04 by the session that also added them to the tuning
@@ -13,8 +13,9 @@ insert or comment out a line, words or lines counted, the longest file, names li
 or copied by kind or into a folder, a default in code, a syntax error, a line number, a script
 made and run, which scripts are executable, the highest value) that changes may be tried against
 freely. Its author knew which four FRESH tasks had failed (by name only), so its copy and
-longest-file shapes are disclosed as written with that knowledge. Every check looks at the real outcome: the files on disk afterwards (contents, existence, the
-executable bit, what a script prints when run) or the names and numbers in the answer.
+longest-file shapes are disclosed as written with that knowledge. Every check looks at the real
+outcome: the files on disk afterwards (contents, existence, the executable bit, what a script
+prints when run) or the names and numbers in the answer.
 """
 
 from __future__ import annotations
