@@ -1,7 +1,7 @@
 """Local-model benchmark (never run by the test suite): 59 small real tasks through the real CLI.
 
     python bench/bench_local.py [--half tuning|tuning2|held-out|fresh|all] [--model local] [--only N,M]
-        [--json out.json]
+        [--json out.json] [--transcripts DIR]
 
 Each task gets a fresh folder of real files and runs `codeloop -p TASK --model local …` as a
 subprocess (print mode, Edit/Write/Bash allowed, at most 8 turns). A task passes when a check
@@ -37,7 +37,7 @@ def copies_tool_output(answer: str) -> bool:
     return any(mark in answer.lower() for mark in TOOL_OUTPUT_MARKS)
 
 
-def run_task(task: Task, model: str, env: dict[str, str], timeout: float) -> dict:
+def run_task(task: Task, model: str, env: dict[str, str], timeout: float, keep: Path | None = None) -> dict:
     with tempfile.TemporaryDirectory(prefix="bench-local-") as tmp:
         d = Path(tmp)
         for rel, text in task.files.items():
@@ -59,6 +59,9 @@ def run_task(task: Task, model: str, env: dict[str, str], timeout: float) -> dic
             out, err = proc.communicate()
             timed_out = True
         elapsed = time.monotonic() - start
+        if keep is not None:   # the whole stream-json run, results included, for reading afterwards
+            keep.mkdir(parents=True, exist_ok=True)
+            (keep / f"{TASKS.index(task) + 1:02d}.jsonl").write_text(out)
         rss_mb = peak.stop()
         result, calls = _events(out)
         answer = str(result.get("result") or "")
@@ -120,12 +123,13 @@ def main() -> int:
     ap.add_argument("--only", help="comma-separated task numbers (1-based, numbered over all tasks)")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per task")
     ap.add_argument("--json", help="also write the results here")
+    ap.add_argument("--transcripts", help="keep each task's stream-json output in this folder (NN.jsonl)")
     a = ap.parse_args()
     chosen = HALVES[a.half] if not a.only else [TASKS[int(i) - 1] for i in a.only.split(",")]
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     results = []
     for task in chosen:
-        r = run_task(task, a.model, env, a.timeout)
+        r = run_task(task, a.model, env, a.timeout, Path(a.transcripts) if a.transcripts else None)
         r["half"] = next(name for name, half in HALVES.items() if task in half)
         results.append(r)
         mark = "PASS" if r["passed"] else "FAIL"
