@@ -5,10 +5,11 @@ full ~4.1k-token request would take 75–100 s per turn, this one ~800 tokens) a
 it must never run unsupervised (small models issue `rm -f` and edit files nobody asked about).
 So `--model local` gets: a short system prompt with the rules that mattered most in
 measurements (do nothing unrequested; make a requested change with tools and check it before
-answering; answer as soon as a result answers the question, in the model's own words) and one
-worked example of a call, a check and an answer, only Read, Edit, Write, Bash, Glob and Grep with
-one-line descriptions (Bash's names the command for each kind of file change), schema-constrained calls
-(the provider's job), the sandbox switched on through settings (`sandbox.enabled`, read by
+answering; answer as soon as a result answers the question, in the model's own words), a
+worked example of a call, a check and an answer and one of a count answered from what a command
+printed, only Read, Edit, Write, Bash, Glob and Grep with one-line descriptions (Bash's names the
+command for each kind of file change), schema-constrained calls (the provider's job), the
+sandbox switched on through settings (`sandbox.enabled`, read by
 the sandbox layer where it exists) and never bypassPermissions.
 
 Also owns starting the embedded model, when it is the default (no key set and no model chosen,
@@ -95,7 +96,14 @@ Result of Bash: (no output)
 Result of Read:
      1\tthe color of the sky
      2\ta color chart
-{"answer": "notes.txt now says color on both of its lines."}"""
+{"answer": "notes.txt now says color on both of its lines."}
+Example (the user asked: how many lines do the .log files in logs have?):
+{"name": "Bash", "arguments": {"command": "wc -l logs/*.log"}}
+Result of Bash:
+   4 logs/a.log
+  12 logs/b.log
+  16 total
+{"answer": "logs/a.log has 4 lines and logs/b.log has 12."}"""
 # what the sandbox layer reads (settings key `sandbox.enabled`); a user setting still wins
 SANDBOX_SETTINGS = {"sandbox": {"enabled": True}}
 KEY_URL = "https://console.anthropic.com/settings/keys"
