@@ -285,7 +285,7 @@ TUNING2 = [
          _all(_file_has("main.py", "#", "debug"), _runs("main.py", "start\nend", via=PY))),
     Task("count words", "How many words are in poem.txt?",
          {"poem.txt": "the quick brown fox\njumps over the lazy\ndog at dawn today\n"},
-         _number("11", not_=("3",))),
+         _number("12", not_=("3",))),
     Task("longest file", "Which .py file in the lib folder has the most lines?",
          {"lib/alpha.py": "a = 1\nb = 2\nc = 3\n", "lib/beta.py": "".join(f"v{i} = {i}\n" for i in range(9)),
           "lib/gamma.py": "x = 1\ny = 2\nz = 3\nw = 4\nq = 5\n", "lib/notes.txt": "n\n" * 20},

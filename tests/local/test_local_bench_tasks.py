@@ -110,7 +110,7 @@ ANSWERS = {"count with a filter": "There are 3 .txt files in logs.",
            "newest entry": "The last entry is dated 2024-05-19.",
            "env var from a script": "start.sh exports PORT=7311.",
            "count functions": "tools.py defines 3 top-level functions: a, b and d.",
-           "count words": "poem.txt has 11 words.",
+           "count words": "poem.txt has 12 words.",
            "longest file": "lib/beta.py has the most lines (9).",
            "list functions": "helpers.py defines slugify, clamp and chunk.",
            "line of a definition": "main is defined on line 7 of app.py.",
@@ -169,7 +169,7 @@ def test_tuning2_tasks_fail_half_done_work(tmp_path):
     assert not named("copy into a folder").check("", d)
     assert not named("which are executable").check("build.sh, clean.sh and test.sh", tmp_path)
     assert not named("longest file").check("notes.txt has the most lines", tmp_path)
-    assert not named("count words").check("3 lines, 11 words", tmp_path)
+    assert not named("count words").check("3 lines, 12 words", tmp_path)
 
 
 def test_an_answer_that_copies_tool_output_fails():
