@@ -189,3 +189,44 @@ def test_the_tool_list_sends_copies_sizes_and_permissions_to_bash():
     # the worked count: the numbers come from what wc printed, its total line left out
     example = LOCAL_SYSTEM_PROMPT.split("how many lines do the .log files")[1]
     assert '"wc -l logs/*.log"' in example and "16 total" in example and "16" not in example.split('"answer"')[1]
+
+
+SETTINGS = '{\n  "name": "demo",\n  "debug": false,\n  "retries": 3\n}\n'
+
+
+@pytest.mark.parametrize(("text", "old", "new", "expected"), [
+    (SETTINGS, "debug: false", "debug: true", ('debug": false', 'debug": true')),
+    (SETTINGS, "name: demo", "name: demo2", ('name": "demo', 'name": "demo2')),   # the changed part inside quotes
+    ('print("Helo, world")\n', "print(Helo, world)", "print(Hello, world)",
+     ('print("Helo, world")', 'print("Hello, world")')),
+    ("x = 'ab'\n", "x = ab", "x = aab", ("x = 'ab", "x = 'aab")),
+])
+def test_an_old_string_that_lost_its_quotes_is_matched_with_them(text, old, new, expected):
+    from codeloop.session.local_profile import requoted_edit
+
+    assert requoted_edit(text, old, new) == expected
+
+
+@pytest.mark.parametrize(("text", "old"), [
+    (SETTINGS, '"debug": false'),                       # found as written: nothing to fix
+    (SETTINGS, "debug: maybe"),                         # not there even without quotes
+    ('a="b"\n', "=b"),                                  # too short to place
+    ('"k": 1\n"k": 1\n', "k: 1"),                       # found twice
+])
+def test_an_old_string_is_left_alone_unless_quotes_alone_kept_it_from_matching(text, old):
+    from codeloop.session.local_profile import requoted_edit
+
+    assert requoted_edit(text, old, old + "!") is None
+
+
+def test_a_json_edit_without_quotes_from_the_local_model_lands(tmp_path):
+    (tmp_path / "settings.json").write_text(SETTINGS)
+    r, _ = run_local(
+        tmp_path, 'In settings.json, set "debug" to true.',
+        reply(json.dumps({"name": "Edit", "arguments": {"file_path": "settings.json", "old_string": "debug: false",
+                                                        "new_string": "debug: true", "replace_all": False}})),
+        reply(json.dumps({"name": "Read", "arguments": {"file_path": "settings.json"}})),
+        reply(json.dumps({"answer": "debug is now true."})), args=("--allowedTools", "Edit"))
+    assert r.returncode == 0, r.stderr
+    # as written the Edit fails ("String to replace not found") and the file stays false
+    assert json.loads((tmp_path / "settings.json").read_text()) == {"name": "demo", "debug": True, "retries": 3}

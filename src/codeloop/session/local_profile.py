@@ -138,36 +138,77 @@ def whole_word_edit(text: str, old: str, new: str) -> tuple[str, str] | None:
     return lines, word.sub(lambda _m: new, lines)
 
 
-MAX_NARROWED_FILE = 1_000_000
+QUOTES = "\"'`"
+MIN_REQUOTED = 3
 
 
-def narrow_replace_all(name: str, inp: dict[str, Any]) -> dict[str, Any]:
-    """An Edit with replace_all of a bare name made whole-word only (`whole_word_edit`), reading
-    the file where the call names it (relative to the process's folder, as the CLI runs; a file
-    not found there leaves the call as it is)."""
-    if name != "Edit" or inp.get("replace_all") is not True or not isinstance(inp.get("old_string"), str):
-        return inp
-    path = Path(str(inp.get("file_path", "")))
+def requoted_edit(text: str, old: str, new: str) -> tuple[str, str] | None:
+    """(old_string, new_string) for an Edit whose old_string is not in the file only because
+    quotes were left out of it (`debug: false` for the file's `"debug": false`): the file's own
+    text, and that text with the part the model changed (what differs between its old_string
+    and new_string) changed. None when old_string is there as written, or its quote-free form is
+    not found exactly once. Small models drop quotes when they copy a line, and retry the same
+    string after "not found" whatever the error suggests."""
+    plain_old = "".join(c for c in old if c not in QUOTES)
+    if old in text or len(plain_old) < MIN_REQUOTED:
+        return None
+    at = [i for i, c in enumerate(text) if c not in QUOTES]   # each quote-free char's place in text
+    plain = "".join(text[i] for i in at)
+    pos = plain.find(plain_old)
+    if pos == -1 or plain.find(plain_old, pos + 1) != -1:
+        return None
+    start, end = at[pos], at[pos + len(plain_old) - 1] + 1
+    region = text[start:end]
+
+    def place(k: int) -> int:   # where old[k:] starts in region
+        s = sum(c not in QUOTES for c in old[:k])
+        return at[pos + s] - start if s < len(plain_old) else len(region)
+
+    p = 0
+    while p < min(len(old), len(new)) and old[p] == new[p]:
+        p += 1
+    q = 0
+    while q < min(len(old), len(new)) - p and old[-1 - q] == new[-1 - q]:
+        q += 1
+    return region, region[:place(p)] + new[p:len(new) - q] + region[place(len(old) - q):]
+
+
+MAX_FIXED_FILE = 1_000_000
+
+
+def _file_text(inp: dict[str, Any]) -> str | None:
+    path = Path(str(inp.get("file_path", "")))   # relative to the process's folder, as the CLI runs
     try:
-        if path.stat().st_size > MAX_NARROWED_FILE:
-            return inp
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8") if path.stat().st_size <= MAX_FIXED_FILE else None
     except (OSError, ValueError):
+        return None
+
+
+def fix_edit(name: str, inp: dict[str, Any]) -> dict[str, Any]:
+    """An Edit made to do what the model meant, reading the file it names (one not found leaves
+    the call as it is): a replace_all of a bare name kept to whole words (`whole_word_edit`), an
+    old_string that lost its quotes matched with them (`requoted_edit`)."""
+    old, new = inp.get("old_string"), inp.get("new_string")
+    if name != "Edit" or not isinstance(old, str) or not isinstance(new, str) or not old:
         return inp
-    narrowed = whole_word_edit(text, inp["old_string"], str(inp.get("new_string", "")))
-    if narrowed is None:
+    text = _file_text(inp)
+    if text is None:
         return inp
-    return {**inp, "old_string": narrowed[0], "new_string": narrowed[1], "replace_all": False}
+    if inp.get("replace_all") is True and (narrowed := whole_word_edit(text, old, new)) is not None:
+        return {**inp, "old_string": narrowed[0], "new_string": narrowed[1], "replace_all": False}
+    if (requoted := requoted_edit(text, old, new)) is not None:
+        return {**inp, "old_string": requoted[0], "new_string": requoted[1]}
+    return inp
 
 
 def steering() -> dict[str, Any]:
     """What the local provider applies to each request and call besides descriptions and rules:
-    the extra arguments, Read's line numbers taken out of what Write and Edit write, and a
-    replace_all of a bare name kept to whole words."""
+    the extra arguments, Read's line numbers taken out of what Write and Edit write, and an Edit
+    made to do what the model meant (`fix_edit`)."""
     from codeloop.providers.constrained import strip_read_numbers
 
     return {"extra_args": EXTRA_ARGUMENTS,
-            "fix_input": lambda name, inp: narrow_replace_all(name, strip_read_numbers(name, inp))}
+            "fix_input": lambda name, inp: fix_edit(name, strip_read_numbers(name, inp))}
 
 
 def _with_sandbox(settings_arg: str | None) -> str:
