@@ -233,7 +233,7 @@ def test_a_question_that_counts_or_compares_is_answered_from_a_command():
     assert _offers_answer(p, [*change, *chmod, *look])
 
 
-def test_a_copy_is_offered_no_tool_that_writes_files():
+def test_a_copy_or_move_of_files_is_offered_no_tool_that_writes_files():
     from codeloop.session.local_profile import change_rules
 
     p = LocalProvider(LocalRuntime(Path("m.gguf"), alias="m"), descriptions=SHORT_DESCRIPTIONS,
@@ -246,4 +246,8 @@ def test_a_copy_is_offered_no_tool_that_writes_files():
 
     assert offered("Copy logo.svg into the assets folder.") == ["Read", "Bash"]
     assert offered("Make a copy of a.txt named b.txt.") == ["Read", "Bash"]
+    # moving or renaming a file too, not renaming a name inside one
+    assert offered("Rename draft.md to final.md.") == ["Read", "Bash"]
+    assert offered("Move every .png file here into images.") == ["Read", "Bash"]
     assert offered("Rename f to g in a.py.") == ["Read", "Edit", "Bash"]
+    assert offered("In a.py, rename the function f to g.") == ["Read", "Edit", "Bash"]

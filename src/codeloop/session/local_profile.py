@@ -70,8 +70,11 @@ CHANGE_COMMANDS = (r"\b(rm|mv|cp|chmod|touch|mkdir|tee|ln|truncate|patch)\b|\bse
 # a Read or a listing of names by guessing. Changes are not questions, so "make it executable" is not one.
 MEASURE_WORDS = (r"\bhow (many|much|big|large|long)\b|\b(count|number of|largest|smallest|biggest|longest|"
                  r"shortest|most|fewest|sizes?|executable|permissions?)\b(?!\.\w)")  # not a file's name (count.py)
-# Copying a file is a command's job: a small model writes the copy out from memory and loses a line.
-SHELL_ONLY = r"\b(copy|copies|duplicate)\b"
+# Copying, moving or renaming a file is a command's job (cp, mv): offered Write, a small model
+# writes the copy out from memory (a line or the final newline lost) and leaves the original.
+# "Rename the function f" names no file after the verb, so Edit stays on offer there.
+SHELL_ONLY = (r"\b(copy|copies|duplicate)\b|\b(move|rename)\s+(\S+\.\w+\b|every\b|all\b|"
+              r"the (files?|folders?|directory)\b)")
 LOCAL_SYSTEM_PROMPT = """\
 You are codeloop, a coding assistant that works on the user's files through tools.
 Rules:
