@@ -251,3 +251,32 @@ def test_a_copy_or_move_of_files_is_offered_no_tool_that_writes_files():
     assert offered("Move every .png file here into images.") == ["Read", "Bash"]
     assert offered("Rename f to g in a.py.") == ["Read", "Edit", "Bash"]
     assert offered("In a.py, rename the function f to g.") == ["Read", "Edit", "Bash"]
+
+
+def test_a_change_is_not_done_until_the_command_it_needs_has_run():
+    from codeloop.session.local_profile import change_rules
+
+    p = LocalProvider(LocalRuntime(Path("m.gguf"), alias="m"), descriptions=SHORT_DESCRIPTIONS,
+                      base_url="http://127.0.0.1:9/v1", rules=change_rules())
+
+    def body(msgs):
+        return p.request_body(ModelRequest(model="local", messages=msgs, tools=EDIT_TOOLS, max_tokens=64))
+
+    def offered(msgs):
+        return [o["properties"]["name"]["const"] if "name" in o["properties"] else "answer"
+                for o in body(msgs)["response_format"]["json_schema"]["schema"]["anyOf"]]
+
+    prompt = [{"role": "user", "content": "Create run.sh that prints ready, and make it executable."}]
+    write = _turn("Edit", {"command": "run.sh"}, "File created successfully at: run.sh", 1)
+    look = _turn("Read", {"command": "run.sh"}, "     1\techo ready", 2)
+    assert offered([*prompt, *write]) == ["Bash"]            # written, not yet executable: only the shell
+    assert offered([*prompt, *write, *look]) == ["Bash"]
+    assert "needs the command chmod +x" in body([*prompt, *write, *look])["messages"][-1]["content"]
+    chmod = _turn("Bash", {"command": "chmod +x run.sh"}, "", 3)
+    assert not _offers_answer(p, [*prompt, *write, *chmod])  # silent: looked at first
+    ls = _turn("Read", {"command": "run.sh"}, "     1\techo ready", 4)
+    assert _offers_answer(p, [*prompt, *write, *chmod, *ls])
+    # a question with the word asks for no command to be run on a file
+    question = [{"role": "user", "content": "Which scripts in bin are executable?"}]
+    listing = _turn("Bash", {"command": "ls -l bin"}, "-rwxr-xr-x 1 a a 3 b.sh", 5)
+    assert _offers_answer(p, [*question, *listing])

@@ -18,8 +18,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from codeloop.providers.openai_translate import _text_of
-from codeloop.providers.request_rules import (CHANGES_MADE, NOT_CHANGED_YET, NOT_MEASURED_YET, ChangeRules,
-                                              call_json, change_missing, changes_made, has_results,
+from codeloop.providers.request_rules import (CHANGES_MADE, NOT_CHANGED_YET, NOT_MEASURED_YET, STILL_NEEDED,
+                                              ChangeRules, call_json, change_missing, changes_made,
+                                              command_missing, has_results,
                                               measure_missing, request_text, shell_only, since_prompt, tool_calls,
                                               unchecked_change)
 from codeloop.providers.text_tools import ANSWER_KEY
@@ -229,6 +230,8 @@ def render_messages(system: list[dict[str, Any]], messages: list[dict[str, Any]]
                 parts.append(NOT_CHANGED_YET)
             elif rules is not None and (made := changes_made(messages[:i + 1], rules)):
                 parts.append(CHANGES_MADE.format(calls="; ".join(made)))
+                if needed := command_missing(messages[:i + 1], rules):
+                    parts.append(STILL_NEEDED.format(command=needed))
             elif rules is not None and measure_missing(messages[:i + 1], rules):
                 parts.append(NOT_MEASURED_YET)
             parts.append(REMINDER.format(request=request))
@@ -244,7 +247,8 @@ def constrained_body(request: Any, *, max_tokens_field: str = "max_tokens",
     With `tool_first` (the local profile's steering), the final answer is offered only once a tool found something
     (`answer_allowed`), not straight after an unchecked change (`unchecked_change`) nor before a
     requested change was attempted (`change_missing`, `rules`) nor before a question that counts
-    or compares files was measured by a command (`measure_missing`); a request only a command does
+    or compares files was measured by a command (`measure_missing`) nor before a command a change
+    needs has run (`command_missing`, which then is all that is offered); a request only a command does
     well (`shell_only`) is offered no tool that writes files; a tool
     whose newest call repeated an earlier one is not offered for the next reply, and once the
     model loops (`looping`) only the final answer is."""
@@ -262,6 +266,9 @@ def constrained_body(request: Any, *, max_tokens_field: str = "max_tokens",
         # it has looked once and changed nothing: only the tools that change files are offered
         changing = [t for t in offered if t["name"] in (*rules.check_after, rules.shell_tool)]
         offered = changing or offered
+    elif tool_first and looked and command_missing(request.messages, rules):
+        # part of the change done, the command the rest needs not run: only the shell is offered
+        offered = [t for t in offered if t["name"] == rules.shell_tool] or offered
     elif tool_first and unchecked_change(request.messages, rules):
         # a check is a look: offered a tool that changes files, a small model "checks" by
         # changing the file again (and undoes a finished change)
@@ -273,6 +280,7 @@ def constrained_body(request: Any, *, max_tokens_field: str = "max_tokens",
     allow = not tool_first or not offered or (answer_allowed(request.messages)
                                               and not unchecked_change(request.messages, rules)
                                               and not change_missing(request.messages, rules)
+                                              and not command_missing(request.messages, rules)
                                               and not measure_missing(request.messages, rules))
     schema = reply_schema(offered, allow_answer=allow, extra_args=extra_args)
     body: dict[str, Any] = {

@@ -62,6 +62,9 @@ class ChangeRules:
     commands: str = ""                  # …when it matches this regex
     measure: str = ""                   # regex: a question answered by counting or comparing files
     shell_only: str = ""                # regex: a request only a command does well (copying a file)
+    # (request regex, command regex, the command as the model is told it): a change request that
+    # matches is not done until a shell command matching it worked ("…and make it executable")
+    needs: tuple[tuple[str, str, str], ...] = ()
 
 
 def tool_calls(since: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -152,3 +155,26 @@ def shell_only(messages: list[dict[str, Any]], rules: ChangeRules) -> bool:
     """The request is one a command does better than writing files (`rules.shell_only`): a small
     model "copies" a file by writing out what it remembers of it, a final newline or a line lost."""
     return bool(rules.shell_only and re.search(rules.shell_only, request_of(messages), re.I))
+
+
+STILL_NEEDED = "Not done yet: part of the request needs the command {command}."
+
+
+def command_missing(messages: list[dict[str, Any]], rules: ChangeRules) -> str:
+    """The command a change request still needs (`rules.needs`), or "". Asked to write a script
+    and make it executable, small models write it, look at it a few times and declare it done."""
+    request = request_of(messages)
+    if not rules.needs or not asks_for_change(request, rules):
+        return ""
+    since = since_prompt(messages)
+    calls = tool_calls(since)
+    if len(calls) >= MAX_CHECK_CALLS:
+        return ""
+    failed = {b.get("tool_use_id") for m in since if has_results(m) for b in m["content"]
+              if b.get("type") == "tool_result" and b.get("is_error")}
+    ran = [str((c.get("input") or {}).get("command", "")) for c in calls
+           if c.get("name") == rules.shell_tool and c.get("id") not in failed]
+    for asked, command, label in rules.needs:
+        if re.search(asked, request, re.I) and not any(re.search(command, r) for r in ran):
+            return label
+    return ""

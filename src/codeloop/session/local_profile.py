@@ -75,6 +75,9 @@ MEASURE_WORDS = (r"\bhow (many|much|big|large|long)\b|\b(count|number of|largest
 # "Rename the function f" names no file after the verb, so Edit stays on offer there.
 SHELL_ONLY = (r"\b(copy|copies|duplicate)\b|\b(move|rename)\s+(\S+\.\w+\b|every\b|all\b|"
               r"the (files?|folders?|directory)\b)")
+# A change these words ask for is done only by this command: asked to write a script and make it
+# executable, small models write it, look at it and declare it done.
+NEEDED_COMMANDS = ((r"\bexecutable\b", r"\bchmod\b", "chmod +x"),)
 LOCAL_SYSTEM_PROMPT = """\
 You are codeloop, a coding assistant that works on the user's files through tools.
 Rules:
@@ -116,7 +119,8 @@ def change_rules() -> Any:
     from codeloop.providers.request_rules import ChangeRules
 
     return ChangeRules(check_after=("Edit", "Write"), request=r"\b(" + "|".join(CHANGE_VERBS) + r")\b",
-                       shell_tool="Bash", commands=CHANGE_COMMANDS, measure=MEASURE_WORDS, shell_only=SHELL_ONLY)
+                       shell_tool="Bash", commands=CHANGE_COMMANDS, measure=MEASURE_WORDS, shell_only=SHELL_ONLY,
+                       needs=NEEDED_COMMANDS)
 
 
 def whole_word_edit(text: str, old: str, new: str) -> tuple[str, str] | None:
