@@ -212,6 +212,7 @@ def test_an_old_string_that_lost_its_quotes_is_matched_with_them(text, old, new,
     (SETTINGS, "debug: maybe"),                         # not there even without quotes
     ('a="b"\n', "=b"),                                  # too short to place
     ('"k": 1\n"k": 1\n', "k: 1"),                       # found twice
+    ("count = 5\n", "count = '5'"),                    # quotes the file lacks: the model's own
 ])
 def test_an_old_string_is_left_alone_unless_quotes_alone_kept_it_from_matching(text, old):
     from codeloop.session.local_profile import requoted_edit

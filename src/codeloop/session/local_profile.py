@@ -156,20 +156,20 @@ def requoted_edit(text: str, old: str, new: str) -> tuple[str, str] | None:
     and new_string) changed. None when old_string is there as written, or its quote-free form is
     not found exactly once. Small models drop quotes when they copy a line, and retry the same
     string after "not found" whatever the error suggests."""
-    plain_old = "".join(c for c in old if c not in QUOTES)
-    if old in text or len(plain_old) < MIN_REQUOTED:
+    # only quotes left out: an old_string with quotes the file lacks is the model's own idea
+    # (a value it wants quoted), and no guess about it is safe
+    if old in text or len(old) < MIN_REQUOTED or any(c in QUOTES for c in old):
         return None
     at = [i for i, c in enumerate(text) if c not in QUOTES]   # each quote-free char's place in text
     plain = "".join(text[i] for i in at)
-    pos = plain.find(plain_old)
-    if pos == -1 or plain.find(plain_old, pos + 1) != -1:
+    pos = plain.find(old)
+    if pos == -1 or plain.find(old, pos + 1) != -1:
         return None
-    start, end = at[pos], at[pos + len(plain_old) - 1] + 1
+    start, end = at[pos], at[pos + len(old) - 1] + 1
     region = text[start:end]
 
     def place(k: int) -> int:   # where old[k:] starts in region
-        s = sum(c not in QUOTES for c in old[:k])
-        return at[pos + s] - start if s < len(plain_old) else len(region)
+        return at[pos + k] - start if k < len(old) else len(region)
 
     p = 0
     while p < min(len(old), len(new)) and old[p] == new[p]:
@@ -177,7 +177,8 @@ def requoted_edit(text: str, old: str, new: str) -> tuple[str, str] | None:
     q = 0
     while q < min(len(old), len(new)) - p and old[-1 - q] == new[-1 - q]:
         q += 1
-    return region, region[:place(p)] + new[p:len(new) - q] + region[place(len(old) - q):]
+    changed = region[:place(p)] + new[p:len(new) - q] + region[place(len(old) - q):]
+    return None if changed == region else (region, changed)
 
 
 MAX_FIXED_FILE = 1_000_000
