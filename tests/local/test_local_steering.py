@@ -127,6 +127,8 @@ def test_the_results_turn_lists_the_changes_already_made():
     last = out[-1]["content"]
     assert "Changes already made for this request" in last and "sed -i 's/area/size/g' shapes.py" in last
     assert '"Edit"' not in last            # the failed Edit changed nothing
+    # after a look, small models turn a working fix back ("count = '5'" made "count = 5" again)
+    assert "never undo" in last
     # before any change: no such line; earlier turns render as they did (the prompt cache holds)
     before = render_messages([], [*prompt, *failed], "", remind=True, rules=change_rules())
     assert "Changes already made" not in json.dumps(before) and out[:len(before)] == before

@@ -48,7 +48,8 @@ def request_text(content: Any) -> str:
 NO_OUTPUT = "(no output)"
 MAX_CHECK_CALLS = 6
 NOT_CHANGED_YET = "Nothing has been changed yet: make the requested change with a tool."
-CHANGES_MADE = "Changes already made for this request (they worked: never make one of them again): {calls}"
+CHANGES_MADE = ("Changes already made for this request (they worked: never make one of them again, and never undo "
+                "one): {calls}")
 
 
 @dataclass(frozen=True)
