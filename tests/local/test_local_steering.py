@@ -233,3 +233,21 @@ def test_a_json_edit_without_quotes_from_the_local_model_lands(tmp_path):
     assert r.returncode == 0, r.stderr
     # as written the Edit fails ("String to replace not found") and the file stays false
     assert json.loads((tmp_path / "settings.json").read_text()) == {"name": "demo", "debug": True, "retries": 3}
+
+
+def test_a_change_made_again_exactly_becomes_a_look(tmp_path):
+    (tmp_path / "shout.py").write_text('def shout(s)\n    return s.upper()\n')
+    edit = {"name": "Edit", "arguments": {"file_path": "shout.py", "old_string": "def shout(s)",
+                                          "new_string": "def shout(s):", "replace_all": False}}
+    r, _ = run_local(
+        tmp_path, "Fix the syntax error in shout.py.",
+        reply(json.dumps(edit)),
+        reply(json.dumps({"name": "Read", "arguments": {"file_path": "shout.py"}})),
+        reply(json.dumps(edit)),                                   # the same Edit again
+        reply(json.dumps({"answer": "def shout(s) now ends with a colon."})), args=("--allowedTools", "Edit"))
+    assert r.returncode == 0, r.stderr
+    # applied twice, the Edit would leave "def shout(s)::"
+    assert (tmp_path / "shout.py").read_text() == 'def shout(s):\n    return s.upper()\n'
+    calls = [(b["name"], b["input"]) for x in map(json.loads, r.stdout.splitlines()) if x["type"] == "assistant"
+             for b in x["message"]["content"] if b["type"] == "tool_use"]
+    assert [n for n, _ in calls] == ["Edit", "Read", "Read"] and calls[2][1] == {"file_path": "shout.py"}

@@ -179,3 +179,16 @@ def command_missing(messages: list[dict[str, Any]], rules: ChangeRules) -> str:
         if re.search(asked, request, re.I) and not any(re.search(command, r) for r in ran):
             return label
     return ""
+
+
+def repeats_a_change(messages: list[dict[str, Any]], rules: ChangeRules, name: str, inp: dict[str, Any]) -> bool:
+    """The call is exactly a `check_after` change (an Edit, a Write) that already worked since the
+    prompt. Made again, an Edit whose new text contains its old text applies twice (`f(s)` made
+    `f(s):` becomes `f(s)::`) and one that does not fails, and the answer reports the failure."""
+    if name not in rules.check_after:
+        return False
+    since = since_prompt(messages)
+    failed = {b.get("tool_use_id") for m in since if has_results(m) for b in m["content"]
+              if b.get("type") == "tool_result" and b.get("is_error")}
+    return any(c.get("name") == name and c.get("input") == inp and c.get("id") not in failed
+               for c in tool_calls(since))
