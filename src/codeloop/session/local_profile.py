@@ -1,7 +1,7 @@
 """The local-model profile: what codeloop changes when a small model runs on this machine.
 
-A 0.5–1.5B model on two CPU cores needs a short request (prompt processing is ~50 tok/s: the
-full ~4.1k-token request would take 75–100 s per turn, this one ~800 tokens) and few tools, and
+A 0.5–1.5B model on two CPU cores needs a short request (prompt processing is ~50–80 tok/s: the
+full ~4.1k-token request would take 75–100 s per turn, this one ~900 tokens) and few tools, and
 it must never run unsupervised (small models issue `rm -f` and edit files nobody asked about).
 So `--model local` gets: a short system prompt with the rules that mattered most in
 measurements (do nothing unrequested; make a requested change with tools and check it before
