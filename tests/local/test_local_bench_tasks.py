@@ -34,8 +34,9 @@ def _setup(task, d: Path) -> Path:
 
 
 def test_the_split_is_fixed_and_large_enough():
-    assert len(tasks.TASKS) >= 30 and tasks.TASKS == tasks.TUNING + tasks.HELD_OUT + tasks.FRESH
+    assert len(tasks.TASKS) >= 30 and tasks.TASKS == tasks.TUNING + tasks.HELD_OUT + tasks.FRESH + tasks.TUNING2
     assert len(tasks.TUNING) == 17 and len(tasks.HELD_OUT) == 16 and len(tasks.FRESH) == 12
+    assert len(tasks.TUNING2) == 14
     names = [t.name for t in tasks.TASKS]
     assert len(set(names)) == len(names)
 
@@ -80,6 +81,23 @@ def _done(d: Path, name: str) -> Path:
     elif name == "delete matching files":
         for f in (d / "cache").glob("*.tmp"):
             f.unlink()
+    elif name == "rename a variable":
+        (d / "report.py").write_text((d / "report.py").read_text().replace("total", "grand_total"))
+    elif name == "insert an import":
+        (d / "worker.py").write_text("import logging\n" + (d / "worker.py").read_text())
+    elif name == "comment out a line":
+        (d / "main.py").write_text((d / "main.py").read_text().replace('print("debug"', '# print("debug"'))
+    elif name == "move by kind":
+        for f in ("a.png", "b.png"):
+            os.replace(d / f, d / "images" / f)
+    elif name == "change a default":
+        (d / "server.py").write_text((d / "server.py").read_text().replace("8000", "9000"))
+    elif name == "fix a syntax error":
+        (d / "shout.py").write_text((d / "shout.py").read_text().replace("def shout(s)", "def shout(s):"))
+    elif name == "copy into a folder":
+        (d / "assets" / "logo.svg").write_text((d / "logo.svg").read_text())
+    elif name == "make and run":
+        (d / "add.py").write_text("print(17 + 25)\n")
     return d
 
 
@@ -91,10 +109,19 @@ ANSWERS = {"count with a filter": "There are 3 .txt files in logs.",
            "sum a column": "The amounts add up to 87.",
            "newest entry": "The last entry is dated 2024-05-19.",
            "env var from a script": "start.sh exports PORT=7311.",
-           "count functions": "tools.py defines 3 top-level functions: a, b and d."}
+           "count functions": "tools.py defines 3 top-level functions: a, b and d.",
+           "count words": "poem.txt has 12 words.",
+           "longest file": "lib/beta.py has the most lines (9).",
+           "list functions": "helpers.py defines slugify, clamp and chunk.",
+           "line of a definition": "main is defined on line 7 of app.py.",
+           "make and run": "add.py prints 42.",
+           "which are executable": "build.sh and test.sh are executable; clean.sh is not.",
+           "highest value": "The highest score is 91 (bob)."}
 DONE = ("rename a function", "remove a file", "move a file", "chmod", "new executable", "fix a NameError",
         "append a line", "replace a word", "remove a line", "make a folder", "copy a file", "add a function",
-        "fix an off-by-one", "delete matching files")
+        "fix an off-by-one", "delete matching files", "rename a variable", "insert an import",
+        "comment out a line", "move by kind", "change a default", "fix a syntax error", "copy into a folder",
+        "make and run")
 
 
 @pytest.mark.parametrize("name", [*DONE, *ANSWERS])
@@ -129,6 +156,20 @@ def test_fresh_tasks_fail_half_done_work(tmp_path):
     assert not named("add a function").check("", d)
     assert not named("largest file").check("huge.bin, mid.bin and small.bin", tmp_path)
     assert not named("count functions").check("4 functions: a, b, C.m and d", tmp_path)
+
+
+def test_tuning2_tasks_fail_half_done_work(tmp_path):
+    def named(name):
+        return next(t for t in tasks.TUNING2 if t.name == name)
+    d = _setup(named("rename a variable"), tmp_path / "var")
+    (d / "report.py").write_text((d / "report.py").read_text().replace("total = 0", "grand_total = 0"))
+    assert not named("rename a variable").check("", d)   # the uses keep the old name
+    d = _setup(named("copy into a folder"), tmp_path / "cp")
+    os.replace(d / "logo.svg", d / "assets" / "logo.svg")   # moved, not copied
+    assert not named("copy into a folder").check("", d)
+    assert not named("which are executable").check("build.sh, clean.sh and test.sh", tmp_path)
+    assert not named("longest file").check("notes.txt has the most lines", tmp_path)
+    assert not named("count words").check("3 lines, 12 words", tmp_path)
 
 
 def test_an_answer_that_copies_tool_output_fails():

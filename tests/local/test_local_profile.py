@@ -202,3 +202,81 @@ def test_after_one_look_a_requested_change_is_offered_only_the_tools_that_change
     assert offered([*prompt, *grep, *edit]) == ["Read"]        # changed: the next call is a look
     check = _turn("Read", {"command": "a.py"}, "1\tdef g(): pass", 3)
     assert offered([*prompt, *grep, *edit, *check]) == ["Read", "Edit", "Bash", "answer"]
+
+
+def test_a_question_that_counts_or_compares_is_answered_from_a_command():
+    from codeloop.session.local_profile import change_rules
+
+    p = LocalProvider(LocalRuntime(Path("m.gguf"), alias="m"), descriptions=SHORT_DESCRIPTIONS,
+                      base_url="http://127.0.0.1:9/v1", rules=change_rules())
+
+    def body(msgs):
+        return p.request_body(ModelRequest(model="local", messages=msgs, tools=EDIT_TOOLS, max_tokens=64))
+
+    prompt = [{"role": "user", "content": "How many words are in poem.txt?"}]
+    read = _turn("Read", {"command": "poem.txt"}, "     1\tthe quick brown fox", 1)
+    assert not _offers_answer(p, [*prompt, *read])          # read, not counted: no answer yet
+    schema = body([*prompt, *read])["response_format"]["json_schema"]["schema"]
+    assert [o["properties"]["name"]["const"] for o in schema["anyOf"]] == ["Bash"]   # after one look, only a command
+    assert "Nothing has been measured yet" in body([*prompt, *read])["messages"][-1]["content"]
+    silent = _turn("Bash", {"command": "true"}, "", 2)       # printed nothing: measured nothing
+    assert not _offers_answer(p, [*prompt, *read, *silent])
+    wc = _turn("Bash", {"command": "wc -w poem.txt"}, "11 poem.txt", 3)
+    assert _offers_answer(p, [*prompt, *read, *wc])
+    # a question about contents, or a file whose name holds the word, is answered from the Read
+    for question in ("What is on line one of poem.txt?", "What does count.py print?"):
+        assert _offers_answer(p, [{"role": "user", "content": question}, *read])
+    # a change that uses the word is no question: made and checked, it may be answered
+    change = [{"role": "user", "content": "Make run.sh executable."}]
+    chmod = _turn("Bash", {"command": "chmod +x run.sh"}, "", 4)
+    look = _turn("Read", {"command": "run.sh"}, "     1\techo hi", 5)
+    assert _offers_answer(p, [*change, *chmod, *look])
+
+
+def test_a_copy_or_move_of_files_is_offered_no_tool_that_writes_files():
+    from codeloop.session.local_profile import change_rules
+
+    p = LocalProvider(LocalRuntime(Path("m.gguf"), alias="m"), descriptions=SHORT_DESCRIPTIONS,
+                      base_url="http://127.0.0.1:9/v1", rules=change_rules())
+
+    def offered(content):
+        msgs = [{"role": "user", "content": content}]
+        schema = p.request_body(ModelRequest(model="local", messages=msgs, tools=EDIT_TOOLS, max_tokens=64))
+        return [o["properties"]["name"]["const"] for o in schema["response_format"]["json_schema"]["schema"]["anyOf"]]
+
+    assert offered("Copy logo.svg into the assets folder.") == ["Read", "Bash"]
+    assert offered("Make a copy of a.txt named b.txt.") == ["Read", "Bash"]
+    # moving or renaming a file too, not renaming a name inside one
+    assert offered("Rename draft.md to final.md.") == ["Read", "Bash"]
+    assert offered("Move every .png file here into images.") == ["Read", "Bash"]
+    assert offered("Rename f to g in a.py.") == ["Read", "Edit", "Bash"]
+    assert offered("In a.py, rename the function f to g.") == ["Read", "Edit", "Bash"]
+
+
+def test_a_change_is_not_done_until_the_command_it_needs_has_run():
+    from codeloop.session.local_profile import change_rules
+
+    p = LocalProvider(LocalRuntime(Path("m.gguf"), alias="m"), descriptions=SHORT_DESCRIPTIONS,
+                      base_url="http://127.0.0.1:9/v1", rules=change_rules())
+
+    def body(msgs):
+        return p.request_body(ModelRequest(model="local", messages=msgs, tools=EDIT_TOOLS, max_tokens=64))
+
+    def offered(msgs):
+        return [o["properties"]["name"]["const"] if "name" in o["properties"] else "answer"
+                for o in body(msgs)["response_format"]["json_schema"]["schema"]["anyOf"]]
+
+    prompt = [{"role": "user", "content": "Create run.sh that prints ready, and make it executable."}]
+    write = _turn("Edit", {"command": "run.sh"}, "File created successfully at: run.sh", 1)
+    look = _turn("Read", {"command": "run.sh"}, "     1\techo ready", 2)
+    assert offered([*prompt, *write]) == ["Bash"]            # written, not yet executable: only the shell
+    assert offered([*prompt, *write, *look]) == ["Bash"]
+    assert "needs the command chmod +x" in body([*prompt, *write, *look])["messages"][-1]["content"]
+    chmod = _turn("Bash", {"command": "chmod +x run.sh"}, "", 3)
+    assert not _offers_answer(p, [*prompt, *write, *chmod])  # silent: looked at first
+    ls = _turn("Read", {"command": "run.sh"}, "     1\techo ready", 4)
+    assert _offers_answer(p, [*prompt, *write, *chmod, *ls])
+    # a question with the word asks for no command to be run on a file
+    question = [{"role": "user", "content": "Which scripts in bin are executable?"}]
+    listing = _turn("Bash", {"command": "ls -l bin"}, "-rwxr-xr-x 1 a a 3 b.sh", 5)
+    assert _offers_answer(p, [*question, *listing])

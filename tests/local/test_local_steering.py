@@ -127,6 +127,127 @@ def test_the_results_turn_lists_the_changes_already_made():
     last = out[-1]["content"]
     assert "Changes already made for this request" in last and "sed -i 's/area/size/g' shapes.py" in last
     assert '"Edit"' not in last            # the failed Edit changed nothing
+    # after a look, small models turn a working fix back ("count = '5'" made "count = 5" again)
+    assert "never undo" in last
     # before any change: no such line; earlier turns render as they did (the prompt cache holds)
     before = render_messages([], [*prompt, *failed], "", remind=True, rules=change_rules())
     assert "Changes already made" not in json.dumps(before) and out[:len(before)] == before
+
+
+@pytest.mark.parametrize(("text", "old", "new", "expected"), [
+    # the name alone on one line, inside a longer name elsewhere: only that line changes
+    ("def mean(xs):\n    return sum(xs) / len(x)\n", "x", "xs",
+     ("    return sum(xs) / len(x)", "    return sum(xs) / len(xs)")),
+    # several uses: the lines from the first to the last, the longer name between them kept
+    ("area = 1\ntotal_area = area + 2\nprint(area)\n", "area", "size",
+     ("area = 1\ntotal_area = area + 2\nprint(area)", "size = 1\ntotal_area = size + 2\nprint(size)")),
+    ("n = 1\nn2 = n\n", "n", r"a\1", ("n = 1\nn2 = n", "a\\1 = 1\nn2 = a\\1")),   # new text taken literally
+])
+def test_replace_all_of_a_bare_name_is_narrowed_to_whole_words(text, old, new, expected):
+    from codeloop.session.local_profile import whole_word_edit
+
+    assert whole_word_edit(text, old, new) == expected
+
+
+@pytest.mark.parametrize(("text", "old"), [
+    ("def dbl(n):\n    return dbl(1)\n", "dbl"),      # every use a whole word: replace_all is right as it is
+    ("xs = [1]\nprint(xs)\n", "x"),                    # never a whole word: nothing to narrow
+    ("a = 1\nb = len(x)\n", "len(x)"),                 # not a bare name
+    ("xy = 1\nx\n", "x"),                             # the line alone ("x") is not unique in the file
+])
+def test_replace_all_is_left_alone_when_there_is_nothing_to_narrow(text, old):
+    from codeloop.session.local_profile import whole_word_edit
+
+    assert whole_word_edit(text, old, "y") is None
+
+
+def test_a_rename_by_replace_all_from_the_local_model_keeps_longer_names(tmp_path):
+    (tmp_path / "calc.py").write_text("def mean(xs):\n    return sum(xs) / len(x)\n\n\nprint(mean([2, 4, 6]))\n")
+    r, api = run_local(
+        tmp_path, "Fix the NameError in calc.py.",
+        reply(json.dumps({"name": "Read", "arguments": {"file_path": "calc.py"}})),
+        reply(json.dumps({"name": "Edit", "arguments": {"file_path": "calc.py", "old_string": "x",
+                                                        "new_string": "xs", "replace_all": True}})),
+        reply(json.dumps({"name": "Read", "arguments": {"file_path": "calc.py"}})),
+        reply(json.dumps({"answer": "len(x) is now len(xs)."})), args=("--allowedTools", "Edit"))
+    assert r.returncode == 0, r.stderr
+    # replaced as text, every xs would have become xss
+    assert (tmp_path / "calc.py").read_text() == \
+        "def mean(xs):\n    return sum(xs) / len(xs)\n\n\nprint(mean([2, 4, 6]))\n"
+    # the history shows the call as it was applied
+    edit = [m["content"] for m in api.requests[-1].body["messages"] if m["role"] == "assistant" and '"Edit"' in
+            m["content"]]
+    assert json.loads(edit[0])["arguments"]["replace_all"] is False
+
+
+def test_the_tool_list_sends_copies_sizes_and_permissions_to_bash():
+    from codeloop.session.local_profile import LOCAL_SYSTEM_PROMPT, SHORT_DESCRIPTIONS
+
+    # a small model otherwise copies a file by writing it out, and answers "the largest" or
+    # "which are executable" from a listing of names
+    assert "(cp)" in SHORT_DESCRIPTIONS["Bash"] and "ls -l" in SHORT_DESCRIPTIONS["Bash"]
+    assert "cp" in SHORT_DESCRIPTIONS["Write"] and "names only" in SHORT_DESCRIPTIONS["Glob"]
+    assert "sizes or permissions: Bash" in LOCAL_SYSTEM_PROMPT
+    # the worked count: the numbers come from what wc printed, its total line left out
+    example = LOCAL_SYSTEM_PROMPT.split("how many lines do the .log files")[1]
+    assert '"wc -l logs/*.log"' in example and "16 total" in example and "16" not in example.split('"answer"')[1]
+
+
+SETTINGS = '{\n  "name": "demo",\n  "debug": false,\n  "retries": 3\n}\n'
+
+
+@pytest.mark.parametrize(("text", "old", "new", "expected"), [
+    (SETTINGS, "debug: false", "debug: true", ('debug": false', 'debug": true')),
+    (SETTINGS, "name: demo", "name: demo2", ('name": "demo', 'name": "demo2')),   # the changed part inside quotes
+    ('print("Helo, world")\n', "print(Helo, world)", "print(Hello, world)",
+     ('print("Helo, world")', 'print("Hello, world")')),
+    ("x = 'ab'\n", "x = ab", "x = aab", ("x = 'ab", "x = 'aab")),
+])
+def test_an_old_string_that_lost_its_quotes_is_matched_with_them(text, old, new, expected):
+    from codeloop.session.local_profile import requoted_edit
+
+    assert requoted_edit(text, old, new) == expected
+
+
+@pytest.mark.parametrize(("text", "old"), [
+    (SETTINGS, '"debug": false'),                       # found as written: nothing to fix
+    (SETTINGS, "debug: maybe"),                         # not there even without quotes
+    ('a="b"\n', "=b"),                                  # too short to place
+    ('"k": 1\n"k": 1\n', "k: 1"),                       # found twice
+    ("count = 5\n", "count = '5'"),                    # quotes the file lacks: the model's own
+])
+def test_an_old_string_is_left_alone_unless_quotes_alone_kept_it_from_matching(text, old):
+    from codeloop.session.local_profile import requoted_edit
+
+    assert requoted_edit(text, old, old + "!") is None
+
+
+def test_a_json_edit_without_quotes_from_the_local_model_lands(tmp_path):
+    (tmp_path / "settings.json").write_text(SETTINGS)
+    r, _ = run_local(
+        tmp_path, 'In settings.json, set "debug" to true.',
+        reply(json.dumps({"name": "Edit", "arguments": {"file_path": "settings.json", "old_string": "debug: false",
+                                                        "new_string": "debug: true", "replace_all": False}})),
+        reply(json.dumps({"name": "Read", "arguments": {"file_path": "settings.json"}})),
+        reply(json.dumps({"answer": "debug is now true."})), args=("--allowedTools", "Edit"))
+    assert r.returncode == 0, r.stderr
+    # as written the Edit fails ("String to replace not found") and the file stays false
+    assert json.loads((tmp_path / "settings.json").read_text()) == {"name": "demo", "debug": True, "retries": 3}
+
+
+def test_a_change_made_again_exactly_becomes_a_look(tmp_path):
+    (tmp_path / "shout.py").write_text('def shout(s)\n    return s.upper()\n')
+    edit = {"name": "Edit", "arguments": {"file_path": "shout.py", "old_string": "def shout(s)",
+                                          "new_string": "def shout(s):", "replace_all": False}}
+    r, _ = run_local(
+        tmp_path, "Fix the syntax error in shout.py.",
+        reply(json.dumps(edit)),
+        reply(json.dumps({"name": "Read", "arguments": {"file_path": "shout.py"}})),
+        reply(json.dumps(edit)),                                   # the same Edit again
+        reply(json.dumps({"answer": "def shout(s) now ends with a colon."})), args=("--allowedTools", "Edit"))
+    assert r.returncode == 0, r.stderr
+    # applied twice, the Edit would leave "def shout(s)::"
+    assert (tmp_path / "shout.py").read_text() == 'def shout(s):\n    return s.upper()\n'
+    calls = [(b["name"], b["input"]) for x in map(json.loads, r.stdout.splitlines()) if x["type"] == "assistant"
+             for b in x["message"]["content"] if b["type"] == "tool_use"]
+    assert [n for n, _ in calls] == ["Edit", "Read", "Read"] and calls[2][1] == {"file_path": "shout.py"}

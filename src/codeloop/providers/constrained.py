@@ -15,11 +15,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from codeloop.messages import READ_ATTACHMENT_HEAD
 from codeloop.providers.openai_translate import _text_of
+from codeloop.providers.request_rules import (CHANGES_MADE, NOT_CHANGED_YET, NOT_MEASURED_YET, STILL_NEEDED,
+                                              ChangeRules, call_json, change_missing, changes_made,
+                                              command_missing, has_results,
+                                              measure_missing, request_text, shell_only, since_prompt, tool_calls,
+                                              unchecked_change)
 from codeloop.providers.text_tools import ANSWER_KEY
 
 _KEEP = ("type", "enum", "items")
@@ -74,11 +77,6 @@ def reply_schema(tools: list[dict[str, Any]], *, allow_answer: bool = True,
     return {"anyOf": options}
 
 
-def _since_prompt(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    start = max((i for i, m in enumerate(messages) if m.get("role") == "user" and not _has_results(m)), default=0)
-    return messages[start:]
-
-
 def _found_nothing(block: dict[str, Any]) -> bool:
     text = _text_of(block.get("content")).strip().lower()
     return bool(block.get("is_error")) or text.startswith(NOTHING_FOUND)
@@ -89,79 +87,11 @@ def answer_allowed(messages: list[dict[str, Any]]) -> bool:
     the prompt found something (not an error, not a search that found nothing), or after
     MAX_FRUITLESS_CALLS calls so "it is not there" stays possible. Small models otherwise answer
     from imagination, or give up after the first empty search."""
-    results = [b for m in _since_prompt(messages) if m.get("role") == "user" and isinstance(m.get("content"), list)
+    results = [b for m in since_prompt(messages) if m.get("role") == "user" and isinstance(m.get("content"), list)
                for b in m["content"] if b.get("type") == "tool_result"]
     # A file attached to the prompt does not count: asked to run it, a small model that already
     # sees a script answers with a number it made up instead of running it.
     return len(results) >= MAX_FRUITLESS_CALLS or any(not _found_nothing(b) for b in results)
-
-
-# What a tool says when its result shows nothing of what it did (Bash's rm, mv, chmod, sed -i).
-NO_OUTPUT = "(no output)"
-MAX_CHECK_CALLS = 6
-NOT_CHANGED_YET = "Nothing has been changed yet: make the requested change with a tool."
-CHANGES_MADE = "Changes already made for this request (they worked: never make one of them again): {calls}"
-
-
-@dataclass(frozen=True)
-class ChangeRules:
-    """How the local profile tells a request for a change, and a call that makes one. Small
-    models declare a change done without making it (a Grep, then "renamed"), or after its first
-    step, and answer by pasting the tool's report; these rules hold the final answer back."""
-    check_after: tuple[str, ...] = ()   # tools whose report shows a snippet, not the outcome
-    request: str = ""                   # regex: the request asks for a change (not a question)
-    shell_tool: str = ""                # the tool whose `command` may change files…
-    commands: str = ""                  # …when it matches this regex
-
-
-def _calls(since: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [b for m in since if m.get("role") == "assistant" and isinstance(m.get("content"), list)
-            for b in m["content"] if b.get("type") == "tool_use"]
-
-
-def unchecked_change(messages: list[dict[str, Any]], rules: ChangeRules) -> bool:
-    """The newest result is a change nobody has looked at: a call of a `check_after` tool or a
-    command that printed nothing. The next reply must then be a tool call: a check (ls, Read,
-    running the program) or the rest of the change. After MAX_CHECK_CALLS calls the answer is
-    allowed whatever came last."""
-    since = _since_prompt(messages)
-    calls = _calls(since)
-    if not calls or len(calls) >= MAX_CHECK_CALLS or not _has_results(since[-1]):
-        return False
-    results = [b for b in since[-1]["content"] if b.get("type") == "tool_result"]
-    silent = any(_text_of(b.get("content")).strip() in ("", NO_OUTPUT) and not b.get("is_error") for b in results)
-    return silent or calls[-1].get("name") in rules.check_after
-
-
-def _is_change(call: dict[str, Any], rules: ChangeRules) -> bool:
-    return call.get("name") in rules.check_after or bool(
-        rules.commands and call.get("name") == rules.shell_tool
-        and re.search(rules.commands, str((call.get("input") or {}).get("command", ""))))
-
-
-def changes_made(messages: list[dict[str, Any]], rules: ChangeRules) -> list[str]:
-    """The change calls since the prompt that succeeded, as `Name {input}`. After a change and a
-    look, small models make the same change again (a second `sed s/a/ab/` doubles the rename, an
-    Edit repeated fails and the answer reports the failure); the results turn lists them."""
-    since = _since_prompt(messages)
-    failed = {b.get("tool_use_id") for m in since if _has_results(m) for b in m["content"]
-              if b.get("type") == "tool_result" and b.get("is_error")}
-    return [_call_json(c) for c in _calls(since) if _is_change(c, rules) and c.get("id") not in failed]
-
-
-def change_missing(messages: list[dict[str, Any]], rules: ChangeRules) -> bool:
-    """The request asks for a change (`rules.request`, and it is not a question) and no call
-    since it has made one: a check_after tool, or a shell command matching `rules.commands`."""
-    if not rules.request or not messages:
-        return False
-    since = _since_prompt(messages)
-    request = _request_text(since[0].get("content")) if since else ""
-    if not re.search(rules.request, request, re.I) or request.rstrip().endswith("?"):
-        return False
-    calls = _calls(since)
-    if len(calls) >= MAX_CHECK_CALLS:
-        return False
-    return not any(_is_change(c, rules) for c in calls)
 
 
 def awaiting_first_call(messages: list[dict[str, Any]]) -> bool:
@@ -174,7 +104,7 @@ def awaiting_first_call(messages: list[dict[str, Any]]) -> bool:
 
 
 def _calls_since_prompt(messages: list[dict[str, Any]]) -> list[str]:
-    return [json.dumps([b.get("name"), b.get("input")], sort_keys=True) for m in _since_prompt(messages)
+    return [json.dumps([b.get("name"), b.get("input")], sort_keys=True) for m in since_prompt(messages)
             if m.get("role") == "assistant" and isinstance(m.get("content"), list)
             for b in m["content"] if b.get("type") == "tool_use"]
 
@@ -235,11 +165,6 @@ def strip_read_numbers(name: str, inp: dict[str, Any]) -> dict[str, Any]:
     return {**inp, **{k: v for k, v in stripped.items() if v is not None}}
 
 
-def _has_results(message: dict[str, Any]) -> bool:
-    content = message.get("content")
-    return isinstance(content, list) and any(b.get("type") == "tool_result" for b in content)
-
-
 def _describe(tool: dict[str, Any], descriptions: Mapping[str, str] | None, extra: tuple[str, ...] = ()) -> str:
     desc = (descriptions or {}).get(tool["name"]) or tool.get("description", "").strip().split("\n")[0][:160]
     args = argument_schema(tool["input_schema"], extra)["properties"]
@@ -251,10 +176,6 @@ def tools_prompt(tools: list[dict[str, Any]], descriptions: Mapping[str, str] | 
                  extra_args: Mapping[str, tuple[str, ...]] | None = None) -> str:
     lines = [_describe(t, descriptions, (extra_args or {}).get(t["name"], ())) for t in tools if "input_schema" in t]
     return FORMAT_RULES + ("\n\nTools:\n" + "\n".join(lines) if lines else "")
-
-
-def _call_json(block: dict[str, Any]) -> str:
-    return json.dumps({"name": block.get("name", ""), "arguments": block.get("input") or {}})
 
 
 def render_messages(system: list[dict[str, Any]], messages: list[dict[str, Any]],
@@ -279,8 +200,8 @@ def render_messages(system: list[dict[str, Any]], messages: list[dict[str, Any]]
     request = ""
     for i, m in enumerate(messages):
         content = m["content"]  # every API message has one (None would fail below all the same)
-        if m.get("role") == "user" and not _has_results(m):
-            request = _request_text(content)
+        if m.get("role") == "user" and not has_results(m):
+            request = request_text(content)
         if m.get("role") == "assistant":
             if isinstance(content, str):
                 add("assistant", json.dumps({ANSWER_KEY: content}))
@@ -288,7 +209,7 @@ def render_messages(system: list[dict[str, Any]], messages: list[dict[str, Any]]
             calls = [b for b in content if b.get("type") == "tool_use"]
             names.update({b.get("id", ""): b.get("name", "") for b in calls})
             text = "".join(b.get("text", "") for b in content if b.get("type") == "text")
-            add("assistant", "\n".join(_call_json(b) for b in calls) if calls
+            add("assistant", "\n".join(call_json(b) for b in calls) if calls
                 else json.dumps({ANSWER_KEY: text}) if text else "")
             continue
         if isinstance(content, str):
@@ -309,21 +230,13 @@ def render_messages(system: list[dict[str, Any]], messages: list[dict[str, Any]]
                 parts.append(NOT_CHANGED_YET)
             elif rules is not None and (made := changes_made(messages[:i + 1], rules)):
                 parts.append(CHANGES_MADE.format(calls="; ".join(made)))
+                if needed := command_missing(messages[:i + 1], rules):
+                    parts.append(STILL_NEEDED.format(command=needed))
+            elif rules is not None and measure_missing(messages[:i + 1], rules):
+                parts.append(NOT_MEASURED_YET)
             parts.append(REMINDER.format(request=request))
         add("user", "\n\n".join(parts))
     return out
-
-
-def _request_text(content: Any) -> str:
-    """The user's own words in a prompt message (the last text block: attachments come first)."""
-    if isinstance(content, str):
-        text = content
-    else:
-        texts = [b.get("text") or "" for b in content or [] if b.get("type") == "text"
-                 and not (b.get("text") or "").startswith(READ_ATTACHMENT_HEAD)]
-        text = texts[-1] if texts else ""
-    text = " ".join(text.split())
-    return text if len(text) <= 300 else text[:297] + "..."
 
 
 def constrained_body(request: Any, *, max_tokens_field: str = "max_tokens",
@@ -333,7 +246,10 @@ def constrained_body(request: Any, *, max_tokens_field: str = "max_tokens",
     """The POST /chat/completions body for one constrained turn (`extra_args`: see `reply_schema`).
     With `tool_first` (the local profile's steering), the final answer is offered only once a tool found something
     (`answer_allowed`), not straight after an unchecked change (`unchecked_change`) nor before a
-    requested change was attempted (`change_missing`, `rules`), a tool
+    requested change was attempted (`change_missing`, `rules`) nor before a question that counts
+    or compares files was measured by a command (`measure_missing`) nor before a command a change
+    needs has run (`command_missing`, which then is all that is offered); a request only a command does
+    well (`shell_only`) is offered no tool that writes files; a tool
     whose newest call repeated an earlier one is not offered for the next reply, and once the
     model loops (`looping`) only the final answer is."""
     tools = [t for t in request.tools if "input_schema" in t]
@@ -343,18 +259,29 @@ def constrained_body(request: Any, *, max_tokens_field: str = "max_tokens",
     repeated = repeated_tools(request.messages) if tool_first else set()
     offered = [] if tool_first and looping(request.messages) else [t for t in tools if t["name"] not in repeated]
     rules = rules or ChangeRules()
-    if tool_first and _calls(_since_prompt(request.messages)) and change_missing(request.messages, rules):
+    if tool_first and shell_only(request.messages, rules):
+        offered = [t for t in offered if t["name"] not in rules.check_after] or offered
+    looked = bool(tool_calls(since_prompt(request.messages)))
+    if tool_first and looked and change_missing(request.messages, rules):
         # it has looked once and changed nothing: only the tools that change files are offered
         changing = [t for t in offered if t["name"] in (*rules.check_after, rules.shell_tool)]
         offered = changing or offered
+    elif tool_first and looked and command_missing(request.messages, rules):
+        # part of the change done, the command the rest needs not run: only the shell is offered
+        offered = [t for t in offered if t["name"] == rules.shell_tool] or offered
     elif tool_first and unchecked_change(request.messages, rules):
         # a check is a look: offered a tool that changes files, a small model "checks" by
         # changing the file again (and undoes a finished change)
         looking = [t for t in offered if t["name"] not in (*rules.check_after, rules.shell_tool)]
         offered = looking or offered
+    elif tool_first and looked and measure_missing(request.messages, rules):
+        # it has looked once and measured nothing: only a command that prints the numbers
+        offered = [t for t in offered if t["name"] == rules.shell_tool] or offered
     allow = not tool_first or not offered or (answer_allowed(request.messages)
                                               and not unchecked_change(request.messages, rules)
-                                              and not change_missing(request.messages, rules))
+                                              and not change_missing(request.messages, rules)
+                                              and not command_missing(request.messages, rules)
+                                              and not measure_missing(request.messages, rules))
     schema = reply_schema(offered, allow_answer=allow, extra_args=extra_args)
     body: dict[str, Any] = {
         "model": request.model, "stream": True, "stream_options": {"include_usage": True},

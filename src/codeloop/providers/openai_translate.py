@@ -197,12 +197,14 @@ class StreamTranslator:
     `{"<answer_key>": "…"}` object (the constrained mode's final answer) becomes plain text.
     `input_defaults` fills in arguments a text call leaves out (the constrained mode offers only
     a tool's required ones); `fix_input(name, input)`, when given, then rewrites a text call's
-    input (the local profile takes Read's pasted line numbers out of what Write and Edit write).
+    input (the local profile takes Read's pasted line numbers out of what Write and Edit write),
+    or returns (name, input) to make it another call (a change made again becomes a look).
     """
 
     def __init__(self, model: str, *, tool_names: Iterable[str] = (), answer_key: str | None = None,
                  input_defaults: dict[str, dict[str, Any]] | None = None,
-                 fix_input: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None) -> None:
+                 fix_input: Callable[[str, dict[str, Any]], dict[str, Any] | tuple[str, dict[str, Any]]] | None = None,
+                 ) -> None:
         self.model = model
         self.fix_input = fix_input
         self.tool_names = frozenset(tool_names)
@@ -285,12 +287,13 @@ class StreamTranslator:
                 self._open = None
             for call in reply.calls:
                 self._saw_tool = True
-                inp = {**self.input_defaults.get(call.name, {}), **call.input}
+                name, inp = call.name, {**self.input_defaults.get(call.name, {}), **call.input}
                 if self.fix_input is not None:
-                    inp = self.fix_input(call.name, inp)
+                    fixed = self.fix_input(name, inp)
+                    name, inp = fixed if isinstance(fixed, tuple) else (name, fixed)
                 self._index += 1
                 yield {"type": "content_block_start", "index": self._index, "content_block": {
-                    "type": "tool_use", "id": f"call_{new_uuid().replace('-', '')[:24]}", "name": call.name,
+                    "type": "tool_use", "id": f"call_{new_uuid().replace('-', '')[:24]}", "name": name,
                     "input": {}}}
                 yield {"type": "content_block_delta", "index": self._index,
                        "delta": {"type": "input_json_delta",

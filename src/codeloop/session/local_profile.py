@@ -1,14 +1,15 @@
 """The local-model profile: what codeloop changes when a small model runs on this machine.
 
-A 0.5–1.5B model on two CPU cores needs a short request (prompt processing is ~50 tok/s: the
-full ~4.1k-token request would take 75–100 s per turn, this one ~800 tokens) and few tools, and
+A 0.5–1.5B model on two CPU cores needs a short request (prompt processing is ~50–80 tok/s: the
+full ~4.1k-token request would take 75–100 s per turn, this one ~900 tokens) and few tools, and
 it must never run unsupervised (small models issue `rm -f` and edit files nobody asked about).
 So `--model local` gets: a short system prompt with the rules that mattered most in
 measurements (do nothing unrequested; make a requested change with tools and check it before
-answering; answer as soon as a result answers the question, in the model's own words) and one
-worked example of a call, a check and an answer, only Read, Edit, Write, Bash, Glob and Grep with
-one-line descriptions (Bash's names the command for each kind of file change), schema-constrained calls
-(the provider's job), the sandbox switched on through settings (`sandbox.enabled`, read by
+answering; answer as soon as a result answers the question, in the model's own words), a
+worked example of a call, a check and an answer and one of a count answered from what a command
+printed, only Read, Edit, Write, Bash, Glob and Grep with one-line descriptions (Bash's names the
+command for each kind of file change), schema-constrained calls (the provider's job), the
+sandbox switched on through settings (`sandbox.enabled`, read by
 the sandbox layer where it exists) and never bypassPermissions.
 
 Also owns starting the embedded model, when it is the default (no key set and no model chosen,
@@ -20,6 +21,7 @@ the one command that installs it (the progress bar and the start-up line are the
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -33,13 +35,18 @@ SHORT_DESCRIPTIONS = {
     "Edit": "change lines of an existing file: old_string is the whole line or lines to change, copied exactly "
             "from Read without the line numbers, new_string what those lines become; replace_all true replaces "
             "every occurrence of old_string (a name used in several places), false only one",
-    "Write": "create a new file with content, or replace a whole file",
+    # without the pointer a small model "copies" a file by writing out what it remembers of it
+    "Write": "create a new file with the content you write, or replace a whole file (to copy a file: Bash cp)",
     # what each kind of file change needs, as commands: small models otherwise empty a file with
     # Edit when asked to delete it, or write a script and never make it executable
-    "Bash": "run a shell command and see its output: run a program (python3 x.py), count (wc -l), delete (rm), "
-            "move or rename (mv), make executable (chmod +x), replace a name everywhere in a file (sed -i)",
+    # sizes, counts and permissions too: told only "count (wc -l)", a small model answers "which is
+    # largest / how many words / which are executable" from a Glob listing of names, by guessing
+    "Bash": "run a shell command and see its output: run a program (python3 x.py), count lines or words "
+            "(wc -l, wc -w), see sizes and permissions (ls -l), delete (rm), move or rename (mv), copy (cp), "
+            "make executable (chmod +x), replace a name everywhere in a file (sed -i)",
     # no literal example patterns here or in Grep's: a small model searches for the examples themselves
-    "Glob": "list the files whose paths match a glob pattern made from the folder and file kind in the request",
+    "Glob": "list the names of the files whose paths match a glob pattern made from the folder and file kind in "
+            "the request (names only: no sizes, lines or permissions)",
     "Grep": "search inside all files for a name or regular expression taken from the question (ignoring "
             "case); shows each matching line with its file name",
 }
@@ -58,12 +65,26 @@ CHANGE_VERBS = ("rename", "delete", "remove", "move", "create", "make", "write",
                 "change", "set", "update", "replace", "edit", "insert", "copy", "chmod")
 CHANGE_COMMANDS = (r"\b(rm|mv|cp|chmod|touch|mkdir|tee|ln|truncate|patch)\b|\bsed\s+(-\w+\s+)*-i|"
                    r"(^|[^2&])>")
+# A question these words ask is answered from what a command printed (wc, ls -l, grep -c): asked
+# how many words, which file is longest or which scripts are executable, small models answer from
+# a Read or a listing of names by guessing. Changes are not questions, so "make it executable" is not one.
+MEASURE_WORDS = (r"\bhow (many|much|big|large|long)\b|\b(count|number of|largest|smallest|biggest|longest|"
+                 r"shortest|most|fewest|sizes?|executable|permissions?)\b(?!\.\w)")  # not a file's name (count.py)
+# Copying, moving or renaming a file is a command's job (cp, mv): offered Write, a small model
+# writes the copy out from memory (a line or the final newline lost) and leaves the original.
+# "Rename the function f" names no file after the verb, so Edit stays on offer there.
+SHELL_ONLY = (r"\b(copy|copies|duplicate)\b|\b(move|rename)\s+(\S+\.\w+\b|every\b|all\b|"
+              r"the (files?|folders?|directory)\b)")
+# A change these words ask for is done only by this command: asked to write a script and make it
+# executable, small models write it, look at it and declare it done.
+NEEDED_COMMANDS = ((r"\bexecutable\b", r"\bchmod\b", "chmod +x"),)
 LOCAL_SYSTEM_PROMPT = """\
 You are codeloop, a coding assistant that works on the user's files through tools.
 Rules:
 - Never guess what a file contains or what a command prints: find out with a tool.
 - A question about a named file: Read that file. To find which file defines or mentions something: \
-Grep for its name (a function: "def " then its name). To list files: Glob. To run a program or count: Bash.
+Grep for its name (a function: "def " then its name). To list files by name: Glob. To run a program, or to \
+count or compare lines, words, sizes or permissions: Bash (wc, ls -l), then answer from what it prints.
 - Do only what the user asked. Never change, create or delete files unless the user asked for it.
 - Asked for a change, make it with tools; never only describe it. To change a file's text, Read it first, \
 then Edit it: old_string the whole lines to change, copied exactly from what you read, new_string those \
@@ -81,25 +102,121 @@ Result of Bash: (no output)
 Result of Read:
      1\tthe color of the sky
      2\ta color chart
-{"answer": "notes.txt now says color on both of its lines."}"""
+{"answer": "notes.txt now says color on both of its lines."}
+Example (the user asked: how many lines do the .log files in logs have?):
+{"name": "Bash", "arguments": {"command": "wc -l logs/*.log"}}
+Result of Bash:
+   4 logs/a.log
+  12 logs/b.log
+  16 total
+{"answer": "logs/a.log has 4 lines and logs/b.log has 12."}"""
 # what the sandbox layer reads (settings key `sandbox.enabled`); a user setting still wins
 SANDBOX_SETTINGS = {"sandbox": {"enabled": True}}
 KEY_URL = "https://console.anthropic.com/settings/keys"
 
 
 def change_rules() -> Any:
-    from codeloop.providers.constrained import ChangeRules
+    from codeloop.providers.request_rules import ChangeRules
 
     return ChangeRules(check_after=("Edit", "Write"), request=r"\b(" + "|".join(CHANGE_VERBS) + r")\b",
-                       shell_tool="Bash", commands=CHANGE_COMMANDS)
+                       shell_tool="Bash", commands=CHANGE_COMMANDS, measure=MEASURE_WORDS, shell_only=SHELL_ONLY,
+                       needs=NEEDED_COMMANDS)
+
+
+def whole_word_edit(text: str, old: str, new: str) -> tuple[str, str] | None:
+    """(old_string, new_string) for one Edit that replaces the name `old` only where it stands as
+    a whole word: the lines from its first such use to its last, as they are and as they become.
+    None when there is nothing to narrow (`old` is not a bare name, never stands alone, or no
+    longer word contains it) or those lines occur twice in the file.
+
+    Why: the local model must decide replace_all on every Edit (`EXTRA_ARGUMENTS`) and sets it to
+    rename a name, but Edit replaces text, not names: `x` made `xs` also turns `xs` into `xss`."""
+    if not re.fullmatch(r"\w+", old):
+        return None
+    word = re.compile(rf"(?<!\w){re.escape(old)}(?!\w)")
+    uses = list(word.finditer(text))
+    if not uses or len(uses) == text.count(old):
+        return None
+    start = text.rfind("\n", 0, uses[0].start()) + 1
+    end = text.find("\n", uses[-1].end())
+    lines = text[start:len(text) if end == -1 else end]
+    if text.count(lines) != 1:
+        return None
+    return lines, word.sub(lambda _m: new, lines)
+
+
+QUOTES = "\"'`"
+MIN_REQUOTED = 3
+
+
+def requoted_edit(text: str, old: str, new: str) -> tuple[str, str] | None:
+    """(old_string, new_string) for an Edit whose old_string is not in the file only because
+    quotes were left out of it (`debug: false` for the file's `"debug": false`): the file's own
+    text, and that text with the part the model changed (what differs between its old_string
+    and new_string) changed. None when old_string is there as written, or its quote-free form is
+    not found exactly once. Small models drop quotes when they copy a line, and retry the same
+    string after "not found" whatever the error suggests."""
+    # only quotes left out: an old_string with quotes the file lacks is the model's own idea
+    # (a value it wants quoted), and no guess about it is safe
+    if old in text or len(old) < MIN_REQUOTED or any(c in QUOTES for c in old):
+        return None
+    at = [i for i, c in enumerate(text) if c not in QUOTES]   # each quote-free char's place in text
+    plain = "".join(text[i] for i in at)
+    pos = plain.find(old)
+    if pos == -1 or plain.find(old, pos + 1) != -1:
+        return None
+    start, end = at[pos], at[pos + len(old) - 1] + 1
+    region = text[start:end]
+
+    def place(k: int) -> int:   # where old[k:] starts in region
+        return at[pos + k] - start if k < len(old) else len(region)
+
+    p = 0
+    while p < min(len(old), len(new)) and old[p] == new[p]:
+        p += 1
+    q = 0
+    while q < min(len(old), len(new)) - p and old[-1 - q] == new[-1 - q]:
+        q += 1
+    changed = region[:place(p)] + new[p:len(new) - q] + region[place(len(old) - q):]
+    return None if changed == region else (region, changed)
+
+
+MAX_FIXED_FILE = 1_000_000
+
+
+def _file_text(inp: dict[str, Any]) -> str | None:
+    path = Path(str(inp.get("file_path", "")))   # relative to the process's folder, as the CLI runs
+    try:
+        return path.read_text(encoding="utf-8") if path.stat().st_size <= MAX_FIXED_FILE else None
+    except (OSError, ValueError):
+        return None
+
+
+def fix_edit(name: str, inp: dict[str, Any]) -> dict[str, Any]:
+    """An Edit made to do what the model meant, reading the file it names (one not found leaves
+    the call as it is): a replace_all of a bare name kept to whole words (`whole_word_edit`), an
+    old_string that lost its quotes matched with them (`requoted_edit`)."""
+    old, new = inp.get("old_string"), inp.get("new_string")
+    if name != "Edit" or not isinstance(old, str) or not isinstance(new, str) or not old:
+        return inp
+    text = _file_text(inp)
+    if text is None:
+        return inp
+    if inp.get("replace_all") is True and (narrowed := whole_word_edit(text, old, new)) is not None:
+        return {**inp, "old_string": narrowed[0], "new_string": narrowed[1], "replace_all": False}
+    if (requoted := requoted_edit(text, old, new)) is not None:
+        return {**inp, "old_string": requoted[0], "new_string": requoted[1]}
+    return inp
 
 
 def steering() -> dict[str, Any]:
     """What the local provider applies to each request and call besides descriptions and rules:
-    the extra arguments, and Read's line numbers taken out of what Write and Edit write."""
+    the extra arguments, Read's line numbers taken out of what Write and Edit write, and an Edit
+    made to do what the model meant (`fix_edit`)."""
     from codeloop.providers.constrained import strip_read_numbers
 
-    return {"extra_args": EXTRA_ARGUMENTS, "fix_input": strip_read_numbers}
+    return {"extra_args": EXTRA_ARGUMENTS,
+            "fix_input": lambda name, inp: fix_edit(name, strip_read_numbers(name, inp))}
 
 
 def _with_sandbox(settings_arg: str | None) -> str:

@@ -1,0 +1,194 @@
+"""When a request for a change, or a question answered by measuring, may get its final answer:
+the local profile's request rules, read by the constrained provider (`constrained.py`).
+
+Small models declare a change done without making it (a Grep, then "renamed"), or after its
+first step, and answer by pasting the tool's report; asked how many or which is largest, they
+answer from a listing of names by guessing. `ChangeRules` says how to tell such a request and a
+call that serves it; the functions here read the history since the prompt and say what is
+still missing. Also owns the few helpers that find that history (the prompt, the calls).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from codeloop.messages import READ_ATTACHMENT_HEAD
+from codeloop.providers.openai_translate import _text_of
+
+def since_prompt(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    start = max((i for i, m in enumerate(messages) if m.get("role") == "user" and not has_results(m)), default=0)
+    return messages[start:]
+
+
+def has_results(message: dict[str, Any]) -> bool:
+    content = message.get("content")
+    return isinstance(content, list) and any(b.get("type") == "tool_result" for b in content)
+
+
+def call_json(block: dict[str, Any]) -> str:
+    return json.dumps({"name": block.get("name", ""), "arguments": block.get("input") or {}})
+
+
+def request_text(content: Any) -> str:
+    """The user's own words in a prompt message (the last text block: attachments come first)."""
+    if isinstance(content, str):
+        text = content
+    else:
+        texts = [b.get("text") or "" for b in content or [] if b.get("type") == "text"
+                 and not (b.get("text") or "").startswith(READ_ATTACHMENT_HEAD)]
+        text = texts[-1] if texts else ""
+    text = " ".join(text.split())
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+# What a tool says when its result shows nothing of what it did (Bash's rm, mv, chmod, sed -i).
+NO_OUTPUT = "(no output)"
+MAX_CHECK_CALLS = 6
+NOT_CHANGED_YET = "Nothing has been changed yet: make the requested change with a tool."
+CHANGES_MADE = ("Changes already made for this request (they worked: never make one of them again, and never undo "
+                "one): {calls}")
+
+
+@dataclass(frozen=True)
+class ChangeRules:
+    """How the local profile tells a request for a change, and a call that makes one. Small
+    models declare a change done without making it (a Grep, then "renamed"), or after its first
+    step, and answer by pasting the tool's report; these rules hold the final answer back."""
+    check_after: tuple[str, ...] = ()   # tools whose report shows a snippet, not the outcome
+    request: str = ""                   # regex: the request asks for a change (not a question)
+    shell_tool: str = ""                # the tool whose `command` may change files…
+    commands: str = ""                  # …when it matches this regex
+    measure: str = ""                   # regex: a question answered by counting or comparing files
+    shell_only: str = ""                # regex: a request only a command does well (copying a file)
+    # (request regex, command regex, the command as the model is told it): a change request that
+    # matches is not done until a shell command matching it worked ("…and make it executable")
+    needs: tuple[tuple[str, str, str], ...] = ()
+
+
+def tool_calls(since: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [b for m in since if m.get("role") == "assistant" and isinstance(m.get("content"), list)
+            for b in m["content"] if b.get("type") == "tool_use"]
+
+
+def unchecked_change(messages: list[dict[str, Any]], rules: ChangeRules) -> bool:
+    """The newest result is a change nobody has looked at: a call of a `check_after` tool or a
+    command that printed nothing. The next reply must then be a tool call: a check (ls, Read,
+    running the program) or the rest of the change. After MAX_CHECK_CALLS calls the answer is
+    allowed whatever came last."""
+    since = since_prompt(messages)
+    calls = tool_calls(since)
+    if not calls or len(calls) >= MAX_CHECK_CALLS or not has_results(since[-1]):
+        return False
+    results = [b for b in since[-1]["content"] if b.get("type") == "tool_result"]
+    silent = any(_text_of(b.get("content")).strip() in ("", NO_OUTPUT) and not b.get("is_error") for b in results)
+    return silent or calls[-1].get("name") in rules.check_after
+
+
+def _is_change(call: dict[str, Any], rules: ChangeRules) -> bool:
+    return call.get("name") in rules.check_after or bool(
+        rules.commands and call.get("name") == rules.shell_tool
+        and re.search(rules.commands, str((call.get("input") or {}).get("command", ""))))
+
+
+def changes_made(messages: list[dict[str, Any]], rules: ChangeRules) -> list[str]:
+    """The change calls since the prompt that succeeded, as `Name {input}`. After a change and a
+    look, small models make the same change again (a second `sed s/a/ab/` doubles the rename, an
+    Edit repeated fails and the answer reports the failure); the results turn lists them."""
+    since = since_prompt(messages)
+    failed = {b.get("tool_use_id") for m in since if has_results(m) for b in m["content"]
+              if b.get("type") == "tool_result" and b.get("is_error")}
+    return [call_json(c) for c in tool_calls(since) if _is_change(c, rules) and c.get("id") not in failed]
+
+
+def change_missing(messages: list[dict[str, Any]], rules: ChangeRules) -> bool:
+    """The request asks for a change (`rules.request`, and it is not a question) and no call
+    since it has made one: a check_after tool, or a shell command matching `rules.commands`."""
+    if not rules.request or not messages:
+        return False
+    since = since_prompt(messages)
+    if not asks_for_change(request_of(messages), rules):
+        return False
+    calls = tool_calls(since)
+    if len(calls) >= MAX_CHECK_CALLS:
+        return False
+    return not any(_is_change(c, rules) for c in calls)
+
+
+
+
+def request_of(messages: list[dict[str, Any]]) -> str:
+    """The user's words in the prompt the newest turns answer."""
+    since = since_prompt(messages)
+    return request_text(since[0].get("content")) if since else ""
+
+
+def asks_for_change(request: str, rules: ChangeRules) -> bool:
+    return bool(rules.request and re.search(rules.request, request, re.I)) and not request.rstrip().endswith("?")
+
+
+NOT_MEASURED_YET = "Nothing has been measured yet: run a command that prints the numbers the answer needs."
+
+
+def measure_missing(messages: list[dict[str, Any]], rules: ChangeRules) -> bool:
+    """The request is a question that counts or compares files (`rules.measure`, and not a
+    change) and no shell command since it has printed anything. Small models otherwise answer
+    "how many words" or "which is largest" from a Read or a listing of names, by guessing; a
+    command (wc, ls -l) prints the numbers. After MAX_CHECK_CALLS calls the answer is allowed."""
+    if not rules.measure or not rules.shell_tool or not messages:
+        return False
+    request = request_of(messages)
+    if not re.search(rules.measure, request, re.I) or asks_for_change(request, rules):
+        return False
+    since = since_prompt(messages)
+    calls = tool_calls(since)
+    if len(calls) >= MAX_CHECK_CALLS:
+        return False
+    printed = {b.get("tool_use_id") for m in since if has_results(m) for b in m["content"]
+               if b.get("type") == "tool_result" and not b.get("is_error")
+               and _text_of(b.get("content")).strip() not in ("", NO_OUTPUT)}
+    return not any(c.get("name") == rules.shell_tool and c.get("id") in printed for c in calls)
+
+
+def shell_only(messages: list[dict[str, Any]], rules: ChangeRules) -> bool:
+    """The request is one a command does better than writing files (`rules.shell_only`): a small
+    model "copies" a file by writing out what it remembers of it, a final newline or a line lost."""
+    return bool(rules.shell_only and re.search(rules.shell_only, request_of(messages), re.I))
+
+
+STILL_NEEDED = "Not done yet: part of the request needs the command {command}."
+
+
+def command_missing(messages: list[dict[str, Any]], rules: ChangeRules) -> str:
+    """The command a change request still needs (`rules.needs`), or "". Asked to write a script
+    and make it executable, small models write it, look at it a few times and declare it done."""
+    request = request_of(messages)
+    if not rules.needs or not asks_for_change(request, rules):
+        return ""
+    since = since_prompt(messages)
+    calls = tool_calls(since)
+    if len(calls) >= MAX_CHECK_CALLS:
+        return ""
+    failed = {b.get("tool_use_id") for m in since if has_results(m) for b in m["content"]
+              if b.get("type") == "tool_result" and b.get("is_error")}
+    ran = [str((c.get("input") or {}).get("command", "")) for c in calls
+           if c.get("name") == rules.shell_tool and c.get("id") not in failed]
+    for asked, command, label in rules.needs:
+        if re.search(asked, request, re.I) and not any(re.search(command, r) for r in ran):
+            return label
+    return ""
+
+
+def repeats_a_change(messages: list[dict[str, Any]], rules: ChangeRules, name: str, inp: dict[str, Any]) -> bool:
+    """The call is exactly a `check_after` change (an Edit, a Write) that already worked since the
+    prompt. Made again, an Edit whose new text contains its old text applies twice (`f(s)` made
+    `f(s):` becomes `f(s)::`) and one that does not fails, and the answer reports the failure."""
+    if name not in rules.check_after:
+        return False
+    since = since_prompt(messages)
+    failed = {b.get("tool_use_id") for m in since if has_results(m) for b in m["content"]
+              if b.get("type") == "tool_result" and b.get("is_error")}
+    return any(c.get("name") == name and c.get("input") == inp and c.get("id") not in failed
+               for c in tool_calls(since))
