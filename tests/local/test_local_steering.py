@@ -251,3 +251,34 @@ def test_a_change_made_again_exactly_becomes_a_look(tmp_path):
     calls = [(b["name"], b["input"]) for x in map(json.loads, r.stdout.splitlines()) if x["type"] == "assistant"
              for b in x["message"]["content"] if b["type"] == "tool_use"]
     assert [n for n, _ in calls] == ["Edit", "Read", "Read"] and calls[2][1] == {"file_path": "shout.py"}
+
+
+def test_a_fix_never_puts_unseen_file_lines_before_the_model():
+    """The Edit fixes read the file outside the permission checks: a rewritten old_string is kept
+    only when each of its lines was the model's own (quotes aside) or shown to it already."""
+    from codeloop.providers.request_rules import reveals_nothing
+
+    model = {"file_path": "calc.py", "old_string": "x", "new_string": "xs", "replace_all": True}
+    widened = {**model, "old_string": "def mean(xs):\n    return sum(xs) / len(x)", "replace_all": False}
+    read = [{"role": "user", "content": "Fix calc.py"},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                          "content": "     1\tdef mean(xs):\n     2\t    return sum(xs) / len(x)"}]}]
+    assert not reveals_nothing(read[:1], model, widened)          # never read: the lines stay unseen
+    assert reveals_nothing(read, model, widened)                   # read first: nothing new
+    quotes = {"file_path": "s.json", "old_string": "debug: false", "new_string": "debug: true"}
+    assert reveals_nothing([], quotes, {**quotes, "old_string": 'debug": false'})   # only the file's quotes
+    assert reveals_nothing([], model, model)
+
+
+def test_a_rename_in_a_file_never_shown_is_not_widened(tmp_path):
+    (tmp_path / "calc.py").write_text("def mean(xs):\n    return sum(xs) / len(x)\n")
+    r, api = run_local(
+        tmp_path, "Rename x to xs in the module.",   # names no file: nothing is attached
+        reply(json.dumps({"name": "Edit", "arguments": {"file_path": "calc.py", "old_string": "x",
+                                                        "new_string": "xs", "replace_all": True}})),
+        reply(json.dumps({"answer": "done"})), args=("--allowedTools", "Edit"))
+    assert r.returncode == 0, r.stderr
+    calls = [json.loads(m["content"]) for m in api.requests[-1].body["messages"]
+             if m["role"] == "assistant" and '"Edit"' in m["content"]]
+    # the call stays the model's own: widened, it would have carried the file's lines unread
+    assert calls[0]["arguments"]["old_string"] == "x" and calls[0]["arguments"]["replace_all"] is True

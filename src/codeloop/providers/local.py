@@ -127,18 +127,24 @@ class LocalProvider(OpenAICompatProvider):
         return options
 
     def translator(self, request: ModelRequest) -> StreamTranslator:
+        fixing = self.rules is not None or self.fix_input is not None
         return StreamTranslator(request.model, tool_names=[t["name"] for t in request.tools if "name" in t],
                                 answer_key=ANSWER_KEY, input_defaults=self.input_defaults,
-                                fix_input=self._fixer(request) if self.rules is not None else self.fix_input)
+                                fix_input=self._fixer(request) if fixing else None)
 
     def _fixer(self, request: ModelRequest) -> Any:
-        """The profile's `fix_input`, then: a change that already worked, made again exactly, is
-        made a Read of its file instead (`repeats_a_change`): a look at what it did, not a second go."""
-        from codeloop.providers.request_rules import repeats_a_change
+        """The profile's `fix_input` — kept only when it reveals nothing the model was not shown
+        (`reveals_nothing`: the fixes read files outside the permission checks) — then: a change
+        that already worked, made again exactly, is made a Read of its file instead
+        (`repeats_a_change`): a look at what it did, not a second go."""
+        from codeloop.providers.request_rules import repeats_a_change, reveals_nothing
 
         def fix(name: str, inp: dict[str, Any]) -> dict[str, Any] | tuple[str, dict[str, Any]]:
-            inp = self.fix_input(name, inp) if self.fix_input is not None else inp
-            if isinstance(inp.get("file_path"), str) and repeats_a_change(request.messages, self.rules, name, inp):
+            if self.fix_input is not None:
+                fixed = self.fix_input(name, inp)
+                inp = fixed if reveals_nothing(request.messages, inp, fixed) else inp
+            if (self.rules is not None and isinstance(inp.get("file_path"), str)
+                    and repeats_a_change(request.messages, self.rules, name, inp)):
                 return "Read", {"file_path": inp["file_path"]}
             return inp
         return fix

@@ -192,3 +192,32 @@ def repeats_a_change(messages: list[dict[str, Any]], rules: ChangeRules, name: s
               if b.get("type") == "tool_result" and b.get("is_error")}
     return any(c.get("name") == name and c.get("input") == inp and c.get("id") not in failed
                for c in tool_calls(since))
+
+
+_NO_QUOTES = str.maketrans("", "", "\"'`")
+
+
+def reveals_nothing(messages: list[dict[str, Any]], before: dict[str, Any], after: dict[str, Any]) -> bool:
+    """Whether a call input a fixer rewrote puts before the model only text it already had: every
+    line of the new old_string is in the model's own old_string (quotes aside: the quote fix only
+    puts back the file's quotes) or in what the conversation has shown it (tool results, the
+    user's words). The local profile's Edit fixes read the named file themselves, outside the
+    permission checks, and the rewritten call goes into the history the model reads next; the
+    lines of a file a Read deny rule hides must never leak that way. (new_string is made from the
+    new old_string and the model's own new_string, so it adds nothing of the file's.)"""
+    new = after.get("old_string")
+    if not isinstance(new, str) or new == before.get("old_string"):
+        return True
+    own = str(before.get("old_string") or "").translate(_NO_QUOTES)
+    unknown = [line.strip() for line in new.splitlines()
+               if line.strip() and line.strip().translate(_NO_QUOTES) not in own]
+    if not unknown:
+        return True
+    shown = []
+    for m in messages:
+        content = m.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
+        shown += [_text_of(b.get("content")) if b.get("type") == "tool_result" else b.get("text") or ""
+                  for b in blocks if b.get("type") in ("text", "tool_result")]
+    text = "\n".join(shown)
+    return all(line in text for line in unknown)
