@@ -282,3 +282,15 @@ def test_a_rename_in_a_file_never_shown_is_not_widened(tmp_path):
              if m["role"] == "assistant" and '"Edit"' in m["content"]]
     # the call stays the model's own: widened, it would have carried the file's lines unread
     assert calls[0]["arguments"]["old_string"] == "x" and calls[0]["arguments"]["replace_all"] is True
+
+
+def test_an_edit_naming_a_fifo_never_hangs_the_fix(tmp_path, monkeypatch):
+    """A FIFO planted under the name an Edit gives is not read (it would block for ever)."""
+    import os
+
+    from codeloop.session.local_profile import fix_edit
+
+    os.mkfifo(tmp_path / "pipe")
+    monkeypatch.chdir(tmp_path)
+    inp = {"file_path": "pipe", "old_string": "x", "new_string": "xs", "replace_all": True}
+    assert fix_edit("Edit", inp) == inp

@@ -185,11 +185,26 @@ MAX_FIXED_FILE = 1_000_000
 
 
 def _file_text(inp: dict[str, Any]) -> str | None:
-    path = Path(str(inp.get("file_path", "")))   # relative to the process's folder, as the CLI runs
+    """The named regular file's text (relative to the process's folder, as the CLI runs), or None.
+    Opened non-blocking and checked on the open descriptor: a FIFO or device planted under the
+    name must never hang the model's turn (Edit itself refuses such files later)."""
+    import os
+    import stat
+
     try:
-        return path.read_text(encoding="utf-8") if path.stat().st_size <= MAX_FIXED_FILE else None
+        fd = os.open(str(inp.get("file_path", "")), os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except (OSError, ValueError):
         return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FIXED_FILE:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read(MAX_FIXED_FILE + 1).decode("utf-8")
+    except (OSError, ValueError):
+        return None
+    finally:
+        os.close(fd)
 
 
 def fix_edit(name: str, inp: dict[str, Any]) -> dict[str, Any]:
