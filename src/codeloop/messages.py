@@ -247,14 +247,6 @@ def dumps_marked(obj: Any, **kw: Any) -> str:
 
 
 _WIRE: json.JSONEncoder | None = None   # json.dumps builds an encoder per call with these options
-_FAST_OPTIONS = 0
-
-
-def _fast_options(fast: Any) -> int:
-    # dataclasses and datetimes are refused as json refuses them (orjson would write them)
-    global _FAST_OPTIONS
-    _FAST_OPTIONS = fast.OPT_PASSTHROUGH_DATACLASS | fast.OPT_PASSTHROUGH_DATETIME
-    return _FAST_OPTIONS
 
 
 def wire_json(obj: Any) -> bytes:
@@ -273,7 +265,8 @@ def wire_json(obj: Any) -> bytes:
     fast = fast_module(if_loaded=True)
     if fast is not None:
         try:
-            return fast.dumps(obj, option=_FAST_OPTIONS or _fast_options(fast))
+            # dataclasses and datetimes are refused as json refuses them (orjson would write them)
+            return fast.dumps(obj, option=fast.OPT_PASSTHROUGH_DATACLASS | fast.OPT_PASSTHROUGH_DATETIME)
         except TypeError:   # orjson.JSONEncodeError
             pass
     if _WIRE is None:

@@ -167,10 +167,9 @@ def _check_bwrap() -> tuple[str, str]:
 
 
 def _check_rg() -> tuple[str, str]:
-    from codeloop.shellpath import find_program
-    from codeloop.tools.builtin.ripgrep import env_rg
+    from codeloop.tools.builtin.ripgrep import find_rg
 
-    rg = env_rg() or find_program("rg")
+    rg = find_rg()
     return (OK, f"ripgrep {rg}") if rg else (PROBLEM, "ripgrep (rg) not found: Grep uses its slower Python "
                                                         "fallback (pip install ripgrep, or your package manager)")
 

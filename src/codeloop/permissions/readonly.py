@@ -12,6 +12,7 @@ and substring offsets, which bash evaluates arithmetically) are never read-only.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from codeloop.permissions.shell_cmd import _FIND_ACTIONS, dangerous_env, git_config_reads, unwrap  # noqa: F401
 from codeloop.permissions.shell_writes import writes_file
@@ -178,8 +179,10 @@ def has_expansion_trick(command: str) -> bool:
     return "$" in command and re.search(_EXPANSION_TRICKS, command) is not None
 
 
+@lru_cache(maxsize=256)   # asked of each Bash call by its scheduling and its transcript record
 def is_read_only(command: str, *, repo_programs_ok: bool = False) -> bool:
-    """A whole command line is read-only iff it parses cleanly and every part is read-only."""
+    """A whole command line is read-only iff it parses cleanly and every part is read-only
+    (a function of the text alone)."""
     split = split_command(command)
     return split.clean and bool(split.parts) and all(
         is_read_only_command(p, repo_programs_ok=repo_programs_ok) for p in split.parts)

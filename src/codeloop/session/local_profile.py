@@ -191,8 +191,10 @@ def _file_text(inp: dict[str, Any]) -> str | None:
     import os
     import stat
 
+    from codeloop.tools.builtin.fileio import READ_FLAGS
+
     try:
-        fd = os.open(str(inp.get("file_path", "")), os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(str(inp.get("file_path", "")), READ_FLAGS)
     except (OSError, ValueError):
         return None
     try:

@@ -361,8 +361,8 @@ class BashTool(Tool):
         detach: asyncio.Future | None = None,
     ) -> str | None:
         # proc.wait() also waits for the pipes to close, which a background child can hold open
-        # forever; returncode is set as soon as the shell itself is reaped, so poll that. Waking
-        # on the pipes closing keeps the common case (output done = shell done) prompt.
+        # forever: until they close, returncode (set as soon as the shell itself is reaped) is
+        # polled, waking on the pipes closing; once they are closed, wait() is waited on.
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
         woken = {abort_wait} if detach is None else {abort_wait, detach}

@@ -73,7 +73,7 @@ class Detach:
             try:
                 while proc.returncode is None:   # proc.wait() would also wait for pipes a child holds
                     if readers.done():
-                        await asyncio.sleep(POLL_S)
+                        await proc.wait()   # the pipes are closed: nothing can hold it now
                     else:
                         await asyncio.wait({readers}, timeout=POLL_S)
                 try:
