@@ -179,7 +179,8 @@ def has_expansion_trick(command: str) -> bool:
     return "$" in command and re.search(_EXPANSION_TRICKS, command) is not None
 
 
-@lru_cache(maxsize=256)   # asked of each Bash call by its scheduling and its transcript record
+@lru_cache(maxsize=16)   # asked of each Bash call by its scheduling and its transcript record, in a row
+# (few entries: a command line can be a long heredoc, and only the latest few are asked again)
 def is_read_only(command: str, *, repo_programs_ok: bool = False) -> bool:
     """A whole command line is read-only iff it parses cleanly and every part is read-only
     (a function of the text alone)."""
