@@ -111,3 +111,29 @@ def test_codeloops_own_environ_cannot_be_read_by_a_command(tmp_path):
     assert r.returncode == 0, r.stderr
     out = result_of(api)
     assert "sk-ant-cli-secret" not in out and "Permission denied" in out
+
+
+_DUMPABLE_PROBE = """
+import sys
+from codeloop.tools.builtin import shell_env
+{setup}
+shell_env.protect_process()
+after = shell_env._prctl(3, 0)   # PR_GET_DUMPABLE
+print(after, 'ctypes' in sys.modules)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux's")
+@pytest.mark.parametrize(("setup", "ctypes_loaded"), [
+    ("", "False"),
+    # an interpreter whose _ctypes offers no plain call: ctypes itself makes it, with the same effect
+    ("import _ctypes; del _ctypes.call_function", "True"),
+])
+def test_protect_process_makes_codeloop_non_dumpable(setup, ctypes_loaded):
+    """The prctl is made without importing ctypes (its class definitions were a fifth of the first
+    tool turn), and still takes effect; where `_ctypes` lacks the entry point, ctypes makes it."""
+    env = {k: v for k, v in os.environ.items() if k != "CODELOOP_ALLOW_PTRACE"}
+    r = subprocess.run([sys.executable, "-c", _DUMPABLE_PROBE.format(setup=setup)], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["0", ctypes_loaded]

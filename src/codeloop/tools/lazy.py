@@ -25,12 +25,12 @@ _CACHE_VERSION = 2
 # Warmed first: the tools a session almost always calls, in about the order it calls them.
 WARM_FIRST = ("Bash", "Read", "Grep", "Glob", "Edit", "Write")
 # Then what the first Bash call's permission check and start import (the shell scanner, the rules,
-# ctypes for protect_process): ~10 ms of the first tool turn otherwise.
+# _ctypes for protect_process): ~10 ms of the first tool turn otherwise.
 # (git_reads is left out: a Bash check needs it only when some path is hidden from reads)
 WARM_MODULES = ("codeloop.permissions.bash_gate", "codeloop.permissions.bash", "codeloop.permissions.readonly",
                 "codeloop.permissions.rules", "codeloop.permissions.shell_writes",
                 "codeloop.permissions.git_programs", "codeloop.permissions.guarded", "codeloop.permissions.consent",
-                "codeloop.permissions.modes", "ctypes")
+                "codeloop.permissions.modes", "_ctypes")
 # After a request went out, how long the model must stay silent before warming starts.
 WARM_DELAY_S = 0.05
 # Tool modules that import no pydantic themselves (their input model is a `base.LazyModel`).

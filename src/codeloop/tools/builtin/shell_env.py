@@ -64,9 +64,21 @@ def protect_process() -> None:
         return
     _protected = True
     try:
+        _prctl(_PR_SET_DUMPABLE, 0)
+    except (OSError, AttributeError, ImportError):
+        pass
+
+
+def _prctl(option: int, arg: int) -> int:
+    """libc's prctl(option, arg, 0, 0, 0). Through `_ctypes`, the C half of ctypes, when it offers
+    dlsym and a plain call (CPython's does): the `ctypes` package defines some 60 classes on import,
+    about a fifth of the first tool turn's own work, to make this one call. Its calling convention
+    is the one `ctypes.CDLL` uses for int arguments, so the call is the same."""
+    import _ctypes
+
+    dlopen, dlsym, call = (getattr(_ctypes, n, None) for n in ("dlopen", "dlsym", "call_function"))
+    if dlopen is None or dlsym is None or call is None:
         import ctypes
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
+        return int(ctypes.CDLL(None).prctl(option, arg, 0, 0, 0))
+    return int(call(dlsym(dlopen(None, os.RTLD_NOW), "prctl"), (option, arg, 0, 0, 0)))
