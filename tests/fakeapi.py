@@ -211,9 +211,12 @@ class ScriptedAPI:
         return httpx.MockTransport(handler)
 
     # -- loopback server ----------------------------------------------------------------------
-    def serve(self, get: Callable[[BaseHTTPRequestHandler], None] | None = None) -> _Server:
-        """A loopback server for the CLI; `get` answers GET requests (the Files API, say), 404 without it."""
-        return _Server(self, get)
+    def serve(self, get: Callable[[BaseHTTPRequestHandler], None] | None = None, *,
+              tls: tuple[str, str] | None = None, on_connect: Callable[[], None] | None = None) -> _Server:
+        """A loopback server for the CLI; `get` answers GET requests (the Files API, say), 404 without it.
+        `tls` = (certificate file, key file) serves https; `on_connect` runs as each connection is
+        taken (after its TLS handshake), before anything is read from it."""
+        return _Server(self, get, tls=tls, on_connect=on_connect)
 
 
 class _AsyncChunks(httpx.AsyncByteStream):
@@ -232,7 +235,8 @@ class _AsyncChunks(httpx.AsyncByteStream):
 
 
 class _Server:
-    def __init__(self, api: ScriptedAPI, get: Callable[[BaseHTTPRequestHandler], None] | None = None) -> None:
+    def __init__(self, api: ScriptedAPI, get: Callable[[BaseHTTPRequestHandler], None] | None = None, *,
+                 tls: tuple[str, str] | None = None, on_connect: Callable[[], None] | None = None) -> None:
         self.api = api
         api_ref = api
 
@@ -241,6 +245,11 @@ class _Server:
             # TCP_NODELAY: without it each small SSE write after the first waits on the client's
             # delayed ACK (Nagle), a ~40 ms stall per answer that would swamp any timing.
             disable_nagle_algorithm = True
+
+            def setup(self) -> None:
+                if on_connect is not None:
+                    on_connect()
+                super().setup()
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -284,7 +293,15 @@ class _Server:
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        scheme = "http"
+        if tls is not None:
+            import ssl
+
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(*tls)
+            self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True)
+            scheme = "https"
+        self.url = f"{scheme}://127.0.0.1:{self.httpd.server_address[1]}"
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     def __enter__(self) -> str:

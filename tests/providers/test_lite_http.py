@@ -233,3 +233,99 @@ def test_a_header_cannot_smuggle_a_line_break():
     client = LiteClient("http://127.0.0.1:1", {"x-api-key": "k\r\nx-evil: 1"}, connect_s=5)
     with pytest.raises(ValueError, match="line breaks"):
         client.build_request("POST", "/v1/messages", content=b"{}")
+
+
+class _TLSServer(RawServer):
+    """RawServer over TLS that can say when a connection has been taken (its handshake done)."""
+
+    def __init__(self, cert: str, key: str, *answers: tuple[bytes, bool], drop_first: bool = False) -> None:
+        super().__init__(*answers)
+        self.cert, self.key, self.drop_first = cert, key, drop_first
+        self.connected = asyncio.Event()
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connected.set()
+        if self.drop_first and self.connections == 0:
+            self.connections += 1
+            writer.close()   # a server that closed the idle connection before the request came
+            return
+        await super().handle(reader, writer)
+
+    async def __aenter__(self) -> str:
+        import ssl
+
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(self.cert, self.key)
+        self.server = await asyncio.start_server(self.handle, "127.0.0.1", 0, ssl=ctx)
+        return f"https://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+
+
+_OK = (b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok", True)
+
+
+
+async def test_preconnect_opens_the_first_connection_which_the_request_takes(tmp_path, monkeypatch):
+    cert, key = _self_signed(tmp_path)
+    monkeypatch.setenv("SSL_CERT_FILE", cert)
+    srv = _TLSServer(cert, key, _OK)
+    async with srv as url:
+        client = LiteClient(url, {}, connect_s=5)
+        client.preconnect()
+        client.preconnect()   # a second call opens nothing more
+        # the handshake is done before any request is made: the server has taken the connection
+        await asyncio.wait_for(srv.connected.wait(), 30)
+        assert srv.requests == []
+        assert (await post(client))[:2] == (200, b"ok")
+        assert srv.connections == 1   # the request went on the preconnected connection
+        await client.aclose()
+
+
+async def test_a_preconnected_connection_the_server_closed_is_replaced(tmp_path, monkeypatch):
+    cert, key = _self_signed(tmp_path)
+    monkeypatch.setenv("SSL_CERT_FILE", cert)
+    srv = _TLSServer(cert, key, _OK, drop_first=True)
+    async with srv as url:
+        client = LiteClient(url, {}, connect_s=5)
+        client.preconnect()
+        await asyncio.wait_for(srv.connected.wait(), 30)
+        assert (await post(client))[:2] == (200, b"ok")
+        assert srv.connections == 2 and len(srv.requests) == 1
+        await client.aclose()
+
+
+async def test_a_failed_preconnect_is_the_requests_own_failure_and_logs_nothing(tmp_path, monkeypatch):
+    import gc
+    import socket
+
+    cert, _key = _self_signed(tmp_path)
+    monkeypatch.setenv("SSL_CERT_FILE", cert)
+    with socket.socket() as s:   # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        url = f"https://127.0.0.1:{s.getsockname()[1]}"
+    loop = asyncio.get_running_loop()
+    reported: list[dict] = []
+    loop.set_exception_handler(lambda _loop, context: reported.append(context))
+    client = LiteClient(url, {}, connect_s=5)
+    client.preconnect()
+    with pytest.raises(APIConnectionError, match=f"could not connect to {url}"):
+        with transport_errors(url):
+            await post(client)
+    # a client closed with a failed preconnect it never used: nothing is logged either
+    other = LiteClient(url, {}, connect_s=5)
+    other.preconnect()
+    await asyncio.wait([other._opening]) if other._opening else None
+    await other.aclose()
+    await client.aclose()
+    gc.collect()
+    assert reported == []
+
+
+async def test_plain_http_is_not_preconnected():
+    srv = RawServer(_OK)
+    async with srv as url:
+        client = LiteClient(url, {}, connect_s=5)
+        client.preconnect()
+        assert client._opening is None   # a local server: no round trip to save
+        assert (await post(client))[:2] == (200, b"ok")
+        assert srv.connections == 1
+        await client.aclose()

@@ -98,6 +98,10 @@ class AnthropicProvider:
     def _client(self) -> httpx.AsyncClient:
         return self._clients.httpx()
 
+    def preconnect(self) -> None:
+        """Open the first request's connection now (`base.Preconnects`)."""
+        self._clients.preconnect()
+
     async def aclose(self) -> None:
         await self._clients.aclose()
 

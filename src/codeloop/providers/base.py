@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from codeloop.messages import extends, wire_json
 
@@ -61,6 +61,14 @@ class Provider(Protocol):
 
     async def aclose(self) -> None:
         ...
+
+
+@runtime_checkable
+class Preconnects(Protocol):
+    """A provider that can open its first request's connection ahead of it: called once the session
+    is being assembled (running event loop), so the handshakes overlap the rest of the assembly."""
+
+    def preconnect(self) -> None: ...
 
 
 # id(first API message) → (the messages before the last, each one's JSON and a comma) of the previous

@@ -253,6 +253,7 @@ class LiteClient:
         self.connect_s = connect_s
         self._idle: list[_Conn] = []
         self._ssl: Any = None
+        self._opening: asyncio.Task[_Conn] | None = None   # `preconnect`'s connection, until it is taken
 
     def build_request(self, method: str, path: str, *, content: bytes = b"",
                       headers: dict[str, str] | None = None) -> Request:
@@ -270,6 +271,11 @@ class LiteClient:
         wire = head.encode("latin-1") + request.content
         while True:
             conn, reused = self._take()
+            if conn is None and self._opening is not None:
+                # `preconnect`'s connection: its failure is this request's (the same errors, the
+                # same retries); one the server closed while it waited is replaced as an idle one is
+                opening, self._opening = self._opening, None
+                conn, reused = await opening, True
             if conn is None:
                 conn = await self._connect()
             try:
@@ -318,6 +324,17 @@ class LiteClient:
             keep = version == "HTTP/1.1" and "close" not in conn_hdr
             return Response(self, conn, status, headers, keep, method)
 
+    def preconnect(self) -> None:
+        """Start opening the first connection now, so that its round trips (DNS, TCP, the TLS
+        handshake) overlap what the caller does before its first request, which takes it.
+        https only: a plain-http endpoint is a local server, where a connection costs no round trip.
+        Nothing is sent on it until that request."""
+        if self.scheme != "https" or self._opening is not None or self._idle:
+            return
+        self._opening = asyncio.get_running_loop().create_task(self._connect())
+        # retrieved here too: a client closed before any request must not log a failed preconnect
+        self._opening.add_done_callback(lambda t: t.cancelled() or t.exception())
+
     def _take(self) -> tuple[_Conn | None, bool]:
         while self._idle:
             conn = self._idle.pop()
@@ -350,6 +367,12 @@ class LiteClient:
         return _Conn(reader, writer)
 
     async def aclose(self) -> None:
+        opening, self._opening = self._opening, None
+        if opening is not None:
+            if opening.done() and not opening.cancelled() and opening.exception() is None:
+                self._idle.append(opening.result())
+            else:
+                opening.cancel()
         idle, self._idle = self._idle, []
         for conn in idle:
             conn.close()

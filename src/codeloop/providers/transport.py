@@ -93,15 +93,21 @@ class HttpClients:
 
     def stream(self) -> Any:
         """The client for model requests."""
-        if self._lite is not None:
-            return self._lite
-        if self._httpx is None:
+        return self._lite_client() or self.httpx()
+
+    def _lite_client(self) -> Any:
+        if self._lite is None and self._httpx is None:
             from codeloop.providers import lite_http
 
             if lite_http.use_lite(self.base_url, self.transport):
                 self._lite = lite_http.LiteClient(self.base_url, self.headers, connect_s=self.deadlines.connect_s)
-                return self._lite
-        return self.httpx()
+        return self._lite
+
+    def preconnect(self) -> None:
+        """Open the model requests' first connection ahead of them when `lite_http` carries them
+        (never builds httpx for it: proxies and injected transports connect on first use)."""
+        if self.base_url.startswith("https://") and (lite := self._lite_client()) is not None:
+            lite.preconnect()
 
     def httpx(self) -> Any:
         if self._httpx is None:

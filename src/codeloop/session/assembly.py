@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from codeloop.providers.base import Preconnects
 from codeloop.session.assembly_parts import (History, load_history, make_policy, make_provider, make_tools,
                                              output_style, permission_prompt_tool, session_hooks, start_mcp,
                                              style_name)
@@ -45,6 +46,8 @@ async def open_session(options: RunOptions, host: SessionHost | None = None, *,
     except BaseException:
         _let_go(history)
         raise
+    if isinstance(prov, Preconnects):
+        prov.preconnect()   # the first request's handshakes overlap the rest of the assembly
     try:
         manager, warnings = await start_mcp(options)
         style, style_warnings = output_style(options, files)
