@@ -270,8 +270,8 @@ async def test_preconnect_opens_the_first_connection_which_the_request_takes(tmp
     srv = _TLSServer(cert, key, _OK)
     async with srv as url:
         client = LiteClient(url, {}, connect_s=5)
-        client.preconnect()
-        client.preconnect()   # a second call opens nothing more
+        assert client.preconnect() is True
+        assert client.preconnect() is False   # a second call opens nothing more
         # the handshake is done before any request is made: the server has taken the connection
         await asyncio.wait_for(srv.connected.wait(), 30)
         assert srv.requests == []
@@ -324,8 +324,32 @@ async def test_plain_http_is_not_preconnected():
     srv = RawServer(_OK)
     async with srv as url:
         client = LiteClient(url, {}, connect_s=5)
-        client.preconnect()
-        assert client._opening is None   # a local server: no round trip to save
+        assert client.preconnect() is False   # a local server: no round trip to save
         assert (await post(client))[:2] == (200, b"ok")
         assert srv.connections == 1
         await client.aclose()
+
+
+async def test_the_tls_context_is_made_off_the_loop_and_a_failed_one_is_not_kept(tmp_path, monkeypatch):
+    import threading
+
+    cert, key = _self_signed(tmp_path)
+    made_on: list[str] = []
+    real = lite_http.ssl_context
+
+    def recording():
+        made_on.append(threading.current_thread().name)
+        return real()
+
+    monkeypatch.setattr(lite_http, "ssl_context", recording)
+    srv = _TLSServer(cert, key, _OK, _OK)
+    async with srv as url:
+        client = LiteClient(url, {}, connect_s=5)
+        monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "missing.pem"))
+        with pytest.raises(OSError):
+            await post(client)
+        monkeypatch.setenv("SSL_CERT_FILE", cert)   # fixed: the next request makes the context again
+        assert (await post(client))[:2] == (200, b"ok")
+        assert (await post(client))[:2] == (200, b"ok")   # made once, then kept
+        await client.aclose()
+    assert len(made_on) == 2 and threading.main_thread().name not in made_on

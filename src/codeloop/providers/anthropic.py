@@ -98,9 +98,9 @@ class AnthropicProvider:
     def _client(self) -> httpx.AsyncClient:
         return self._clients.httpx()
 
-    def preconnect(self) -> None:
-        """Open the first request's connection now (`base.Preconnects`)."""
-        self._clients.preconnect()
+    def preconnect(self) -> bool:
+        """Open the first request's connection now (`base.Preconnects`); whether it started."""
+        return self._clients.preconnect()
 
     async def aclose(self) -> None:
         await self._clients.aclose()

@@ -68,7 +68,7 @@ class Preconnects(Protocol):
     """A provider that can open its first request's connection ahead of it: called once the session
     is being assembled (running event loop), so the handshakes overlap the rest of the assembly."""
 
-    def preconnect(self) -> None: ...
+    def preconnect(self) -> bool: ...   # whether a connection started opening
 
 
 # id(first API message) → (the messages before the last, each one's JSON and a comma) of the previous

@@ -324,16 +324,18 @@ class LiteClient:
             keep = version == "HTTP/1.1" and "close" not in conn_hdr
             return Response(self, conn, status, headers, keep, method)
 
-    def preconnect(self) -> None:
-        """Start opening the first connection now, so that its round trips (DNS, TCP, the TLS
-        handshake) overlap what the caller does before its first request, which takes it.
+    def preconnect(self) -> bool:
+        """Start opening the first connection now, so that its work (the TLS context, DNS, TCP)
+        overlaps what the caller does before its first request, which takes it; whether it started.
         https only: a plain-http endpoint is a local server, where a connection costs no round trip.
         Nothing is sent on it until that request."""
         if self.scheme != "https" or self._opening is not None or self._idle:
-            return
+            return False
+        self._tls_started()   # on its thread from now on, while the caller's code holds the loop
         self._opening = asyncio.get_running_loop().create_task(self._connect())
         # retrieved here too: a client closed before any request must not log a failed preconnect
         self._opening.add_done_callback(lambda t: t.cancelled() or t.exception())
+        return True
 
     def _take(self) -> tuple[_Conn | None, bool]:
         while self._idle:
@@ -346,12 +348,26 @@ class LiteClient:
     def _release(self, conn: _Conn) -> None:
         self._idle.append(conn)
 
+    def _tls_started(self) -> asyncio.Future[Any]:
+        """The TLS context, made once. Loading the CA bundle is 15-25 ms of work that OpenSSL does
+        with the GIL released, so it is made on a worker thread, started at once (not at the loop's
+        next turn): the loop's own work goes on meanwhile (after `preconnect`, the session's assembly)."""
+        if self._ssl is None:
+            self._ssl = asyncio.get_running_loop().run_in_executor(None, ssl_context)
+            self._ssl.add_done_callback(lambda f: f.cancelled() or f.exception())   # never "not retrieved"
+        return self._ssl
+
+    async def _tls(self) -> Any:
+        made = self._tls_started()
+        try:
+            return await asyncio.shield(made)   # a cancelled connect leaves the context to the next
+        except Exception:
+            if made.done() and self._ssl is made:
+                self._ssl = None   # a failure (an unreadable SSL_CERT_FILE) is not kept: tried again next time
+            raise
+
     async def _connect(self) -> _Conn:
-        ssl_ctx = None
-        if self.scheme == "https":
-            if self._ssl is None:
-                self._ssl = ssl_context()
-            ssl_ctx = self._ssl
+        ssl_ctx = await self._tls() if self.scheme == "https" else None
         try:
             async with asyncio.timeout(self.connect_s):
                 reader, writer = await asyncio.open_connection(

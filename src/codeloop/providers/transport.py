@@ -103,11 +103,11 @@ class HttpClients:
                 self._lite = lite_http.LiteClient(self.base_url, self.headers, connect_s=self.deadlines.connect_s)
         return self._lite
 
-    def preconnect(self) -> None:
+    def preconnect(self) -> bool:
         """Open the model requests' first connection ahead of them when `lite_http` carries them
         (never builds httpx for it: proxies and injected transports connect on first use)."""
-        if self.base_url.startswith("https://") and (lite := self._lite_client()) is not None:
-            lite.preconnect()
+        lite = self._lite_client() if self.base_url.startswith("https://") else None
+        return lite is not None and lite.preconnect()
 
     def httpx(self) -> Any:
         if self._httpx is None:

@@ -19,6 +19,7 @@ and shared parts; `session.subagent` builds a subagent's Conversation on top of 
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from typing import Any
 
@@ -46,8 +47,10 @@ async def open_session(options: RunOptions, host: SessionHost | None = None, *,
     except BaseException:
         _let_go(history)
         raise
-    if isinstance(prov, Preconnects):
-        prov.preconnect()   # the first request's handshakes overlap the rest of the assembly
+    if isinstance(prov, Preconnects) and prov.preconnect():
+        # the first request's connection is made while the rest of the session is assembled; one
+        # turn of the loop lets it start (its DNS lookup, its TCP connect) before that work holds the loop
+        await asyncio.sleep(0)
     try:
         manager, warnings = await start_mcp(options)
         style, style_warnings = output_style(options, files)
