@@ -65,6 +65,7 @@ class SettingsSource:
 
 @dataclass
 class LoadedSettings:
+    """The settings hierarchy merged, where each part came from, and what was refused or broken."""
     merged: dict[str, Any] = field(default_factory=dict)
     sources: list[SettingsSource] = field(default_factory=list)   # highest precedence first
     errors: list[str] = field(default_factory=list)

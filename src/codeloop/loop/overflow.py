@@ -93,6 +93,7 @@ class RequestTooLong(ContextOverflowError):
 
 @dataclass
 class _Part:
+    """One part of a request that may be shortened: what it is and how many characters it holds."""
     what: str
     chars: int
 

@@ -89,6 +89,7 @@ class VerdictKind(str, Enum):
 
 @dataclass(frozen=True)
 class Verdict:
+    """The reviewer's answer about one call: allow or block, and why."""
     kind: VerdictKind
     reason: str
 
@@ -150,6 +151,7 @@ def transcript_excerpt(messages: list[Any]) -> str:
 
 @dataclass
 class AutoReviewer:
+    """Auto mode's reviewer: the model it asks, its rules, and how many calls it blocked in a row and in all."""
     provider: Any
     model: str
     rules: AutoRules = field(default_factory=AutoRules)

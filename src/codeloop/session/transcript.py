@@ -40,6 +40,7 @@ class TranscriptError(Exception):
 
 @dataclass
 class LoadedTranscript:
+    """A transcript read back: its messages, its raw entries, what was repaired, and its last uuid."""
     messages: list[Message]
     entries: list[dict[str, Any]]
     warnings: list[str] = field(default_factory=list)

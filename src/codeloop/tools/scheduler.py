@@ -43,6 +43,7 @@ class ScheduleError(ValueError):
 
 @dataclass
 class Job:
+    """One scheduled prompt: when it fires next, and whether (and by which cron line) it recurs."""
     id: str
     kind: JobKind
     prompt: str

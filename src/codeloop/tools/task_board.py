@@ -32,6 +32,7 @@ class TaskStatus(str, Enum):
 
 @dataclass
 class TaskRecord:
+    """One task of the task list, in Claude Code's field names."""
     id: str
     subject: str
     description: str
