@@ -215,7 +215,7 @@ class ScriptedAPI:
               tls: tuple[str, str] | None = None, on_connect: Callable[[], None] | None = None) -> _Server:
         """A loopback server for the CLI; `get` answers GET requests (the Files API, say), 404 without it.
         `tls` = (certificate file, key file) serves https; `on_connect` runs as each connection is
-        taken (after its TLS handshake), before anything is read from it."""
+        taken (TCP connected; before its TLS handshake), before anything is read from it."""
         return _Server(self, get, tls=tls, on_connect=on_connect)
 
 
@@ -249,6 +249,8 @@ class _Server:
             def setup(self) -> None:
                 if on_connect is not None:
                     on_connect()
+                if tls is not None:
+                    self.request.do_handshake()   # here, not in accept: on_connect sees TCP connect
                 super().setup()
 
             def log_message(self, *args: Any) -> None:
@@ -299,7 +301,7 @@ class _Server:
 
             ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             ctx.load_cert_chain(*tls)
-            self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True)
+            self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True, do_handshake_on_connect=False)
             scheme = "https"
         self.url = f"{scheme}://127.0.0.1:{self.httpd.server_address[1]}"
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)

@@ -236,20 +236,30 @@ def test_a_header_cannot_smuggle_a_line_break():
 
 
 class _TLSServer(RawServer):
-    """RawServer over TLS that can say when a connection has been taken (its handshake done)."""
+    """RawServer over TLS, behind a TCP relay that counts the connections made to it (a TLS server
+    sees a connection only once its handshake is done; the relay sees it when TCP connects)."""
 
-    def __init__(self, cert: str, key: str, *answers: tuple[bytes, bool], drop_first: bool = False) -> None:
+    def __init__(self, cert: str, key: str, *answers: tuple[bytes, bool]) -> None:
         super().__init__(*answers)
-        self.cert, self.key, self.drop_first = cert, key, drop_first
-        self.connected = asyncio.Event()
+        self.cert, self.key = cert, key
+        self.tcp = 0
+        self.tcp_seen = asyncio.Event()
 
-    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.connected.set()
-        if self.drop_first and self.connections == 0:
-            self.connections += 1
-            writer.close()   # a server that closed the idle connection before the request came
-            return
-        await super().handle(reader, writer)
+    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.tcp += 1
+        self.tcp_seen.set()
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.tls_port)
+
+        async def pipe(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+            try:
+                while data := await r.read(65536):
+                    w.write(data)
+                    await w.drain()
+            except OSError:
+                pass
+            w.close()
+
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
 
     async def __aenter__(self) -> str:
         import ssl
@@ -257,14 +267,24 @@ class _TLSServer(RawServer):
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(self.cert, self.key)
         self.server = await asyncio.start_server(self.handle, "127.0.0.1", 0, ssl=ctx)
-        return f"https://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+        self.tls_port = self.server.sockets[0].getsockname()[1]
+        self.relay = await asyncio.start_server(self._relay, "127.0.0.1", 0)
+        return f"https://127.0.0.1:{self.relay.sockets[0].getsockname()[1]}"
+
+    async def __aexit__(self, *exc) -> None:
+        self.relay.close()
+        await super().__aexit__(*exc)
 
 
 _OK = (b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok", True)
 
 
+async def _preconnected(client: LiteClient) -> None:
+    """Until the preconnect's thread has connected (or failed)."""
+    await asyncio.wait([client._early._future], timeout=30)
 
-async def test_preconnect_opens_the_first_connection_which_the_request_takes(tmp_path, monkeypatch):
+
+async def test_preconnect_connects_before_the_request_which_takes_the_connection(tmp_path, monkeypatch):
     cert, key = _self_signed(tmp_path)
     monkeypatch.setenv("SSL_CERT_FILE", cert)
     srv = _TLSServer(cert, key, _OK)
@@ -272,52 +292,80 @@ async def test_preconnect_opens_the_first_connection_which_the_request_takes(tmp
         client = LiteClient(url, {}, connect_s=5)
         assert client.preconnect() is True
         assert client.preconnect() is False   # a second call opens nothing more
-        # the handshake is done before any request is made: the server has taken the connection
-        await asyncio.wait_for(srv.connected.wait(), 30)
+        # TCP is connected with no request made, without the loop doing anything for it
+        await asyncio.wait_for(srv.tcp_seen.wait(), 30)
+        await _preconnected(client)
         assert srv.requests == []
         assert (await post(client))[:2] == (200, b"ok")
-        assert srv.connections == 1   # the request went on the preconnected connection
+        assert srv.tcp == 1   # the request went on the preconnected connection
         await client.aclose()
 
 
-async def test_a_preconnected_connection_the_server_closed_is_replaced(tmp_path, monkeypatch):
+async def test_a_stale_preconnected_connection_is_not_used(tmp_path, monkeypatch):
+    from codeloop.providers import preconnect
+
     cert, key = _self_signed(tmp_path)
     monkeypatch.setenv("SSL_CERT_FILE", cert)
-    srv = _TLSServer(cert, key, _OK, drop_first=True)
+    monkeypatch.setattr(preconnect, "MAX_IDLE_S", -1.0)   # whatever waited is too old
+    srv = _TLSServer(cert, key, _OK)
     async with srv as url:
         client = LiteClient(url, {}, connect_s=5)
         client.preconnect()
-        await asyncio.wait_for(srv.connected.wait(), 30)
+        await _preconnected(client)
+        sock = client._early._future.result()[0]
         assert (await post(client))[:2] == (200, b"ok")
-        assert srv.connections == 2 and len(srv.requests) == 1
+        assert srv.tcp == 2 and len(srv.requests) == 1 and sock.fileno() == -1   # closed, not leaked
         await client.aclose()
 
 
-async def test_a_failed_preconnect_is_the_requests_own_failure_and_logs_nothing(tmp_path, monkeypatch):
+async def test_a_failed_preconnect_is_dropped_and_the_request_connects_itself(tmp_path, monkeypatch):
     import gc
     import socket
+    import ssl
 
-    cert, _key = _self_signed(tmp_path)
+    cert, key = _self_signed(tmp_path)
     monkeypatch.setenv("SSL_CERT_FILE", cert)
-    with socket.socket() as s:   # a port nobody listens on
-        s.bind(("127.0.0.1", 0))
-        url = f"https://127.0.0.1:{s.getsockname()[1]}"
     loop = asyncio.get_running_loop()
     reported: list[dict] = []
     loop.set_exception_handler(lambda _loop, context: reported.append(context))
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))   # bound, not listening yet: a connect is refused
+    url = f"https://127.0.0.1:{listener.getsockname()[1]}"
     client = LiteClient(url, {}, connect_s=5)
     client.preconnect()
-    with pytest.raises(APIConnectionError, match=f"could not connect to {url}"):
-        with transport_errors(url):
-            await post(client)
+    await _preconnected(client)
+    assert isinstance(client._early._future.exception(), ConnectionRefusedError)
+    # the server comes up after the preconnect failed (codeloop started offline, say)
+    listener.listen()
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    srv = RawServer(_OK)
+    server = await asyncio.start_server(srv.handle, sock=listener, ssl=ctx)
+    try:
+        assert (await post(client))[:2] == (200, b"ok")
+    finally:
+        server.close()
     # a client closed with a failed preconnect it never used: nothing is logged either
-    other = LiteClient(url, {}, connect_s=5)
+    other = LiteClient("https://127.0.0.1:9", {}, connect_s=5)
     other.preconnect()
-    await asyncio.wait([other._opening]) if other._opening else None
+    await _preconnected(other)
     await other.aclose()
     await client.aclose()
     gc.collect()
     assert reported == []
+
+
+async def test_a_client_closed_before_its_first_request_closes_the_preconnected_socket(tmp_path, monkeypatch):
+    cert, key = _self_signed(tmp_path)
+    monkeypatch.setenv("SSL_CERT_FILE", cert)
+    srv = _TLSServer(cert, key, _OK)
+    async with srv as url:
+        client = LiteClient(url, {}, connect_s=5)
+        client.preconnect()
+        early = client._early
+        await _preconnected(client)
+        await client.aclose()
+        assert early._future.result()[0].fileno() == -1
 
 
 async def test_plain_http_is_not_preconnected():
@@ -335,13 +383,15 @@ async def test_the_tls_context_is_made_off_the_loop_and_a_failed_one_is_not_kept
 
     cert, key = _self_signed(tmp_path)
     made_on: list[str] = []
-    real = lite_http.ssl_context
+    from codeloop.providers import preconnect
+
+    real = preconnect.ssl_context
 
     def recording():
         made_on.append(threading.current_thread().name)
         return real()
 
-    monkeypatch.setattr(lite_http, "ssl_context", recording)
+    monkeypatch.setattr(preconnect, "ssl_context", recording)
     srv = _TLSServer(cert, key, _OK, _OK)
     async with srv as url:
         client = LiteClient(url, {}, connect_s=5)

@@ -81,19 +81,6 @@ def use_lite(base_url: str, transport: Any = None) -> bool:
     return not _proxy_applies(parts.scheme, parts.hostname)
 
 
-def ssl_context() -> Any:
-    """Verification as httpx does it by default: SSL_CERT_FILE, else SSL_CERT_DIR, else certifi."""
-    import ssl
-
-    if os.environ.get("SSL_CERT_FILE"):
-        return ssl.create_default_context(cafile=os.environ["SSL_CERT_FILE"])
-    if os.environ.get("SSL_CERT_DIR"):
-        return ssl.create_default_context(capath=os.environ["SSL_CERT_DIR"])
-    import certifi
-
-    return ssl.create_default_context(cafile=certifi.where())
-
-
 class Headers:
     """Case-insensitive response headers (repeated ones joined with ", ", as httpx reads them)."""
 
@@ -252,8 +239,8 @@ class LiteClient:
         self.headers = {k.lower(): v for k, v in headers.items()}
         self.connect_s = connect_s
         self._idle: list[_Conn] = []
-        self._ssl: Any = None
-        self._opening: asyncio.Task[_Conn] | None = None   # `preconnect`'s connection, until it is taken
+        self._ssl: Any = None     # a preconnect.TlsContext, made on first https use
+        self._early: Any = None   # `preconnect`'s connection (a preconnect.Preconnect), until taken
 
     def build_request(self, method: str, path: str, *, content: bytes = b"",
                       headers: dict[str, str] | None = None) -> Request:
@@ -271,11 +258,9 @@ class LiteClient:
         wire = head.encode("latin-1") + request.content
         while True:
             conn, reused = self._take()
-            if conn is None and self._opening is not None:
-                # `preconnect`'s connection: its failure is this request's (the same errors, the
-                # same retries); one the server closed while it waited is replaced as an idle one is
-                opening, self._opening = self._opening, None
-                conn, reused = await opening, True
+            if conn is None and self._early is not None:
+                early, self._early = self._early, None
+                conn = await self._adopt(early)
             if conn is None:
                 conn = await self._connect()
             try:
@@ -325,17 +310,29 @@ class LiteClient:
             return Response(self, conn, status, headers, keep, method)
 
     def preconnect(self) -> bool:
-        """Start opening the first connection now, so that its work (the TLS context, DNS, TCP)
-        overlaps what the caller does before its first request, which takes it; whether it started.
-        https only: a plain-http endpoint is a local server, where a connection costs no round trip.
-        Nothing is sent on it until that request."""
-        if self.scheme != "https" or self._opening is not None or self._idle:
+        """Start the first connection's work now (`providers.preconnect`): the TLS context, DNS and
+        TCP on worker threads while the caller's code holds the loop; the first request takes it.
+        Whether it started: https only (a plain-http endpoint is a local server, no round trip to
+        save). Nothing is sent before that request."""
+        if self.scheme != "https" or self._early is not None or self._idle:
             return False
-        self._tls_started()   # on its thread from now on, while the caller's code holds the loop
-        self._opening = asyncio.get_running_loop().create_task(self._connect())
-        # retrieved here too: a client closed before any request must not log a failed preconnect
-        self._opening.add_done_callback(lambda t: t.cancelled() or t.exception())
+        from codeloop.providers.preconnect import Preconnect, TlsContext
+
+        if self._ssl is None:
+            self._ssl = TlsContext()   # started at once, on its thread
+        self._early = Preconnect(self.host, self.port, self.connect_s)
         return True
+
+    async def _adopt(self, early: Any) -> _Conn | None:
+        """`preconnect`'s socket with its TLS handshake made, or None (connect afresh): it failed,
+        went stale, or its handshake failed (a server that closed it while it waited)."""
+        sock = await early.take()
+        if sock is None:
+            return None
+        try:
+            return await self._connect(sock)
+        except TransportError:
+            return None
 
     def _take(self) -> tuple[_Conn | None, bool]:
         while self._idle:
@@ -348,28 +345,22 @@ class LiteClient:
     def _release(self, conn: _Conn) -> None:
         self._idle.append(conn)
 
-    def _tls_started(self) -> asyncio.Future[Any]:
-        """The TLS context, made once. Loading the CA bundle is 15-25 ms of work that OpenSSL does
-        with the GIL released, so it is made on a worker thread, started at once (not at the loop's
-        next turn): the loop's own work goes on meanwhile (after `preconnect`, the session's assembly)."""
-        if self._ssl is None:
-            self._ssl = asyncio.get_running_loop().run_in_executor(None, ssl_context)
-            self._ssl.add_done_callback(lambda f: f.cancelled() or f.exception())   # never "not retrieved"
-        return self._ssl
-
     async def _tls(self) -> Any:
-        made = self._tls_started()
-        try:
-            return await asyncio.shield(made)   # a cancelled connect leaves the context to the next
-        except Exception:
-            if made.done() and self._ssl is made:
-                self._ssl = None   # a failure (an unreadable SSL_CERT_FILE) is not kept: tried again next time
-            raise
+        from codeloop.providers.preconnect import TlsContext
 
-    async def _connect(self) -> _Conn:
+        if self._ssl is None:
+            self._ssl = TlsContext()
+        return await self._ssl.get()
+
+    async def _connect(self, sock: socket.socket | None = None) -> _Conn:
         ssl_ctx = await self._tls() if self.scheme == "https" else None
         try:
             async with asyncio.timeout(self.connect_s):
+                if sock is not None:   # connected already (`preconnect`): the TLS handshake only
+                    reader, writer = await asyncio.open_connection(
+                        sock=sock, ssl=ssl_ctx, limit=HEAD_LIMIT,
+                        server_hostname=self.host if ssl_ctx is not None else None)
+                    return _Conn(reader, writer)
                 reader, writer = await asyncio.open_connection(
                     self.host, self.port, ssl=ssl_ctx, limit=HEAD_LIMIT,
                     server_hostname=self.host if ssl_ctx is not None else None,
@@ -377,18 +368,19 @@ class LiteClient:
                     # deadline; an address given as such (a local model server) has no rival to race
                     happy_eyeballs_delay=None if _is_address(self.host) else 0.25)
         except TimeoutError:
+            if sock is not None:
+                sock.close()
             raise ConnectTimeout(f"no connection to {self.host}:{self.port} within {self.connect_s:g}s") from None
         except OSError as exc:   # refused, unreachable, DNS failure, TLS handshake failure
+            if sock is not None:
+                sock.close()
             raise ConnectError(str(exc) or type(exc).__name__) from None
         return _Conn(reader, writer)
 
     async def aclose(self) -> None:
-        opening, self._opening = self._opening, None
-        if opening is not None:
-            if opening.done() and not opening.cancelled() and opening.exception() is None:
-                self._idle.append(opening.result())
-            else:
-                opening.cancel()
+        early, self._early = self._early, None
+        if early is not None:
+            early.discard()
         idle, self._idle = self._idle, []
         for conn in idle:
             conn.close()

@@ -19,7 +19,6 @@ and shared parts; `session.subagent` builds a subagent's Conversation on top of 
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import replace
 from typing import Any
 
@@ -47,10 +46,8 @@ async def open_session(options: RunOptions, host: SessionHost | None = None, *,
     except BaseException:
         _let_go(history)
         raise
-    if isinstance(prov, Preconnects) and prov.preconnect():
-        # the first request's connection is made while the rest of the session is assembled; one
-        # turn of the loop lets it start (its DNS lookup, its TCP connect) before that work holds the loop
-        await asyncio.sleep(0)
+    if isinstance(prov, Preconnects):
+        prov.preconnect()   # the first request's connection is made while the session is assembled
     try:
         manager, warnings = await start_mcp(options)
         style, style_warnings = output_style(options, files)
