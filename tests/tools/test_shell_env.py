@@ -128,6 +128,9 @@ print(after, 'ctypes' in sys.modules)
     ("", "False"),
     # an interpreter whose _ctypes offers no plain call: ctypes itself makes it, with the same effect
     ("import _ctypes; del _ctypes.call_function", "True"),
+    # one whose call_function takes other arguments: the TypeError does not escape, ctypes calls
+    ("import _ctypes\ndef call_function(*a):\n    raise TypeError('changed')\n_ctypes.call_function = call_function",
+     "True"),
 ])
 def test_protect_process_makes_codeloop_non_dumpable(setup, ctypes_loaded):
     """The prctl is made without importing ctypes (its class definitions were a fifth of the first

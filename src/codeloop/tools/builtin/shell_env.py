@@ -77,8 +77,11 @@ def _prctl(option: int, arg: int) -> int:
     import _ctypes
 
     dlopen, dlsym, call = (getattr(_ctypes, n, None) for n in ("dlopen", "dlsym", "call_function"))
-    if dlopen is None or dlsym is None or call is None:
-        import ctypes
+    if dlopen is not None and dlsym is not None and call is not None:
+        try:
+            return int(call(dlsym(dlopen(None, os.RTLD_NOW), "prctl"), (option, arg, 0, 0, 0)))
+        except (TypeError, ValueError):
+            pass   # CPython calls call_function a debugging aid: if its shape ever changes, ctypes does it
+    import ctypes
 
-        return int(ctypes.CDLL(None).prctl(option, arg, 0, 0, 0))
-    return int(call(dlsym(dlopen(None, os.RTLD_NOW), "prctl"), (option, arg, 0, 0, 0)))
+    return int(ctypes.CDLL(None).prctl(option, arg, 0, 0, 0))
