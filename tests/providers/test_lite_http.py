@@ -403,3 +403,31 @@ async def test_the_tls_context_is_made_off_the_loop_and_a_failed_one_is_not_kept
         assert (await post(client))[:2] == (200, b"ok")   # made once, then kept
         await client.aclose()
     assert len(made_on) == 2 and threading.main_thread().name not in made_on
+
+
+_HANGING_PRECONNECT = """
+import asyncio, threading
+from codeloop.providers import lite_http, preconnect
+
+preconnect._open = lambda *a: threading.Event().wait()   # a connect that never ends (a black-holed route)
+preconnect.ssl_context = lambda: threading.Event().wait()
+
+async def main():
+    client = lite_http.LiteClient("https://127.0.0.1:9", {}, connect_s=5)
+    client.preconnect()
+    await client.aclose()
+
+asyncio.run(main())
+print("returned")
+"""
+
+
+def test_a_hanging_preconnect_does_not_hold_asyncio_run_at_exit():
+    """A library user's `asyncio.run` joins the loop's executor threads before it returns; the
+    preconnect's threads are not the executor's, so a connect that hangs never holds the program."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-c", _HANGING_PRECONNECT], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "returned"

@@ -24,7 +24,9 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 MAX_IDLE_S = 60.0
@@ -44,6 +46,42 @@ def ssl_context() -> Any:
     return ssl.create_default_context(cafile=certifi.where())
 
 
+def _on_daemon_thread(fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
+    """`fn(*args)` on a daemon thread started now; its outcome lands in the returned future. Not the
+    loop's executor: a connect to an unreachable host can block for its whole timeout, and
+    `asyncio.run` joins the executor's threads before it returns (a library user's program would
+    wait for it at exit); nothing joins a daemon thread. A result nobody can take any more (the
+    loop closed, the future cancelled) is closed if it is a connection."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+
+    def settle(ok: bool, value: Any) -> None:
+        if future.cancelled():
+            _close(value)
+        elif ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
+
+    def run() -> None:
+        try:
+            ok, value = True, fn(*args)
+        except BaseException as exc:  # noqa: BLE001 — handed to whoever awaits the future
+            ok, value = False, exc
+        try:
+            loop.call_soon_threadsafe(settle, ok, value)
+        except RuntimeError:   # the loop is closed
+            _close(value)
+
+    threading.Thread(target=run, name="codeloop-preconnect", daemon=True).start()
+    return future
+
+
+def _close(value: Any) -> None:
+    if isinstance(value, tuple) and value and isinstance(value[0], socket.socket):
+        value[0].close()
+
+
 def _retrieved(future: asyncio.Future[Any]) -> None:
     """Read a finished future's outcome, so a failure nobody awaited is never logged as "never retrieved"."""
     if not future.cancelled():
@@ -58,7 +96,7 @@ class TlsContext:
 
     @staticmethod
     def _start() -> asyncio.Future[Any]:
-        future = asyncio.get_running_loop().run_in_executor(None, ssl_context)
+        future = _on_daemon_thread(ssl_context)
         future.add_done_callback(_retrieved)
         return future
 
@@ -76,14 +114,14 @@ def _open(host: str, port: int, timeout: float) -> tuple[socket.socket, float]:
 
 def _close_result(future: asyncio.Future[Any]) -> None:
     if not future.cancelled() and future.exception() is None:
-        future.result()[0].close()
+        _close(future.result())
 
 
 class Preconnect:
     """One TCP connection being opened on a worker thread, for the first request to take."""
 
     def __init__(self, host: str, port: int, connect_s: float) -> None:
-        self._future = asyncio.get_running_loop().run_in_executor(None, _open, host, port, connect_s)
+        self._future = _on_daemon_thread(_open, host, port, connect_s)
         self._future.add_done_callback(_retrieved)
 
     def discard(self) -> None:
