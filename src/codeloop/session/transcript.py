@@ -9,13 +9,12 @@ U+2028/U+0085 may appear raw and must not be treated as line breaks.
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 import json
 import contextlib
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -109,8 +108,8 @@ def _json_default(obj: Any) -> Any:
     # Losing a record (above all a tool_use) is worse than storing a lossy form of one field.
     if hasattr(obj, "model_dump"):
         return obj.model_dump(mode="json")
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return dataclasses.asdict(obj)
+    if is_dataclass(obj) and not isinstance(obj, type):
+        return asdict(obj)
     if isinstance(obj, os.PathLike):
         return os.fspath(obj)
     if isinstance(obj, (set, frozenset)):
