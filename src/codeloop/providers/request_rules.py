@@ -66,6 +66,8 @@ class ChangeRules:
     # (request regex, command regex, the command as the model is told it): a change request that
     # matches is not done until a shell command matching it worked ("…and make it executable")
     needs: tuple[tuple[str, str, str], ...] = ()
+    search_tool: str = ""               # the tool that shows each matching line as `path:line:text`…
+    search_count: str = ""              # …whose tally answers a count question matching this regex
 
 
 def tool_calls(since: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -149,7 +151,30 @@ def measure_missing(messages: list[dict[str, Any]], rules: ChangeRules) -> bool:
     printed = {b.get("tool_use_id") for m in since if has_results(m) for b in m["content"]
                if b.get("type") == "tool_result" and not b.get("is_error")
                and _text_of(b.get("content")).strip() not in ("", NO_OUTPUT)}
-    return not any(c.get("name") == rules.shell_tool and c.get("id") in printed for c in calls)
+    tallied = {b.get("tool_use_id") for m in since if has_results(m) for b in m["content"]
+               if b.get("type") == "tool_result" and not b.get("is_error") and search_tally(_text_of(b.get("content")))}
+    counts_by_search = bool(rules.search_tool and rules.search_count and re.search(rules.search_count, request, re.I))
+    return not any((c.get("name") == rules.shell_tool and c.get("id") in printed)
+                   or (counts_by_search and c.get("name") == rules.search_tool and c.get("id") in tallied)
+                   for c in calls)
+
+
+_MATCH_LINE = re.compile(r"^(.+?):(\d+):")
+TALLY = "({lines} matching {line_word} in {files} {file_word})"
+
+
+def search_tally(text: str) -> str:
+    """How many lines and files a search result shows, as a note for the model, or "": only when
+    every line is a match (`path:line:text`) and the output was not cut short. Asked how many
+    lines or files mention a word, a small model that has the matching lines before it counts
+    every line of the file instead (`wc -l`), or the files of every kind."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    matches = [_MATCH_LINE.match(line) for line in lines]
+    if not lines or not all(matches):
+        return ""
+    files = len({m.group(1) for m in matches if m})
+    return TALLY.format(lines=len(lines), line_word="line" if len(lines) == 1 else "lines", files=files,
+                        file_word="file" if files == 1 else "files")
 
 
 def shell_only(messages: list[dict[str, Any]], rules: ChangeRules) -> bool:

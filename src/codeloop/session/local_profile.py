@@ -48,7 +48,8 @@ SHORT_DESCRIPTIONS = {
     "Glob": "list the names of the files whose paths match a glob pattern made from the folder and file kind in "
             "the request (names only: no sizes, lines or permissions)",
     "Grep": "search inside all files for a name or regular expression taken from the question (ignoring "
-            "case); shows each matching line with its file name",
+            "case); shows each matching line with its file name, and how many lines and files matched (to count "
+            "the lines or files that mention a word)",
 }
 # Arguments the constrained calls cannot carry (only required ones are offered): Grep shows the
 # matching lines themselves, which answers most "where is…/what is…" questions in one call. Case
@@ -70,6 +71,11 @@ CHANGE_COMMANDS = (r"\b(rm|mv|cp|chmod|touch|mkdir|tee|ln|truncate|patch)\b|\bse
 # a Read or a listing of names by guessing. Changes are not questions, so "make it executable" is not one.
 MEASURE_WORDS = (r"\bhow (many|much|big|large|long)\b|\b(count|number of|largest|smallest|biggest|longest|"
                  r"shortest|most|fewest|sizes?|executable|permissions?)\b(?!\.\w)")  # not a file's name (count.py)
+# A count of the lines or files that mention a word is read from a search's own tally (Grep's
+# "(3 matching lines in 1 file)"): held to "a command must print it", a small model that had the
+# matching lines ran `wc -l` on the whole file.
+SEARCH_COUNT = (r"\b(lines?|files?)\b.*\b(mention\w*|contain\w*|match\w*|includ\w*|us(e|es|ing)|call\w*|"
+                r"import\w*|refer\w*|say\w*)\b")
 # Copying, moving or renaming a file is a command's job (cp, mv): offered Write, a small model
 # writes the copy out from memory (a line or the final newline lost) and leaves the original.
 # "Rename the function f" names no file after the verb, so Edit stays on offer there.
@@ -120,7 +126,7 @@ def change_rules() -> Any:
 
     return ChangeRules(check_after=("Edit", "Write"), request=r"\b(" + "|".join(CHANGE_VERBS) + r")\b",
                        shell_tool="Bash", commands=CHANGE_COMMANDS, measure=MEASURE_WORDS, shell_only=SHELL_ONLY,
-                       needs=NEEDED_COMMANDS)
+                       needs=NEEDED_COMMANDS, search_tool="Grep", search_count=SEARCH_COUNT)
 
 
 def whole_word_edit(text: str, old: str, new: str) -> tuple[str, str] | None:

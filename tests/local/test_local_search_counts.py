@@ -1,0 +1,65 @@
+"""The local profile's counts read from a search (issue 29, round 4): Grep's result carries a
+tally of the lines and files it matched, and a question that counts the lines or files that
+mention a word may be answered from it; other counts still wait for a command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from test_local_profile import EDIT_TOOLS, _offers_answer, _turn
+
+from codeloop.providers.base import ModelRequest
+from codeloop.providers.local import LocalProvider, LocalRuntime
+from codeloop.providers.request_rules import search_tally
+from codeloop.session.local_profile import SHORT_DESCRIPTIONS, change_rules
+
+TOOLS = [*EDIT_TOOLS, {"name": "Grep", "description": "", "input_schema": {
+    "type": "object", "properties": {"pattern": {"type": "string"}}, "required": ["pattern"]}}]
+HITS = "/tmp/x/journal.txt:2:Tue: rain all day\n/tmp/x/journal.txt:4:Thu: light rain\n/tmp/x/log.txt:9:rain: 3"
+
+
+def _provider():
+    return LocalProvider(LocalRuntime(Path("m.gguf"), alias="m"), descriptions=SHORT_DESCRIPTIONS,
+                         base_url="http://127.0.0.1:9/v1", rules=change_rules())
+
+
+def test_a_search_result_is_tallied_only_when_every_line_is_a_match():
+    assert search_tally(HITS) == "(3 matching lines in 2 files)"
+    assert search_tally("a.py:1:import os") == "(1 matching line in 1 file)"
+    assert search_tally("") == ""
+    assert search_tally("No matches found") == ""
+    # cut short by head_limit: the lines shown are not all there are
+    assert search_tally(HITS + "\n\n(Output limited to the first 3 entries by head_limit.)") == ""
+    assert search_tally("a.py\nb.py") == ""                 # file names only: no line numbers
+
+
+def test_the_tally_is_shown_with_the_grep_result_and_answers_a_count_of_matching_lines():
+    p = _provider()
+    prompt = [{"role": "user", "content": "How many lines of journal.txt mention rain?"}]
+    grep = _turn("Grep", {"pattern": "rain"}, HITS, 1)
+    body = p.request_body(ModelRequest(model="local", messages=[*prompt, *grep], tools=TOOLS, max_tokens=64))
+    assert "Tue: rain all day" in body["messages"][-1]["content"]
+    assert "(3 matching lines in 2 files)" in body["messages"][-1]["content"]
+    assert "Nothing has been measured yet" not in body["messages"][-1]["content"]
+    assert _offers_answer(p, [*prompt, *grep])
+    files = [{"role": "user", "content": "How many files in src contain logger?"}]
+    assert _offers_answer(p, [*files, *grep])
+
+
+def test_other_counts_still_wait_for_a_command_after_a_search():
+    p = _provider()
+    grep = _turn("Grep", {"pattern": "rain"}, HITS, 1)
+    for question in ("How many words are in journal.txt?", "How many lines does journal.txt have?",
+                     "Which file is the largest?"):
+        assert not _offers_answer(p, [{"role": "user", "content": question}, *grep]), question
+    # a search that found nothing, or an error, tallies nothing
+    prompt = [{"role": "user", "content": "How many lines of journal.txt mention snow?"}]
+    empty = _turn("Grep", {"pattern": "snow"}, "No matches found", 1)
+    assert not _offers_answer(p, [*prompt, *empty])
+
+
+def test_without_the_rules_no_tally_is_added():
+    plain = LocalProvider(LocalRuntime(Path("m.gguf"), alias="m"), base_url="http://127.0.0.1:9/v1")
+    msgs = [{"role": "user", "content": "How many lines mention rain?"}, *_turn("Grep", {"pattern": "r"}, HITS, 1)]
+    body = plain.request_body(ModelRequest(model="local", messages=msgs, tools=TOOLS, max_tokens=64))
+    assert "matching lines" not in body["messages"][-1]["content"]
