@@ -230,10 +230,18 @@ def reveals_nothing(messages: list[dict[str, Any]], before: dict[str, Any], afte
     permission checks, and the rewritten call goes into the history the model reads next; the
     lines of a file a Read deny rule hides must never leak that way. (new_string is made from the
     new old_string and the model's own new_string, so it adds nothing of the file's.)"""
-    new = after.get("old_string")
-    if not isinstance(new, str) or new == before.get("old_string"):
+    return all(_field_reveals_nothing(messages, before, after, key) for key in ("old_string", "content"))
+
+
+def _field_reveals_nothing(messages: list[dict[str, Any]], before: dict[str, Any], after: dict[str, Any],
+                           key: str) -> bool:
+    """`reveals_nothing` for one field: an Edit's old_string, or a Write's content. The Write fix
+    only adds final newlines to the model's own lines, but that it fired says the file matched
+    them: it is kept only when every line was already shown (a Read of the file)."""
+    new = after.get(key)
+    if not isinstance(new, str) or new == before.get(key):
         return True
-    own = str(before.get("old_string") or "").translate(_NO_QUOTES)
+    own = str(before.get(key) or "").translate(_NO_QUOTES) if key == "old_string" else ""
     unknown = [line.strip() for line in new.splitlines()
                if line.strip() and line.strip().translate(_NO_QUOTES) not in own]
     if not unknown:

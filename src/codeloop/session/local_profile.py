@@ -232,14 +232,28 @@ def fix_edit(name: str, inp: dict[str, Any]) -> dict[str, Any]:
     return inp
 
 
+def fix_write(name: str, inp: dict[str, Any]) -> dict[str, Any]:
+    """A Write that would only re-create an existing file (its text, final newlines aside) made to
+    write the file as it is: asked to make a file executable, a small model first writes it out
+    again from what it read, and loses the final newline."""
+    content = inp.get("content")
+    if name != "Write" or not isinstance(content, str) or not content.strip():
+        return inp
+    text = _file_text(inp)
+    if text is None or text == content or text.rstrip("\n") != content.rstrip("\n"):
+        return inp
+    return {**inp, "content": text}
+
+
 def steering() -> dict[str, Any]:
     """What the local provider applies to each request and call besides descriptions and rules:
     the extra arguments, Read's line numbers taken out of what Write and Edit write, and an Edit
-    made to do what the model meant (`fix_edit`)."""
+    made to do what the model meant (`fix_edit`), a Write that only re-creates a file made harmless
+    (`fix_write`)."""
     from codeloop.providers.constrained import strip_read_numbers
 
     return {"extra_args": EXTRA_ARGUMENTS,
-            "fix_input": lambda name, inp: fix_edit(name, strip_read_numbers(name, inp))}
+            "fix_input": lambda name, inp: fix_write(name, fix_edit(name, strip_read_numbers(name, inp)))}
 
 
 def _with_sandbox(settings_arg: str | None) -> str:

@@ -1,0 +1,52 @@
+"""The local profile's Write fix (issue 29, round 4): a Write that would only re-create an
+existing file, its final newline lost, writes the file as it is; kept only when the file's lines
+were already shown to the model (a fix reads the file outside the permission checks)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from test_local_cli import reply, run_local
+
+from codeloop.providers.request_rules import reveals_nothing
+from codeloop.session.local_profile import fix_write
+
+SCRIPT = "#!/bin/sh\necho backing up\n"
+
+
+def test_a_write_of_a_files_own_text_keeps_its_final_newline(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "backup.sh").write_text(SCRIPT)
+    lost = {"file_path": "backup.sh", "content": SCRIPT.rstrip("\n")}
+    assert fix_write("Write", lost) == {**lost, "content": SCRIPT}
+    assert fix_write("Write", {**lost, "content": SCRIPT + "\n\n"})["content"] == SCRIPT
+    # a real change, the file's exact text, a new file, or another tool: left alone
+    for inp in ({**lost, "content": "#!/bin/sh\necho done"}, {**lost, "content": SCRIPT},
+                {"file_path": "new.sh", "content": "echo hi"}, {**lost, "content": ""}):
+        assert fix_write("Write", inp) == inp
+    assert fix_write("Edit", lost) == lost
+
+
+def test_the_write_fix_is_kept_only_for_a_file_already_shown():
+    before = {"file_path": "backup.sh", "content": SCRIPT.rstrip("\n")}
+    after = {**before, "content": SCRIPT}
+    shown = [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                           "content": "     1\t#!/bin/sh\n     2\techo backing up"}]}]
+    assert reveals_nothing(shown, before, after)
+    # never read: that the fix fired would tell the model its guess matched the file
+    assert not reveals_nothing([{"role": "user", "content": "Make backup.sh executable."}], before, after)
+
+
+def test_making_an_existing_script_executable_keeps_it_whole(tmp_path):
+    (tmp_path / "backup.sh").write_text(SCRIPT)
+    r, _ = run_local(
+        tmp_path, "Make the existing script backup.sh executable.",   # names the file: it is attached
+        reply(json.dumps({"name": "Write", "arguments": {"file_path": "backup.sh",
+                                                         "content": SCRIPT.rstrip("\n")}})),
+        reply(json.dumps({"name": "Bash", "arguments": {"command": "chmod +x backup.sh"}})),
+        reply(json.dumps({"name": "Bash", "arguments": {"command": "ls -l backup.sh"}})),
+        reply(json.dumps({"answer": "backup.sh is now executable."})), args=("--allowedTools", "Write", "Bash"))
+    assert r.returncode == 0, r.stderr
+    # as written, the Write leaves the script without its final newline
+    assert (tmp_path / "backup.sh").read_text() == SCRIPT and os.access(tmp_path / "backup.sh", os.X_OK)
