@@ -63,3 +63,33 @@ def test_without_the_rules_no_tally_is_added():
     msgs = [{"role": "user", "content": "How many lines mention rain?"}, *_turn("Grep", {"pattern": "r"}, HITS, 1)]
     body = plain.request_body(ModelRequest(model="local", messages=msgs, tools=TOOLS, max_tokens=64))
     assert "matching lines" not in body["messages"][-1]["content"]
+
+
+def _offered(p, msgs):
+    body = p.request_body(ModelRequest(model="local", messages=msgs, tools=[*TOOLS, GLOB], max_tokens=64))
+    return [o["properties"]["name"]["const"] if "name" in o["properties"] else "answer"
+            for o in body["response_format"]["json_schema"]["schema"]["anyOf"]]
+
+
+GLOB = {"name": "Glob", "description": "", "input_schema": {
+    "type": "object", "properties": {"pattern": {"type": "string"}}, "required": ["pattern"]}}
+
+
+def test_a_question_about_contents_waits_for_a_search_of_contents():
+    p = _provider()
+    prompt = [{"role": "user", "content": "Which .txt files in the notes folder mention budget?"}]
+    glob = _turn("Glob", {"pattern": "notes/*.txt"}, "notes/jan.txt\nnotes/feb.txt", 1)
+    # listed by name only: no answer yet, and only a search of contents is offered
+    assert _offered(p, [*prompt, *glob]) == ["Bash", "Grep"]
+    body = p.request_body(ModelRequest(model="local", messages=[*prompt, *glob], tools=TOOLS, max_tokens=64))
+    assert "Nothing has been searched yet" in body["messages"][-1]["content"]
+    grep = _turn("Grep", {"pattern": "budget"}, "notes/jan.txt:1:budget review", 2)
+    assert "answer" in _offered(p, [*prompt, *glob, *grep])
+    shell = _turn("Bash", {"command": "grep -l budget notes/*.txt"}, "notes/jan.txt", 2)
+    assert "answer" in _offered(p, [*prompt, *glob, *shell])
+    # the same words in a change, or a question about a file's own lines, ask for no search
+    for other in ("Add a line that mentions budget to notes/jan.txt.", "What is on line one of notes/jan.txt?",
+                  "How many lines does data.csv contain?"):
+        assert "Nothing has been searched yet" not in p.request_body(ModelRequest(
+            model="local", messages=[{"role": "user", "content": other}, *glob], tools=TOOLS,
+            max_tokens=64))["messages"][-1]["content"]

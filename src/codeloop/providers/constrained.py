@@ -18,9 +18,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from codeloop.providers.openai_translate import _text_of
-from codeloop.providers.request_rules import (CHANGES_MADE, NOT_CHANGED_YET, NOT_MEASURED_YET, STILL_NEEDED,
-                                              ChangeRules, call_json, change_missing, changes_made,
-                                              command_missing, has_results, measure_missing, request_text,
+from codeloop.providers.request_rules import (CHANGES_MADE, NOT_CHANGED_YET, NOT_MEASURED_YET,
+                                              NOT_SEARCHED_YET, STILL_NEEDED, ChangeRules, call_json,
+                                              change_missing, changes_made, command_first, command_missing,
+                                              has_results, measure_missing, request_text, search_missing,
                                               search_tally, shell_only, since_prompt, tool_calls,
                                               unchecked_change)
 from codeloop.providers.text_tools import ANSWER_KEY
@@ -235,6 +236,8 @@ def render_messages(system: list[dict[str, Any]], messages: list[dict[str, Any]]
                 parts.append(CHANGES_MADE.format(calls="; ".join(made)))
                 if needed := command_missing(messages[:i + 1], rules):
                     parts.append(STILL_NEEDED.format(command=needed))
+            elif rules is not None and search_missing(messages[:i + 1], rules):
+                parts.append(NOT_SEARCHED_YET.format(tool=rules.search_tool))
             elif rules is not None and measure_missing(messages[:i + 1], rules):
                 parts.append(NOT_MEASURED_YET)
             parts.append(REMINDER.format(request=request))
@@ -265,7 +268,10 @@ def constrained_body(request: Any, *, max_tokens_field: str = "max_tokens",
     if tool_first and shell_only(request.messages, rules):
         offered = [t for t in offered if t["name"] not in rules.check_after] or offered
     looked = bool(tool_calls(since_prompt(request.messages)))
-    if tool_first and looked and change_missing(request.messages, rules):
+    if tool_first and command_first(request.messages, rules):
+        # the files are there and a command is all the change needs first: only the shell
+        offered = [t for t in offered if t["name"] == rules.shell_tool] or offered
+    elif tool_first and looked and change_missing(request.messages, rules):
         # it has looked once and changed nothing: only the tools that change files are offered
         changing = [t for t in offered if t["name"] in (*rules.check_after, rules.shell_tool)]
         offered = changing or offered
@@ -277,6 +283,9 @@ def constrained_body(request: Any, *, max_tokens_field: str = "max_tokens",
         # changing the file again (and undoes a finished change)
         looking = [t for t in offered if t["name"] not in (*rules.check_after, rules.shell_tool)]
         offered = looking or offered
+    elif tool_first and looked and search_missing(request.messages, rules):
+        # a question about contents, looked at by name only: a search of contents
+        offered = [t for t in offered if t["name"] in (rules.search_tool, rules.shell_tool)] or offered
     elif tool_first and looked and measure_missing(request.messages, rules):
         # it has looked once and measured nothing: only a command that prints the numbers
         offered = [t for t in offered if t["name"] == rules.shell_tool] or offered
@@ -284,7 +293,8 @@ def constrained_body(request: Any, *, max_tokens_field: str = "max_tokens",
                                               and not unchecked_change(request.messages, rules)
                                               and not change_missing(request.messages, rules)
                                               and not command_missing(request.messages, rules)
-                                              and not measure_missing(request.messages, rules))
+                                              and not measure_missing(request.messages, rules)
+                                              and not search_missing(request.messages, rules))
     schema = reply_schema(offered, allow_answer=allow, extra_args=extra_args)
     body: dict[str, Any] = {
         "model": request.model, "stream": True, "stream_options": {"include_usage": True},

@@ -67,7 +67,7 @@ class ChangeRules:
     # matches is not done until a shell command matching it worked ("…and make it executable")
     needs: tuple[tuple[str, str, str], ...] = ()
     search_tool: str = ""               # the tool that shows each matching line as `path:line:text`…
-    search_count: str = ""              # …whose tally answers a count question matching this regex
+    search_question: str = ""           # …which a question about files' contents needs (and its tally counts)
 
 
 def tool_calls(since: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -153,10 +153,31 @@ def measure_missing(messages: list[dict[str, Any]], rules: ChangeRules) -> bool:
                and _text_of(b.get("content")).strip() not in ("", NO_OUTPUT)}
     tallied = {b.get("tool_use_id") for m in since if has_results(m) for b in m["content"]
                if b.get("type") == "tool_result" and not b.get("is_error") and search_tally(_text_of(b.get("content")))}
-    counts_by_search = bool(rules.search_tool and rules.search_count and re.search(rules.search_count, request, re.I))
+    counts_by_search = bool(rules.search_tool and rules.search_question
+                            and re.search(rules.search_question, request, re.I))
     return not any((c.get("name") == rules.shell_tool and c.get("id") in printed)
                    or (counts_by_search and c.get("name") == rules.search_tool and c.get("id") in tallied)
                    for c in calls)
+
+
+NOT_SEARCHED_YET = "Nothing has been searched yet: search the files' contents ({tool}) for the word the question names."
+
+
+def search_missing(messages: list[dict[str, Any]], rules: ChangeRules) -> bool:
+    """The request asks which files or lines mention, contain or use something (`rules.search_question`,
+    and not a change) and no search of contents has been made: a `search_tool` call, or a shell
+    command that runs grep. Small models otherwise list files by name (a Glob) and answer that
+    they all mention it, or look for the word in file names. After MAX_CHECK_CALLS calls the
+    answer is allowed."""
+    if not rules.search_question or not rules.search_tool or not messages:
+        return False
+    request = request_of(messages)
+    if not re.search(rules.search_question, request, re.I) or asks_for_change(request, rules):
+        return False
+    calls = tool_calls(since_prompt(messages))
+    return len(calls) < MAX_CHECK_CALLS and not any(
+        c.get("name") == rules.search_tool or (c.get("name") == rules.shell_tool and re.search(
+            r"\bgrep\b", str((c.get("input") or {}).get("command", "")))) for c in calls)
 
 
 _MATCH_LINE = re.compile(r"^(.+?):(\d+):")
@@ -204,6 +225,35 @@ def command_missing(messages: list[dict[str, Any]], rules: ChangeRules) -> str:
         if re.search(asked, request, re.I) and not any(re.search(command, r) for r in ran):
             return label
     return ""
+
+
+_NAMED_FILE = re.compile(r"[\w./-]*\w\.[A-Za-z]\w*\b")
+
+
+def attached_paths(messages: list[dict[str, Any]]) -> list[str]:
+    """The files attached to the prompt (a Read the harness made of each existing file it names)."""
+    since = since_prompt(messages)
+    content = since[0].get("content") if since else None
+    paths = []
+    for b in content if isinstance(content, list) else []:
+        text = b.get("text") or "" if b.get("type") == "text" else ""
+        if text.startswith(READ_ATTACHMENT_HEAD) and (m := re.search(r'"file_path":\s*"([^"]+)"', text)):
+            paths.append(m.group(1))
+    return paths
+
+
+def command_first(messages: list[dict[str, Any]], rules: ChangeRules) -> str:
+    """The command a change request needs (`command_missing`) when every file the request names
+    is already there (attached to the prompt), or "": then the command alone is offered first.
+    Asked to make an existing script executable, small models first write it out again (a blank
+    line added, the final newline lost), then run chmod."""
+    needed = command_missing(messages, rules)
+    named = _NAMED_FILE.findall(request_of(messages))
+    attached = attached_paths(messages)
+    if not needed or not named:
+        return ""
+    there = all(any(p == n or p.endswith("/" + n.lstrip("./")) for p in attached) for n in named)
+    return needed if there else ""
 
 
 def repeats_a_change(messages: list[dict[str, Any]], rules: ChangeRules, name: str, inp: dict[str, Any]) -> bool:

@@ -71,11 +71,12 @@ CHANGE_COMMANDS = (r"\b(rm|mv|cp|chmod|touch|mkdir|tee|ln|truncate|patch)\b|\bse
 # a Read or a listing of names by guessing. Changes are not questions, so "make it executable" is not one.
 MEASURE_WORDS = (r"\bhow (many|much|big|large|long)\b|\b(count|number of|largest|smallest|biggest|longest|"
                  r"shortest|most|fewest|sizes?|executable|permissions?)\b(?!\.\w)")  # not a file's name (count.py)
-# A count of the lines or files that mention a word is read from a search's own tally (Grep's
-# "(3 matching lines in 1 file)"): held to "a command must print it", a small model that had the
-# matching lines ran `wc -l` on the whole file.
-SEARCH_COUNT = (r"\b(lines?|files?)\b.*\b(mention\w*|contain\w*|match\w*|includ\w*|us(e|es|ing)|call\w*|"
-                r"import\w*|refer\w*|say\w*)\b")
+# A question about which files or lines mention, contain or use a word needs a search of contents
+# (Grep), and a count of them is read from Grep's own tally ("(3 matching lines in 1 file)"):
+# small models list files by name and answer "all of them", or run `wc -l` on the whole file.
+SEARCH_QUESTION = (r"\b(files?|lines?|scripts?|modules?)\b.*\b(mentions?|mentioning|contains?|containing|refers?|"
+                   r"referring|includes?|including|imports?|importing|calls?|calling|says?|saying|uses?|using|"
+                   r"defines?|defining)\s+\w")
 # Copying, moving or renaming a file is a command's job (cp, mv): offered Write, a small model
 # writes the copy out from memory (a line or the final newline lost) and leaves the original.
 # "Rename the function f" names no file after the verb, so Edit stays on offer there.
@@ -126,7 +127,7 @@ def change_rules() -> Any:
 
     return ChangeRules(check_after=("Edit", "Write"), request=r"\b(" + "|".join(CHANGE_VERBS) + r")\b",
                        shell_tool="Bash", commands=CHANGE_COMMANDS, measure=MEASURE_WORDS, shell_only=SHELL_ONLY,
-                       needs=NEEDED_COMMANDS, search_tool="Grep", search_count=SEARCH_COUNT)
+                       needs=NEEDED_COMMANDS, search_tool="Grep", search_question=SEARCH_QUESTION)
 
 
 def whole_word_edit(text: str, old: str, new: str) -> tuple[str, str] | None:

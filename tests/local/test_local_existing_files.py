@@ -50,3 +50,42 @@ def test_making_an_existing_script_executable_keeps_it_whole(tmp_path):
     assert r.returncode == 0, r.stderr
     # as written, the Write leaves the script without its final newline
     assert (tmp_path / "backup.sh").read_text() == SCRIPT and os.access(tmp_path / "backup.sh", os.X_OK)
+
+
+def _offered(messages):
+    from pathlib import Path
+
+    from codeloop.providers.base import ModelRequest
+    from codeloop.providers.local import LocalProvider, LocalRuntime
+    from codeloop.session.local_profile import SHORT_DESCRIPTIONS, change_rules
+
+    tools = [{"name": n, "description": "", "input_schema": {
+        "type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}
+        for n in ("Read", "Edit", "Write", "Bash")]
+    p = LocalProvider(LocalRuntime(Path("m.gguf"), alias="m"), descriptions=SHORT_DESCRIPTIONS,
+                      base_url="http://127.0.0.1:9/v1", rules=change_rules())
+    body = p.request_body(ModelRequest(model="local", messages=messages, tools=tools, max_tokens=64))
+    return [o["properties"]["name"]["const"] if "name" in o["properties"] else "answer"
+            for o in body["response_format"]["json_schema"]["schema"]["anyOf"]]
+
+
+def _prompt(words, *attached):
+    from codeloop.messages import READ_ATTACHMENT_HEAD
+
+    blocks = [{"type": "text", "text": f'{READ_ATTACHMENT_HEAD}: {{"file_path": "/w/{a}"}}\n\nResult…'}
+              for a in attached]
+    return [{"role": "user", "content": [*blocks, {"type": "text", "text": words}]}]
+
+
+def test_a_command_a_change_needs_comes_first_when_the_files_are_there():
+    assert _offered(_prompt("Make the existing script tools/backup.sh executable.", "tools/backup.sh")) == ["Bash"]
+    assert _offered(_prompt("Make a.sh and b.sh executable.", "a.sh", "b.sh")) == ["Bash"]
+    # a file still to be written, or one not attached: every tool, as before
+    assert _offered(_prompt("Create run.sh that prints ready, and make it executable.")) == [
+        "Read", "Edit", "Write", "Bash"]
+    assert _offered(_prompt("Make a.sh and b.sh executable.", "a.sh")) == ["Read", "Edit", "Write", "Bash"]
+    # once the command has run, the rest of the change may use any tool
+    chmod = [{"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash",
+                                                "input": {"command": "chmod +x tools/backup.sh"}}]},
+             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "x"}]}]
+    assert "Write" in _offered([*_prompt("Make tools/backup.sh executable.", "tools/backup.sh"), *chmod])
