@@ -89,3 +89,42 @@ def test_a_command_a_change_needs_comes_first_when_the_files_are_there():
                                                 "input": {"command": "chmod +x tools/backup.sh"}}]},
              {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "x"}]}]
     assert "Write" in _offered([*_prompt("Make tools/backup.sh executable.", "tools/backup.sh"), *chmod])
+
+
+def test_a_write_that_drops_the_file_for_an_addition_keeps_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "powers.py").write_text("def square(n):\n    return n * n\n")
+    (tmp_path / "notes.txt").write_text("one\ntwo\n")
+    cube = {"file_path": "powers.py", "content": "def cube(n):\n    return n * n * n"}
+    add = "Add a function cube(n) that returns n cubed to powers.py."
+    assert fix_write("Write", cube, add)["content"] == (
+        "def square(n):\n    return n * n\n\n\ndef cube(n):\n    return n * n * n\n")
+    top = {"file_path": "notes.txt", "content": "zero"}
+    assert fix_write("Write", top, "Add the line zero at the top of notes.txt.")["content"] == "zero\none\ntwo\n"
+    assert fix_write("Write", top, "Append zero to notes.txt.")["content"] == "one\ntwo\nzero\n"
+    # not an addition, or the model kept some of the file (its own rewrite): left alone
+    assert fix_write("Write", cube, "Replace powers.py with a cube function.") == cube
+    whole = {"file_path": "notes.txt", "content": "one\nzero\n"}
+    assert fix_write("Write", whole, "Add zero to notes.txt.") == whole
+
+
+def test_the_addition_fix_is_kept_only_for_a_file_already_shown():
+    before = {"file_path": "powers.py", "content": "def cube(n):\n    return n ** 3\n"}
+    after = {**before, "content": "def square(n):\n    return n * n\n\n\ndef cube(n):\n    return n ** 3\n"}
+    read = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                         "content": "     1\tdef square(n):\n     2\t    return n * n"}]}
+    assert reveals_nothing([read], before, after)
+    assert not reveals_nothing([{"role": "user", "content": "Add cube to powers.py"}], before, after)
+
+
+def test_adding_a_function_through_the_cli_keeps_the_file(tmp_path):
+    (tmp_path / "powers.py").write_text("def square(n):\n    return n * n\n")
+    r, _ = run_local(
+        tmp_path, "Add a function cube(n) that returns n cubed to powers.py.",
+        reply(json.dumps({"name": "Write", "arguments": {"file_path": "powers.py",
+                                                         "content": "def cube(n):\n    return n * n * n"}})),
+        reply(json.dumps({"name": "Read", "arguments": {"file_path": "powers.py"}})),
+        reply(json.dumps({"answer": "powers.py now has cube."})), args=("--allowedTools", "Write"))
+    assert r.returncode == 0, r.stderr
+    assert "def square(n)" in (tmp_path / "powers.py").read_text()
+    assert "def cube(n)" in (tmp_path / "powers.py").read_text()

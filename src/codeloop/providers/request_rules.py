@@ -285,15 +285,21 @@ def reveals_nothing(messages: list[dict[str, Any]], before: dict[str, Any], afte
 
 def _field_reveals_nothing(messages: list[dict[str, Any]], before: dict[str, Any], after: dict[str, Any],
                            key: str) -> bool:
-    """`reveals_nothing` for one field: an Edit's old_string, or a Write's content. The Write fix
-    only adds final newlines to the model's own lines, but that it fired says the file matched
-    them: it is kept only when every line was already shown (a Read of the file)."""
+    """`reveals_nothing` for one field: an Edit's old_string, or a Write's content. A Write fix
+    puts the file's own lines around the model's (each line of the new content that is not a
+    line of the model's must have been shown); one that only adds final newlines to the model's
+    lines still says, by firing, that the file matched them: then every line must have been shown."""
     new = after.get(key)
     if not isinstance(new, str) or new == before.get(key):
         return True
-    own = str(before.get(key) or "").translate(_NO_QUOTES) if key == "old_string" else ""
-    unknown = [line.strip() for line in new.splitlines()
-               if line.strip() and line.strip().translate(_NO_QUOTES) not in own]
+    if key == "content":
+        mine = str(before.get(key) or "")
+        own_lines = set() if new.strip() == mine.strip() else {line.strip() for line in mine.splitlines()}
+        unknown = [line.strip() for line in new.splitlines() if line.strip() and line.strip() not in own_lines]
+    else:
+        own = str(before.get(key) or "").translate(_NO_QUOTES)
+        unknown = [line.strip() for line in new.splitlines()
+                   if line.strip() and line.strip().translate(_NO_QUOTES) not in own]
     if not unknown:
         return True
     shown = []

@@ -233,17 +233,30 @@ def fix_edit(name: str, inp: dict[str, Any]) -> dict[str, Any]:
     return inp
 
 
-def fix_write(name: str, inp: dict[str, Any]) -> dict[str, Any]:
-    """A Write that would only re-create an existing file (its text, final newlines aside) made to
-    write the file as it is: asked to make a file executable, a small model first writes it out
-    again from what it read, and loses the final newline."""
+ADDS = re.compile(r"\b(add|append|insert)\b", re.I)
+AT_TOP = re.compile(r"\b(top|beginning|start|first line)\b", re.I)
+
+
+def fix_write(name: str, inp: dict[str, Any], request: str = "") -> dict[str, Any]:
+    """A Write over an existing file made to keep the file: one that would only re-create it (its
+    text, final newlines aside) writes it as it is (asked to make a file executable, a small model
+    first writes it out again and loses the final newline); for a request to add something, one
+    that carries none of the file's lines puts them back around the new text (asked to add a
+    function, a small model writes the function alone over the file)."""
     content = inp.get("content")
     if name != "Write" or not isinstance(content, str) or not content.strip():
         return inp
     text = _file_text(inp)
-    if text is None or text == content or text.rstrip("\n") != content.rstrip("\n"):
+    if text is None or text == content or not text.strip():
         return inp
-    return {**inp, "content": text}
+    if text.rstrip("\n") == content.rstrip("\n"):
+        return {**inp, "content": text}
+    mine = {line.strip() for line in content.splitlines() if line.strip()}
+    if not ADDS.search(request) or mine & {line.strip() for line in text.splitlines() if line.strip()}:
+        return inp
+    gap = "\n\n\n" if str(inp.get("file_path", "")).endswith(".py") else "\n"
+    new = content.strip("\n") + "\n"
+    return {**inp, "content": new + text if AT_TOP.search(request) else text.rstrip("\n") + gap + new}
 
 
 def steering() -> dict[str, Any]:
@@ -254,7 +267,8 @@ def steering() -> dict[str, Any]:
     from codeloop.providers.constrained import strip_read_numbers
 
     return {"extra_args": EXTRA_ARGUMENTS,
-            "fix_input": lambda name, inp: fix_write(name, fix_edit(name, strip_read_numbers(name, inp)))}
+            "fix_input": lambda name, inp, request="": fix_write(name, fix_edit(name, strip_read_numbers(name, inp)),
+                                                                  request)}
 
 
 def _with_sandbox(settings_arg: str | None) -> str:
