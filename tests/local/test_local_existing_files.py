@@ -10,7 +10,7 @@ import os
 from test_local_cli import reply, run_local
 
 from codeloop.providers.request_rules import reveals_nothing
-from codeloop.session.local_profile import fix_write
+from codeloop.session.local_fixes import fix_write
 
 SCRIPT = "#!/bin/sh\necho backing up\n"
 

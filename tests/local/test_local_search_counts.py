@@ -93,3 +93,33 @@ def test_a_question_about_contents_waits_for_a_search_of_contents():
         assert "Nothing has been searched yet" not in p.request_body(ModelRequest(
             model="local", messages=[{"role": "user", "content": other}, *glob], tools=TOOLS,
             max_tokens=64))["messages"][-1]["content"]
+
+
+def test_a_search_for_a_question_about_one_kind_of_file_searches_that_kind():
+    from codeloop.session.local_fixes import fix_grep
+
+    grep = {"pattern": "budget", "output_mode": "content"}
+    assert fix_grep("Grep", grep, "Which .txt files in notes mention budget?") == {**grep, "glob": "*.txt"}
+    assert fix_grep("Grep", grep, "How many .py files use logger?")["glob"] == "*.py"
+    # no kind, two kinds, a file's own name, a glob of the model's own, another tool: left alone
+    for request in ("Which files mention budget?", "Which .txt or .md files mention it? .txt files and .md files",
+                    "Does notes/jan.txt mention budget?"):
+        assert fix_grep("Grep", grep, request) == grep
+    assert fix_grep("Grep", {**grep, "glob": "*.md"}, "Which .txt files mention budget?")["glob"] == "*.md"
+    assert fix_grep("Glob", {"pattern": "*"}, "Which .txt files mention budget?") == {"pattern": "*"}
+
+
+def test_the_kind_reaches_the_search_through_the_cli(tmp_path):
+    import json
+
+    from test_local_cli import reply, run_local
+
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "jan.txt").write_text("budget review\n")
+    (tmp_path / "notes" / "apr.md").write_text("budget draft\n")
+    r, api = run_local(tmp_path, "Which .txt files in the notes folder mention budget?",
+                       reply(json.dumps({"name": "Grep", "arguments": {"pattern": "budget"}})),
+                       reply(json.dumps({"answer": "notes/jan.txt"})))
+    assert r.returncode == 0, r.stderr
+    last = api.requests[-1].body["messages"][-1]["content"]
+    assert "jan.txt:1:budget review" in last and "apr.md" not in last
