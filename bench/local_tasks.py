@@ -347,7 +347,9 @@ TUNING3 = [
          {"powers.py": "def square(n):\n    return n * n\n"},
          lambda _a, d: _runs_code(d, "from powers import cube, square; print(cube(3), square(4))", "27 16")),
     Task("off by one", "pages.py should print the numbers 1 to 5 but stops at 4. Fix it.",
-         {"pages.py": "for p in range(1, 5):\n    print(p)\n"}, _runs("pages.py", "1\n2\n3\n4\n5\n", via=PY)),
+         {"pages.py": "for p in range(1, 5):\n    print(p)\n"},
+         lambda _a, d: _runs_code(d, "import runpy; runpy.run_path('pages.py')", "1\n2\n3\n4\n5\n")
+         and not _runs_code(d, "import runpy; runpy.run_path('pages.py')", "6")),
     Task("top-level functions", "How many top-level functions are defined in geometry.py?",
          {"geometry.py": "import math\n\n\ndef circle(r):\n    return math.pi * r * r\n\n\nclass Box:\n"
                          "    def __init__(self, w):\n        self.w = w\n\n    def area(self):\n"
