@@ -188,6 +188,8 @@ def test_the_tool_list_sends_copies_sizes_and_permissions_to_bash():
     assert "(cp)" in SHORT_DESCRIPTIONS["Bash"] and "ls -l" in SHORT_DESCRIPTIONS["Bash"]
     assert "cp" in SHORT_DESCRIPTIONS["Write"] and "names only" in SHORT_DESCRIPTIONS["Glob"]
     assert "sizes or permissions: Bash" in LOCAL_SYSTEM_PROMPT
+    # no kind named: the whole folder, not a kind made up (data/*.txt for a folder of .csv files)
+    assert "the folder and * when it names no kind" in SHORT_DESCRIPTIONS["Glob"]
     # the worked count: the numbers come from what wc printed, its total line left out
     example = LOCAL_SYSTEM_PROMPT.split("how many lines do the .log files")[1]
     assert '"wc -l logs/*.log"' in example and "16 total" in example and "16" not in example.split('"answer"')[1]

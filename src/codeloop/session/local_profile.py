@@ -44,8 +44,9 @@ SHORT_DESCRIPTIONS = {
             "(wc -l, wc -w), see sizes and permissions (ls -l), delete (rm), move or rename (mv), copy (cp), "
             "make executable (chmod +x), replace a name everywhere in a file (sed -i)",
     # no literal example patterns here or in Grep's: a small model searches for the examples themselves
+    # "(folder/* …)": asked for the largest file in a folder, a small model made up a kind (data/*.txt)
     "Glob": "list the names of the files whose paths match a glob pattern made from the folder and file kind in "
-            "the request (names only: no sizes, lines or permissions)",
+            "the request (the folder and * when it names no kind; names only: no sizes, lines or permissions)",
     "Grep": "search inside all files for a name or regular expression taken from the question (ignoring "
             "case); shows each matching line with its file name, and how many lines and files matched (to count "
             "the lines or files that mention a word)",
