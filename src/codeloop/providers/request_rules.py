@@ -131,7 +131,11 @@ def asks_for_change(request: str, rules: ChangeRules) -> bool:
     return bool(rules.request and re.search(rules.request, request, re.I)) and not request.rstrip().endswith("?")
 
 
-NOT_MEASURED_YET = "Nothing has been measured yet: run a command that prints the numbers the answer needs."
+# with the commands for each kind of count: told only "a command", a small model that had
+# searched for the lines it was asked to count ran `wc -l` on the whole file
+NOT_MEASURED_YET = ("Nothing has been measured yet: run a command that prints the numbers the answer needs "
+                    "(grep -c PATTERN FILE counts only the lines that match; wc -l, wc -w and ls -l count all "
+                    "lines, words and sizes).")
 
 
 def measure_missing(messages: list[dict[str, Any]], rules: ChangeRules) -> bool:
