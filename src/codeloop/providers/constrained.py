@@ -21,7 +21,7 @@ from codeloop.providers.openai_translate import _text_of
 from codeloop.providers.request_rules import (CHANGES_MADE, NOT_CHANGED_YET, NOT_MEASURED_YET,
                                               NOT_SEARCHED_YET, STILL_NEEDED, ChangeRules, call_json,
                                               change_missing, changes_made, command_first, command_missing,
-                                              has_results, measure_missing, request_text, search_missing,
+                                              has_results, listing_note, measure_missing, request_text, search_missing,
                                               search_tally, shell_only, since_prompt, tool_calls,
                                               unchecked_change)
 from codeloop.providers.text_tools import ANSWER_KEY
@@ -222,9 +222,12 @@ def render_messages(system: list[dict[str, Any]], messages: list[dict[str, Any]]
                 name = names.get(b.get("tool_use_id", ""), "the tool")
                 label = f"Error from {name}" if b.get("is_error") else f"Result of {name}"
                 parts.append(f"{label}:\n{_text_of(b.get('content')) or '(no output)'}")
-                if remind and rules is not None and name == rules.search_tool and not b.get("is_error") \
-                        and (tally := search_tally(_text_of(b.get("content")))):
-                    parts[-1] += "\n" + tally   # from the result alone: every turn renders it the same
+                if remind and rules is not None and not b.get("is_error"):
+                    # from the result alone: every turn renders it the same
+                    text = _text_of(b.get("content"))
+                    note = search_tally(text) if name == rules.search_tool else \
+                        listing_note(text) if name == rules.shell_tool else ""
+                    parts[-1] += "\n" + note if note else ""
             elif b.get("type") == "text" and b.get("text"):
                 parts.append(b["text"])
         if remind and request and any(b.get("type") == "tool_result" for b in content):

@@ -231,6 +231,29 @@ def command_missing(messages: list[dict[str, Any]], rules: ChangeRules) -> str:
     return ""
 
 
+_LS_FILE = re.compile(r"^-([rwxsStT-]{9})[.+@]?\s+\d+\s+\S+\s+\S+\s+(\d+)\s+\S+\s+\S+\s+\S+\s+(.+)$")
+_LS_OTHER = re.compile(r"^([dlcbps][rwxsStT-]{9}[.+@]?\s|total \d+$)")
+
+
+def listing_note(text: str) -> str:
+    """What an `ls -l` listing says of its regular files, in words, or "": the largest (when there
+    are several) and which are executable. Only when every line is a listing line (`total N`,
+    other kinds of entry). Small models read `-rwxr-xr-x` and `-rw-r--r--` alike ("all of them
+    are executable") and take the largest from the names."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    files = [m.groups() for line in lines if (m := _LS_FILE.match(line))]
+    if not files or len(files) + sum(bool(_LS_OTHER.match(line)) for line in lines) != len(lines):
+        return ""
+    notes = []
+    sizes = sorted((int(size), name) for _, size, name in files)
+    if len(sizes) > 1 and sizes[-1][0] > sizes[-2][0]:
+        notes.append(f"largest {sizes[-1][1]} ({sizes[-1][0]} bytes)")
+    run = [name for perms, _, name in files if perms[2] in "xs"]
+    rest = [name for perms, _, name in files if perms[2] not in "xs"]
+    notes.append(f"executable: {', '.join(run) or 'none'}" + (f"; not executable: {', '.join(rest)}" if rest else ""))
+    return f"(This listing's files: {'; '.join(notes)}.)"
+
+
 _NAMED_FILE = re.compile(r"[\w./-]*\w\.[A-Za-z]\w*\b")
 
 
