@@ -104,6 +104,9 @@ def test_a_write_that_drops_the_file_for_an_addition_keeps_it(tmp_path, monkeypa
     assert fix_write("Write", top, "Append zero to notes.txt.")["content"] == "one\ntwo\nzero\n"
     # not an addition, or the model kept some of the file (its own rewrite): left alone
     assert fix_write("Write", cube, "Replace powers.py with a cube function.") == cube
+    (tmp_path / "add.py").write_text("x = 1\n")   # "add" as a file's name asks for no addition
+    mine = {"file_path": "add.py", "content": "print(2)\n"}
+    assert fix_write("Write", mine, "Make add.py print 2.") == mine
     whole = {"file_path": "notes.txt", "content": "one\nzero\n"}
     assert fix_write("Write", whole, "Add zero to notes.txt.") == whole
 

@@ -117,7 +117,7 @@ def fix_edit(name: str, inp: dict[str, Any]) -> dict[str, Any]:
     return inp
 
 
-ADDS = re.compile(r"\b(add|append|insert)\b", re.I)
+ADDS = re.compile(r"\b(add|append|insert)\b(?!\.\w)", re.I)   # not a file's name (add.py)
 AT_TOP = re.compile(r"\b(top|beginning|start|first line)\b", re.I)
 
 
