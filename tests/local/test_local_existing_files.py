@@ -80,6 +80,8 @@ def _prompt(words, *attached):
 def test_a_command_a_change_needs_comes_first_when_the_files_are_there():
     assert _offered(_prompt("Make the existing script tools/backup.sh executable.", "tools/backup.sh")) == ["Bash"]
     assert _offered(_prompt("Make a.sh and b.sh executable.", "a.sh", "b.sh")) == ["Bash"]
+    assert _offered(_prompt("Make ./ci/.hooks/pre.sh executable.", "ci/.hooks/pre.sh")) == ["Bash"]
+    assert _offered(_prompt("Make .hooks/pre.sh executable.", "x/hooks/pre.sh")) != ["Bash"]   # not that file
     # a file still to be written, or one not attached: every tool, as before
     assert _offered(_prompt("Create run.sh that prints ready, and make it executable.")) == [
         "Read", "Edit", "Write", "Bash"]

@@ -279,7 +279,7 @@ def command_first(messages: list[dict[str, Any]], rules: ChangeRules) -> str:
     attached = attached_paths(messages)
     if not needed or not named:
         return ""
-    there = all(any(p == n or p.endswith("/" + n.lstrip("./")) for p in attached) for n in named)
+    there = all(any(p == n or p.endswith("/" + n.removeprefix("./")) for p in attached) for n in named)
     return needed if there else ""
 
 
