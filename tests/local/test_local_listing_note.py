@@ -44,3 +44,29 @@ def test_the_note_follows_a_shell_listing_in_the_results_turn():
     read = [msgs[0], *_turn("Read", {"command": "notes"}, LISTING, 1)]
     last = p.request_body(ModelRequest(model="local", messages=read, tools=TOOLS, max_tokens=64))["messages"][-1]
     assert "This listing's files" not in last["content"]
+
+
+def test_an_answer_that_pastes_an_edit_report_keeps_only_its_own_words(tmp_path):
+    import json
+
+    from test_local_cli import reply, run_local
+
+    from codeloop.providers.request_rules import cut_pasted_report
+
+    pasted = ("The file /w/greet.py has been updated. Here's the result of running `cat -n` on a snippet of the "
+              "edited file:\n     1\tdef greet():\n     2\t    print('Hello, world')")
+    assert cut_pasted_report(pasted) == "The file /w/greet.py has been updated."
+    # own words, a quote of numbered lines, or nothing but the report: as written
+    for answer in ("greet.py now says Hello.", "Lines 1-2:\n     1\ta\n     2\tb",
+                   "Here's the result of running `cat -n`:\n     1\tx"):
+        assert cut_pasted_report(answer) == answer
+    (tmp_path / "greet.py").write_text('print("Helo")\n')
+    r, _ = run_local(tmp_path, "Fix the typo in greet.py: Helo should be Hello.",
+                     reply(json.dumps({"name": "Edit", "arguments": {
+                         "file_path": "greet.py", "old_string": 'print("Helo")', "new_string": 'print("Hello")',
+                         "replace_all": False}})),
+                     reply(json.dumps({"name": "Read", "arguments": {"file_path": "greet.py"}})),
+                     reply(json.dumps({"answer": pasted})), args=("--allowedTools", "Edit"))
+    assert r.returncode == 0, r.stderr
+    result = [json.loads(x) for x in r.stdout.splitlines() if x.strip()][-1]
+    assert result["result"] == "The file /w/greet.py has been updated."

@@ -128,9 +128,12 @@ class LocalProvider(OpenAICompatProvider):
 
     def translator(self, request: ModelRequest) -> StreamTranslator:
         fixing = self.rules is not None or self.fix_input is not None
+        from codeloop.providers.request_rules import cut_pasted_report
+
         return StreamTranslator(request.model, tool_names=[t["name"] for t in request.tools if "name" in t],
                                 answer_key=ANSWER_KEY, input_defaults=self.input_defaults,
-                                fix_input=self._fixer(request) if fixing else None)
+                                fix_input=self._fixer(request) if fixing else None,
+                                fix_answer=cut_pasted_report if self.rules is not None else None)
 
     def _fixer(self, request: ModelRequest) -> Any:
         """The profile's `fix_input` — kept only when it reveals nothing the model was not shown

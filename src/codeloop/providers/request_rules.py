@@ -231,6 +231,21 @@ def command_missing(messages: list[dict[str, Any]], rules: ChangeRules) -> str:
     return ""
 
 
+# Where a copied tool report starts in an answer: the Edit and Write report's own words (numbered
+# lines alone are left: an answer may quote a file's lines when asked for them)
+_PASTED = re.compile(r"here's the result of running", re.I)
+
+
+def cut_pasted_report(answer: str) -> str:
+    """The final answer without a tool's report pasted into it: cut where the paste starts, the
+    model's own words before it kept (none left: the answer as it was). Small models answer a
+    change with the Edit's report ("The file … has been updated. Here's the result of running
+    `cat -n` …" and the numbered lines); the sentence before the report says what was done."""
+    m = _PASTED.search(answer)
+    kept = answer[:m.start()].rstrip(" :\n\t") if m else answer
+    return kept if kept.strip() else answer
+
+
 _LS_FILE = re.compile(r"^-([rwxsStT-]{9})[.+@]?\s+\d+\s+\S+\s+\S+\s+(\d+)\s+\S+\s+\S+\s+\S+\s+(.+)$")
 _LS_OTHER = re.compile(r"^([dlcbps][rwxsStT-]{9}[.+@]?\s|total \d+$)")
 
