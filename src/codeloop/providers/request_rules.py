@@ -336,7 +336,9 @@ def _field_reveals_nothing(messages: list[dict[str, Any]], before: dict[str, Any
         return True
     if key == "content":
         mine = str(before.get(key) or "")
-        own_lines = set() if new.strip() == mine.strip() else {line.strip() for line in mine.splitlines()}
+        # the model's own lines, also without Read's line-number prefix (that fix shows nothing new)
+        own_lines = set() if new.strip() == mine.strip() else {
+            v.strip() for line in mine.splitlines() for v in (line, re.sub(r"^ *\d+\t", "", line))}
         unknown = [line.strip() for line in new.splitlines() if line.strip() and line.strip() not in own_lines]
     else:
         own = str(before.get(key) or "").translate(_NO_QUOTES)
