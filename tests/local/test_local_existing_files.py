@@ -120,6 +120,9 @@ def test_the_addition_fix_is_kept_only_for_a_file_already_shown():
                                          "content": "     1\tdef square(n):\n     2\t    return n * n"}]}
     assert reveals_nothing([read], before, after)
     assert not reveals_nothing([{"role": "user", "content": "Add cube to powers.py"}], before, after)
+    # a file's lines only as parts of other text are not a Read of it
+    said = [{"role": "user", "content": "Add cube to powers.py; keep def square(n): and return n * n there"}]
+    assert not reveals_nothing(said, before, after)
     # Read's numbers taken out of the model's own lines show nothing, shown or not
     numbered = {"file_path": "new.txt", "content": "     1\talpha\n     2\tbeta\n"}
     assert reveals_nothing([], numbered, {**numbered, "content": "alpha\nbeta\n"})

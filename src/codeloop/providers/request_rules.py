@@ -278,7 +278,7 @@ def attached_paths(messages: list[dict[str, Any]]) -> list[str]:
     content = since[0].get("content") if since else None
     paths = []
     for b in content if isinstance(content, list) else []:
-        text = b.get("text") or "" if b.get("type") == "text" else ""
+        text = (b.get("text") or "") if b.get("type") == "text" else ""
         if text.startswith(READ_ATTACHMENT_HEAD) and (m := re.search(r'"file_path":\s*"([^"]+)"', text)):
             paths.append(m.group(1))
     return paths
@@ -353,4 +353,7 @@ def _field_reveals_nothing(messages: list[dict[str, Any]], before: dict[str, Any
         shown += [_text_of(b.get("content")) if b.get("type") == "tool_result" else b.get("text") or ""
                   for b in blocks if b.get("type") in ("text", "tool_result")]
     text = "\n".join(shown)
+    if key == "content":   # a whole file's lines: each must have been shown as a line (a Read's)
+        lines = {v.strip() for line in text.splitlines() for v in (line, re.sub(r"^ *\d+\t", "", line))}
+        return all(line in lines for line in unknown)
     return all(line in text for line in unknown)
