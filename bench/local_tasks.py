@@ -15,7 +15,11 @@ made and run, which scripts are executable, the highest value) that changes may 
 freely. Its author knew which four FRESH tasks had failed (by name only), so its copy and
 longest-file shapes are disclosed as written with that knowledge. Every check looks at the real
 outcome: the files on disk afterwards (contents, existence, the executable bit, what a script
-prints when run) or the names and numbers in the answer.
+prints when run) or the names and numbers in the answer. TUNING3 (the last 8, written on
+2026-12-04 for issue 29's fourth round) is a third tuning set: new files and words in the shapes
+the last round named as failing (by name only: lines or files that match a word counted, an
+existing file made executable, only the matching files listed, a function added, an off-by-one,
+top-level functions counted, the largest file); changes may be tried against it freely.
 """
 
 from __future__ import annotations
@@ -324,4 +328,36 @@ TUNING2 = [
     Task("highest value", "What is the highest score in scores.txt?",
          {"scores.txt": "ann 72\nbob 91\ncy 85\ndee 64\n"}, _number("91", not_=("72", "85", "64"))),
 ]
-TASKS = TUNING + HELD_OUT + FRESH + TUNING2
+TUNING3 = [
+    Task("lines with a word", "How many lines of journal.txt mention rain?",
+         {"journal.txt": "Mon: sunny and warm\nTue: rain all day\nWed: cloudy\nThu: light rain at noon\n"
+                         "Fri: windy\nSat: rain again\nSun: clear\n"}, _number("3", not_=("7",))),
+    Task("files with a word", "How many files in the src folder mention logger?",
+         {"src/a.py": "import logging\nlogger = logging.getLogger()\n", "src/b.py": "x = 1\n",
+          "src/c.py": "from a import logger\nlogger.info('c')\n", "src/d.py": "def f():\n    return 2\n"},
+         _number("2", not_=("4", "3"))),
+    Task("make it runnable", "Make the existing script tools/backup.sh executable.",
+         {"tools/backup.sh": "#!/bin/sh\necho backing up\n", "README.md": "# ops\n"},
+         _executable("tools/backup.sh", "#!/bin/sh\necho backing up\n")),
+    Task("only the matching", "Which .txt files in the notes folder mention budget?",
+         {"notes/jan.txt": "budget review at 10\n", "notes/feb.txt": "team lunch\n",
+          "notes/mar.txt": "the budget is approved\n", "notes/apr.md": "budget draft\n"},
+         lambda a, _d: "jan.txt" in a and "mar.txt" in a and "feb.txt" not in a and "apr.md" not in a),
+    Task("add a helper", "Add a function cube(n) that returns n cubed to powers.py.",
+         {"powers.py": "def square(n):\n    return n * n\n"},
+         lambda _a, d: _runs_code(d, "from powers import cube, square; print(cube(3), square(4))", "27 16")),
+    Task("off by one", "pages.py should print the numbers 1 to 5 but stops at 4. Fix it.",
+         {"pages.py": "for p in range(1, 5):\n    print(p)\n"},
+         lambda _a, d: _runs_code(d, "import runpy; runpy.run_path('pages.py')", "1\n2\n3\n4\n5\n")
+         and not _runs_code(d, "import runpy; runpy.run_path('pages.py')", "6")),
+    Task("top-level functions", "How many top-level functions are defined in geometry.py?",
+         {"geometry.py": "import math\n\n\ndef circle(r):\n    return math.pi * r * r\n\n\nclass Box:\n"
+                         "    def __init__(self, w):\n        self.w = w\n\n    def area(self):\n"
+                         "        return self.w * self.w\n\n\ndef ring(a, b):\n    return circle(a) - circle(b)\n\n\n"
+                         "def half(x):\n    return x / 2\n"}, _number("3", not_=("5", "2"))),
+    Task("biggest file", "Which file in the data folder is the largest?",
+         {"data/small.csv": "a,b\n1,2\n", "data/huge.csv": "a,b\n" + "".join(f"{i},{i * 7}\n" for i in range(40)),
+          "data/mid.csv": "a,b\n" + "".join(f"{i},{i}\n" for i in range(8))},
+         lambda a, _d: "huge.csv" in a and "small.csv" not in a and "mid.csv" not in a),
+]
+TASKS = TUNING + HELD_OUT + FRESH + TUNING2 + TUNING3

@@ -34,9 +34,10 @@ def _setup(task, d: Path) -> Path:
 
 
 def test_the_split_is_fixed_and_large_enough():
-    assert len(tasks.TASKS) >= 30 and tasks.TASKS == tasks.TUNING + tasks.HELD_OUT + tasks.FRESH + tasks.TUNING2
+    assert len(tasks.TASKS) >= 30 and tasks.TASKS == (tasks.TUNING + tasks.HELD_OUT + tasks.FRESH + tasks.TUNING2
+                                                     + tasks.TUNING3)
     assert len(tasks.TUNING) == 17 and len(tasks.HELD_OUT) == 16 and len(tasks.FRESH) == 12
-    assert len(tasks.TUNING2) == 14
+    assert len(tasks.TUNING2) == 14 and len(tasks.TUNING3) == 8
     names = [t.name for t in tasks.TASKS]
     assert len(set(names)) == len(names)
 

@@ -219,6 +219,8 @@ def test_a_question_that_counts_or_compares_is_answered_from_a_command():
     schema = body([*prompt, *read])["response_format"]["json_schema"]["schema"]
     assert [o["properties"]["name"]["const"] for o in schema["anyOf"]] == ["Bash"]   # after one look, only a command
     assert "Nothing has been measured yet" in body([*prompt, *read])["messages"][-1]["content"]
+    # the command for a count of matching lines is named (the model ran wc -l on the whole file)
+    assert "grep -c PATTERN FILE counts only the lines that match" in body([*prompt, *read])["messages"][-1]["content"]
     silent = _turn("Bash", {"command": "true"}, "", 2)       # printed nothing: measured nothing
     assert not _offers_answer(p, [*prompt, *read, *silent])
     wc = _turn("Bash", {"command": "wc -w poem.txt"}, "11 poem.txt", 3)

@@ -144,7 +144,7 @@ def test_the_results_turn_lists_the_changes_already_made():
     ("n = 1\nn2 = n\n", "n", r"a\1", ("n = 1\nn2 = n", "a\\1 = 1\nn2 = a\\1")),   # new text taken literally
 ])
 def test_replace_all_of_a_bare_name_is_narrowed_to_whole_words(text, old, new, expected):
-    from codeloop.session.local_profile import whole_word_edit
+    from codeloop.session.local_fixes import whole_word_edit
 
     assert whole_word_edit(text, old, new) == expected
 
@@ -156,7 +156,7 @@ def test_replace_all_of_a_bare_name_is_narrowed_to_whole_words(text, old, new, e
     ("xy = 1\nx\n", "x"),                             # the line alone ("x") is not unique in the file
 ])
 def test_replace_all_is_left_alone_when_there_is_nothing_to_narrow(text, old):
-    from codeloop.session.local_profile import whole_word_edit
+    from codeloop.session.local_fixes import whole_word_edit
 
     assert whole_word_edit(text, old, "y") is None
 
@@ -188,6 +188,8 @@ def test_the_tool_list_sends_copies_sizes_and_permissions_to_bash():
     assert "(cp)" in SHORT_DESCRIPTIONS["Bash"] and "ls -l" in SHORT_DESCRIPTIONS["Bash"]
     assert "cp" in SHORT_DESCRIPTIONS["Write"] and "names only" in SHORT_DESCRIPTIONS["Glob"]
     assert "sizes or permissions: Bash" in LOCAL_SYSTEM_PROMPT
+    # no kind named: the whole folder, not a kind made up (data/*.txt for a folder of .csv files)
+    assert "the folder and * when it names no kind" in SHORT_DESCRIPTIONS["Glob"]
     # the worked count: the numbers come from what wc printed, its total line left out
     example = LOCAL_SYSTEM_PROMPT.split("how many lines do the .log files")[1]
     assert '"wc -l logs/*.log"' in example and "16 total" in example and "16" not in example.split('"answer"')[1]
@@ -204,7 +206,7 @@ SETTINGS = '{\n  "name": "demo",\n  "debug": false,\n  "retries": 3\n}\n'
     ("x = 'ab'\n", "x = ab", "x = aab", ("x = 'ab", "x = 'aab")),
 ])
 def test_an_old_string_that_lost_its_quotes_is_matched_with_them(text, old, new, expected):
-    from codeloop.session.local_profile import requoted_edit
+    from codeloop.session.local_fixes import requoted_edit
 
     assert requoted_edit(text, old, new) == expected
 
@@ -217,7 +219,7 @@ def test_an_old_string_that_lost_its_quotes_is_matched_with_them(text, old, new,
     ("count = 5\n", "count = '5'"),                    # quotes the file lacks: the model's own
 ])
 def test_an_old_string_is_left_alone_unless_quotes_alone_kept_it_from_matching(text, old):
-    from codeloop.session.local_profile import requoted_edit
+    from codeloop.session.local_fixes import requoted_edit
 
     assert requoted_edit(text, old, old + "!") is None
 
@@ -288,7 +290,7 @@ def test_an_edit_naming_a_fifo_never_hangs_the_fix(tmp_path, monkeypatch):
     """A FIFO planted under the name an Edit gives is not read (it would block for ever)."""
     import os
 
-    from codeloop.session.local_profile import fix_edit
+    from codeloop.session.local_fixes import fix_edit
 
     os.mkfifo(tmp_path / "pipe")
     monkeypatch.chdir(tmp_path)

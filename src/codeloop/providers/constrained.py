@@ -18,10 +18,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from codeloop.providers.openai_translate import _text_of
-from codeloop.providers.request_rules import (CHANGES_MADE, NOT_CHANGED_YET, NOT_MEASURED_YET, STILL_NEEDED,
-                                              ChangeRules, call_json, change_missing, changes_made,
-                                              command_missing, has_results,
-                                              measure_missing, request_text, shell_only, since_prompt, tool_calls,
+from codeloop.providers.request_rules import (CHANGES_MADE, NOT_CHANGED_YET, NOT_MEASURED_YET,
+                                              NOT_SEARCHED_YET, STILL_NEEDED, ChangeRules, call_json,
+                                              change_missing, changes_made, command_first, command_missing,
+                                              has_results, listing_note, measure_missing, request_text, search_missing,
+                                              search_tally, shell_only, since_prompt, tool_calls,
                                               unchecked_change)
 from codeloop.providers.text_tools import ANSWER_KEY
 
@@ -221,6 +222,12 @@ def render_messages(system: list[dict[str, Any]], messages: list[dict[str, Any]]
                 name = names.get(b.get("tool_use_id", ""), "the tool")
                 label = f"Error from {name}" if b.get("is_error") else f"Result of {name}"
                 parts.append(f"{label}:\n{_text_of(b.get('content')) or '(no output)'}")
+                if remind and rules is not None and not b.get("is_error"):
+                    # from the result alone: every turn renders it the same
+                    text = _text_of(b.get("content"))
+                    note = search_tally(text) if name == rules.search_tool else \
+                        listing_note(text) if name == rules.shell_tool else ""
+                    parts[-1] += "\n" + note if note else ""
             elif b.get("type") == "text" and b.get("text"):
                 parts.append(b["text"])
         if remind and request and any(b.get("type") == "tool_result" for b in content):
@@ -232,6 +239,8 @@ def render_messages(system: list[dict[str, Any]], messages: list[dict[str, Any]]
                 parts.append(CHANGES_MADE.format(calls="; ".join(made)))
                 if needed := command_missing(messages[:i + 1], rules):
                     parts.append(STILL_NEEDED.format(command=needed))
+            elif rules is not None and search_missing(messages[:i + 1], rules):
+                parts.append(NOT_SEARCHED_YET.format(tool=rules.search_tool))
             elif rules is not None and measure_missing(messages[:i + 1], rules):
                 parts.append(NOT_MEASURED_YET)
             parts.append(REMINDER.format(request=request))
@@ -262,7 +271,10 @@ def constrained_body(request: Any, *, max_tokens_field: str = "max_tokens",
     if tool_first and shell_only(request.messages, rules):
         offered = [t for t in offered if t["name"] not in rules.check_after] or offered
     looked = bool(tool_calls(since_prompt(request.messages)))
-    if tool_first and looked and change_missing(request.messages, rules):
+    if tool_first and command_first(request.messages, rules):
+        # the files are there and a command is all the change needs first: only the shell
+        offered = [t for t in offered if t["name"] == rules.shell_tool] or offered
+    elif tool_first and looked and change_missing(request.messages, rules):
         # it has looked once and changed nothing: only the tools that change files are offered
         changing = [t for t in offered if t["name"] in (*rules.check_after, rules.shell_tool)]
         offered = changing or offered
@@ -274,6 +286,9 @@ def constrained_body(request: Any, *, max_tokens_field: str = "max_tokens",
         # changing the file again (and undoes a finished change)
         looking = [t for t in offered if t["name"] not in (*rules.check_after, rules.shell_tool)]
         offered = looking or offered
+    elif tool_first and looked and search_missing(request.messages, rules):
+        # a question about contents, looked at by name only: a search of contents
+        offered = [t for t in offered if t["name"] in (rules.search_tool, rules.shell_tool)] or offered
     elif tool_first and looked and measure_missing(request.messages, rules):
         # it has looked once and measured nothing: only a command that prints the numbers
         offered = [t for t in offered if t["name"] == rules.shell_tool] or offered
@@ -281,7 +296,8 @@ def constrained_body(request: Any, *, max_tokens_field: str = "max_tokens",
                                               and not unchecked_change(request.messages, rules)
                                               and not change_missing(request.messages, rules)
                                               and not command_missing(request.messages, rules)
-                                              and not measure_missing(request.messages, rules))
+                                              and not measure_missing(request.messages, rules)
+                                              and not search_missing(request.messages, rules))
     schema = reply_schema(offered, allow_answer=allow, extra_args=extra_args)
     body: dict[str, Any] = {
         "model": request.model, "stream": True, "stream_options": {"include_usage": True},

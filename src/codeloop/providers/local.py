@@ -100,7 +100,7 @@ class LocalProvider(OpenAICompatProvider):
         self.rules = rules   # constrained.ChangeRules: when a change must be made and checked
         self.input_defaults = {k: dict(v) for k, v in (input_defaults or {}).items()}
         self.extra_args = dict(extra_args or {})   # per tool: optional arguments offered as required
-        self.fix_input = fix_input                 # (name, input) -> input, for each call the model writes
+        self.fix_input = fix_input   # (name, input, the user's request) -> input, for each call the model writes
 
     def request_body(self, request: ModelRequest) -> dict[str, Any]:
         from codeloop.providers.constrained import constrained_body
@@ -128,20 +128,23 @@ class LocalProvider(OpenAICompatProvider):
 
     def translator(self, request: ModelRequest) -> StreamTranslator:
         fixing = self.rules is not None or self.fix_input is not None
+        from codeloop.providers.request_rules import cut_pasted_report
+
         return StreamTranslator(request.model, tool_names=[t["name"] for t in request.tools if "name" in t],
                                 answer_key=ANSWER_KEY, input_defaults=self.input_defaults,
-                                fix_input=self._fixer(request) if fixing else None)
+                                fix_input=self._fixer(request) if fixing else None,
+                                fix_answer=cut_pasted_report if self.rules is not None else None)
 
     def _fixer(self, request: ModelRequest) -> Any:
         """The profile's `fix_input` — kept only when it reveals nothing the model was not shown
         (`reveals_nothing`: the fixes read files outside the permission checks) — then: a change
         that already worked, made again exactly, is made a Read of its file instead
         (`repeats_a_change`): a look at what it did, not a second go."""
-        from codeloop.providers.request_rules import repeats_a_change, reveals_nothing
+        from codeloop.providers.request_rules import repeats_a_change, request_of, reveals_nothing
 
         def fix(name: str, inp: dict[str, Any]) -> dict[str, Any] | tuple[str, dict[str, Any]]:
             if self.fix_input is not None:
-                fixed = self.fix_input(name, inp)
+                fixed = self.fix_input(name, inp, request_of(request.messages))
                 inp = fixed if reveals_nothing(request.messages, inp, fixed) else inp
             if (self.rules is not None and isinstance(inp.get("file_path"), str)
                     and repeats_a_change(request.messages, self.rules, name, inp)):

@@ -204,9 +204,10 @@ class StreamTranslator:
     def __init__(self, model: str, *, tool_names: Iterable[str] = (), answer_key: str | None = None,
                  input_defaults: dict[str, dict[str, Any]] | None = None,
                  fix_input: Callable[[str, dict[str, Any]], dict[str, Any] | tuple[str, dict[str, Any]]] | None = None,
-                 ) -> None:
+                 fix_answer: Callable[[str], str] | None = None) -> None:
         self.model = model
         self.fix_input = fix_input
+        self.fix_answer = fix_answer   # rewrites a constrained final answer (the local profile's)
         self.tool_names = frozenset(tool_names)
         self.answer_key = answer_key
         self.input_defaults = input_defaults or {}  # per tool: arguments a text call leaves out
@@ -277,7 +278,7 @@ class StreamTranslator:
         text, self._held = "".join(self._held or []), None
         reply = parse_text_calls(text, answer_key=self.answer_key)
         if reply is not None and reply.answer is not None:
-            yield from self._stream(BlockKind.TEXT, reply.answer)
+            yield from self._stream(BlockKind.TEXT, self.fix_answer(reply.answer) if self.fix_answer else reply.answer)
         elif reply is not None and reply.calls and self.tool_names:
             unknown = [c.name for c in reply.calls if c.name not in self.tool_names]
             if unknown:

@@ -66,6 +66,8 @@ class ChangeRules:
     # (request regex, command regex, the command as the model is told it): a change request that
     # matches is not done until a shell command matching it worked ("…and make it executable")
     needs: tuple[tuple[str, str, str], ...] = ()
+    search_tool: str = ""               # the tool that shows each matching line as `path:line:text`…
+    search_question: str = ""           # …which a question about files' contents needs (and its tally counts)
 
 
 def tool_calls(since: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -129,7 +131,11 @@ def asks_for_change(request: str, rules: ChangeRules) -> bool:
     return bool(rules.request and re.search(rules.request, request, re.I)) and not request.rstrip().endswith("?")
 
 
-NOT_MEASURED_YET = "Nothing has been measured yet: run a command that prints the numbers the answer needs."
+# with the commands for each kind of count: told only "a command", a small model that had
+# searched for the lines it was asked to count ran `wc -l` on the whole file
+NOT_MEASURED_YET = ("Nothing has been measured yet: run a command that prints the numbers the answer needs "
+                    "(grep -c PATTERN FILE counts only the lines that match; wc -l, wc -w and ls -l count all "
+                    "lines, words and sizes).")
 
 
 def measure_missing(messages: list[dict[str, Any]], rules: ChangeRules) -> bool:
@@ -149,7 +155,51 @@ def measure_missing(messages: list[dict[str, Any]], rules: ChangeRules) -> bool:
     printed = {b.get("tool_use_id") for m in since if has_results(m) for b in m["content"]
                if b.get("type") == "tool_result" and not b.get("is_error")
                and _text_of(b.get("content")).strip() not in ("", NO_OUTPUT)}
-    return not any(c.get("name") == rules.shell_tool and c.get("id") in printed for c in calls)
+    tallied = {b.get("tool_use_id") for m in since if has_results(m) for b in m["content"]
+               if b.get("type") == "tool_result" and not b.get("is_error") and search_tally(_text_of(b.get("content")))}
+    counts_by_search = bool(rules.search_tool and rules.search_question
+                            and re.search(rules.search_question, request, re.I))
+    return not any((c.get("name") == rules.shell_tool and c.get("id") in printed)
+                   or (counts_by_search and c.get("name") == rules.search_tool and c.get("id") in tallied)
+                   for c in calls)
+
+
+NOT_SEARCHED_YET = "Nothing has been searched yet: search the files' contents ({tool}) for the word the question names."
+
+
+def search_missing(messages: list[dict[str, Any]], rules: ChangeRules) -> bool:
+    """The request asks which files or lines mention, contain or use something (`rules.search_question`,
+    and not a change) and no search of contents has been made: a `search_tool` call, or a shell
+    command that runs grep. Small models otherwise list files by name (a Glob) and answer that
+    they all mention it, or look for the word in file names. After MAX_CHECK_CALLS calls the
+    answer is allowed."""
+    if not rules.search_question or not rules.search_tool or not messages:
+        return False
+    request = request_of(messages)
+    if not re.search(rules.search_question, request, re.I) or asks_for_change(request, rules):
+        return False
+    calls = tool_calls(since_prompt(messages))
+    return len(calls) < MAX_CHECK_CALLS and not any(
+        c.get("name") == rules.search_tool or (c.get("name") == rules.shell_tool and re.search(
+            r"\bgrep\b", str((c.get("input") or {}).get("command", "")))) for c in calls)
+
+
+_MATCH_LINE = re.compile(r"^(.+?):(\d+):")
+TALLY = "({lines} matching {line_word} in {files} {file_word})"
+
+
+def search_tally(text: str) -> str:
+    """How many lines and files a search result shows, as a note for the model, or "": only when
+    every line is a match (`path:line:text`) and the output was not cut short. Asked how many
+    lines or files mention a word, a small model that has the matching lines before it counts
+    every line of the file instead (`wc -l`), or the files of every kind."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    matches = [_MATCH_LINE.match(line) for line in lines]
+    if not lines or not all(matches):
+        return ""
+    files = len({m.group(1) for m in matches if m})
+    return TALLY.format(lines=len(lines), line_word="line" if len(lines) == 1 else "lines", files=files,
+                        file_word="file" if files == 1 else "files")
 
 
 def shell_only(messages: list[dict[str, Any]], rules: ChangeRules) -> bool:
@@ -181,6 +231,73 @@ def command_missing(messages: list[dict[str, Any]], rules: ChangeRules) -> str:
     return ""
 
 
+# Where a copied tool report starts in an answer: the Edit and Write report's own words (numbered
+# lines alone are left: an answer may quote a file's lines when asked for them)
+_PASTED = re.compile(r"here's the result of running", re.I)
+
+
+def cut_pasted_report(answer: str) -> str:
+    """The final answer without a tool's report pasted into it: cut where the paste starts, the
+    model's own words before it kept (none left: the answer as it was). Small models answer a
+    change with the Edit's report ("The file … has been updated. Here's the result of running
+    `cat -n` …" and the numbered lines); the sentence before the report says what was done."""
+    m = _PASTED.search(answer)
+    kept = answer[:m.start()].rstrip(" :\n\t") if m else answer
+    return kept if kept.strip() else answer
+
+
+_LS_FILE = re.compile(r"^-([rwxsStT-]{9})[.+@]?\s+\d+\s+\S+\s+\S+\s+(\d+)\s+\S+\s+\S+\s+\S+\s+(.+)$")
+_LS_OTHER = re.compile(r"^([dlcbps][rwxsStT-]{9}[.+@]?\s|total \d+$)")
+
+
+def listing_note(text: str) -> str:
+    """What an `ls -l` listing says of its regular files, in words, or "": the largest (when there
+    are several) and which are executable. Only when every line is a listing line (`total N`,
+    other kinds of entry). Small models read `-rwxr-xr-x` and `-rw-r--r--` alike ("all of them
+    are executable") and take the largest from the names."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    files = [m.groups() for line in lines if (m := _LS_FILE.match(line))]
+    if not files or len(files) + sum(bool(_LS_OTHER.match(line)) for line in lines) != len(lines):
+        return ""
+    notes = []
+    sizes = sorted((int(size), name) for _, size, name in files)
+    if len(sizes) > 1 and sizes[-1][0] > sizes[-2][0]:
+        notes.append(f"largest {sizes[-1][1]} ({sizes[-1][0]} bytes)")
+    run = [name for perms, _, name in files if perms[2] in "xs"]
+    rest = [name for perms, _, name in files if perms[2] not in "xs"]
+    notes.append(f"executable: {', '.join(run) or 'none'}" + (f"; not executable: {', '.join(rest)}" if rest else ""))
+    return f"(This listing's files: {'; '.join(notes)}.)"
+
+
+_NAMED_FILE = re.compile(r"[\w./-]*\w\.[A-Za-z]\w*\b")
+
+
+def attached_paths(messages: list[dict[str, Any]]) -> list[str]:
+    """The files attached to the prompt (a Read the harness made of each existing file it names)."""
+    since = since_prompt(messages)
+    content = since[0].get("content") if since else None
+    paths = []
+    for b in content if isinstance(content, list) else []:
+        text = (b.get("text") or "") if b.get("type") == "text" else ""
+        if text.startswith(READ_ATTACHMENT_HEAD) and (m := re.search(r'"file_path":\s*"([^"]+)"', text)):
+            paths.append(m.group(1))
+    return paths
+
+
+def command_first(messages: list[dict[str, Any]], rules: ChangeRules) -> str:
+    """The command a change request needs (`command_missing`) when every file the request names
+    is already there (attached to the prompt), or "": then the command alone is offered first.
+    Asked to make an existing script executable, small models first write it out again (a blank
+    line added, the final newline lost), then run chmod."""
+    needed = command_missing(messages, rules)
+    named = _NAMED_FILE.findall(request_of(messages))
+    attached = attached_paths(messages)
+    if not needed or not named:
+        return ""
+    there = all(any(p == n or p.endswith("/" + n.removeprefix("./")) for p in attached) for n in named)
+    return needed if there else ""
+
+
 def repeats_a_change(messages: list[dict[str, Any]], rules: ChangeRules, name: str, inp: dict[str, Any]) -> bool:
     """The call is exactly a `check_after` change (an Edit, a Write) that already worked since the
     prompt. Made again, an Edit whose new text contains its old text applies twice (`f(s)` made
@@ -205,12 +322,28 @@ def reveals_nothing(messages: list[dict[str, Any]], before: dict[str, Any], afte
     permission checks, and the rewritten call goes into the history the model reads next; the
     lines of a file a Read deny rule hides must never leak that way. (new_string is made from the
     new old_string and the model's own new_string, so it adds nothing of the file's.)"""
-    new = after.get("old_string")
-    if not isinstance(new, str) or new == before.get("old_string"):
+    return all(_field_reveals_nothing(messages, before, after, key) for key in ("old_string", "content"))
+
+
+def _field_reveals_nothing(messages: list[dict[str, Any]], before: dict[str, Any], after: dict[str, Any],
+                           key: str) -> bool:
+    """`reveals_nothing` for one field: an Edit's old_string, or a Write's content. A Write fix
+    puts the file's own lines around the model's (each line of the new content that is not a
+    line of the model's must have been shown); one that only adds final newlines to the model's
+    lines still says, by firing, that the file matched them: then every line must have been shown."""
+    new = after.get(key)
+    if not isinstance(new, str) or new == before.get(key):
         return True
-    own = str(before.get("old_string") or "").translate(_NO_QUOTES)
-    unknown = [line.strip() for line in new.splitlines()
-               if line.strip() and line.strip().translate(_NO_QUOTES) not in own]
+    if key == "content":
+        mine = str(before.get(key) or "")
+        # the model's own lines, also without Read's line-number prefix (that fix shows nothing new)
+        own_lines = set() if new.strip() == mine.strip() else {
+            v.strip() for line in mine.splitlines() for v in (line, re.sub(r"^ *\d+\t", "", line))}
+        unknown = [line.strip() for line in new.splitlines() if line.strip() and line.strip() not in own_lines]
+    else:
+        own = str(before.get(key) or "").translate(_NO_QUOTES)
+        unknown = [line.strip() for line in new.splitlines()
+                   if line.strip() and line.strip().translate(_NO_QUOTES) not in own]
     if not unknown:
         return True
     shown = []
@@ -220,4 +353,7 @@ def reveals_nothing(messages: list[dict[str, Any]], before: dict[str, Any], afte
         shown += [_text_of(b.get("content")) if b.get("type") == "tool_result" else b.get("text") or ""
                   for b in blocks if b.get("type") in ("text", "tool_result")]
     text = "\n".join(shown)
+    if key == "content":   # a whole file's lines: each must have been shown as a line (a Read's)
+        lines = {v.strip() for line in text.splitlines() for v in (line, re.sub(r"^ *\d+\t", "", line))}
+        return all(line in lines for line in unknown)
     return all(line in text for line in unknown)

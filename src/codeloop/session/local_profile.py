@@ -12,16 +12,15 @@ command for each kind of file change), schema-constrained calls (the provider's 
 sandbox switched on through settings (`sandbox.enabled`, read by
 the sandbox layer where it exists) and never bypassPermissions.
 
-Also owns starting the embedded model, when it is the default (no key set and no model chosen,
-the model installed: `keyless_default`, decided at the door) and the no-key error that names it or
-the one command that installs it (the progress bar and the start-up line are the front ends':
-`cli.startup.local_offer`).
+The call fixes are `local_fixes.py`'s. Also owns starting the embedded model, when it is the
+default (no key set and no model chosen, the model installed: `keyless_default`, decided at the
+door) and the no-key error that names it or the one command that installs it (the progress bar
+and the start-up line are the front ends': `cli.startup.local_offer`).
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -45,10 +44,12 @@ SHORT_DESCRIPTIONS = {
             "(wc -l, wc -w), see sizes and permissions (ls -l), delete (rm), move or rename (mv), copy (cp), "
             "make executable (chmod +x), replace a name everywhere in a file (sed -i)",
     # no literal example patterns here or in Grep's: a small model searches for the examples themselves
+    # "(folder/* …)": asked for the largest file in a folder, a small model made up a kind (data/*.txt)
     "Glob": "list the names of the files whose paths match a glob pattern made from the folder and file kind in "
-            "the request (names only: no sizes, lines or permissions)",
+            "the request (the folder and * when it names no kind; names only: no sizes, lines or permissions)",
     "Grep": "search inside all files for a name or regular expression taken from the question (ignoring "
-            "case); shows each matching line with its file name",
+            "case); shows each matching line with its file name, and how many lines and files matched (to count "
+            "the lines or files that mention a word)",
 }
 # Arguments the constrained calls cannot carry (only required ones are offered): Grep shows the
 # matching lines themselves, which answers most "where is…/what is…" questions in one call. Case
@@ -70,6 +71,12 @@ CHANGE_COMMANDS = (r"\b(rm|mv|cp|chmod|touch|mkdir|tee|ln|truncate|patch)\b|\bse
 # a Read or a listing of names by guessing. Changes are not questions, so "make it executable" is not one.
 MEASURE_WORDS = (r"\bhow (many|much|big|large|long)\b|\b(count|number of|largest|smallest|biggest|longest|"
                  r"shortest|most|fewest|sizes?|executable|permissions?)\b(?!\.\w)")  # not a file's name (count.py)
+# A question about which files or lines mention, contain or use a word needs a search of contents
+# (Grep), and a count of them is read from Grep's own tally ("(3 matching lines in 1 file)"):
+# small models list files by name and answer "all of them", or run `wc -l` on the whole file.
+SEARCH_QUESTION = (r"\b(files?|lines?|scripts?|modules?)\b.*\b(mentions?|mentioning|contains?|containing|refers?|"
+                   r"referring|includes?|including|imports?|importing|calls?|calling|says?|saying|uses?|using|"
+                   r"defines?|defining)\s+\w")
 # Copying, moving or renaming a file is a command's job (cp, mv): offered Write, a small model
 # writes the copy out from memory (a line or the final newline lost) and leaves the original.
 # "Rename the function f" names no file after the verb, so Edit stays on offer there.
@@ -120,120 +127,15 @@ def change_rules() -> Any:
 
     return ChangeRules(check_after=("Edit", "Write"), request=r"\b(" + "|".join(CHANGE_VERBS) + r")\b",
                        shell_tool="Bash", commands=CHANGE_COMMANDS, measure=MEASURE_WORDS, shell_only=SHELL_ONLY,
-                       needs=NEEDED_COMMANDS)
-
-
-def whole_word_edit(text: str, old: str, new: str) -> tuple[str, str] | None:
-    """(old_string, new_string) for one Edit that replaces the name `old` only where it stands as
-    a whole word: the lines from its first such use to its last, as they are and as they become.
-    None when there is nothing to narrow (`old` is not a bare name, never stands alone, or no
-    longer word contains it) or those lines occur twice in the file.
-
-    Why: the local model must decide replace_all on every Edit (`EXTRA_ARGUMENTS`) and sets it to
-    rename a name, but Edit replaces text, not names: `x` made `xs` also turns `xs` into `xss`."""
-    if not re.fullmatch(r"\w+", old):
-        return None
-    word = re.compile(rf"(?<!\w){re.escape(old)}(?!\w)")
-    uses = list(word.finditer(text))
-    if not uses or len(uses) == text.count(old):
-        return None
-    start = text.rfind("\n", 0, uses[0].start()) + 1
-    end = text.find("\n", uses[-1].end())
-    lines = text[start:len(text) if end == -1 else end]
-    if text.count(lines) != 1:
-        return None
-    return lines, word.sub(lambda _m: new, lines)
-
-
-QUOTES = "\"'`"
-MIN_REQUOTED = 3
-
-
-def requoted_edit(text: str, old: str, new: str) -> tuple[str, str] | None:
-    """(old_string, new_string) for an Edit whose old_string is not in the file only because
-    quotes were left out of it (`debug: false` for the file's `"debug": false`): the file's own
-    text, and that text with the part the model changed (what differs between its old_string
-    and new_string) changed. None when old_string is there as written, or its quote-free form is
-    not found exactly once. Small models drop quotes when they copy a line, and retry the same
-    string after "not found" whatever the error suggests."""
-    # only quotes left out: an old_string with quotes the file lacks is the model's own idea
-    # (a value it wants quoted), and no guess about it is safe
-    if old in text or len(old) < MIN_REQUOTED or any(c in QUOTES for c in old):
-        return None
-    at = [i for i, c in enumerate(text) if c not in QUOTES]   # each quote-free char's place in text
-    plain = "".join(text[i] for i in at)
-    pos = plain.find(old)
-    if pos == -1 or plain.find(old, pos + 1) != -1:
-        return None
-    start, end = at[pos], at[pos + len(old) - 1] + 1
-    region = text[start:end]
-
-    def place(k: int) -> int:   # where old[k:] starts in region
-        return at[pos + k] - start if k < len(old) else len(region)
-
-    p = 0
-    while p < min(len(old), len(new)) and old[p] == new[p]:
-        p += 1
-    q = 0
-    while q < min(len(old), len(new)) - p and old[-1 - q] == new[-1 - q]:
-        q += 1
-    changed = region[:place(p)] + new[p:len(new) - q] + region[place(len(old) - q):]
-    return None if changed == region else (region, changed)
-
-
-MAX_FIXED_FILE = 1_000_000
-
-
-def _file_text(inp: dict[str, Any]) -> str | None:
-    """The named regular file's text (relative to the process's folder, as the CLI runs), or None.
-    Opened non-blocking and checked on the open descriptor: a FIFO or device planted under the
-    name must never hang the model's turn (Edit itself refuses such files later)."""
-    import os
-    import stat
-
-    from codeloop.tools.builtin.fileio import READ_FLAGS
-
-    try:
-        fd = os.open(str(inp.get("file_path", "")), READ_FLAGS)
-    except (OSError, ValueError):
-        return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FIXED_FILE:
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            return f.read(MAX_FIXED_FILE + 1).decode("utf-8")
-    except (OSError, ValueError):
-        return None
-    finally:
-        os.close(fd)
-
-
-def fix_edit(name: str, inp: dict[str, Any]) -> dict[str, Any]:
-    """An Edit made to do what the model meant, reading the file it names (one not found leaves
-    the call as it is): a replace_all of a bare name kept to whole words (`whole_word_edit`), an
-    old_string that lost its quotes matched with them (`requoted_edit`)."""
-    old, new = inp.get("old_string"), inp.get("new_string")
-    if name != "Edit" or not isinstance(old, str) or not isinstance(new, str) or not old:
-        return inp
-    text = _file_text(inp)
-    if text is None:
-        return inp
-    if inp.get("replace_all") is True and (narrowed := whole_word_edit(text, old, new)) is not None:
-        return {**inp, "old_string": narrowed[0], "new_string": narrowed[1], "replace_all": False}
-    if (requoted := requoted_edit(text, old, new)) is not None:
-        return {**inp, "old_string": requoted[0], "new_string": requoted[1]}
-    return inp
+                       needs=NEEDED_COMMANDS, search_tool="Grep", search_question=SEARCH_QUESTION)
 
 
 def steering() -> dict[str, Any]:
     """What the local provider applies to each request and call besides descriptions and rules:
-    the extra arguments, Read's line numbers taken out of what Write and Edit write, and an Edit
-    made to do what the model meant (`fix_edit`)."""
-    from codeloop.providers.constrained import strip_read_numbers
+    the extra arguments, and each call made to do what the model meant (`local_fixes.fix_call`)."""
+    from codeloop.session.local_fixes import fix_call
 
-    return {"extra_args": EXTRA_ARGUMENTS,
-            "fix_input": lambda name, inp: fix_edit(name, strip_read_numbers(name, inp))}
+    return {"extra_args": EXTRA_ARGUMENTS, "fix_input": fix_call}
 
 
 def _with_sandbox(settings_arg: str | None) -> str:
