@@ -13,7 +13,7 @@ from sandbox_helpers import make_sandbox, needs_bwrap
 
 from codeloop.tools.base import CURRENT_TOOL_USE_ID, ToolContext
 from codeloop.tools.builtin.bash import BashTool
-from codeloop.tools.builtin.bash_background import TaskStatus
+from codeloop.tools.builtin.bash_background import TaskStatus, registry
 from codeloop.tools.registry import parse_tool_input
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
@@ -40,7 +40,7 @@ async def test_a_sandboxed_command_moved_to_the_background_stays_contained_and_k
                f"echo escaped > {outside}/x.txt; echo AFTER")
     call = asyncio.ensure_future(BashTool().call(parse_tool_input(BashTool(), {"command": command}), ctx))
     await until(lambda: "BEFORE" in ctx.live_output.get("sb1", lambda: "")())
-    ctx.background.background_foreground()
+    registry(ctx).background_foreground()
     res = await asyncio.wait_for(call, 10)
     task = ctx.background.get(res.data["backgroundTaskId"])
     assert task.status is TaskStatus.RUNNING

@@ -61,16 +61,19 @@ async def test_a_command_that_ends_in_the_foreground_leaves_nothing_to_move(tmp_
     ctx = ToolContext(cwd=tmp_path, project_dir=tmp_path)
     res = await BashTool().call(parse_tool_input(BashTool(), {"command": "echo hi"}), ctx)
     assert res.content == "hi"
-    assert ctx.background is not None and ctx.background.foreground == {}
-    assert ctx.background.background_foreground() == 0
+    assert ctx.foreground == {}
+    assert ctx.background is None   # never moved: no background registry was needed (nor its import)
+    from codeloop.tools.builtin.bash_background import registry
+
+    assert registry(ctx).background_foreground() == 0 and registry(ctx).foreground is ctx.foreground
 
 
 async def test_a_moved_command_that_fails_is_announced_failed(tmp_path):
     ctx = ToolContext(cwd=tmp_path, project_dir=tmp_path, session_dir=tmp_path / "session")
     gate = tmp_path / "go"
     call = start(ctx, f"while [ ! -e {gate} ]; do sleep 0.02; done; echo oops >&2; exit 3", "fg2")
-    await until(lambda: ctx.background is not None and "fg2" in ctx.background.foreground)
-    ctx.background.background_foreground()
+    await until(lambda: "fg2" in ctx.foreground)
+    registry(ctx).background_foreground()   # what the REPL's Ctrl+B does (its read of ctx.background makes it)
     res = await asyncio.wait_for(call, 10)
     task = ctx.background.get(res.data["backgroundTaskId"])
     gate.touch()
@@ -98,7 +101,7 @@ async def test_a_moved_command_is_stopped_like_any_background_task(tmp_path):
     command, marker = marker_sleep()
     call = start(ctx, f"echo UP; {command} & {command}; wait", "fg3")
     await until(lambda: "UP" in ctx.live_output.get("fg3", lambda: "")())
-    ctx.background.background_foreground()
+    registry(ctx).background_foreground()
     res = await asyncio.wait_for(call, 10)
     task = ctx.background.get(res.data["backgroundTaskId"])
     await asyncio.wait_for(ctx.background.stop(task), 20)

@@ -37,8 +37,9 @@ def wire_background(ctx: Any, queue: Any) -> None:
     from codeloop.loop.queue import QueuedCommand, QueueMode
 
     tasks = registry(ctx)
-    # a registry carried over from a /rewind's predecessor now reports to this session only
-    tasks.emit, tasks.session_dir = ctx.emit, ctx.session_dir
+    # a registry carried over from a /rewind's predecessor now reports to this session only, and
+    # Ctrl+B moves this session's foreground commands
+    tasks.emit, tasks.session_dir, tasks.foreground = ctx.emit, ctx.session_dir, ctx.foreground
     tasks.listeners[:] = [lambda task: queue.enqueue(task_notification(task))]
     # SendMessage from a background agent to "main": read at the main thread's next turn
     tasks.inboxes["main"] = lambda text: queue.enqueue(QueuedCommand(text, mode=QueueMode.TASK_NOTIFICATION))

@@ -144,6 +144,7 @@ class SessionWiring:
             ctx.agent_id, ctx.agent_type, ctx.abort = side.agent_id, side.agent_type, side.abort
             ctx.non_interactive, ctx.entrypoint = parent.non_interactive, parent.entrypoint
             ctx.read_denied, ctx.live_output = parent.read_denied, parent.live_output
+            ctx.foreground = parent.foreground   # Ctrl+B moves a subagent's commands too
             make_on_use(ctx, "background", lambda: parent.background)   # the parent's, when first read
             ctx.project_trusted, ctx.plugins = parent.project_trusted, parent.plugins
             # one task list per session, as in Claude Code (the parent's, when first read)

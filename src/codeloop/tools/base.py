@@ -113,6 +113,10 @@ class ToolContext:
     # tool_use_id → the recent output of a tool still running (Bash registers it while its
     # command runs): a front end may poll it to show progress. Never read by the model.
     live_output: dict[str, Callable[[], str]] = field(default_factory=dict)
+    # Foreground Bash commands running now: tool_use id → what moves it to the background. Ctrl+B
+    # moves them all (the background registry's `background_foreground`); shared with subagents,
+    # whose commands move too. A plain dict, so a command registers without the registry's import.
+    foreground: dict[str, Callable[[], None]] = field(default_factory=dict)
     # File checkpoints: (path, bytes before | None if absent), called right before a file tool
     # replaces a file (session.checkpoints records it for /rewind). None: no checkpoints.
     before_write: Callable[[Path, bytes | None], None] | None = None

@@ -111,7 +111,7 @@ def notification_text(task: BackgroundTask) -> str:
 def registry(ctx: Any) -> BackgroundTasks:
     """The session's registry, created on first use (the session creates it at start)."""
     if ctx.background is None:
-        ctx.background = BackgroundTasks(ctx.session_dir, emit=ctx.emit)
+        ctx.background = BackgroundTasks(ctx.session_dir, emit=ctx.emit, foreground=ctx.foreground)
     return ctx.background
 
 
@@ -125,7 +125,8 @@ def _kill_group(pgid: int, sig: int) -> None:
 
 
 class BackgroundTasks:
-    def __init__(self, session_dir: Path | None, emit: Callable[[Any], None] | None = None) -> None:
+    def __init__(self, session_dir: Path | None, emit: Callable[[Any], None] | None = None,
+                 foreground: dict[str, Callable[[], None]] | None = None) -> None:
         self.session_dir = session_dir
         self.emit = emit
         self.tasks: dict[str, BackgroundTask] = {}
@@ -134,8 +135,9 @@ class BackgroundTasks:
         # a capability the session registers that queues a message for that conversation's next turn.
         self.inboxes: dict[str, Callable[[str], None]] = {}
         # Foreground Bash commands running now (tool_use id → what moves one to the background):
-        # Ctrl+B in the REPL moves them all (`background_foreground`).
-        self.foreground: dict[str, Callable[[], None]] = {}
+        # Ctrl+B in the REPL moves them all (`background_foreground`). The session's
+        # `ToolContext.foreground`, where the commands register.
+        self.foreground: dict[str, Callable[[], None]] = {} if foreground is None else foreground
 
     # -- starting ------------------------------------------------------------------------------------
     def _output_file(self, task_id: str) -> Path:

@@ -31,13 +31,13 @@ class Detach:
     """One foreground command's way to the background, offered while it runs."""
 
     def __init__(self, ctx: Any, key: str | None) -> None:
-        from codeloop.tools.builtin.bash_background import registry
-
-        self.tasks = registry(ctx)
+        # registered in the context's plain dict: the background registry (and its module) is
+        # needed only if the command is moved, which most never are
+        self.ctx, self.foreground = ctx, ctx.foreground
         self.key = key or new_uuid()
         self.tool_use_id = key
         self.requested: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self.tasks.foreground[self.key] = self._request
+        self.foreground[self.key] = self._request
         self._running: tuple[asyncio.subprocess.Process, list[Any], asyncio.Future[Any]] | None = None
 
     def _request(self) -> None:
@@ -46,7 +46,7 @@ class Detach:
 
     def close(self) -> None:
         """The command is no longer in the foreground (it ended, or it was moved)."""
-        self.tasks.foreground.pop(self.key, None)
+        self.foreground.pop(self.key, None)
         if not self.requested.done():
             self.requested.cancel()
 
@@ -61,10 +61,12 @@ class Detach:
         layout, the cwd file) is released once the command has ended, then what the sandbox undid is
         told in that file. No await: a cancellation cannot leave the command half handed over."""
         from codeloop.tools.base import ToolResult
+        from codeloop.tools.builtin.bash_background import registry
 
         assert self._running is not None, "adopt() follows hold()"
         proc, captures, readers = self._running
-        task_id, out = self.tasks.reserve()
+        tasks = registry(self.ctx)
+        task_id, out = tasks.reserve()
         fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0), 0o600)
         for cap in captures:
             cap.spill(fd)
@@ -97,7 +99,7 @@ class Detach:
                 with contextlib.suppress(OSError), open(out, "a", encoding="utf-8") as fh:
                     fh.write("\n" + "\n".join(undone) + "\n")
 
-        task = self.tasks.adopt_shell(task_id, out, command, proc.pid, wait_end, description=description,
+        task = tasks.adopt_shell(task_id, out, command, proc.pid, wait_end, description=description,
                                       tool_use_id=self.tool_use_id, cleanup=release)
         self.close()
         return ToolResult(f"Command was manually backgrounded by user with ID: {task.id}. Output is being written "
