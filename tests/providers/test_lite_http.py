@@ -431,3 +431,18 @@ def test_a_hanging_preconnect_does_not_hold_asyncio_run_at_exit():
     r = subprocess.run([sys.executable, "-c", _HANGING_PRECONNECT], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "returned"
+
+
+async def test_a_preconnected_socket_is_closed_when_its_tls_context_cannot_be_made(tmp_path, monkeypatch):
+    cert, key = _self_signed(tmp_path)
+    monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "missing.pem"))
+    srv = _TLSServer(cert, key, _OK)
+    async with srv as url:
+        client = LiteClient(url, {}, connect_s=5)
+        client.preconnect()
+        early = client._early
+        await _preconnected(client)
+        with pytest.raises(OSError):
+            await post(client)
+        assert early._future.result()[0].fileno() == -1   # not left open behind the error
+        await client.aclose()

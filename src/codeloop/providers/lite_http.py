@@ -332,7 +332,10 @@ class LiteClient:
         try:
             return await self._connect(sock)
         except TransportError:
-            return None
+            return None   # (the socket is closed)
+        except BaseException:
+            sock.close()   # the TLS context failed, or the request was cancelled before its handshake
+            raise
 
     def _take(self) -> tuple[_Conn | None, bool]:
         while self._idle:
