@@ -18,6 +18,7 @@ from typing import Any
 from codeloop.messages import READ_ATTACHMENT_HEAD
 from codeloop.providers.openai_translate import _text_of
 
+
 def since_prompt(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     start = max((i for i, m in enumerate(messages) if m.get("role") == "user" and not has_results(m)), default=0)
     return messages[start:]
@@ -70,6 +71,12 @@ class ChangeRules:
     search_question: str = ""           # …which a question about files' contents needs (and its tally counts)
 
 
+def failed_ids(since: list[dict[str, Any]]) -> set[str]:
+    """The tool_use ids whose results in `since` are errors."""
+    return {b.get("tool_use_id") for m in since if has_results(m) for b in m["content"]
+            if b.get("type") == "tool_result" and b.get("is_error")}
+
+
 def tool_calls(since: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [b for m in since if m.get("role") == "assistant" and isinstance(m.get("content"), list)
             for b in m["content"] if b.get("type") == "tool_use"]
@@ -100,8 +107,7 @@ def changes_made(messages: list[dict[str, Any]], rules: ChangeRules) -> list[str
     look, small models make the same change again (a second `sed s/a/ab/` doubles the rename, an
     Edit repeated fails and the answer reports the failure); the results turn lists them."""
     since = since_prompt(messages)
-    failed = {b.get("tool_use_id") for m in since if has_results(m) for b in m["content"]
-              if b.get("type") == "tool_result" and b.get("is_error")}
+    failed = failed_ids(since)
     return [call_json(c) for c in tool_calls(since) if _is_change(c, rules) and c.get("id") not in failed]
 
 
@@ -117,8 +123,6 @@ def change_missing(messages: list[dict[str, Any]], rules: ChangeRules) -> bool:
     if len(calls) >= MAX_CHECK_CALLS:
         return False
     return not any(_is_change(c, rules) for c in calls)
-
-
 
 
 def request_of(messages: list[dict[str, Any]]) -> str:
@@ -221,8 +225,7 @@ def command_missing(messages: list[dict[str, Any]], rules: ChangeRules) -> str:
     calls = tool_calls(since)
     if len(calls) >= MAX_CHECK_CALLS:
         return ""
-    failed = {b.get("tool_use_id") for m in since if has_results(m) for b in m["content"]
-              if b.get("type") == "tool_result" and b.get("is_error")}
+    failed = failed_ids(since)
     ran = [str((c.get("input") or {}).get("command", "")) for c in calls
            if c.get("name") == rules.shell_tool and c.get("id") not in failed]
     for asked, command, label in rules.needs:
@@ -305,13 +308,18 @@ def repeats_a_change(messages: list[dict[str, Any]], rules: ChangeRules, name: s
     if name not in rules.check_after:
         return False
     since = since_prompt(messages)
-    failed = {b.get("tool_use_id") for m in since if has_results(m) for b in m["content"]
-              if b.get("type") == "tool_result" and b.get("is_error")}
+    failed = failed_ids(since)
     return any(c.get("name") == name and c.get("input") == inp and c.get("id") not in failed
                for c in tool_calls(since))
 
 
 _NO_QUOTES = str.maketrans("", "", "\"'`")
+_NUMBERED = re.compile(r"^ *\d+\t")   # a line as Read shows it: its number, a tab
+
+
+def _line_forms(text: str) -> set[str]:
+    """Each line of `text`, stripped, as it is and without a Read line-number prefix."""
+    return {v.strip() for line in text.splitlines() for v in (line, _NUMBERED.sub("", line))}
 
 
 def reveals_nothing(messages: list[dict[str, Any]], before: dict[str, Any], after: dict[str, Any]) -> bool:
@@ -337,8 +345,7 @@ def _field_reveals_nothing(messages: list[dict[str, Any]], before: dict[str, Any
     if key == "content":
         mine = str(before.get(key) or "")
         # the model's own lines, also without Read's line-number prefix (that fix shows nothing new)
-        own_lines = set() if new.strip() == mine.strip() else {
-            v.strip() for line in mine.splitlines() for v in (line, re.sub(r"^ *\d+\t", "", line))}
+        own_lines = set() if new.strip() == mine.strip() else _line_forms(mine)
         unknown = [line.strip() for line in new.splitlines() if line.strip() and line.strip() not in own_lines]
     else:
         own = str(before.get(key) or "").translate(_NO_QUOTES)
@@ -354,6 +361,6 @@ def _field_reveals_nothing(messages: list[dict[str, Any]], before: dict[str, Any
                   for b in blocks if b.get("type") in ("text", "tool_result")]
     text = "\n".join(shown)
     if key == "content":   # a whole file's lines: each must have been shown as a line (a Read's)
-        lines = {v.strip() for line in text.splitlines() for v in (line, re.sub(r"^ *\d+\t", "", line))}
+        lines = _line_forms(text)
         return all(line in lines for line in unknown)
     return all(line in text for line in unknown)
