@@ -316,10 +316,9 @@ class LiteClient:
         save). Nothing is sent before that request."""
         if self.scheme != "https" or self._early is not None or self._idle:
             return False
-        from codeloop.providers.preconnect import Preconnect, TlsContext
+        from codeloop.providers.preconnect import Preconnect
 
-        if self._ssl is None:
-            self._ssl = TlsContext()   # started at once, on its thread
+        self._tls_context()   # started at once, on its thread
         self._early = Preconnect(self.host, self.port, self.connect_s)
         return True
 
@@ -348,15 +347,16 @@ class LiteClient:
     def _release(self, conn: _Conn) -> None:
         self._idle.append(conn)
 
-    async def _tls(self) -> Any:
-        from codeloop.providers.preconnect import TlsContext
-
+    def _tls_context(self) -> Any:
+        """The client's `preconnect.TlsContext`, made (and so started) on first use."""
         if self._ssl is None:
+            from codeloop.providers.preconnect import TlsContext
+
             self._ssl = TlsContext()
-        return await self._ssl.get()
+        return self._ssl
 
     async def _connect(self, sock: socket.socket | None = None) -> _Conn:
-        ssl_ctx = await self._tls() if self.scheme == "https" else None
+        ssl_ctx = await self._tls_context().get() if self.scheme == "https" else None
         try:
             async with asyncio.timeout(self.connect_s):
                 if sock is not None:   # connected already (`preconnect`): the TLS handshake only

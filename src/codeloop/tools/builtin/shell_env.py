@@ -72,7 +72,7 @@ def protect_process() -> None:
 def _prctl(option: int, arg: int) -> int:
     """libc's prctl(option, arg, 0, 0, 0). Through `_ctypes`, the C half of ctypes, when it offers
     dlsym and a plain call (CPython's does): the `ctypes` package defines some 60 classes on import,
-    about a fifth of the first tool turn's own work, to make this one call. Its calling convention
+    about a seventh of the first tool turn's own work, to make this one call. Its calling convention
     is the one `ctypes.CDLL` uses for int arguments, so the call is the same."""
     import _ctypes
 
