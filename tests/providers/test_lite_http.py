@@ -203,6 +203,19 @@ def _self_signed(tmp_path) -> tuple[str, str]:
     return str(cert), str(key)
 
 
+@pytest.fixture(scope="module")
+def tls_pair(tmp_path_factory) -> tuple[str, str]:
+    """One test certificate and key for the module's https servers (a key is slow to make)."""
+    return _self_signed(tmp_path_factory.mktemp("tls"))
+
+
+@pytest.fixture
+def trusted(tls_pair, monkeypatch) -> tuple[str, str]:
+    """The test certificate, trusted by the client (SSL_CERT_FILE, as httpx reads it)."""
+    monkeypatch.setenv("SSL_CERT_FILE", tls_pair[0])
+    return tls_pair
+
+
 async def test_https_verifies_the_server_against_the_configured_cas(tmp_path, monkeypatch):
     import ssl
 
@@ -284,9 +297,8 @@ async def _preconnected(client: LiteClient) -> None:
     await asyncio.wait([client._early._future], timeout=30)
 
 
-async def test_preconnect_connects_before_the_request_which_takes_the_connection(tmp_path, monkeypatch):
-    cert, key = _self_signed(tmp_path)
-    monkeypatch.setenv("SSL_CERT_FILE", cert)
+async def test_preconnect_connects_before_the_request_which_takes_the_connection(trusted):
+    cert, key = trusted
     srv = _TLSServer(cert, key, _OK)
     async with srv as url:
         client = LiteClient(url, {}, connect_s=5)
@@ -301,11 +313,10 @@ async def test_preconnect_connects_before_the_request_which_takes_the_connection
         await client.aclose()
 
 
-async def test_a_stale_preconnected_connection_is_not_used(tmp_path, monkeypatch):
+async def test_a_stale_preconnected_connection_is_not_used(trusted, monkeypatch):
     from codeloop.providers import preconnect
 
-    cert, key = _self_signed(tmp_path)
-    monkeypatch.setenv("SSL_CERT_FILE", cert)
+    cert, key = trusted
     monkeypatch.setattr(preconnect, "MAX_IDLE_S", -1.0)   # whatever waited is too old
     srv = _TLSServer(cert, key, _OK)
     async with srv as url:
@@ -318,13 +329,12 @@ async def test_a_stale_preconnected_connection_is_not_used(tmp_path, monkeypatch
         await client.aclose()
 
 
-async def test_a_failed_preconnect_is_dropped_and_the_request_connects_itself(tmp_path, monkeypatch):
+async def test_a_failed_preconnect_is_dropped_and_the_request_connects_itself(trusted):
     import gc
     import socket
     import ssl
 
-    cert, key = _self_signed(tmp_path)
-    monkeypatch.setenv("SSL_CERT_FILE", cert)
+    cert, key = trusted
     loop = asyncio.get_running_loop()
     reported: list[dict] = []
     loop.set_exception_handler(lambda _loop, context: reported.append(context))
@@ -355,9 +365,8 @@ async def test_a_failed_preconnect_is_dropped_and_the_request_connects_itself(tm
     assert reported == []
 
 
-async def test_a_client_closed_before_its_first_request_closes_the_preconnected_socket(tmp_path, monkeypatch):
-    cert, key = _self_signed(tmp_path)
-    monkeypatch.setenv("SSL_CERT_FILE", cert)
+async def test_a_client_closed_before_its_first_request_closes_the_preconnected_socket(trusted):
+    cert, key = trusted
     srv = _TLSServer(cert, key, _OK)
     async with srv as url:
         client = LiteClient(url, {}, connect_s=5)
@@ -378,10 +387,10 @@ async def test_plain_http_is_not_preconnected():
         await client.aclose()
 
 
-async def test_the_tls_context_is_made_off_the_loop_and_a_failed_one_is_not_kept(tmp_path, monkeypatch):
+async def test_the_tls_context_is_made_off_the_loop_and_a_failed_one_is_not_kept(tls_pair, tmp_path, monkeypatch):
     import threading
 
-    cert, key = _self_signed(tmp_path)
+    cert, key = tls_pair
     made_on: list[str] = []
     from codeloop.providers import preconnect
 
@@ -433,8 +442,8 @@ def test_a_hanging_preconnect_does_not_hold_asyncio_run_at_exit():
     assert r.stdout.strip() == "returned"
 
 
-async def test_a_preconnected_socket_is_closed_when_its_tls_context_cannot_be_made(tmp_path, monkeypatch):
-    cert, key = _self_signed(tmp_path)
+async def test_a_preconnected_socket_is_closed_when_its_tls_context_cannot_be_made(tls_pair, tmp_path, monkeypatch):
+    cert, key = tls_pair
     monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "missing.pem"))
     srv = _TLSServer(cert, key, _OK)
     async with srv as url:
