@@ -1,6 +1,7 @@
 """The combined policy: rules + modes + protected paths, and the open-time path guard."""
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -139,3 +140,36 @@ def test_plan_mode_runs_read_only_bash_only(tmp_path, monkeypatch):
     subprocess.run(["git", "-C", str(tmp_path), "config", "core.fsmonitor", "touch pwned"], check=True)
     assert decide(plan, "Bash", {"command": "git status && ls -la"}) is PermissionBehavior.DENY
     assert decide(plan, "Bash", {"command": "touch x"}) is PermissionBehavior.DENY
+
+
+@pytest.mark.parametrize("folder", ["plain", "a(b) c", "x)y", " edge "])
+def test_built_in_protections_are_the_rules_their_text_would_parse_to(tmp_path, folder, monkeypatch):
+    # the policy makes these rules directly; written out and parsed, each must be the same rule
+    from codeloop.permissions.modes import ask_paths, edit_spec_for, protected_paths
+    from codeloop.permissions.rules import parse_rule
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home") + "/")   # a trailing slash, as people set it
+    cwd = tmp_path / folder
+    cwd.mkdir()
+    rules = PermissionPolicy(cwd=cwd).rules
+    assert rules.deny == [parse_rule(f"Edit({edit_spec_for(p)})", "protected") for p in protected_paths(cwd)]
+    assert rules.ask == [parse_rule(f"Edit({edit_spec_for(p)})", "protected") for p in ask_paths(cwd)]
+    assert rules.allow == []
+
+
+def test_protected_and_ask_paths_are_normalised_paths(tmp_path, monkeypatch):
+    from codeloop.permissions.modes import ask_paths, protected_paths
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home") + "/")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg") + "//")
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "cc") + "/")
+    home = tmp_path / "home"
+    for cwd in (Path("/"), tmp_path):
+        paths = protected_paths(cwd) + ask_paths(cwd)
+        assert not [p for p in paths if "//" in p or p.endswith("/")]
+        for want in (cwd / ".git" / "config", cwd / "**" / ".git" / "hooks", home / ".gitconfig",
+                     tmp_path / "xdg" / "git" / "config", home / ".config" / "git" / "attributes",
+                     tmp_path / "cc" / "settings.json"):
+            assert str(want) in paths
+        for want in (cwd / ".mcp.json", home / ".bashrc", home / ".claude.json"):
+            assert str(want) in ask_paths(cwd)

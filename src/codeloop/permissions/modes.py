@@ -46,28 +46,33 @@ def protected_paths(cwd: Path) -> list[str]:
     """Files and folders no tool may write, in any mode: configuration and session records."""
     from codeloop.config.paths import config_dir
 
-    home = Path(os.path.expanduser("~"))
-    claude_home = Path(os.environ.get("CLAUDE_CONFIG_DIR") or home / ".claude")
-    cfg = config_dir()
-    paths = [cfg / "settings.json", cfg / "projects", cfg / "trusted-folders.json", claude_home / "settings.json",
-             Path(os.environ.get("CODELOOP_MANAGED_SETTINGS") or "/etc/codeloop/managed-settings.json")]
+    # (joined as strings from normalised folders: the same paths pathlib gives, at a fraction of
+    # the cost, since the list is made at the first tool call and again at every rule change)
+    j = os.path.join
+    here, home = str(cwd), str(Path(os.path.expanduser("~")))
+    claude_home = str(Path(os.environ.get("CLAUDE_CONFIG_DIR") or j(home, ".claude")))
+    cfg = str(config_dir())
+    paths = [j(cfg, "settings.json"), j(cfg, "projects"), j(cfg, "trusted-folders.json"),
+             j(claude_home, "settings.json"),
+             str(Path(os.environ.get("CODELOOP_MANAGED_SETTINGS") or "/etc/codeloop/managed-settings.json"))]
     for d in (".codeloop", ".claude"):
-        paths += [cwd / d / "settings.json", cwd / d / "settings.local.json"]
+        paths += [j(here, d, "settings.json"), j(here, d, "settings.local.json")]
     # git runs programs named in its config (core.fsmonitor, hooks) on `git status`: never writable,
     # in nested repositories too (`git -C sub status`), nor the pointer a worktree's `.git` file is
-    paths += [cwd / ".git" / "config", cwd / ".git" / "hooks", cwd / "**" / ".git" / "config",
-              cwd / "**" / ".git" / "hooks", cwd / ".git" / "modules" / "**" / "config",
-              cwd / ".git" / "modules" / "**" / "hooks"]
+    paths += [j(here, ".git", "config"), j(here, ".git", "hooks"), j(here, "**", ".git", "config"),
+              j(here, "**", ".git", "hooks"), j(here, ".git", "modules", "**", "config"),
+              j(here, ".git", "modules", "**", "hooks")]
     # files that redirect where git reads config from (another repository folder, extra config)
     for name in ("commondir", "config.worktree"):
-        paths += [cwd / ".git" / name, cwd / "**" / ".git" / name]
+        paths += [j(here, ".git", name), j(here, "**", ".git", name)]
     # git's per-user config names programs too (core.fsmonitor, core.pager, filter drivers)
-    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
-    paths += [home / ".gitconfig", *(d / "git" / f for d in {xdg, home / ".config"} for f in ("config", "attributes"))]
+    xdg = str(Path(os.environ.get("XDG_CONFIG_HOME") or j(home, ".config")))
+    paths += [j(home, ".gitconfig"),
+              *(j(d, "git", f) for d in dict.fromkeys((xdg, j(home, ".config"))) for f in ("config", "attributes"))]
     # a `.git` file (worktree or nested repository pointer) names the folder git reads config from
-    paths += [cwd / ".git", cwd / "**" / ".git"]
-    paths += _common_dir_paths(cwd)
-    return [str(p) for p in paths]
+    paths += [j(here, ".git"), j(here, "**", ".git")]
+    paths += [str(p) for p in _common_dir_paths(cwd)]
+    return paths
 
 
 def _common_dir_paths(cwd: Path) -> list[Path]:
@@ -96,19 +101,21 @@ SHELL_RC_FILES = (".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".b
 def ask_paths(cwd: Path) -> list[str]:
     """Writable only with a question, in every mode but bypass: configuration that starts programs
     (MCP servers, custom commands and agents, hooks) and shell start-up files."""
-    home = Path(os.path.expanduser("~"))
+    j = os.path.join
+    here, home = str(cwd), str(Path(os.path.expanduser("~")))
     # nested ones too: codeloop started in `sub/` loads `sub/.claude`, `sub/.mcp.json` (nested git
     # folders are protected outright: `**/.git` above)
-    nested = [f"{cwd}/**/.mcp.json", f"{cwd}/**/.claude/**", f"{cwd}/**/.codeloop/**"]
+    nested = [j(here, "**", ".mcp.json"), j(here, "**", ".claude", "**"), j(here, "**", ".codeloop", "**")]
     # with the project at or above home these lie in the working folders: ssh (`Match exec`),
     # fish, Claude Code's user file, npm's (`node-options`), the bin folders on $PATH
-    user = [str(home / ".claude.json"), str(home / ".npmrc"),
-            *(f"{home / d}/**" for d in (".ssh", ".config/fish", ".local/bin", "bin"))]
-    return [str(cwd / ".mcp.json"), str(cwd / ".claude"), str(cwd / ".codeloop"), *nested, *user,
-            *(str(home / f) for f in SHELL_RC_FILES)]
+    user = [j(home, ".claude.json"), j(home, ".npmrc"),
+            *(f"{j(home, d)}/**" for d in (".ssh", ".config/fish", ".local/bin", "bin"))]
+    return [j(here, ".mcp.json"), j(here, ".claude"), j(here, ".codeloop"), *nested, *user,
+            *(j(home, f) for f in SHELL_RC_FILES)]
 
 
-def _rule_for(path: str) -> str:
-    # `//abs` is an absolute pattern; a folder covers everything under it.
+def edit_spec_for(path: str) -> str:
+    """The Edit rule specifier that covers `path` (absolute): `//abs` is an absolute pattern, and a
+    folder's covers everything under it."""
     folders = ("projects", "hooks", ".claude", ".codeloop")
-    return f"Edit(/{path})" if not path.endswith(folders) else f"Edit(/{path}/**)"
+    return f"/{path}" if not path.endswith(folders) else f"/{path}/**"

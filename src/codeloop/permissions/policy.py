@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from codeloop.permissions.modes import (EDIT_TOOLS, EDITS_ALLOWED_MODES, FILE_READERS, READ_TOOLS,  # noqa: F401
                                         SESSION_TOOLS,
-                                        SHELL_RC_FILES, _PATH_KEYS, PermissionMode, _rule_for, ask_paths,
+                                        SHELL_RC_FILES, _PATH_KEYS, PermissionMode, ask_paths, edit_spec_for,
                                         protected_paths)
 from codeloop.tools.base import PermissionBehavior, PermissionDecision, Tool
 
@@ -56,12 +56,13 @@ class PermissionPolicy:
         return self._rules
 
     def _build_rules(self) -> RuleSet:
-        from codeloop.permissions.rules import RuleBehavior, RuleError, RuleSet
+        from codeloop.permissions.rules import Rule, RuleBehavior, RuleError, RuleSet
 
-        rs = RuleSet([], [], [])
-        entries = [(RuleBehavior.DENY, _rule_for(p), "protected") for p in protected_paths(self.cwd)]
-        entries += [(RuleBehavior.ASK, _rule_for(p), "protected") for p in ask_paths(self.cwd)]
-        entries += [(RuleBehavior(str(b.value if hasattr(b, "value") else b)), r, o) for b, r, o in self.settings_rules]
+        # The built-in protections are made as the rules they are, not written out and parsed back
+        # (some 50 parses at the first tool call and again at every rule change).
+        rs = RuleSet(deny=[Rule("Edit", edit_spec_for(p), "protected") for p in protected_paths(self.cwd)],
+                     ask=[Rule("Edit", edit_spec_for(p), "protected") for p in ask_paths(self.cwd)])
+        entries = [(RuleBehavior(str(b.value if hasattr(b, "value") else b)), r, o) for b, r, o in self.settings_rules]
         entries += [(RuleBehavior.ALLOW, r, "cli") for r in self.allow]
         entries += [(RuleBehavior.DENY, r, "cli") for r in self.deny]
         entries += [(RuleBehavior.ASK, r, "cli") for r in self.ask]
