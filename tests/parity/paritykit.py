@@ -52,6 +52,7 @@ class Project:
         for d in (self.home, self.cfg, self.dir):
             d.mkdir(parents=True, exist_ok=True)
         self.dir = self.dir.resolve()
+        self.ca_file: str | None = None   # a CA bundle every front end trusts (SSL_CERT_FILE)
         stamp = datetime.now(UTC).isoformat(timespec="seconds")
         (self.cfg / "trusted-folders.json").write_text(json.dumps({"folders": {str(self.dir): {"trusted_at": stamp}}}))
 
@@ -75,10 +76,13 @@ class Project:
 
     def env(self, base_url: str) -> dict[str, str]:
         """The environment of every front end: the machine's own ANTHROPIC_/CODELOOP_/CLAUDE_
-        variables dropped; CODELOOP_BWRAP (a bwrap somewhere else) passed through."""
+        variables dropped; CODELOOP_BWRAP (a bwrap somewhere else) passed through; the project's
+        CA bundle trusted, when it has one (an https fake model)."""
         env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CODELOOP_", "CLAUDE_"))}
         env.update({"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": base_url, "HOME": str(self.home),
                     "CODELOOP_CONFIG_DIR": str(self.cfg), "PYTHONUNBUFFERED": "1"})
+        if self.ca_file is not None:
+            env["SSL_CERT_FILE"] = self.ca_file
         if os.environ.get("CODELOOP_BWRAP"):
             env["CODELOOP_BWRAP"] = os.environ["CODELOOP_BWRAP"]
         return env

@@ -19,10 +19,14 @@ Capabilities, each set up in the trusted project's own configuration:
     agent         .claude/agents/parity-reviewer.md → the Agent tool offers it, the subagent uses its prompt
     plugin        an installed plugin the project's enabledPlugins turns on: its PreToolUse hook, a script
                   named through ${CLAUDE_PLUGIN_ROOT}, blocks Read
+    preconnect    the model speaks https: the first request's connection is opened while the session is
+                  assembled — a UserPromptSubmit hook (after the assembly, before the first request is
+                  built) sees the server's connection already taken
 
 Cells that do not apply are left out, not skipped: output-style × subagent (a style shapes the
 main thread's system prompt; a subagent's prompt is its definition, as in Claude Code) and
-agent × subagent (a subagent has no Agent tool). `/model` then `/compact` lives in
+agent × subagent (a subagent has no Agent tool), preconnect × subagent (a subagent's requests go
+through its parent's client, whose connection is open by then). `/model` then `/compact` lives in
 test_parity_model_compact.py.
 
 Cells expected to fail on today's code are asserted as they should behave — they are the point.
@@ -32,6 +36,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -200,6 +205,34 @@ def check_plugin(c: Cell) -> None:
         c.why(f"the plugin's PreToolUse hook did not block the Read: {body!r}")
 
 
+# Waits (up to 60 s) for the server to have taken a connection, then writes whether it had.
+_WAIT_FOR_CONNECTION = ("import os, sys, time\n"
+                        "marker, out = sys.argv[1], sys.argv[2]\n"
+                        "end = time.monotonic() + 60\n"
+                        "while not os.path.exists(marker) and time.monotonic() < end:\n"
+                        "    time.sleep(0.01)\n"
+                        "open(out, 'w').write('seen' if os.path.exists(marker) else 'absent')\n")
+
+
+def prep_preconnect(p: Project, ctx: dict) -> None:
+    from providers.test_lite_http import _self_signed
+
+    tls = p.root / "tls"
+    tls.mkdir()
+    ctx["tls"] = _self_signed(tls)
+    p.ca_file = ctx["tls"][0]
+    ctx["marker"], ctx["seen"] = p.root / "connected", p.root / "seen"
+    script = p.write("wait-for-connection.py", _WAIT_FOR_CONNECTION)
+    ctx["on_connect"] = ctx["marker"].touch
+    hook = f"'{sys.executable}' '{script}' '{ctx['marker']}' '{ctx['seen']}'"
+    p.settings({"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": hook}]}]}})
+
+
+def check_preconnect(c: Cell) -> None:
+    seen = c.ctx["seen"].read_text() if c.ctx["seen"].exists() else "(the hook did not run)"
+    assert seen == "seen", c.why(f"the first request's connection was not open before it was built: {seen}")
+
+
 @dataclass(frozen=True)
 class Capability:
     name: str
@@ -228,6 +261,7 @@ CAPABILITIES = {c.name: c for c in (
     Capability("agent", prep_agent, lambda ctx: [delegates("parity-reviewer")], check_agent, in_subagent=False),
     Capability("plugin", prep_plugin, lambda ctx: [calls("Read", {"file_path": str(ctx["notes"])})],
                check_plugin),
+    Capability("preconnect", prep_preconnect, nothing, check_preconnect, in_subagent=False),
 )}
 SUBAGENT = "subagent"
 
@@ -243,7 +277,7 @@ def run_cell(cap: Capability, front_end: str, project: Project) -> Cell:
         else:
             model = FakeModel(main=[*steps, says(DONE)])
         runner = PrintMode() if sub else FRONT_ENDS[front_end]
-        with model.api.serve() as url:
+        with model.api.serve(tls=ctx.get("tls"), on_connect=ctx.get("on_connect")) as url:
             outcome = runner.ask(project, url, PROMPT)
         cell = Cell(cap.name, front_end, project, model, outcome, sub, ctx)
         cap.check(cell)
