@@ -4,7 +4,7 @@ Two things could keep a signalled process alive: a tool's worker thread stuck in
 (asyncio's default executor threads are joined at loop close and at interpreter exit), and an
 orderly shutdown that waits on that tool. So:
 
-- `DaemonExecutor` replaces the loop's default executor (what `asyncio.to_thread` uses): each
+- `DaemonExecutor` (`codeloop.daemon`) replaces the loop's default executor (what `asyncio.to_thread` uses): each
   call runs on a daemon thread that nothing ever joins.
 - `ExitGuard` arms a watchdog when a signal arrives. If the orderly path (tool results, the
   transcript synced, the result line) has not finished within `GRACE_S`, the watchdog writes the
@@ -17,38 +17,15 @@ orderly shutdown that waits on that tool. So:
 
 from __future__ import annotations
 
-import concurrent.futures
 import os
 import sys
 import threading
 from collections.abc import Callable
 from typing import Any
 
+from codeloop.daemon import DaemonExecutor
+
 GRACE_S = 1.5
-
-
-class DaemonExecutor(concurrent.futures.ThreadPoolExecutor):
-    """Runs each submitted call on its own daemon thread; shutting down never waits.
-
-    A ThreadPoolExecutor only in type (asyncio insists on one): its pool threads, which are
-    joined at exit, are never started."""
-
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future:
-        future: concurrent.futures.Future = concurrent.futures.Future()
-
-        def run() -> None:
-            if not future.set_running_or_notify_cancel():
-                return
-            try:
-                future.set_result(fn(*args, **kwargs))
-            except BaseException as exc:  # noqa: BLE001 — handed to whoever awaits the future
-                future.set_exception(exc)
-
-        threading.Thread(target=run, name="codeloop-worker", daemon=True).start()
-        return future
-
-    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
-        return None
 
 
 def install_daemon_executor(loop: Any) -> None:

@@ -24,10 +24,10 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-import threading
 import time
-from collections.abc import Callable
 from typing import Any
+
+from codeloop.daemon import on_daemon_thread
 
 MAX_IDLE_S = 60.0
 WAIT_S = 0.25
@@ -44,37 +44,6 @@ def ssl_context() -> Any:
     import certifi
 
     return ssl.create_default_context(cafile=certifi.where())
-
-
-def _on_daemon_thread(fn: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
-    """`fn(*args)` on a daemon thread started now; its outcome lands in the returned future. Not the
-    loop's executor: a connect to an unreachable host can block for its whole timeout, and
-    `asyncio.run` joins the executor's threads before it returns (a library user's program would
-    wait for it at exit); nothing joins a daemon thread. A result nobody can take any more (the
-    loop closed, the future cancelled) is closed if it is a connection."""
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[Any] = loop.create_future()
-
-    def settle(ok: bool, value: Any) -> None:
-        if future.cancelled():
-            _close(value)
-        elif ok:
-            future.set_result(value)
-        else:
-            future.set_exception(value)
-
-    def run() -> None:
-        try:
-            ok, value = True, fn(*args)
-        except BaseException as exc:  # noqa: BLE001 — handed to whoever awaits the future
-            ok, value = False, exc
-        try:
-            loop.call_soon_threadsafe(settle, ok, value)
-        except RuntimeError:   # the loop is closed
-            _close(value)
-
-    threading.Thread(target=run, name="codeloop-preconnect", daemon=True).start()
-    return future
 
 
 def _close(value: Any) -> None:
@@ -96,7 +65,7 @@ class TlsContext:
 
     @staticmethod
     def _start() -> asyncio.Future[Any]:
-        future = _on_daemon_thread(ssl_context)
+        future = on_daemon_thread(ssl_context, name="codeloop-preconnect")
         future.add_done_callback(_retrieved)
         return future
 
@@ -121,7 +90,8 @@ class Preconnect:
     """One TCP connection being opened on a worker thread, for the first request to take."""
 
     def __init__(self, host: str, port: int, connect_s: float) -> None:
-        self._future = _on_daemon_thread(_open, host, port, connect_s)
+        self._future = on_daemon_thread(_open, host, port, connect_s, name="codeloop-preconnect",
+                                        orphan=_close)
         self._future.add_done_callback(_retrieved)
 
     def discard(self) -> None:
