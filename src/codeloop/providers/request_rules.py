@@ -69,6 +69,13 @@ class ChangeRules:
     needs: tuple[tuple[str, str, str], ...] = ()
     search_tool: str = ""               # the tool that shows each matching line as `path:line:text`…
     search_question: str = ""           # …which a question about files' contents needs (and its tally counts)
+    # (file suffix, the command that runs such a file): after a change to a program, the check may
+    # be running it (`run_check`)
+    runners: tuple[tuple[str, str], ...] = ()
+    # (tool, argument) whose text may be empty only when the request asks to remove something
+    # (`removal`, a regex): see `kept_arguments`
+    keep_text: tuple[tuple[str, str], ...] = ()
+    removal: str = ""
 
 
 def failed_ids(since: list[dict[str, Any]]) -> set[str]:
@@ -94,6 +101,32 @@ def unchecked_change(messages: list[dict[str, Any]], rules: ChangeRules) -> bool
     results = [b for b in since[-1]["content"] if b.get("type") == "tool_result"]
     silent = any(_text_of(b.get("content")).strip() in ("", NO_OUTPUT) and not b.get("is_error") for b in results)
     return silent or calls[-1].get("name") in rules.check_after
+
+
+def run_check(messages: list[dict[str, Any]], rules: ChangeRules) -> str:
+    """The command that runs the program the newest change wrote (`rules.runners`, by the file's
+    suffix), while that change is unchecked, or "". Small models check a fix by reading the line
+    they wrote, which looks right whatever it does (the printed value changed instead of a range's
+    end); running the program shows what the user asked about. Only that exact command is offered
+    (the caller pins it): a shell offered freely as a check changes the file again."""
+    if not rules.runners or not unchecked_change(messages, rules):
+        return ""
+    last = tool_calls(since_prompt(messages))[-1]
+    path = str((last.get("input") or {}).get("file_path", ""))
+    if last.get("name") not in rules.check_after or not path or path.startswith("-"):
+        return ""
+    import shlex
+
+    return next((f"{runner} {shlex.quote(path)}" for suffix, runner in rules.runners if path.endswith(suffix)), "")
+
+
+def kept_arguments(messages: list[dict[str, Any]], rules: ChangeRules) -> tuple[tuple[str, str], ...]:
+    """The (tool, argument) pairs whose text must not be empty for this request: all of
+    `rules.keep_text` unless the request asks to remove something (`rules.removal`). Asked to
+    comment out a line, or to change one, small models write an empty new text and delete it."""
+    if not rules.keep_text or (rules.removal and re.search(rules.removal, request_of(messages), re.I)):
+        return ()
+    return rules.keep_text
 
 
 def _is_change(call: dict[str, Any], rules: ChangeRules) -> bool:
