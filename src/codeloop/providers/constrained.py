@@ -22,7 +22,7 @@ from codeloop.providers.request_rules import (CHANGES_MADE, NOT_CHANGED_YET, NOT
                                               NOT_SEARCHED_YET, STILL_NEEDED, ChangeRules, call_json,
                                               change_missing, changes_made, command_first, command_missing,
                                               has_results, kept_arguments, listing_note, measure_missing, request_text,
-                                              run_check, search_missing, search_tally, shell_only, since_prompt,
+                                              search_missing, search_tally, shell_only, since_prompt,
                                               tool_calls, unchecked_change)
 from codeloop.providers.text_tools import ANSWER_KEY
 
@@ -72,7 +72,7 @@ def reply_schema(tools: list[dict[str, Any]], *, allow_answer: bool = True,
     """The JSON Schema every reply must match: one call object per tool, or the final answer
     (left out when a tool call is required). `extra_args`: per tool, optional arguments offered
     as required ones (`argument_schema`); `narrow`: per tool and argument, schema keywords added
-    to this turn's (an `enum` of the one command offered, a `minLength`)."""
+    to this turn's (a `minLength`: `kept_arguments`)."""
     extra_args, narrow = extra_args or {}, narrow or {}
     options = [{"type": "object",
                 "properties": {"name": {"const": t["name"]},
@@ -265,9 +265,8 @@ def constrained_body(request: Any, *, max_tokens_field: str = "max_tokens",
     (`answer_allowed`), not straight after an unchecked change (`unchecked_change`) nor before a
     requested change was attempted (`change_missing`, `rules`) nor before a question that counts
     or compares files was measured by a command (`measure_missing`) nor before a command a change
-    needs has run (`command_missing`, which then is all that is offered); a changed program may be
-    checked by running it (`run_check`); an argument the request gives no reason to empty is kept
-    non-empty (`kept_arguments`); a request only a command does
+    needs has run (`command_missing`, which then is all that is offered); an argument the request
+    gives no reason to empty is kept non-empty (`kept_arguments`); a request only a command does
     well (`shell_only`) is offered no tool that writes files; a tool
     whose newest call repeated an earlier one is not offered for the next reply, and once the
     model loops (`looping`) only the final answer is."""
@@ -296,14 +295,9 @@ def constrained_body(request: Any, *, max_tokens_field: str = "max_tokens",
         offered = [t for t in offered if t["name"] == rules.shell_tool] or offered
     elif tool_first and unchecked_change(request.messages, rules):
         # a check is a look: offered a tool that changes files, a small model "checks" by
-        # changing the file again (and undoes a finished change); a changed program may also be
-        # run, by the one command that runs it (`run_check`)
-        run = run_check(request.messages, rules)
-        looking = [t for t in offered if t["name"] not in (*rules.check_after, rules.shell_tool)
-                   or (run and t["name"] == rules.shell_tool)]
+        # changing the file again (and undoes a finished change)
+        looking = [t for t in offered if t["name"] not in (*rules.check_after, rules.shell_tool)]
         offered = looking or offered
-        if run:
-            narrow[rules.shell_tool] = {"command": {"enum": [run]}}
     elif tool_first and looked and search_missing(request.messages, rules):
         # a question about contents, looked at by name only: a search of contents
         offered = [t for t in offered if t["name"] in (rules.search_tool, rules.shell_tool)] or offered

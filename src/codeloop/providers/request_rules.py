@@ -69,9 +69,6 @@ class ChangeRules:
     needs: tuple[tuple[str, str, str], ...] = ()
     search_tool: str = ""               # the tool that shows each matching line as `path:line:text`…
     search_question: str = ""           # …which a question about files' contents needs (and its tally counts)
-    # (file suffix, the command that runs such a file): after a change to a program, the check may
-    # be running it (`run_check`)
-    runners: tuple[tuple[str, str], ...] = ()
     # (tool, argument) whose text may be empty only when the request asks to remove something
     # (`removal`, a regex): see `kept_arguments`
     keep_text: tuple[tuple[str, str], ...] = ()
@@ -101,23 +98,6 @@ def unchecked_change(messages: list[dict[str, Any]], rules: ChangeRules) -> bool
     results = [b for b in since[-1]["content"] if b.get("type") == "tool_result"]
     silent = any(_text_of(b.get("content")).strip() in ("", NO_OUTPUT) and not b.get("is_error") for b in results)
     return silent or calls[-1].get("name") in rules.check_after
-
-
-def run_check(messages: list[dict[str, Any]], rules: ChangeRules) -> str:
-    """The command that runs the program the newest change wrote (`rules.runners`, by the file's
-    suffix), while that change is unchecked, or "". Small models check a fix by reading the line
-    they wrote, which looks right whatever it does (the printed value changed instead of a range's
-    end); running the program shows what the user asked about. Only that exact command is offered
-    (the caller pins it): a shell offered freely as a check changes the file again."""
-    if not rules.runners or not unchecked_change(messages, rules):
-        return ""
-    last = tool_calls(since_prompt(messages))[-1]
-    path = str((last.get("input") or {}).get("file_path", ""))
-    if last.get("name") not in rules.check_after or not path or path.startswith("-"):
-        return ""
-    import shlex
-
-    return next((f"{runner} {shlex.quote(path)}" for suffix, runner in rules.runners if path.endswith(suffix)), "")
 
 
 def kept_arguments(messages: list[dict[str, Any]], rules: ChangeRules) -> tuple[tuple[str, str], ...]:
@@ -170,9 +150,11 @@ def asks_for_change(request: str, rules: ChangeRules) -> bool:
 
 # with the commands for each kind of count: told only "a command", a small model that had
 # searched for the lines it was asked to count ran `wc -l` on the whole file
+# and `ls -l` named alone for sizes and permissions: told "ls -l counts sizes" next to grep -c, a
+# small model asked which scripts are executable ran `ls -l … | grep -c executable` (it printed 0)
 NOT_MEASURED_YET = ("Nothing has been measured yet: run a command that prints the numbers the answer needs "
-                    "(grep -c PATTERN FILE counts only the lines that match; wc -l, wc -w and ls -l count all "
-                    "lines, words and sizes).")
+                    "(grep -c PATTERN FILE counts only the lines that match; wc -l and wc -w count all lines and "
+                    "words; ls -l FOLDER, run alone, shows each file's size and permissions).")
 
 
 def measure_missing(messages: list[dict[str, Any]], rules: ChangeRules) -> bool:

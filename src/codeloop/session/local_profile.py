@@ -85,9 +85,6 @@ SHELL_ONLY = (r"\b(copy|copies|duplicate)\b|\b(move|rename)\s+(\S+\.\w+\b|every\
 # A change these words ask for is done only by this command: asked to write a script and make it
 # executable, small models write it, look at it and declare it done.
 NEEDED_COMMANDS = ((r"\bexecutable\b", r"\bchmod\b", "chmod +x"),)
-# After an Edit or Write to a program, the check may run it (the one command offered): a small
-# model "checks" a fix by reading the line it wrote, which looks right whatever the program does.
-RUNNERS = ((".py", "python3"), (".sh", "sh"))
 # Unless the request asks to remove something, an Edit's new text may not be empty: asked to
 # comment out or change a line, a small model writes an empty new_string and deletes the line.
 KEEP_TEXT = (("Edit", "new_string"),)
@@ -106,8 +103,7 @@ lines as they should be. To delete, move, rename or chmod a file: Bash.
 - Count or list only the kind of file the user named.
 - As soon as a tool result answers the question, give your final answer. Never repeat a tool call.
 - If a tool finds nothing, try another tool before you answer.
-- Before the final answer to a change, check it with a tool: run a program you changed (Bash), or look \
-that the change happened (Read, Glob or Grep).
+- Before the final answer to a change, look with a tool that it happened (Read, Glob or Grep).
 - Paths are relative to the working directory. The final answer is one or two sentences in your own words \
 with the actual names, numbers or text you found; never copy a tool's output into it.
 Example (the user asked: change colour to color everywhere in notes.txt):
@@ -136,7 +132,7 @@ def change_rules() -> Any:
     return ChangeRules(check_after=("Edit", "Write"), request=r"\b(" + "|".join(CHANGE_VERBS) + r")\b",
                        shell_tool="Bash", commands=CHANGE_COMMANDS, measure=MEASURE_WORDS, shell_only=SHELL_ONLY,
                        needs=NEEDED_COMMANDS, search_tool="Grep", search_question=SEARCH_QUESTION,
-                       runners=RUNNERS, keep_text=KEEP_TEXT, removal=REMOVAL_WORDS)
+                       keep_text=KEEP_TEXT, removal=REMOVAL_WORDS)
 
 
 def steering() -> dict[str, Any]:
