@@ -5,7 +5,8 @@ Small models declare a change done without making it (a Grep, then "renamed"), o
 first step, and answer by pasting the tool's report; asked how many or which is largest, they
 answer from a listing of names by guessing. `ChangeRules` says how to tell such a request and a
 call that serves it; the functions here read the history since the prompt and say what is
-still missing. Also owns the few helpers that find that history (the prompt, the calls).
+still missing (and which arguments this request gives no reason to leave empty). Also owns the
+few helpers that find that history (the prompt, the calls).
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@ measurements (do nothing unrequested; make a requested change with tools and che
 answering; answer as soon as a result answers the question, in the model's own words), a
 worked example of a call, a check and an answer and one of a count answered from what a command
 printed, only Read, Edit, Write, Bash, Glob and Grep with one-line descriptions (Bash's names the
-command for each kind of file change), schema-constrained calls (the provider's job), the
+command for each kind of file change), schema-constrained calls (the provider's job; an Edit's
+new text never empty unless the request asks to remove something), the
 sandbox switched on through settings (`sandbox.enabled`, read by
 the sandbox layer where it exists) and never bypassPermissions.
 
