@@ -21,9 +21,9 @@ from codeloop.providers.openai_translate import _text_of
 from codeloop.providers.request_rules import (CHANGES_MADE, NOT_CHANGED_YET, NOT_MEASURED_YET,
                                               NOT_SEARCHED_YET, STILL_NEEDED, ChangeRules, call_json,
                                               change_missing, changes_made, command_first, command_missing,
-                                              has_results, listing_note, measure_missing, request_text, search_missing,
-                                              search_tally, shell_only, since_prompt, tool_calls,
-                                              unchecked_change)
+                                              has_results, kept_arguments, listing_note, measure_missing, request_text,
+                                              search_missing, search_tally, shell_only, since_prompt,
+                                              tool_calls, unchecked_change)
 from codeloop.providers.text_tools import ANSWER_KEY
 
 _KEEP = ("type", "enum", "items")
@@ -61,15 +61,23 @@ def argument_schema(input_schema: Mapping[str, Any], extra: tuple[str, ...] = ()
             "required": required, "additionalProperties": False}
 
 
+def _narrowed(args: dict[str, Any], narrow: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
+    props = {k: {**v, **narrow[k]} if k in narrow else v for k, v in args["properties"].items()}
+    return {**args, "properties": props}
+
+
 def reply_schema(tools: list[dict[str, Any]], *, allow_answer: bool = True,
-                 extra_args: Mapping[str, tuple[str, ...]] | None = None) -> dict[str, Any]:
+                 extra_args: Mapping[str, tuple[str, ...]] | None = None,
+                 narrow: Mapping[str, Mapping[str, dict[str, Any]]] | None = None) -> dict[str, Any]:
     """The JSON Schema every reply must match: one call object per tool, or the final answer
     (left out when a tool call is required). `extra_args`: per tool, optional arguments offered
-    as required ones (`argument_schema`)."""
-    extra_args = extra_args or {}
+    as required ones (`argument_schema`); `narrow`: per tool and argument, schema keywords added
+    to this turn's (a `minLength`: `kept_arguments`)."""
+    extra_args, narrow = extra_args or {}, narrow or {}
     options = [{"type": "object",
                 "properties": {"name": {"const": t["name"]},
-                               "arguments": argument_schema(t["input_schema"], extra_args.get(t["name"], ()))},
+                               "arguments": _narrowed(argument_schema(t["input_schema"], extra_args.get(t["name"], ())),
+                                                      narrow.get(t["name"], {}))},
                 "required": ["name", "arguments"], "additionalProperties": False}
                for t in tools if "input_schema" in t]
     if allow_answer or not options:
@@ -257,7 +265,8 @@ def constrained_body(request: Any, *, max_tokens_field: str = "max_tokens",
     (`answer_allowed`), not straight after an unchecked change (`unchecked_change`) nor before a
     requested change was attempted (`change_missing`, `rules`) nor before a question that counts
     or compares files was measured by a command (`measure_missing`) nor before a command a change
-    needs has run (`command_missing`, which then is all that is offered); a request only a command does
+    needs has run (`command_missing`, which then is all that is offered); an argument the request
+    gives no reason to empty is kept non-empty (`kept_arguments`); a request only a command does
     well (`shell_only`) is offered no tool that writes files; a tool
     whose newest call repeated an earlier one is not offered for the next reply, and once the
     model loops (`looping`) only the final answer is."""
@@ -271,6 +280,9 @@ def constrained_body(request: Any, *, max_tokens_field: str = "max_tokens",
     if tool_first and shell_only(request.messages, rules):
         offered = [t for t in offered if t["name"] not in rules.check_after] or offered
     looked = bool(tool_calls(since_prompt(request.messages)))
+    narrow: dict[str, dict[str, Any]] = {}
+    for tool, arg in kept_arguments(request.messages, rules) if tool_first else ():
+        narrow.setdefault(tool, {})[arg] = {"minLength": 1}
     if tool_first and command_first(request.messages, rules):
         # the files are there and a command is all the change needs first: only the shell
         offered = [t for t in offered if t["name"] == rules.shell_tool] or offered
@@ -298,7 +310,7 @@ def constrained_body(request: Any, *, max_tokens_field: str = "max_tokens",
                                               and not command_missing(request.messages, rules)
                                               and not measure_missing(request.messages, rules)
                                               and not search_missing(request.messages, rules))
-    schema = reply_schema(offered, allow_answer=allow, extra_args=extra_args)
+    schema = reply_schema(offered, allow_answer=allow, extra_args=extra_args, narrow=narrow)
     body: dict[str, Any] = {
         "model": request.model, "stream": True, "stream_options": {"include_usage": True},
         "messages": render_messages(request.system, request.messages, tools_prompt(tools, descriptions, extra_args),

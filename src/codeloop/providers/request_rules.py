@@ -5,7 +5,8 @@ Small models declare a change done without making it (a Grep, then "renamed"), o
 first step, and answer by pasting the tool's report; asked how many or which is largest, they
 answer from a listing of names by guessing. `ChangeRules` says how to tell such a request and a
 call that serves it; the functions here read the history since the prompt and say what is
-still missing. Also owns the few helpers that find that history (the prompt, the calls).
+still missing (and which arguments this request gives no reason to leave empty). Also owns the
+few helpers that find that history (the prompt, the calls).
 """
 
 from __future__ import annotations
@@ -69,6 +70,10 @@ class ChangeRules:
     needs: tuple[tuple[str, str, str], ...] = ()
     search_tool: str = ""               # the tool that shows each matching line as `path:line:text`…
     search_question: str = ""           # …which a question about files' contents needs (and its tally counts)
+    # (tool, argument) whose text may be empty only when the request asks to remove something
+    # (`removal`, a regex): see `kept_arguments`
+    keep_text: tuple[tuple[str, str], ...] = ()
+    removal: str = ""
 
 
 def failed_ids(since: list[dict[str, Any]]) -> set[str]:
@@ -94,6 +99,15 @@ def unchecked_change(messages: list[dict[str, Any]], rules: ChangeRules) -> bool
     results = [b for b in since[-1]["content"] if b.get("type") == "tool_result"]
     silent = any(_text_of(b.get("content")).strip() in ("", NO_OUTPUT) and not b.get("is_error") for b in results)
     return silent or calls[-1].get("name") in rules.check_after
+
+
+def kept_arguments(messages: list[dict[str, Any]], rules: ChangeRules) -> tuple[tuple[str, str], ...]:
+    """The (tool, argument) pairs whose text must not be empty for this request: all of
+    `rules.keep_text` unless the request asks to remove something (`rules.removal`). Asked to
+    comment out a line, or to change one, small models write an empty new text and delete it."""
+    if not rules.keep_text or (rules.removal and re.search(rules.removal, request_of(messages), re.I)):
+        return ()
+    return rules.keep_text
 
 
 def _is_change(call: dict[str, Any], rules: ChangeRules) -> bool:
@@ -137,9 +151,11 @@ def asks_for_change(request: str, rules: ChangeRules) -> bool:
 
 # with the commands for each kind of count: told only "a command", a small model that had
 # searched for the lines it was asked to count ran `wc -l` on the whole file
+# and `ls -l` named alone for sizes and permissions: told "ls -l counts sizes" next to grep -c, a
+# small model asked which scripts are executable ran `ls -l … | grep -c executable` (it printed 0)
 NOT_MEASURED_YET = ("Nothing has been measured yet: run a command that prints the numbers the answer needs "
-                    "(grep -c PATTERN FILE counts only the lines that match; wc -l, wc -w and ls -l count all "
-                    "lines, words and sizes).")
+                    "(grep -c PATTERN FILE counts only the lines that match; wc -l and wc -w count all lines and "
+                    "words; ls -l FOLDER, run alone, shows each file's size and permissions).")
 
 
 def measure_missing(messages: list[dict[str, Any]], rules: ChangeRules) -> bool:

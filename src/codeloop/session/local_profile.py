@@ -8,7 +8,8 @@ measurements (do nothing unrequested; make a requested change with tools and che
 answering; answer as soon as a result answers the question, in the model's own words), a
 worked example of a call, a check and an answer and one of a count answered from what a command
 printed, only Read, Edit, Write, Bash, Glob and Grep with one-line descriptions (Bash's names the
-command for each kind of file change), schema-constrained calls (the provider's job), the
+command for each kind of file change), schema-constrained calls (the provider's job; an Edit's
+new text never empty unless the request asks to remove something), the
 sandbox switched on through settings (`sandbox.enabled`, read by
 the sandbox layer where it exists) and never bypassPermissions.
 
@@ -85,6 +86,10 @@ SHELL_ONLY = (r"\b(copy|copies|duplicate)\b|\b(move|rename)\s+(\S+\.\w+\b|every\
 # A change these words ask for is done only by this command: asked to write a script and make it
 # executable, small models write it, look at it and declare it done.
 NEEDED_COMMANDS = ((r"\bexecutable\b", r"\bchmod\b", "chmod +x"),)
+# Unless the request asks to remove something, an Edit's new text may not be empty: asked to
+# comment out or change a line, a small model writes an empty new_string and deletes the line.
+KEEP_TEXT = (("Edit", "new_string"),)
+REMOVAL_WORDS = r"\b(delete|deletes|remove|removes|drop|erase|strip|clear|empty)\b"
 LOCAL_SYSTEM_PROMPT = """\
 You are codeloop, a coding assistant that works on the user's files through tools.
 Rules:
@@ -127,7 +132,8 @@ def change_rules() -> Any:
 
     return ChangeRules(check_after=("Edit", "Write"), request=r"\b(" + "|".join(CHANGE_VERBS) + r")\b",
                        shell_tool="Bash", commands=CHANGE_COMMANDS, measure=MEASURE_WORDS, shell_only=SHELL_ONLY,
-                       needs=NEEDED_COMMANDS, search_tool="Grep", search_question=SEARCH_QUESTION)
+                       needs=NEEDED_COMMANDS, search_tool="Grep", search_question=SEARCH_QUESTION,
+                       keep_text=KEEP_TEXT, removal=REMOVAL_WORDS)
 
 
 def steering() -> dict[str, Any]:
