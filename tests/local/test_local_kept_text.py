@@ -43,7 +43,9 @@ def test_an_edit_keeps_some_text_unless_the_request_removes_something():
 
     assert new_string("In main.py, comment out the line that prints debug.") == {"type": "string", "minLength": 1}
     assert new_string("In main.py, change debug to info.")["minLength"] == 1
-    for request in ("In main.py, remove the line that prints debug.", "Delete the debug print from main.py."):
+    for request in ("In main.py, remove the line that prints debug.", "Delete the debug print from main.py.",
+                    "Get rid of the debug print in main.py.", "Take out the debug line in main.py.",
+                    "main.py should no longer print debug.", "Rewrite main.py without the debug print."):
         assert new_string(request) == {"type": "string"}
 
 

@@ -89,7 +89,9 @@ NEEDED_COMMANDS = ((r"\bexecutable\b", r"\bchmod\b", "chmod +x"),)
 # Unless the request asks to remove something, an Edit's new text may not be empty: asked to
 # comment out or change a line, a small model writes an empty new_string and deletes the line.
 KEEP_TEXT = (("Edit", "new_string"),)
-REMOVAL_WORDS = r"\b(delete|deletes|remove|removes|drop|erase|strip|clear|empty)\b"
+# (the ways people ask for removal: a request that says any of them may empty a text, as before)
+REMOVAL_WORDS = (r"\b(delete[sd]?|remov(e|es|ed|ing)|drop|erase|strip|clear|empty|cut|eliminate|purge|wipe|unset|trim"
+                 r"|get\s+rid\s+of|take\s+out|without|no\s+longer)\b")
 LOCAL_SYSTEM_PROMPT = """\
 You are codeloop, a coding assistant that works on the user's files through tools.
 Rules:
