@@ -13,8 +13,9 @@ from fakeapi import ScriptedAPI, sse, text
 from providers.test_lite_http import _self_signed
 
 # A UserPromptSubmit hook runs after the session is assembled and before the first request is
-# built: it waits (up to 60 s) for the server to have taken a connection, and says whether it did.
-_WAIT = ("import os, sys, time\n"
+# built: it waits (up to 60 s) for the server to have taken a connection, and says whether it did
+# (the parity matrix's preconnect cells use it too).
+WAIT_FOR_CONNECTION = ("import os, sys, time\n"
          "marker, out = sys.argv[1], sys.argv[2]\n"
          "end = time.monotonic() + 60\n"
          "while not os.path.exists(marker) and time.monotonic() < end:\n"
@@ -25,7 +26,7 @@ _WAIT = ("import os, sys, time\n"
 def test_the_first_https_connection_is_open_before_the_first_request_is_built(tmp_path: Path):
     cert, key = _self_signed(tmp_path)
     marker, seen, script = tmp_path / "connected", tmp_path / "seen", tmp_path / "wait.py"
-    script.write_text(_WAIT)
+    script.write_text(WAIT_FOR_CONNECTION)
     connections: list[int] = []
 
     def on_connect() -> None:

@@ -205,16 +205,8 @@ def check_plugin(c: Cell) -> None:
         c.why(f"the plugin's PreToolUse hook did not block the Read: {body!r}")
 
 
-# Waits (up to 60 s) for the server to have taken a connection, then writes whether it had.
-_WAIT_FOR_CONNECTION = ("import os, sys, time\n"
-                        "marker, out = sys.argv[1], sys.argv[2]\n"
-                        "end = time.monotonic() + 60\n"
-                        "while not os.path.exists(marker) and time.monotonic() < end:\n"
-                        "    time.sleep(0.01)\n"
-                        "open(out, 'w').write('seen' if os.path.exists(marker) else 'absent')\n")
-
-
 def prep_preconnect(p: Project, ctx: dict) -> None:
+    from cli.test_preconnect import WAIT_FOR_CONNECTION
     from providers.test_lite_http import _self_signed
 
     tls = p.root / "tls"
@@ -222,7 +214,7 @@ def prep_preconnect(p: Project, ctx: dict) -> None:
     ctx["tls"] = _self_signed(tls)
     p.ca_file = ctx["tls"][0]
     ctx["marker"], ctx["seen"] = p.root / "connected", p.root / "seen"
-    script = p.write("wait-for-connection.py", _WAIT_FOR_CONNECTION)
+    script = p.write("wait-for-connection.py", WAIT_FOR_CONNECTION)
     ctx["on_connect"] = ctx["marker"].touch
     hook = f"'{sys.executable}' '{script}' '{ctx['marker']}' '{ctx['seen']}'"
     p.settings({"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": hook}]}]}})
