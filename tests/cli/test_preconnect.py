@@ -16,11 +16,11 @@ from providers.test_lite_http import _self_signed
 # built: it waits (up to 60 s) for the server to have taken a connection, and says whether it did
 # (the parity matrix's preconnect cells use it too).
 WAIT_FOR_CONNECTION = ("import os, sys, time\n"
-         "marker, out = sys.argv[1], sys.argv[2]\n"
-         "end = time.monotonic() + 60\n"
-         "while not os.path.exists(marker) and time.monotonic() < end:\n"
-         "    time.sleep(0.01)\n"
-         "open(out, 'w').write('seen' if os.path.exists(marker) else 'absent')\n")
+                       "marker, out = sys.argv[1], sys.argv[2]\n"
+                       "end = time.monotonic() + 60\n"
+                       "while not os.path.exists(marker) and time.monotonic() < end:\n"
+                       "    time.sleep(0.01)\n"
+                       "open(out, 'w').write('seen' if os.path.exists(marker) else 'absent')\n")
 
 
 def test_the_first_https_connection_is_open_before_the_first_request_is_built(tmp_path: Path):
