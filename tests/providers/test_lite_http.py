@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import socket
 
 import pytest
 
@@ -297,6 +298,14 @@ async def _preconnected(client: LiteClient) -> None:
     await asyncio.wait([client._early._future], timeout=30)
 
 
+async def _preconnected_socket(url: str) -> tuple[LiteClient, socket.socket]:
+    """A client for `url` whose preconnect has connected, and that connection's socket."""
+    client = LiteClient(url, {}, connect_s=5)
+    client.preconnect()
+    await _preconnected(client)
+    return client, client._early._future.result()[0]
+
+
 async def test_preconnect_connects_before_the_request_which_takes_the_connection(trusted):
     cert, key = trusted
     srv = _TLSServer(cert, key, _OK)
@@ -320,10 +329,7 @@ async def test_a_stale_preconnected_connection_is_not_used(trusted, monkeypatch)
     monkeypatch.setattr(preconnect, "MAX_IDLE_S", -1.0)   # whatever waited is too old
     srv = _TLSServer(cert, key, _OK)
     async with srv as url:
-        client = LiteClient(url, {}, connect_s=5)
-        client.preconnect()
-        await _preconnected(client)
-        sock = client._early._future.result()[0]
+        client, sock = await _preconnected_socket(url)
         assert (await post(client))[:2] == (200, b"ok")
         assert srv.tcp == 2 and len(srv.requests) == 1 and sock.fileno() == -1   # closed, not leaked
         await client.aclose()
@@ -369,12 +375,9 @@ async def test_a_client_closed_before_its_first_request_closes_the_preconnected_
     cert, key = trusted
     srv = _TLSServer(cert, key, _OK)
     async with srv as url:
-        client = LiteClient(url, {}, connect_s=5)
-        client.preconnect()
-        early = client._early
-        await _preconnected(client)
+        client, sock = await _preconnected_socket(url)
         await client.aclose()
-        assert early._future.result()[0].fileno() == -1
+        assert sock.fileno() == -1
 
 
 async def test_plain_http_is_not_preconnected():
@@ -447,11 +450,8 @@ async def test_a_preconnected_socket_is_closed_when_its_tls_context_cannot_be_ma
     monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "missing.pem"))
     srv = _TLSServer(cert, key, _OK)
     async with srv as url:
-        client = LiteClient(url, {}, connect_s=5)
-        client.preconnect()
-        early = client._early
-        await _preconnected(client)
+        client, sock = await _preconnected_socket(url)
         with pytest.raises(OSError):
             await post(client)
-        assert early._future.result()[0].fileno() == -1   # not left open behind the error
+        assert sock.fileno() == -1   # not left open behind the error
         await client.aclose()

@@ -46,9 +46,8 @@ def ssl_context() -> Any:
     return ssl.create_default_context(cafile=certifi.where())
 
 
-def _close(value: Any) -> None:
-    if isinstance(value, tuple) and value and isinstance(value[0], socket.socket):
-        value[0].close()
+def _close(opened: tuple[socket.socket, float]) -> None:
+    opened[0].close()   # (`_open`'s result: its socket)
 
 
 def _retrieved(future: asyncio.Future[Any]) -> None:
