@@ -79,3 +79,12 @@ def test_a_corrupt_or_foreign_cache_is_ignored(tmp_path):
     path.write_bytes(marshal.dumps({"version": "another python", "code": {"x": compile("1", "<s>", "exec")}}))
     again = _run(tmp_path, "cache")
     assert again[:-1] == plain[:-1] and again[-1] > 0   # nothing taken from another version's file
+
+
+def test_a_cache_file_others_can_write_is_not_read(tmp_path):
+    _run(tmp_path, "cache")
+    path = tmp_path / "cache" / f"dataclass-code.{sys.implementation.cache_tag}.marshal"
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
+    assert _run(tmp_path, "cache")[-1] == 0
+    path.chmod(0o666)   # another account could have put code in it: compiled afresh instead
+    assert _run(tmp_path, "cache")[-1] > 0

@@ -28,7 +28,8 @@ SDK_FLAGS = ("--permission-prompt-tool",)
 
 SHIM = '''#!{python}
 import sys
-from codeloop.cli.main import _tool_list, build_parser
+from codeloop.cli.startup.parser import build_parser
+from codeloop.cli.startup.tool_lists import tool_list as _tool_list
 from codeloop.cli.main import run_headless
 
 p = build_parser()

@@ -1,15 +1,17 @@
 """Command-line entry point: Claude Code compatible flags; picks print mode or the REPL.
 
-Kept import-light: `codeloop --version` must not load httpx, pydantic or the loop.
+Kept import-light: `codeloop --version` must not load httpx, pydantic or the loop. Importing this
+module loads nothing else (not even the parser), so that codeloop's own process can put the
+import cache (cli.startup.importcache) in place before the modules it serves load.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 
-from codeloop.cli.startup.parser import EXIT_USAGE, UNSUPPORTED, build_parser  # noqa: F401 (build_parser re-exported)
-from codeloop.cli.startup.tool_lists import tool_list as _tool_list
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
 
 def _mark_undecodable_output() -> None:
     """Text holding bytes that are not UTF-8 (file names, command output) is written with a
@@ -37,6 +39,18 @@ def main(argv: list[str] | None = None) -> int:
     # Called without argv, this is the process's own entry point (`codeloop`, `python -m codeloop`):
     # a finished print-mode run may then end the process at once (see below).
     owns_process = argv is None
+    if owns_process:
+        # First of all: the modules start-up loads come from one file (see importcache); saved
+        # when the run ends (atexit, or cli.lifecycle.hard_exit). Only in codeloop's own process:
+        # a host calling main(argv) keeps its imports untouched.
+        import atexit
+
+        from codeloop.cli.startup import importcache
+        from codeloop.config.paths import config_root
+
+        importcache.install(importcache.folder_in(config_root()))
+        atexit.register(importcache.save)
+    from codeloop.cli.startup.parser import EXIT_USAGE, UNSUPPORTED, build_parser
     # httpcore probes for trio at import (~70 ms where it is installed); the CLI runs on asyncio only.
     sys.modules.setdefault("trio", None)  # type: ignore[arg-type]
     # `import httpx` loads its own CLI module when rich is installed (rich + click + pygments, ~50 ms);
@@ -61,8 +75,6 @@ def main(argv: list[str] | None = None) -> int:
         # Before the modules that define dataclasses load: their generated methods' compiled code
         # comes from the cache (see codecache); saved when the run ends. Only in codeloop's own
         # process: a host calling main(argv) keeps its `dataclasses` untouched.
-        import atexit
-
         from codeloop.cli.startup import child_watch, codecache
         codecache.install()
         atexit.register(codecache.save)
@@ -82,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     if (problem := _check_tool_flags(args)) is not None:
         sys.stderr.write(f"Error: {problem}\n")
         return EXIT_USAGE
+    from codeloop.cli.startup.tool_lists import tool_list as _tool_list
     args.allowed_tools = _tool_list(args.allowed_tools) or []
     args.disallowed_tools = _tool_list(args.disallowed_tools) or []
     args.tools = _tool_list(args.tools)
@@ -149,6 +162,7 @@ def _check_tool_flags(args: argparse.Namespace) -> str | None:
     if not given:
         return None
     from codeloop.cli.startup.flag_hints import looks_like_rule, tool_warnings
+    from codeloop.cli.startup.tool_lists import tool_list as _tool_list
 
     if args.prompt is None and given:
         dest, flag = given[-1]

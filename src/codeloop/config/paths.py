@@ -7,11 +7,23 @@ here, so it sits in the config layer where every one of them can reach it.
 from __future__ import annotations
 
 import os
-from pathlib import Path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+def config_root() -> str:
+    """The config dir as a string, without loading pathlib: the CLI's first step (the import
+    cache, cli.startup.importcache) reads it before the modules it serves are loaded."""
+    env = os.environ.get("CODELOOP_CONFIG_DIR")
+    path = os.path.expanduser(env) if env else os.path.join(os.path.expanduser("~"), ".codeloop")
+    if path.startswith("~"):   # as pathlib's expanduser: never a folder named "~" in the project
+        raise RuntimeError("Could not determine home directory.")
+    return path
 
 
 def config_dir() -> Path:
-    env = os.environ.get("CODELOOP_CONFIG_DIR")
-    if env:
-        return Path(env).expanduser()
-    return Path.home() / ".codeloop"
+    from pathlib import Path
+
+    return Path(config_root())

@@ -7,17 +7,19 @@ on the class's shape, so `install` gives the `dataclasses` module an `exec` that
 compiled code up by that text (in a marshal file per Python version in the config dir's cache)
 and compiles only what is new; `save` writes the new entries back, once per process, when the
 run ends. The code run is exactly what `exec` would have compiled from the same text, so no
-behaviour changes; a missing, stale or corrupt file only costs the compile.
+behaviour changes; a missing, stale or corrupt file only costs the compile, and a file that is
+not this user's alone (another account could plant code in it) is not read (importcache's rule).
 """
 
 from __future__ import annotations
 
 import builtins
 import marshal
-import os
 import sys
 from pathlib import Path
 from typing import Any
+
+from codeloop.cli.startup.importcache import read_own_file, write_own_file
 
 MAX_ENTRIES = 2000   # a bound on the file, whatever defines dataclasses in this process
 _FORMAT = 2          # bumped whenever what is stored changes meaning
@@ -40,10 +42,12 @@ def install() -> None:
         path = _cache_path()
         known: dict[str, Any] = {}
         try:
-            data = marshal.loads(path.read_bytes())
+            # code that runs: only from a file of this user's that no one else can write
+            raw = read_own_file(str(path))
+            data = marshal.loads(raw) if raw is not None else None
             if isinstance(data, dict) and data.get("version") == (_FORMAT, sys.version):
                 known = data.get("code") or {}
-        except (OSError, ValueError, EOFError, TypeError):
+        except (ValueError, EOFError, TypeError):
             pass
         _state.update(path=path, known=known, new={})
     except Exception:  # noqa: BLE001 — no cache: dataclasses compile as usual
@@ -74,9 +78,6 @@ def save() -> None:
         return
     _state["new"] = {}
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(marshal.dumps({"version": (_FORMAT, sys.version), "code": _state["known"]}))
-        os.replace(tmp, path)
+        write_own_file(str(path), marshal.dumps({"version": (_FORMAT, sys.version), "code": _state["known"]}))
     except (OSError, ValueError):
         pass   # an unwritable cache only costs the compile next time
