@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -146,6 +145,8 @@ def trust(path: Path | str) -> str | None:
     loaded = load_trusted_folders()
     warning = _set_aside_corrupt() if loaded.warning else None
     folders = dict(loaded.folders)
+    from datetime import UTC, datetime   # only when a folder is trusted, not at every start
+
     folders[_key(path)] = {"trusted_at": datetime.now(UTC).isoformat(timespec="seconds")}
     _write(folders)
     return warning or loaded.warning

@@ -16,12 +16,13 @@ import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 
 def _now() -> str:
+    from datetime import UTC, datetime   # when a backup is taken, not at every start
+
     return datetime.now(UTC).isoformat().replace("+00:00", "Z")
 
 
