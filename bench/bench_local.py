@@ -1,6 +1,6 @@
-"""Local-model benchmark (never run by the test suite): 67 small real tasks through the real CLI.
+"""Local-model benchmark (never run by the test suite): 79 small real tasks through the real CLI.
 
-    python bench/bench_local.py [--half tuning|tuning2|tuning3|held-out|fresh|all] [--model local] [--only N,M]
+    python bench/bench_local.py [--half tuning|tuning2|tuning3|held-out|fresh|fresh2|all] [--model local] [--only N,M]
         [--json out.json] [--transcripts DIR]
 
 Each task gets a fresh folder of real files and runs `codeloop -p TASK --model local …` as a
@@ -26,9 +26,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))   # local_tasks.py beside this file
-from local_tasks import FRESH, HELD_OUT, TASKS, TUNING, TUNING2, TUNING3, Task  # noqa: E402
+from local_tasks import FRESH, FRESH2, HELD_OUT, TASKS, TUNING, TUNING2, TUNING3, Task  # noqa: E402
 
-HALVES = {"tuning": TUNING, "tuning2": TUNING2, "tuning3": TUNING3, "held-out": HELD_OUT, "fresh": FRESH, "all": TASKS}
+HALVES = {"tuning": TUNING, "tuning2": TUNING2, "tuning3": TUNING3, "held-out": HELD_OUT, "fresh": FRESH,
+          "fresh2": FRESH2, "all": TASKS}
 # An answer that pastes a tool's own report back at the user fails whatever the files say.
 TOOL_OUTPUT_MARKS = ("result of running `cat -n`", "here's the result of running")
 
@@ -141,7 +142,7 @@ def main() -> int:
             if r["stderr"]:
                 print(f"      stderr: {r['stderr'][-200:]}", flush=True)
     summary = {}
-    for half in ("tuning", "tuning2", "tuning3", "held-out", "fresh"):
+    for half in ("tuning", "tuning2", "tuning3", "held-out", "fresh", "fresh2"):
         rs = [r for r in results if r["half"] == half]
         if rs:
             summary[half] = {"passed": sum(r["passed"] for r in rs), "total": len(rs)}

@@ -20,6 +20,12 @@ prints when run) or the names and numbers in the answer. TUNING3 (the last 8, wr
 the last round named as failing (by name only: lines or files that match a word counted, an
 existing file made executable, only the matching files listed, a function added, an off-by-one,
 top-level functions counted, the largest file); changes may be tried against it freely.
+FRESH2 (the last 12, written on 2026-12-05 by a session that did not change the profile that day;
+the helper tuning the profile then never saw them) is a third held-out set of shapes no other set
+has: an .ini value, what a function returns, empty files deleted, a program's output changed,
+occurrences counted across files, a .gitignore, lines sorted, a bug fixed so a test passes, a
+folder renamed, trailing spaces removed, table rows counted, a line put at the top. Measure it;
+only its counts are read.
 """
 
 from __future__ import annotations
@@ -360,4 +366,53 @@ TUNING3 = [
           "data/mid.csv": "a,b\n" + "".join(f"{i},{i}\n" for i in range(8))},
          lambda a, _d: "huge.csv" in a and "small.csv" not in a and "mid.csv" not in a),
 ]
-TASKS = TUNING + HELD_OUT + FRESH + TUNING2 + TUNING3
+FRESH2 = [
+    Task("ini value", "In settings.ini, set port to 9090.",
+         {"settings.ini": "[server]\nhost = 127.0.0.1\nport = 8000\nworkers = 4\n"},
+         _file_has("settings.ini", "port = 9090", "host = 127.0.0.1", "workers = 4", "[server]",
+                   absent=("8000",))),
+    Task("what it returns", "What does greet('Ann') return, according to hello.py?",
+         {"hello.py": "def greet(name):\n    return 'Good day, ' + name.upper() + '!'\n"},
+         _has("Good day, ANN!")),
+    Task("empty files", "Delete the empty files in the logs folder; keep the others.",
+         {"logs/a.log": "", "logs/b.log": "started\n", "logs/c.log": "", "logs/d.log": "stopped\n"},
+         lambda _a, d: not (d / "logs/a.log").exists() and not (d / "logs/c.log").exists()
+         and _text(d, "logs/b.log") == "started\n" and _text(d, "logs/d.log") == "stopped\n"),
+    Task("change the output", "Make banner.py print Goodbye instead of Hello.",
+         {"banner.py": "MESSAGE = 'Hello'\n\nprint(MESSAGE)\n"},
+         lambda _a, d: _runs_code(d, "import runpy; runpy.run_path('banner.py')", "Goodbye")
+         and not _runs_code(d, "import runpy; runpy.run_path('banner.py')", "Hello")),
+    Task("count occurrences", "How many TODO comments are there in the .py files of the app folder?",
+         {"app/main.py": "# TODO: logging\nimport os\n# TODO: config\n", "app/util.py": "x = 1  # TODO: rename\n",
+          "app/README.md": "TODO: write docs\n", "app/db.py": "def q():\n    return 0\n"},
+         _number("3", not_=("2", "4"))),
+    Task("ignore a kind", "Create a .gitignore file that makes git ignore all .log files.",
+         {"main.py": "print(1)\n", "run.log": "x\n"},
+         lambda _a, d: any(line.strip() in ("*.log", "/*.log", "**/*.log")
+                           for line in (_text(d, ".gitignore") or "").splitlines())),
+    Task("sort lines", "Sort the lines of names.txt alphabetically.",
+         {"names.txt": "Mia\nAda\nZoe\nLeo\n"}, lambda _a, d: _text(d, "names.txt") in ("Ada\nLeo\nMia\nZoe\n",
+                                                                                           "Ada\nLeo\nMia\nZoe")),
+    Task("fix for a test", "test_prices.py fails. Fix the bug in prices.py so that it passes.",
+         {"prices.py": "def with_tax(amount):\n    return amount * 0.2\n",
+          "test_prices.py": "from prices import with_tax\n\n\ndef test_with_tax():\n"
+                            "    assert with_tax(100) == 120\n"},
+         lambda _a, d: _runs_code(d, "from prices import with_tax; print(with_tax(100) == 120, with_tax(50))",
+                                  "True 60")
+         and _file_has("test_prices.py", "assert with_tax(100) == 120")(_a, d)),
+    Task("rename a folder", "Rename the folder old_docs to docs.",
+         {"old_docs/intro.md": "# Intro\n", "old_docs/usage.md": "# Usage\n"},
+         lambda _a, d: not (d / "old_docs").exists() and _text(d, "docs/intro.md") == "# Intro\n"
+         and _text(d, "docs/usage.md") == "# Usage\n"),
+    Task("trailing spaces", "Remove the trailing spaces from every line of report.txt.",
+         {"report.txt": "total: 5   \nfailed: 0 \nskipped: 1\n"},
+         lambda _a, d: (_text(d, "report.txt") or "").rstrip("\n") == "total: 5\nfailed: 0\nskipped: 1"),
+    Task("rows in a table", "How many data rows (not counting the header) does people.csv have?",
+         {"people.csv": "name,age\n" + "".join(f"p{i},{20 + i}\n" for i in range(11))},
+         _number("11", not_=("12",))),
+    Task("line at the top", "Put the line `version = 2` at the very top of app.cfg, keeping everything else.",
+         {"app.cfg": "name = demo\nmode = fast\n"},
+         lambda _a, d: (_text(d, "app.cfg") or "").startswith("version = 2\n")
+         and "name = demo\nmode = fast" in (_text(d, "app.cfg") or "")),
+]
+TASKS = TUNING + HELD_OUT + FRESH + TUNING2 + TUNING3 + FRESH2
