@@ -219,3 +219,22 @@ def test_codeloop_runs_fill_and_use_it(tmp_path):
             if i == 0:
                 assert len(_files(home / "cache")) == 1
     assert results == ["answer 0", "answer 1", "answer 2"]
+
+
+@pytest.mark.parametrize("setting", ["folder", "off"])
+def test_codeloop_import_cache_names_the_folder_or_turns_it_off(tmp_path, setting):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from fakeapi import ScriptedAPI, sse, text
+
+    home, shared = tmp_path / "home", tmp_path / "shared"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("ANTHROPIC_", "CODELOOP_", "CLAUDE_")) and k != "PYTHONDONTWRITEBYTECODE"}
+    with ScriptedAPI(sse(text("ok"))).serve() as url:
+        env.update(ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=url, CODELOOP_CONFIG_DIR=str(home), HOME=str(home),
+                   CODELOOP_IMPORT_CACHE=str(shared) if setting == "folder" else "off")
+        proc = subprocess.run([sys.executable, "-m", "codeloop", "-p", "hi", "--output-format", "json"],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and json.loads(proc.stdout)["result"] == "ok", proc.stderr
+    assert _files(home / "cache") == []
+    assert len(_files(shared)) == (1 if setting == "folder" else 0)

@@ -48,8 +48,9 @@ def main(argv: list[str] | None = None) -> int:
         from codeloop.cli.startup import importcache
         from codeloop.config.paths import config_root
 
-        importcache.install(importcache.folder_in(config_root()))
-        atexit.register(importcache.save)
+        if (folder := importcache.folder_for(config_root())) is not None:
+            importcache.install(folder)
+            atexit.register(importcache.save)
     from codeloop.cli.startup.parser import EXIT_USAGE, UNSUPPORTED, build_parser
     # httpcore probes for trio at import (~70 ms where it is installed); the CLI runs on asyncio only.
     sys.modules.setdefault("trio", None)  # type: ignore[arg-type]
