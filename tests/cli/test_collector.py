@@ -30,3 +30,27 @@ def test_a_collector_turned_off_elsewhere_is_left_off():
         assert not gc.isenabled() and gc.get_freeze_count() == 0
     finally:
         gc.enable()
+
+
+def test_resume_collects_again_without_freezing():
+    assert gc.isenabled()
+    try:
+        collector.pause()
+        assert not gc.isenabled()
+        collector.resume()
+        assert gc.isenabled() and gc.get_freeze_count() == 0
+        collector.startup_done()    # nothing paused any more: nothing frozen
+        assert gc.get_freeze_count() == 0
+    finally:
+        gc.enable()
+        gc.unfreeze()
+
+
+def test_resume_leaves_a_collector_turned_off_elsewhere_off():
+    gc.disable()
+    try:
+        collector.pause()
+        collector.resume()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

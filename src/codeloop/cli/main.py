@@ -51,7 +51,6 @@ def main(argv: list[str] | None = None) -> int:
         if (folder := importcache.folder_for(config_root())) is not None:
             importcache.install(folder)
             atexit.register(importcache.save)
-    from codeloop.cli.startup.parser import EXIT_USAGE, UNSUPPORTED, build_parser
     # httpcore probes for trio at import (~70 ms where it is installed); the CLI runs on asyncio only.
     sys.modules.setdefault("trio", None)  # type: ignore[arg-type]
     # `import httpx` loads its own CLI module when rich is installed (rich + click + pygments, ~50 ms);
@@ -71,8 +70,14 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["batch"]:
         from codeloop.cli.commands.batch import batch_main
         return batch_main(argv[1:])
+    if owns_process:
+        from codeloop.cli.startup import collector
+        collector.pause()   # start-up makes next to no cyclic garbage (see collector)
+    from codeloop.cli.startup.parser import EXIT_USAGE, UNSUPPORTED, build_parser
     args = build_parser().parse_args(argv)
     if owns_process:
+        if not (args.print_mode and args.input_format != "stream-json"):
+            collector.resume()   # only print mode says when its start-up is over (cli.headless.print_mode)
         # Before the modules that define dataclasses load: their generated methods' compiled code
         # comes from the cache (see codecache); saved when the run ends. Only in codeloop's own
         # process: a host calling main(argv) keeps its `dataclasses` untouched.
@@ -80,9 +85,6 @@ def main(argv: list[str] | None = None) -> int:
         codecache.install()
         atexit.register(codecache.save)
         child_watch.install()   # a pidfd per child on 3.11, not a thread per Bash call
-        if args.print_mode and args.input_format != "stream-json":
-            from codeloop.cli.startup import collector
-            collector.pause()   # until print mode's session is open (cli.headless.print_mode)
     for name in UNSUPPORTED:
         if vars(args)[name]:
             sys.stderr.write(f"codeloop: warning: --{name.replace('_', '-')} is not supported yet; ignored\n")

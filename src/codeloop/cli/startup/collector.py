@@ -3,10 +3,12 @@
 Start-up makes objects that live as long as the process (modules, classes, the tool set and, on
 a resume, the whole loaded history) and next to no cyclic garbage, yet the collector walks them
 again and again while they are made: resuming a 2,000-turn session spent some 60 ms in
-collections before its first request. `pause` stops collecting for start-up (only in codeloop's
-own process, see cli.main); `startup_done` moves everything made so far where collections no
-longer look (`gc.freeze`) and turns collecting back on, so the turns' collections see only what
-the turns make. Reference counting frees everything as before; only cycles wait.
+collections before its first request, and importing asyncio and its kin some 35 collections.
+`pause` stops collecting from the start of codeloop's own process, before the parser loads (see
+cli.main); print mode's `startup_done` moves everything made so far where collections no longer
+look (`gc.freeze`) and turns collecting back on, so the turns' collections see only what the
+turns make; the other front ends `resume` once the command line is parsed. Reference counting
+frees everything as before; only cycles wait.
 """
 
 from __future__ import annotations
@@ -31,4 +33,13 @@ def startup_done() -> None:
     if _paused:
         _paused = False
         gc.freeze()
+        gc.enable()
+
+
+def resume() -> None:
+    """Collect again, nothing frozen: for a start-up that will not reach `startup_done` (the REPL,
+    stream-json); a no-op unless `pause` turned collecting off."""
+    global _paused
+    if _paused:
+        _paused = False
         gc.enable()
