@@ -76,8 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     from codeloop.cli.startup.parser import EXIT_USAGE, UNSUPPORTED, build_parser
     args = build_parser().parse_args(argv)
     if owns_process:
-        if not (args.print_mode and args.input_format != "stream-json"):
-            collector.resume()   # only print mode says when its start-up is over (cli.headless.print_mode)
+        if not (args.print_mode or args.input_format == "stream-json"):
+            collector.resume()   # the headless modes say when their start-up is over (startup_done)
         # Before the modules that define dataclasses load: their generated methods' compiled code
         # comes from the cache (see codecache); saved when the run ends. Only in codeloop's own
         # process: a host calling main(argv) keeps its `dataclasses` untouched.

@@ -358,6 +358,8 @@ async def run_stream_json(options: RunOptions, out: TextIO, lines: AsyncIterator
         finish()
     for w in warnings:
         sys.stderr.write(f"codeloop: warning: {w}\n")
+    from codeloop.cli.startup import collector
+    collector.startup_done()   # the session is built: collect again (start-up's objects frozen)
     return await serve(session, conv)
 
 
