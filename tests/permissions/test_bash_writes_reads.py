@@ -99,7 +99,8 @@ PROTECTED_WRITES = [
     "cd sub; cd ..; echo x > .git/config", "echo x > sub/.git/config", "chmod +x .git/hooks/pre-commit",
     "cp -t .git/hooks x", "timeout 5 tee -a .git/config", "env FOO=1 sed -i.bak 's/x/y/' .git/config",
     "perl -pi -e s/a/b/ .git/config", "gzip .codeloop/settings.json", "sort -o .git/config x",
-    "echo x > .cfg/projects/p/s.jsonl",
+    "echo x > .cfg/projects/p/s.jsonl", "cp x .cfg/cache/dataclass-code.cpython-311.marshal",
+    "echo x > .cfg/cache/import-code.cpython-311.0123456789abcdef",
 ]
 
 

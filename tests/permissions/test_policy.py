@@ -55,9 +55,14 @@ def test_not_yet_existing_path_later_made_a_symlink(tmp_path):
 @pytest.mark.parametrize("mode", list(PermissionMode))
 def test_protected_paths_in_every_mode(tmp_path, mode, monkeypatch):
     monkeypatch.setenv("CODELOOP_CONFIG_DIR", str(tmp_path / "cfg"))
+    monkeypatch.setenv("CODELOOP_IMPORT_CACHE", str(tmp_path / "elsewhere"))
     policy = PermissionPolicy(cwd=tmp_path, mode=mode, allow=["Write", "Edit"])
     for target in (tmp_path / ".claude" / "settings.json", tmp_path / ".codeloop" / "settings.local.json",
-                   tmp_path / "cfg" / "settings.json", tmp_path / "cfg" / "projects" / "x" / "s.jsonl"):
+                   tmp_path / "cfg" / "settings.json", tmp_path / "cfg" / "projects" / "x" / "s.jsonl",
+                   # code codeloop runs at its next start, and the tool schemas it sends
+                   tmp_path / "cfg" / "cache" / "import-code.cpython-311.0123456789abcdef",
+                   tmp_path / "cfg" / "cache" / "tool-schemas.json",
+                   tmp_path / "elsewhere" / "import-code.cpython-311.0123456789abcdef"):
         assert decide(policy, "Write", {"file_path": str(target), "content": "{}"}) is PermissionBehavior.DENY
 
 

@@ -46,9 +46,9 @@ def main(argv: list[str] | None = None) -> int:
         import atexit
 
         from codeloop.cli.startup import importcache
-        from codeloop.config.paths import config_root
+        from codeloop.config.paths import import_cache_root
 
-        if (folder := importcache.folder_for(config_root())) is not None:
+        if (folder := import_cache_root()) is not None:
             importcache.install(folder)
             atexit.register(importcache.save)
     # httpcore probes for trio at import (~70 ms where it is installed); the CLI runs on asyncio only.

@@ -27,3 +27,12 @@ def config_dir() -> Path:
     from pathlib import Path
 
     return Path(config_root())
+
+
+def import_cache_root() -> str | None:
+    """Where the CLI's import cache (cli.startup.importcache) keeps its files:
+    `CODELOOP_IMPORT_CACHE` (a folder; `0` or `off`: no cache) or the config dir's cache folder."""
+    chosen = os.environ.get("CODELOOP_IMPORT_CACHE", "")
+    if chosen.lower() in ("0", "off", "false", "no"):
+        return None
+    return os.path.abspath(os.path.expanduser(chosen)) if chosen else os.path.join(config_root(), "cache")

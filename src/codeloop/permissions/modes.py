@@ -44,7 +44,7 @@ _PATH_KEYS = ("file_path", "notebook_path", "path")
 
 def protected_paths(cwd: Path) -> list[str]:
     """Files and folders no tool may write, in any mode: configuration and session records."""
-    from codeloop.config.paths import config_dir
+    from codeloop.config.paths import config_dir, import_cache_root
 
     # (joined as strings from normalised folders: the same paths pathlib gives, at a fraction of
     # the cost, since the list is made at the first tool call and again at every rule change)
@@ -52,7 +52,11 @@ def protected_paths(cwd: Path) -> list[str]:
     here, home = str(cwd), str(Path(os.path.expanduser("~")))
     claude_home = str(Path(os.environ.get("CLAUDE_CONFIG_DIR") or j(home, ".claude")))
     cfg = str(config_dir())
+    # codeloop's caches hold code it runs at its next start (import-code, dataclass-code) and the
+    # tool schemas every session sends: nothing a tool writes may be planted there for later
+    caches = dict.fromkeys(c for c in (j(cfg, "cache"), import_cache_root()) if c)
     paths = [j(cfg, "settings.json"), j(cfg, "projects"), j(cfg, "trusted-folders.json"),
+             *(j(c, "**") for c in caches),
              j(claude_home, "settings.json"),
              str(Path(os.environ.get("CODELOOP_MANAGED_SETTINGS") or "/etc/codeloop/managed-settings.json"))]
     for d in (".codeloop", ".claude"):

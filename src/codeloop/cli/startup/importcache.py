@@ -42,15 +42,6 @@ MAX_FILES = 8                 # files (environments) kept in the cache folder
 _state: dict[str, Any] = {"finder": None, "folder": None}
 
 
-def folder_for(config_root: str) -> str | None:
-    """Where the files go: `CODELOOP_IMPORT_CACHE` (a folder; `0` or `off`: no cache) or the
-    config dir's cache folder."""
-    chosen = os.environ.get("CODELOOP_IMPORT_CACHE", "")
-    if chosen.lower() in ("0", "off", "false", "no"):
-        return None
-    return os.path.expanduser(chosen) if chosen else os.path.join(config_root, "cache")
-
-
 def _owned(st: os.stat_result) -> bool:
     import stat
 
