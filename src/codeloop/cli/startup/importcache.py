@@ -2,7 +2,8 @@
 
 Each `import` of a source module walks `sys.path` (a stat of every folder before the one that
 holds it), builds a spec, finds and opens the `.pyc`, checks its header against the source and
-reads it: some 200 modules on the way to the first request, a seventh of start-up. `install`
+reads it: some 200 modules on the way to the first request, 5% of start-up's instructions
+(454.7 -> 429.8 M with this cache; the unmarshalling and running of the code remain). `install`
 puts a finder just before Python's own path finder that serves the modules an earlier run
 loaded from one file: an index (read whole) and each module's code (read when imported). It
 changes nothing else: a module is served only when
@@ -15,7 +16,9 @@ changes nothing else: a module is served only when
 - the interpreter, its optimisation level and `sys.path` (the working folder aside) are the
   ones the file was written for (each such set has its own file);
 
-otherwise the import goes the usual way. The modules come out as the usual way makes them
+otherwise the import goes the usual way. Modules found in the working folder (or through a
+relative `sys.path` entry) are never stored: they belong to one project. The folder is
+`config.paths.import_cache_root()`. The modules come out as the usual way makes them
 (`SourceFileLoader`, `__file__`, `__cached__`, `__path__`), so sources, resources and tracebacks
 are found as before. `save` adds, when the run ends, the modules loaded the usual way whose
 `.pyc` matches their source (the code Python itself just used); nothing is compiled for it.
