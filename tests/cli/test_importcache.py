@@ -238,3 +238,39 @@ def test_codeloop_import_cache_names_the_folder_or_turns_it_off(tmp_path, settin
     assert proc.returncode == 0 and json.loads(proc.stdout)["result"] == "ok", proc.stderr
     assert _files(home / "cache") == []
     assert len(_files(shared)) == (1 if setting == "folder" else 0)
+
+
+@pytest.mark.parametrize("changed", [False, True])
+def test_a_source_changed_while_the_file_is_written_stops_the_write(tmp_path, monkeypatch, changed):
+    import importlib
+    import importlib.util
+    import py_compile
+
+    from codeloop.cli.startup import importcache
+
+    lib, cache = tmp_path / "lib", tmp_path / "cache"
+    lib.mkdir()
+    source = lib / "probe_late.py"
+    source.write_text("VALUE = 'late'\n")
+    py_compile.compile(str(source), cfile=importlib.util.cache_from_source(str(source)), doraise=True,
+                       invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP)
+    monkeypatch.setattr(sys, "path", [str(lib), *sys.path])
+    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
+    monkeypatch.setattr(importcache, "_state", {"finder": None, "folder": None})
+    monkeypatch.delitem(sys.modules, "probe_late", raising=False)
+    importcache.install(str(cache))          # nothing stored yet: the usual import, from the .pyc
+    assert importlib.import_module("probe_late").VALUE == "late"
+    real_write = importcache.write_own_file
+
+    def write(path, chunks):
+        if changed:   # between the plan and the write: same size, same second (the .pyc still matches)
+            before = source.stat()
+            source.write_text("VALUE = 'LATE'\n")
+            os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns + 1))
+        real_write(path, chunks)
+
+    monkeypatch.setattr(importcache, "write_own_file", write)
+    importcache.save()
+    sys.modules.pop("probe_late", None)
+    assert len(_files(cache)) == (0 if changed else 1)   # stopped: no file made of mismatched code
+    assert not list(cache.glob("*.tmp")) if cache.exists() else True

@@ -37,6 +37,7 @@ from importlib.machinery import ModuleSpec, PathFinder, SourceFileLoader, all_su
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:   # typing itself is one of the modules served
+    from collections.abc import Iterable, Iterator
     from typing import Any
 
 _MAGIC = b"clImpC1\n"       # the file's first 8 bytes; then the index's length (8 bytes), index, code
@@ -79,14 +80,16 @@ def read_own_file(path: str) -> bytes | None:
         return None
 
 
-def write_own_file(path: str, data: bytes) -> None:
-    """Replace `path` atomically with data, readable and writable by this user only."""
+def write_own_file(path: str, data: bytes | Iterable[bytes]) -> None:
+    """Replace `path` atomically with data (bytes, or chunks written as they come, so a large
+    file is never whole in memory), readable and writable by this user only."""
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
     tmp = f"{path}.{os.getpid()}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            for chunk in ([data] if isinstance(data, bytes) else data):
+                f.write(chunk)
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -235,21 +238,24 @@ def install(folder: str) -> None:
         _state["finder"] = None
 
 
-def _pyc_code(origin: str, cached: str) -> tuple[int, int, bytes] | None:
-    """(mtime_ns, size, code) of a module's `.pyc` when it matches its source as Python checks it."""
+def _pyc_matches(head: bytes, source: os.stat_result) -> bool:
+    """Whether a `.pyc` header (timestamp kind) is the one Python accepts for this source."""
     from importlib.util import MAGIC_NUMBER
 
+    return (len(head) >= 16 and head[:4] == MAGIC_NUMBER and head[4:8] == b"\0\0\0\0"
+            and int.from_bytes(head[8:12], "little") == int(source.st_mtime) & 0xFFFFFFFF
+            and int.from_bytes(head[12:16], "little") == source.st_size & 0xFFFFFFFF)
+
+
+def _read_pyc(origin: str, cached: str, n: int = -1) -> tuple[os.stat_result, bytes] | None:
+    """The source's stat and the first n bytes (all: -1) of its `.pyc`, when that matches it."""
     try:
         st = os.stat(origin)
         with open(cached, "rb") as f:
-            data = f.read()
+            data = f.read(n)
     except OSError:
         return None
-    if (len(data) <= 16 or data[:4] != MAGIC_NUMBER or data[4:8] != b"\0\0\0\0"
-            or int.from_bytes(data[8:12], "little") != int(st.st_mtime) & 0xFFFFFFFF
-            or int.from_bytes(data[12:16], "little") != st.st_size & 0xFFFFFFFF):
-        return None
-    return st.st_mtime_ns, st.st_size, data[16:]
+    return (st, data) if _pyc_matches(data[:16], st) else None
 
 
 def _where(name: str, spec: Any, is_pkg: bool) -> int | str | None:
@@ -282,6 +288,8 @@ def save() -> None:
 
 
 def _save(finder: _Finder, folder: str) -> None:
+    # entries: name -> (origin, cached, mtime_ns, size, is_pkg, where, length); the code is read
+    # only while the file is written, one module at a time
     new: dict[str, tuple[Any, ...]] = {}
     for name, module in list(sys.modules.items()):
         if name in finder.index and name not in finder.stale:
@@ -292,25 +300,50 @@ def _save(finder: _Finder, folder: str) -> None:
             continue
         is_pkg = spec.submodule_search_locations is not None
         where = _where(name, spec, is_pkg)
-        stamp = _pyc_code(spec.origin, spec.cached) if where is not None else None
-        if stamp is not None:
-            new[name] = (spec.origin, spec.cached, stamp[0], stamp[1], is_pkg, where, stamp[2])
+        read = _read_pyc(spec.origin, spec.cached, 16) if where is not None else None
+        if read is None:
+            continue
+        st = read[0]
+        try:
+            length = os.stat(spec.cached).st_size - 16
+        except OSError:
+            continue
+        new[name] = (spec.origin, spec.cached, st.st_mtime_ns, st.st_size, is_pkg, where, length)
     if not new and not finder.stale:
         return
     index: dict[str, tuple[Any, ...]] = {}
-    chunks: list[bytes] = []
+    plan: list[tuple[tuple[Any, ...], bool]] = []   # (entry, from a .pyc), in file order
     size = 0
-    kept = {n: e for n, e in finder.index.items() if n not in finder.stale and n not in new}
-    for name, entry in [*kept.items(), *new.items()]:
-        code = entry[6] if name in new else finder.stored(entry)
-        if code is None or size + len(code) > MAX_BYTES:
+    kept = [(n, e) for n, e in finder.index.items() if n not in finder.stale and n not in new]
+    for name, entry, fresh in [*((n, e, False) for n, e in kept), *((n, e, True) for n, e in new.items())]:
+        length = entry[6] if fresh else entry[7]
+        if size + length > MAX_BYTES:
             continue
-        index[name] = (*entry[:6], size, len(code))
-        chunks.append(code)
-        size += len(code)
+        index[name] = (*entry[:6], size, length)
+        plan.append((entry, fresh))
+        size += length
     head = marshal.dumps({"key": _state["key"], "index": index})
-    write_own_file(finder.path, b"".join([_MAGIC, len(head).to_bytes(8, "little"), head, *chunks]))
+    write_own_file(finder.path, _chunks(finder, head, plan))
     _prune(folder, keep=finder.path)
+
+
+def _chunks(finder: _Finder, head: bytes, plan: list[tuple[tuple[Any, ...], bool]]) -> Iterator[bytes]:
+    """The file's bytes, module by module; any code that changed since it was planned stops the
+    write (the old file stays)."""
+    yield _MAGIC + len(head).to_bytes(8, "little") + head
+    for entry, fresh in plan:
+        if fresh:
+            expected = entry[6]
+            read = _read_pyc(entry[0], entry[1])
+            if read is None or (read[0].st_mtime_ns, read[0].st_size) != (entry[2], entry[3]):
+                raise OSError(f"{entry[0]} changed while its code was stored")
+            data = read[1][16:]
+        else:
+            expected = entry[7]
+            data = finder.stored(entry) or b""
+        if len(data) != expected:
+            raise OSError(f"{entry[0]}: stored code of an unexpected length")
+        yield data
 
 
 def _prune(folder: str, keep: str) -> None:
