@@ -328,3 +328,24 @@ async def test_edits_at_a_block_opening_line_that_keep_the_block_go_through(ctx,
     await run(edit, ctx, file_path=str(y), old_string="server:", new_string="server:\n  host: x")
     assert y.read_text() == "server:\n  host: x\n  port: 80\nname: demo\n"
 
+
+
+async def test_edit_that_leaves_a_python_block_with_no_body_is_refused(ctx, run, tmp_path):
+    f = tmp_path / "powers.py"
+    original = "def square(n):\n    return n * n\n"
+    f.write_text(original)
+    await run(read, ctx, file_path=str(f))
+    with pytest.raises(ToolError) as ei:   # the new def line alone
+        await run(edit, ctx, file_path=str(f), old_string="def square(n):\n    return n * n",
+                  new_string="def square(n):\n    return n * n\n\ndef cube(n):")
+    assert "in powers.py, line 4: expected an indented block after function definition on line 4" in str(ei.value)
+    assert f.read_text() == original
+    # other syntax errors may be a step of a larger change: not refused
+    await run(edit, ctx, file_path=str(f), old_string="    return n * n", new_string="    return n * (n")
+    assert f.read_text() == "def square(n):\n    return n * (n\n"
+    # a file that did not compile before is edited as text
+    g = tmp_path / "draft.py"
+    g.write_text("def f(:\n    pass\n")
+    await run(read, ctx, file_path=str(g))
+    await run(edit, ctx, file_path=str(g), old_string="    pass", new_string="    pass\n\ndef g():")
+    assert g.read_text() == "def f(:\n    pass\n\ndef g():\n"

@@ -3,8 +3,8 @@
 Owns the matching rules (unique unless replace_all, CRLF-tolerant matching that keeps the
 file's own line endings, UTF-8 with or without BOM), the closest text offered when old_string
 is not found, the lines of each match when it is not unique, the refusal of an edit that
-breaks a valid .json file or that parts a block's opening line (`def f(x):`) from the lines
-indented under it, and the snippet shown after an edit.
+breaks a valid .json file, leaves a .py block's opening line with no body or parts it
+(`def f(x):`) from the lines indented under it, and the snippet shown after an edit.
 Freshness checks come from the Write tool's module, the checked no-follow open and the
 atomic replacement from `fileio.WriteTarget`.
 """
@@ -137,6 +137,28 @@ def keeps_json_valid(path: Path, before: str, after: str) -> None:
                         "Keep the quotes and commas of the original text in new_string.") from None
 
 
+def keeps_python_blocks(path: Path, before: str, after: str) -> None:
+    """Refuse an edit that leaves a block's opening line in a .py file with no body (`def f(x):`
+    followed by nothing indented), when the file compiled before: the file stays as it was and
+    the model is told where. Only that error: other syntax errors may be a step of a larger
+    change. Compiled only, never run. (Asked to add a function, a small model wrote its `def`
+    line alone after the last function and answered that it was added.)"""
+    if path.suffix.lower() != ".py" or len(after) > MAX_JSON_CHECK_CHARS:
+        return
+    try:
+        compile(before, str(path), "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return   # it did not compile before: not ours to judge
+    try:
+        compile(after, str(path), "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        if "expected an indented block" in str(exc.msg):
+            raise ToolError(f"Edit not applied: in {path.name}, line {exc.lineno}: {exc.msg}. Give each new block "
+                            "(a def, class, if, for …) its indented body in new_string.") from None
+    except ValueError:
+        return
+
+
 def _indent(line: str) -> int:
     return len(line.expandtabs()) - len(line.expandtabs().lstrip())
 
@@ -245,6 +267,7 @@ class EditTool(Tool):
         if inp.old_string:
             keeps_blocks_whole(text, old_matched, new_matched, first_at)
         keeps_json_valid(path, text, updated)
+        keeps_python_blocks(path, text, updated)
 
         data = (BOM if has_bom else b"") + updated.encode("utf-8")
         new_st = target.replace(data, new_file_mode(target.existing.st))
