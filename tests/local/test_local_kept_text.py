@@ -56,3 +56,25 @@ def test_without_the_profile_rules_nothing_is_narrowed():
     edit = next(o for o in body["response_format"]["json_schema"]["schema"]["anyOf"]
                 if o["properties"].get("name", {}).get("const") == "Edit")
     assert edit["properties"]["arguments"]["properties"]["new_string"] == {"type": "string"}
+
+
+def test_a_refused_edit_is_no_change_made():
+    from test_local_profile import _offers_answer
+
+    p = _provider()
+    prompt = [{"role": "user", "content": "Add a function cube(n) to powers.py."}]
+    read = _turn("Read", {"file_path": "powers.py"}, "     1\tdef square(n):\n     2\t    return n * n", 1)
+    refused = [{"role": "assistant", "content": [{"type": "tool_use", "id": "t2", "name": "Edit", "input": {
+        "file_path": "powers.py", "old_string": "def square(n):", "new_string": "def square(n):\n\ndef cube(n):"}}]},
+               {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t2", "is_error": True,
+                                             "content": "Edit not applied: line 1 opens a block"}]}]
+    look = _turn("Read", {"file_path": "powers.py"}, "     1\tdef square(n):\n     2\t    return n * n", 3)
+    msgs = [*prompt, *read, *refused, *look]
+    assert not _offers_answer(p, msgs)                   # refused, then looked at: still nothing changed
+    assert set(_options(msgs)) == {"Edit", "Bash"}       # only the tools that change files
+    body = p.request_body(ModelRequest(model="local", messages=msgs, tools=TOOLS, max_tokens=64))
+    assert "Nothing has been changed yet" in body["messages"][-1]["content"]
+    done = _turn("Edit", {"file_path": "powers.py", "old_string": "def square(n):\n    return n * n",
+                          "new_string": "def square(n):\n    return n * n\n\n\ndef cube(n):\n    return n ** 3"},
+                 "The file powers.py has been updated.", 4)
+    assert _offers_answer(p, [*msgs, *done, *_turn("Read", {"file_path": "powers.py"}, "     1\tdef square(n):", 5)])

@@ -123,3 +123,26 @@ def test_the_kind_reaches_the_search_through_the_cli(tmp_path):
     assert r.returncode == 0, r.stderr
     last = api.requests[-1].body["messages"][-1]["content"]
     assert "jan.txt:1:budget review" in last and "apr.md" not in last
+
+
+def test_the_tally_says_how_many_matching_lines_are_indented_when_some_are():
+    hits = ("/t/g.py:4:def circle(r):\n/t/g.py:9:    def __init__(self, w):\n/t/g.py:12:    def area(self):\n"
+            "/t/g.py:16:def ring(a, b):\n/t/g.py:20:def half(x):")
+    assert search_tally(hits) == "(5 matching lines in 1 file: 3 not indented (top level), 2 indented)"
+    assert search_tally("/t/g.py:9:    def a(self):\n/t/g.py:12:\tdef b(self):") == "(2 matching lines in 1 file)"
+
+
+def test_a_count_of_functions_or_classes_defined_in_a_file_is_answered_from_the_search():
+    p = _provider()
+    hits = ("/t/g.py:4:def circle(r):\n/t/g.py:9:    def __init__(self, w):\n/t/g.py:12:    def area(self):\n"
+            "/t/g.py:16:def ring(a, b):")
+    grep = _turn("Grep", {"pattern": "def "}, hits, 1)
+    for question in ("How many top-level functions are defined in g.py?", "How many classes are defined in g.py?",
+                     "What are the names of the functions defined in g.py?"):
+        prompt = [{"role": "user", "content": question}]
+        body = p.request_body(ModelRequest(model="local", messages=[*prompt, *grep], tools=TOOLS, max_tokens=64))
+        assert "(4 matching lines in 1 file: 2 not indented (top level), 2 indented)" in body["messages"][-1]["content"]
+        assert _offers_answer(p, [*prompt, *grep]), question
+        # looked at by name only: the answer waits for a search of the contents
+        read = _turn("Read", {"file_path": "g.py"}, "     1\tdef circle(r):", 1)
+        assert not _offers_answer(p, [*prompt, *read]), question

@@ -283,3 +283,69 @@ async def test_edit_that_breaks_a_json_file_is_refused(ctx, run, tmp_path):
     await run(read, ctx, file_path=str(g))
     await run(edit, ctx, file_path=str(g), old_string='"strict": false', new_string='"strict": true,')
     assert '"strict": true,' in g.read_text()
+
+
+async def test_edit_that_parts_a_block_from_its_body_is_refused(ctx, run, tmp_path):
+    import json
+
+    f = tmp_path / "powers.py"
+    original = "def square(n):\n    return n * n\n\n\ndef double(n):\n    return 2 * n\n"
+    f.write_text(original)
+    await run(read, ctx, file_path=str(f))
+    # anchored on the def line, a new function put after it: square's body would become cube's
+    for new in ("def square(n):\n    return n * n\n\ndef cube(n):",
+                "def square(n):\n\ndef cube(n):\n    return n ** 3"):
+        with pytest.raises(ToolError) as ei:
+            await run(edit, ctx, file_path=str(f), old_string="def square(n):", new_string=new)
+        message = str(ei.value)
+        assert "line 1, `def square(n):`, opens a block (line 2 is indented under it)" in message
+        assert "would belong to `def cube(n):`" in message
+        assert f.read_text() == original
+    # the whole block the error offers, as JSON, goes through with the new text after it
+    whole = json.loads(message.split("as a JSON string: ", 1)[1].split(", and new_string", 1)[0])
+    assert whole == "def square(n):\n    return n * n"
+    await run(edit, ctx, file_path=str(f), old_string=whole,
+              new_string=whole + "\n\n\ndef cube(n):\n    return n ** 3")
+    assert f.read_text().startswith("def square(n):\n    return n * n\n\n\ndef cube(n):\n    return n ** 3\n")
+
+
+async def test_edits_at_a_block_opening_line_that_keep_the_block_go_through(ctx, run, tmp_path):
+    f = tmp_path / "powers.py"
+    f.write_text("def square(n):\n    return n * n\n")
+    await run(read, ctx, file_path=str(f))
+    await run(edit, ctx, file_path=str(f), old_string="def square(n):", new_string="def sq(n):")   # renamed
+    await run(edit, ctx, file_path=str(f), old_string="def sq(n):",                           # a body line added
+              new_string='def sq(n):\n    """n times n."""')
+    await run(edit, ctx, file_path=str(f), old_string="def sq(n):",                           # a function before it
+              new_string="def cube(n):\n    return n ** 3\n\n\ndef sq(n):")
+    assert f.read_text() == 'def cube(n):\n    return n ** 3\n\n\ndef sq(n):\n    """n times n."""\n    return n * n\n'
+    # a YAML key's nested lines are a block too
+    y = tmp_path / "app.yaml"
+    y.write_text("server:\n  port: 80\nname: demo\n")
+    await run(read, ctx, file_path=str(y))
+    with pytest.raises(ToolError, match="would belong to `db:`"):
+        await run(edit, ctx, file_path=str(y), old_string="server:", new_string="server:\ndb:")
+    await run(edit, ctx, file_path=str(y), old_string="server:", new_string="server:\n  host: x")
+    assert y.read_text() == "server:\n  host: x\n  port: 80\nname: demo\n"
+
+
+
+async def test_edit_that_leaves_a_python_block_with_no_body_is_refused(ctx, run, tmp_path):
+    f = tmp_path / "powers.py"
+    original = "def square(n):\n    return n * n\n"
+    f.write_text(original)
+    await run(read, ctx, file_path=str(f))
+    with pytest.raises(ToolError) as ei:   # the new def line alone
+        await run(edit, ctx, file_path=str(f), old_string="def square(n):\n    return n * n",
+                  new_string="def square(n):\n    return n * n\n\ndef cube(n):")
+    assert "in powers.py, line 4: expected an indented block after function definition on line 4" in str(ei.value)
+    assert f.read_text() == original
+    # other syntax errors may be a step of a larger change: not refused
+    await run(edit, ctx, file_path=str(f), old_string="    return n * n", new_string="    return n * (n")
+    assert f.read_text() == "def square(n):\n    return n * (n\n"
+    # a file that did not compile before is edited as text
+    g = tmp_path / "draft.py"
+    g.write_text("def f(:\n    pass\n")
+    await run(read, ctx, file_path=str(g))
+    await run(edit, ctx, file_path=str(g), old_string="    pass", new_string="    pass\n\ndef g():")
+    assert g.read_text() == "def f(:\n    pass\n\ndef g():\n"

@@ -127,7 +127,8 @@ def changes_made(messages: list[dict[str, Any]], rules: ChangeRules) -> list[str
 
 def change_missing(messages: list[dict[str, Any]], rules: ChangeRules) -> bool:
     """The request asks for a change (`rules.request`, and it is not a question) and no call
-    since it has made one: a check_after tool, or a shell command matching `rules.commands`."""
+    since it has made one: a check_after tool, or a shell command matching `rules.commands`,
+    that did not fail."""
     if not rules.request or not messages:
         return False
     since = since_prompt(messages)
@@ -136,7 +137,8 @@ def change_missing(messages: list[dict[str, Any]], rules: ChangeRules) -> bool:
     calls = tool_calls(since)
     if len(calls) >= MAX_CHECK_CALLS:
         return False
-    return not any(_is_change(c, rules) for c in calls)
+    failed = failed_ids(since)   # a refused Edit changed nothing: small models answer "added" after one
+    return not any(_is_change(c, rules) and c.get("id") not in failed for c in calls)
 
 
 def request_of(messages: list[dict[str, Any]]) -> str:
@@ -206,11 +208,15 @@ def search_missing(messages: list[dict[str, Any]], rules: ChangeRules) -> bool:
 
 _MATCH_LINE = re.compile(r"^(.+?):(\d+):")
 TALLY = "({lines} matching {line_word} in {files} {file_word})"
+# when some matching lines are indented and some not: asked for the top-level functions, a small
+# model counted the methods too (`def ` matches both)
+INDENTED = ": {top} not indented (top level), {inner} indented)"
 
 
 def search_tally(text: str) -> str:
     """How many lines and files a search result shows, as a note for the model, or "": only when
-    every line is a match (`path:line:text`) and the output was not cut short. Asked how many
+    every line is a match (`path:line:text`) and the output was not cut short; how many of them
+    are indented, when some are and some not. Asked how many
     lines or files mention a word, a small model that has the matching lines before it counts
     every line of the file instead (`wc -l`), or the files of every kind."""
     lines = [line for line in text.splitlines() if line.strip()]
@@ -218,8 +224,10 @@ def search_tally(text: str) -> str:
     if not lines or not all(matches):
         return ""
     files = len({m.group(1) for m in matches if m})
-    return TALLY.format(lines=len(lines), line_word="line" if len(lines) == 1 else "lines", files=files,
-                        file_word="file" if files == 1 else "files")
+    tally = TALLY.format(lines=len(lines), line_word="line" if len(lines) == 1 else "lines", files=files,
+                         file_word="file" if files == 1 else "files")
+    inner = sum(line[m.end():][:1].isspace() for line, m in zip(lines, matches) if m)
+    return tally if inner in (0, len(lines)) else tally[:-1] + INDENTED.format(top=len(lines) - inner, inner=inner)
 
 
 def shell_only(messages: list[dict[str, Any]], rules: ChangeRules) -> bool:

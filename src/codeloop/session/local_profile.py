@@ -75,9 +75,12 @@ MEASURE_WORDS = (r"\bhow (many|much|big|large|long)\b|\b(count|number of|largest
 # A question about which files or lines mention, contain or use a word needs a search of contents
 # (Grep), and a count of them is read from Grep's own tally ("(3 matching lines in 1 file)"):
 # small models list files by name and answer "all of them", or run `wc -l` on the whole file.
-SEARCH_QUESTION = (r"\b(files?|lines?|scripts?|modules?)\b.*\b(mentions?|mentioning|contains?|containing|refers?|"
-                   r"referring|includes?|including|imports?|importing|calls?|calling|says?|saying|uses?|using|"
-                   r"defines?|defining)\s+\w")
+# Functions, classes and methods defined in a file are found the same way ("def "), and counted
+# from the tally's indented and top-level lines: asked for the top-level functions, a small model
+# held to a command ran `grep -c 'def '` and counted the methods too.
+SEARCH_QUESTION = (r"\b(files?|lines?|scripts?|modules?|functions?|classes|methods?)\b.*\b(mentions?|mentioning|"
+                   r"contains?|containing|refers?|referring|includes?|including|imports?|importing|calls?|calling|"
+                   r"says?|saying|uses?|using|defines?|defined|defining)\s+\w")
 # Copying, moving or renaming a file is a command's job (cp, mv): offered Write, a small model
 # writes the copy out from memory (a line or the final newline lost) and leaves the original.
 # "Rename the function f" names no file after the verb, so Edit stays on offer there.

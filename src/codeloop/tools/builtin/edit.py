@@ -3,7 +3,8 @@
 Owns the matching rules (unique unless replace_all, CRLF-tolerant matching that keeps the
 file's own line endings, UTF-8 with or without BOM), the closest text offered when old_string
 is not found, the lines of each match when it is not unique, the refusal of an edit that
-breaks a valid .json file, and the snippet shown after an edit.
+breaks a valid .json file, leaves a .py block's opening line with no body or parts it
+(`def f(x):`) from the lines indented under it, and the snippet shown after an edit.
 Freshness checks come from the Write tool's module, the checked no-follow open and the
 atomic replacement from `fileio.WriteTarget`.
 """
@@ -11,6 +12,7 @@ atomic replacement from `fileio.WriteTarget`.
 from __future__ import annotations
 
 import asyncio
+import json
 import hashlib
 from pathlib import Path
 from typing import Any, ClassVar
@@ -135,6 +137,70 @@ def keeps_json_valid(path: Path, before: str, after: str) -> None:
                         "Keep the quotes and commas of the original text in new_string.") from None
 
 
+def keeps_python_blocks(path: Path, before: str, after: str) -> None:
+    """Refuse an edit that leaves a block's opening line in a .py file with no body (`def f(x):`
+    followed by nothing indented), when the file compiled before: the file stays as it was and
+    the model is told where. Only that error: other syntax errors may be a step of a larger
+    change. Compiled only, never run. (Asked to add a function, a small model wrote its `def`
+    line alone after the last function and answered that it was added.)"""
+    if path.suffix.lower() != ".py" or len(after) > MAX_JSON_CHECK_CHARS:
+        return
+    try:
+        compile(before, str(path), "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return   # it did not compile before: not ours to judge
+    try:
+        compile(after, str(path), "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        if "expected an indented block" in str(exc.msg):
+            raise ToolError(f"Edit not applied: in {path.name}, line {exc.lineno}: {exc.msg}. Give each new block "
+                            "(a def, class, if, for …) its indented body in new_string.") from None
+    except ValueError:
+        return
+
+
+def _indent(line: str) -> int:
+    return len(line.expandtabs()) - len(line.expandtabs().lstrip())
+
+
+def keeps_blocks_whole(text: str, old: str, new: str, at: int) -> None:
+    """Refuse an edit whose old_string ends with a line that opens an indented block (`def f(x):`,
+    `for …:`, a YAML key: it ends with a colon and the next lines are indented deeper) when
+    new_string keeps that line but puts a less indented line after it: the block's lines would
+    then belong to that line (asked to add a function after another, models anchor on its `def`
+    line and split it, the old body becoming the new function's). Changing the opening line
+    itself, or adding lines inside the block, is not refused."""
+    end = at + len(old)
+    if not old.strip() or not (old.endswith("\n") or end == len(text) or text[end] in "\r\n"):
+        return
+    old_lines = old.replace("\r", "").rstrip("\n").split("\n")
+    head = old_lines[-1]
+    if not head.strip() or not head.rstrip().endswith(":"):
+        return
+    after = text[end:].replace("\r", "").split("\n")
+    if not old.endswith("\n"):
+        after = after[1:]
+    body = [i for i, line in enumerate(after) if line.strip()]
+    if not body or _indent(after[body[0]]) <= _indent(head):
+        return
+    deeper = _indent(after[body[0]])
+    kept = [line for line in new.replace("\r", "").split("\n") if line.strip()]
+    if head.strip() not in (line.strip() for line in kept):
+        return
+    parent = next((line for line in reversed(kept) if _indent(line) < deeper), head)
+    if parent.strip() == head.strip():
+        return
+    first = text.count("\n", 0, at) + len(old_lines)   # the opening line's number
+    last = first + max(i + 1 for i in body if all(_indent(after[j]) >= deeper for j in body if j <= i))
+    block = f"line {last} is" if last == first + 1 else f"lines {first + 1}-{last} are"
+    whole = json.dumps("\n".join([head, *after[:last - first]]), ensure_ascii=False)
+    raise ToolError(f"Edit not applied: line {first}, `{head.strip()}`, opens a block ({block} indented under "
+                    f"it); new_string keeps that line but puts `{parent.strip()}` after it, so those lines would "
+                    f"belong to `{parent.strip()}`. To add something after the block, make old_string the whole "
+                    f"block (lines {first}-{last}), as a JSON string: {whole}, and new_string that block followed "
+                    "by the new text.")
+
+
 def edit_snippet(updated: str, new: str, offset: int) -> str:
     """cat -n view of the lines around the first replacement, so the model sees the result."""
     first = updated.count("\n", 0, offset) + 1
@@ -198,7 +264,10 @@ class EditTool(Tool):
                 text, inp.old_string, inp.new_string, inp.replace_all
             )
             first_at = text.index(old_matched)
+        if inp.old_string:
+            keeps_blocks_whole(text, old_matched, new_matched, first_at)
         keeps_json_valid(path, text, updated)
+        keeps_python_blocks(path, text, updated)
 
         data = (BOM if has_bom else b"") + updated.encode("utf-8")
         new_st = target.replace(data, new_file_mode(target.existing.st))
