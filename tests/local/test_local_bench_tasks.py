@@ -35,9 +35,9 @@ def _setup(task, d: Path) -> Path:
 
 def test_the_split_is_fixed_and_large_enough():
     assert len(tasks.TASKS) >= 30 and tasks.TASKS == (tasks.TUNING + tasks.HELD_OUT + tasks.FRESH + tasks.TUNING2
-                                                     + tasks.TUNING3)
+                                                     + tasks.TUNING3 + tasks.FRESH2)
     assert len(tasks.TUNING) == 17 and len(tasks.HELD_OUT) == 16 and len(tasks.FRESH) == 12
-    assert len(tasks.TUNING2) == 14 and len(tasks.TUNING3) == 8
+    assert len(tasks.TUNING2) == 14 and len(tasks.TUNING3) == 8 and len(tasks.FRESH2) == 12
     names = [t.name for t in tasks.TASKS]
     assert len(set(names)) == len(names)
 
@@ -99,6 +99,25 @@ def _done(d: Path, name: str) -> Path:
         (d / "assets" / "logo.svg").write_text((d / "logo.svg").read_text())
     elif name == "make and run":
         (d / "add.py").write_text("print(17 + 25)\n")
+    elif name == "ini value":
+        (d / "settings.ini").write_text((d / "settings.ini").read_text().replace("8000", "9090"))
+    elif name == "empty files":
+        (d / "logs" / "a.log").unlink()
+        (d / "logs" / "c.log").unlink()
+    elif name == "change the output":
+        (d / "banner.py").write_text((d / "banner.py").read_text().replace("Hello", "Goodbye"))
+    elif name == "ignore a kind":
+        (d / ".gitignore").write_text("*.log\n")
+    elif name == "sort lines":
+        (d / "names.txt").write_text("".join(sorted((d / "names.txt").read_text().splitlines(True))))
+    elif name == "fix for a test":
+        (d / "prices.py").write_text("def with_tax(amount):\n    return amount * 1.2\n")
+    elif name == "rename a folder":
+        os.replace(d / "old_docs", d / "docs")
+    elif name == "trailing spaces":
+        (d / "report.txt").write_text("".join(line.rstrip() + "\n" for line in (d / "report.txt").open()))
+    elif name == "line at the top":
+        (d / "app.cfg").write_text("version = 2\n" + (d / "app.cfg").read_text())
     return d
 
 
@@ -117,12 +136,16 @@ ANSWERS = {"count with a filter": "There are 3 .txt files in logs.",
            "line of a definition": "main is defined on line 7 of app.py.",
            "make and run": "add.py prints 42.",
            "which are executable": "build.sh and test.sh are executable; clean.sh is not.",
-           "highest value": "The highest score is 91 (bob)."}
+           "highest value": "The highest score is 91 (bob).",
+           "what it returns": "greet('Ann') returns 'Good day, ANN!'.",
+           "count occurrences": "There are 3 TODO comments in the .py files.",
+           "rows in a table": "people.csv has 11 data rows."}
 DONE = ("rename a function", "remove a file", "move a file", "chmod", "new executable", "fix a NameError",
         "append a line", "replace a word", "remove a line", "make a folder", "copy a file", "add a function",
         "fix an off-by-one", "delete matching files", "rename a variable", "insert an import",
         "comment out a line", "move by kind", "change a default", "fix a syntax error", "copy into a folder",
-        "make and run")
+        "make and run", "ini value", "empty files", "change the output", "ignore a kind", "sort lines",
+        "fix for a test", "rename a folder", "trailing spaces", "line at the top")
 
 
 @pytest.mark.parametrize("name", [*DONE, *ANSWERS])

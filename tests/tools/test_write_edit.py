@@ -327,6 +327,12 @@ async def test_edits_at_a_block_opening_line_that_keep_the_block_go_through(ctx,
         await run(edit, ctx, file_path=str(y), old_string="server:", new_string="server:\ndb:")
     await run(edit, ctx, file_path=str(y), old_string="server:", new_string="server:\n  host: x")
     assert y.read_text() == "server:\n  host: x\n  port: 80\nname: demo\n"
+    # prose is not code: a sentence between a heading line and its indented list is an ordinary edit
+    md = tmp_path / "notes.md"
+    md.write_text("Steps:\n  - build\n  - ship\n")
+    await run(read, ctx, file_path=str(md))
+    await run(edit, ctx, file_path=str(md), old_string="Steps:", new_string="Steps:\nIn this order.")
+    assert md.read_text() == "Steps:\nIn this order.\n  - build\n  - ship\n"
 
 
 

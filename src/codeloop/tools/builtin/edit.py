@@ -3,8 +3,9 @@
 Owns the matching rules (unique unless replace_all, CRLF-tolerant matching that keeps the
 file's own line endings, UTF-8 with or without BOM), the closest text offered when old_string
 is not found, the lines of each match when it is not unique, the refusal of an edit that
-breaks a valid .json file, leaves a .py block's opening line with no body or parts it
-(`def f(x):`) from the lines indented under it, and the snippet shown after an edit.
+breaks a valid .json file, leaves a .py block's opening line with no body or parts a Python or
+YAML block's opening line (`def f(x):`) from the lines indented under it, and the snippet shown
+after an edit.
 Freshness checks come from the Write tool's module, the checked no-follow open and the
 atomic replacement from `fileio.WriteTarget`.
 """
@@ -163,13 +164,20 @@ def _indent(line: str) -> int:
     return len(line.expandtabs()) - len(line.expandtabs().lstrip())
 
 
-def keeps_blocks_whole(text: str, old: str, new: str, at: int) -> None:
-    """Refuse an edit whose old_string ends with a line that opens an indented block (`def f(x):`,
-    `for …:`, a YAML key: it ends with a colon and the next lines are indented deeper) when
-    new_string keeps that line but puts a less indented line after it: the block's lines would
-    then belong to that line (asked to add a function after another, models anchor on its `def`
-    line and split it, the old body becoming the new function's). Changing the opening line
-    itself, or adding lines inside the block, is not refused."""
+# Files whose indentation is their structure: a line after a block's opening line takes the block
+# over. (Not prose: a Markdown "Steps:" line may well get a sentence before its indented list.)
+INDENTED_SUFFIXES = (".py", ".pyi", ".pyw", ".yaml", ".yml")
+
+
+def keeps_blocks_whole(path: Path, text: str, old: str, new: str, at: int) -> None:
+    """Refuse an edit of a Python or YAML file whose old_string ends with a line that opens an
+    indented block (`def f(x):`, `for …:`, a YAML key: it ends with a colon and the next lines
+    are indented deeper) when new_string keeps that line but puts a less indented line after it:
+    the block's lines would then belong to that line (asked to add a function after another,
+    models anchor on its `def` line and split it, the old body becoming the new function's).
+    Changing the opening line itself, or adding lines inside the block, is not refused."""
+    if path.suffix.lower() not in INDENTED_SUFFIXES:
+        return
     end = at + len(old)
     if not old.strip() or not (old.endswith("\n") or end == len(text) or text[end] in "\r\n"):
         return
@@ -265,7 +273,7 @@ class EditTool(Tool):
             )
             first_at = text.index(old_matched)
         if inp.old_string:
-            keeps_blocks_whole(text, old_matched, new_matched, first_at)
+            keeps_blocks_whole(path, text, old_matched, new_matched, first_at)
         keeps_json_valid(path, text, updated)
         keeps_python_blocks(path, text, updated)
 
