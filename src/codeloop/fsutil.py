@@ -10,18 +10,25 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 
-def atomic_write(path: Path, data: bytes, *, mode: int | None = None, dir_mode: int = 0o777) -> None:
+def atomic_write(path: Path, data: bytes | Iterable[bytes], *, mode: int | None = None, dir_mode: int = 0o777,
+                 durable: bool = True) -> None:
+    """Replace `path` with data: bytes, or chunks written as they come (a large file is never whole
+    in memory; an exception from the chunks leaves the old file). The temporary file is made
+    0600 (`mode` sets the final bits). `durable=False` (a cache) skips the fsyncs."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=dir_mode)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+            for chunk in ([data] if isinstance(data, bytes) else data):
+                f.write(chunk)
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
         if mode is not None:
             os.chmod(tmp, mode)
         os.replace(tmp, path)
@@ -31,6 +38,8 @@ def atomic_write(path: Path, data: bytes, *, mode: int | None = None, dir_mode: 
         except OSError:
             pass
         raise
+    if not durable:
+        return
     try:
         dfd = os.open(path.parent, os.O_RDONLY)
     except OSError:

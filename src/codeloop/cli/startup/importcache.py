@@ -81,22 +81,14 @@ def read_own_file(path: str) -> bytes | None:
 
 
 def write_own_file(path: str, data: bytes | Iterable[bytes]) -> None:
-    """Replace `path` atomically with data (bytes, or chunks written as they come, so a large
-    file is never whole in memory), readable and writable by this user only."""
-    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-    tmp = f"{path}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            for chunk in ([data] if isinstance(data, bytes) else data):
-                f.write(chunk)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    """Replace `path` atomically with data (bytes, or chunks written as they come), readable and
+    writable by this user only, in a folder only this user may enter when it is made. A cache:
+    not fsynced."""
+    from pathlib import Path
+
+    from codeloop.fsutil import atomic_write   # at the end of a run: not on start-up's way
+
+    atomic_write(Path(path), data, mode=0o600, dir_mode=0o700, durable=False)
 
 
 def _key() -> tuple[Any, ...]:
