@@ -13,6 +13,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
 
+
 def _mark_undecodable_output() -> None:
     """Text holding bytes that are not UTF-8 (file names, command output) is written with a
     visible \\xNN marker instead of crashing the writer or emitting invalid UTF-8."""
