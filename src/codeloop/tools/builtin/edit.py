@@ -13,8 +13,8 @@ atomic replacement from `fileio.WriteTarget`.
 from __future__ import annotations
 
 import asyncio
-import json
 import hashlib
+import json
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -28,7 +28,7 @@ SNIPPET_CONTEXT = 4
 MAX_EDIT_BYTES = 256 * 1024 * 1024  # an edit holds the file (and its edited copy) in memory
 # "Did you mean" for a string not found: only in files small enough to compare line by line
 MAX_HINT_LINES, MAX_HINT_SPAN, HINT_MIN_RATIO = 5_000, 20, 0.6
-MAX_JSON_CHECK_CHARS = 8 * 1024 * 1024
+MAX_CHECK_CHARS = 8 * 1024 * 1024   # the .json and .py checks parse texts up to this size
 MAX_MATCH_LINES = 10  # the lines of a non-unique old_string listed in the error
 
 DESCRIPTION = """\
@@ -123,7 +123,7 @@ def closest_hint(text: str, old: str) -> str:
 def keeps_json_valid(path: Path, before: str, after: str) -> None:
     """Refuse an edit that turns a valid .json file into invalid JSON (a dropped comma or quote):
     the file stays as it was and the model is told where the edit broke it."""
-    if path.suffix.lower() != ".json" or len(after) > MAX_JSON_CHECK_CHARS:
+    if path.suffix.lower() != ".json" or len(after) > MAX_CHECK_CHARS:
         return
     import json
 
@@ -144,20 +144,23 @@ def keeps_python_blocks(path: Path, before: str, after: str) -> None:
     the model is told where. Only that error: other syntax errors may be a step of a larger
     change. Compiled only, never run. (Asked to add a function, a small model wrote its `def`
     line alone after the last function and answered that it was added.)"""
-    if path.suffix.lower() != ".py" or len(after) > MAX_JSON_CHECK_CHARS:
+    if path.suffix.lower() != ".py" or len(after) > MAX_CHECK_CHARS:
+        return
+    try:
+        compile(after, str(path), "exec", dont_inherit=True)
+        return   # the usual case: one compile, the edited text's
+    except SyntaxError as exc:
+        if "expected an indented block" not in str(exc.msg):
+            return
+        error = exc
+    except ValueError:
         return
     try:
         compile(before, str(path), "exec", dont_inherit=True)
     except (SyntaxError, ValueError):
         return   # it did not compile before: not ours to judge
-    try:
-        compile(after, str(path), "exec", dont_inherit=True)
-    except SyntaxError as exc:
-        if "expected an indented block" in str(exc.msg):
-            raise ToolError(f"Edit not applied: in {path.name}, line {exc.lineno}: {exc.msg}. Give each new block "
-                            "(a def, class, if, for …) its indented body in new_string.") from None
-    except ValueError:
-        return
+    raise ToolError(f"Edit not applied: in {path.name}, line {error.lineno}: {error.msg}. Give each new block "
+                    "(a def, class, if, for …) its indented body in new_string.")
 
 
 def _indent(line: str) -> int:
