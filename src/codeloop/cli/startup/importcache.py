@@ -43,6 +43,7 @@ if TYPE_CHECKING:   # typing itself is one of the modules served
 _MAGIC = b"clImpC1\n"       # the file's first 8 bytes; then the index's length (8 bytes), index, code
 MAX_BYTES = 48 << 20          # the stored code of every module the runs of one environment loaded
 MAX_FILES = 8                 # files (environments) kept in the cache folder
+FROM_PYC = -1                 # a new entry's offset while it is saved: its code is read from its .pyc
 _state: dict[str, Any] = {"finder": None, "folder": None}
 
 
@@ -280,8 +281,9 @@ def save() -> None:
 
 
 def _save(finder: _Finder, folder: str) -> None:
-    # entries: name -> (origin, cached, mtime_ns, size, is_pkg, where, length); the code is read
-    # only while the file is written, one module at a time
+    # entries: name -> (origin, cached, mtime_ns, size, is_pkg, where, offset, length), as in the
+    # index; a new one's offset is FROM_PYC (its code is in its .pyc). The code is read only while
+    # the file is written, one module at a time.
     new: dict[str, tuple[Any, ...]] = {}
     for name, module in list(sys.modules.items()):
         if name in finder.index and name not in finder.stale:
@@ -300,40 +302,38 @@ def _save(finder: _Finder, folder: str) -> None:
             length = os.stat(spec.cached).st_size - 16
         except OSError:
             continue
-        new[name] = (spec.origin, spec.cached, st.st_mtime_ns, st.st_size, is_pkg, where, length)
+        new[name] = (spec.origin, spec.cached, st.st_mtime_ns, st.st_size, is_pkg, where, FROM_PYC, length)
     if not new and not finder.stale:
         return
     index: dict[str, tuple[Any, ...]] = {}
-    plan: list[tuple[tuple[Any, ...], bool]] = []   # (entry, from a .pyc), in file order
+    plan: list[tuple[Any, ...]] = []   # the entries whose code is written, in file order
     size = 0
-    kept = [(n, e) for n, e in finder.index.items() if n not in finder.stale and n not in new]
-    for name, entry, fresh in [*((n, e, False) for n, e in kept), *((n, e, True) for n, e in new.items())]:
-        length = entry[6] if fresh else entry[7]
+    kept = {n: e for n, e in finder.index.items() if n not in finder.stale and n not in new}
+    for name, entry in [*kept.items(), *new.items()]:
+        length = entry[7]
         if size + length > MAX_BYTES:
             continue
         index[name] = (*entry[:6], size, length)
-        plan.append((entry, fresh))
+        plan.append(entry)
         size += length
     head = marshal.dumps({"key": _state["key"], "index": index})
     write_own_file(finder.path, _chunks(finder, head, plan))
     _prune(folder, keep=finder.path)
 
 
-def _chunks(finder: _Finder, head: bytes, plan: list[tuple[tuple[Any, ...], bool]]) -> Iterator[bytes]:
+def _chunks(finder: _Finder, head: bytes, plan: list[tuple[Any, ...]]) -> Iterator[bytes]:
     """The file's bytes, module by module; any code that changed since it was planned stops the
     write (the old file stays)."""
     yield _MAGIC + len(head).to_bytes(8, "little") + head
-    for entry, fresh in plan:
-        if fresh:
-            expected = entry[6]
+    for entry in plan:
+        if entry[6] == FROM_PYC:
             read = _read_pyc(entry[0], entry[1])
             if read is None or (read[0].st_mtime_ns, read[0].st_size) != (entry[2], entry[3]):
                 raise OSError(f"{entry[0]} changed while its code was stored")
             data = read[1][16:]
         else:
-            expected = entry[7]
             data = finder.stored(entry) or b""
-        if len(data) != expected:
+        if len(data) != entry[7]:
             raise OSError(f"{entry[0]}: stored code of an unexpected length")
         yield data
 
@@ -341,8 +341,7 @@ def _chunks(finder: _Finder, head: bytes, plan: list[tuple[tuple[Any, ...], bool
 def _prune(folder: str, keep: str) -> None:
     """At most MAX_FILES files of stored code in the folder: the least recently written go."""
     try:
-        names = [os.path.join(folder, n) for n in os.listdir(folder)
-                 if n.startswith("import-code.") and not n.endswith(".tmp")]
+        names = [os.path.join(folder, n) for n in os.listdir(folder) if n.startswith("import-code.")]
         names.sort(key=lambda p: os.stat(p).st_mtime_ns, reverse=True)
     except OSError:
         return
