@@ -168,13 +168,15 @@ def test_protected_and_ask_paths_are_normalised_paths(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path / "home") + "/")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg") + "//")
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "cc") + "/")
+    monkeypatch.setenv("CODELOOP_CONFIG_DIR", str(tmp_path / "cfg") + "//")
+    monkeypatch.delenv("CODELOOP_IMPORT_CACHE")   # the config dir's cache folder, then
     home = tmp_path / "home"
     for cwd in (Path("/"), tmp_path):
         paths = protected_paths(cwd) + ask_paths(cwd)
         assert not [p for p in paths if "//" in p or p.endswith("/")]
         for want in (cwd / ".git" / "config", cwd / "**" / ".git" / "hooks", home / ".gitconfig",
                      tmp_path / "xdg" / "git" / "config", home / ".config" / "git" / "attributes",
-                     tmp_path / "cc" / "settings.json"):
+                     tmp_path / "cc" / "settings.json", tmp_path / "cfg" / "cache" / "**"):
             assert str(want) in paths
         for want in (cwd / ".mcp.json", home / ".bashrc", home / ".claude.json"):
             assert str(want) in ask_paths(cwd)

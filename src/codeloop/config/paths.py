@@ -35,4 +35,5 @@ def import_cache_root() -> str | None:
     chosen = os.environ.get("CODELOOP_IMPORT_CACHE", "")
     if chosen.lower() in ("0", "off", "false", "no"):
         return None
-    return os.path.abspath(os.path.expanduser(chosen)) if chosen else os.path.join(config_root(), "cache")
+    # normalised (no `//`, no trailing `/`), as config_dir()'s paths are: it is also a protected path
+    return os.path.abspath(os.path.expanduser(chosen) if chosen else os.path.join(config_root(), "cache"))
