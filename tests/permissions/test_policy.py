@@ -180,3 +180,17 @@ def test_protected_and_ask_paths_are_normalised_paths(tmp_path, monkeypatch):
             assert str(want) in paths
         for want in (cwd / ".mcp.json", home / ".bashrc", home / ".claude.json"):
             assert str(want) in ask_paths(cwd)
+
+
+def test_a_hard_link_to_a_cache_file_is_a_denied_file(tmp_path, monkeypatch):
+    # a link made in the project to stored code would let a write through it plant code for later
+    monkeypatch.setenv("CODELOOP_CONFIG_DIR", str(tmp_path / "cfg"))
+    monkeypatch.delenv("CODELOOP_IMPORT_CACHE")
+    stored = tmp_path / "cfg" / "cache" / "import-code.cpython-311.0123456789abcdef"
+    stored.parent.mkdir(parents=True)
+    stored.write_bytes(b"code")
+    (tmp_path / "proj").mkdir()
+    os.link(stored, tmp_path / "proj" / "notes.txt")
+    policy = PermissionPolicy(cwd=tmp_path / "proj", mode=PermissionMode.BYPASS)
+    st = os.stat(tmp_path / "proj" / "notes.txt")
+    assert (st.st_dev, st.st_ino) in policy.denied_inodes("Write")
