@@ -85,6 +85,8 @@ def hard_exit(code: int) -> None:
     """Flush what was written and end now, without waiting for any thread."""
     if (codecache := sys.modules.get("codeloop.cli.startup.codecache")) is not None:
         codecache.save()   # atexit handlers do not run after os._exit
+    if (recache := sys.modules.get("codeloop.cli.startup.recache")) is not None:
+        recache.save()
     if (importcache := sys.modules.get("codeloop.cli.startup.importcache")) is not None:
         importcache.save()
     if (groups := sys.modules.get("codeloop.tools.process_groups")) is not None:

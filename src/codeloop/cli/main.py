@@ -52,6 +52,10 @@ def main(argv: list[str] | None = None) -> int:
         if (folder := import_cache_root()) is not None:
             importcache.install(folder)
             atexit.register(importcache.save)
+            # before argparse and the standard library's modules compile their patterns (see recache)
+            from codeloop.cli.startup import recache
+            recache.install(folder)
+            atexit.register(recache.save)
     # httpcore probes for trio at import (~70 ms where it is installed); the CLI runs on asyncio only.
     sys.modules.setdefault("trio", None)  # type: ignore[arg-type]
     # `import httpx` loads its own CLI module when rich is installed (rich + click + pygments, ~50 ms);

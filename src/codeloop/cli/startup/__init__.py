@@ -9,4 +9,6 @@
     flag_hints.py    "did you mean" for flags, tools and models
     tool_lists.py    tool-list flags as Claude Code takes them
     codecache.py     the compiled-dataclass cache that shortens start-up
+    importcache.py   the stored code of the modules start-up loads
+    recache.py       the stored matcher code of the regular expressions start-up compiles
 """
