@@ -56,6 +56,9 @@ def main(argv: list[str] | None = None) -> int:
             from codeloop.cli.startup import recache
             recache.install(folder)
             atexit.register(recache.save)
+        # modules start-up loads only because others name them run when first used (see deferred)
+        from codeloop.cli.startup import deferred
+        deferred.defer()
     # httpcore probes for trio at import (~70 ms where it is installed); the CLI runs on asyncio only.
     sys.modules.setdefault("trio", None)  # type: ignore[arg-type]
     # `import httpx` loads its own CLI module when rich is installed (rich + click + pygments, ~50 ms);

@@ -17,6 +17,7 @@ import time
 from typing import Any, TextIO
 
 from codeloop.abort import AbortController, AbortReason
+from codeloop.cli.headless import loop_signals
 from codeloop.cli.headless.output import (EXIT_ERROR, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM, STRUCTURED_RETRY_LIMIT,
                                           Printer, apply_structured, build_result, emit, error_result,
                                           report_setup_error)
@@ -112,7 +113,6 @@ async def _run(options: RunOptions, prompt: str, out: TextIO) -> int:
 
     abort = AbortController()
     got_signal: list[int] = []
-    loop = asyncio.get_running_loop()
 
     def fallback_result(signum: int) -> None:
         name = signal.Signals(signum).name
@@ -131,8 +131,7 @@ async def _run(options: RunOptions, prompt: str, out: TextIO) -> int:
         abort.abort(AbortReason.USER if signum == signal.SIGINT else AbortReason.SIGNAL)
         guard.signalled(signum)
 
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, on_signal, signum)
+    give_back_signals = loop_signals.handle(on_signal)
 
     printer.init()
     if options.output.format is OutputFormat.STREAM_JSON and options.output.include_hook_events:
@@ -166,8 +165,7 @@ async def _run(options: RunOptions, prompt: str, out: TextIO) -> int:
             printer.event(ev)
     finally:
         overrides.close()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(signum)
+        give_back_signals()
         await conv.aclose()
         await conv.provider.aclose()
     result = apply_structured(build_result(conv, conv.last_terminal, started=started, final_text=printer.final_text,
@@ -210,7 +208,7 @@ def run_print_mode(options: RunOptions) -> int:
                          "when using --print\n")
         return EXIT_ERROR
     try:
-        return asyncio.run(_run(options, prompt, sys.stdout))
+        return loop_signals.run(_run(options, prompt, sys.stdout))
     except KeyboardInterrupt:
         return EXIT_SIGINT
 

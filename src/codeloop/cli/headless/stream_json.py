@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator
 from typing import Any, TextIO
 
 from codeloop.abort import AbortController, AbortReason
-from codeloop.cli.headless import control
+from codeloop.cli.headless import control, loop_signals
 from codeloop.cli.headless.control import ControlError, ControlSubtype
 from codeloop.cli.headless.output import (EXIT_ERROR, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM, STRUCTURED_RETRY_LIMIT,
                                           BudgetGuard, Printer, apply_structured, build_result, emit, error_result,
@@ -365,18 +365,15 @@ async def run_stream_json(options: RunOptions, out: TextIO, lines: AsyncIterator
 
 async def serve(session: StreamJsonSession, conv: Any) -> int:
     """Run `session` on `conv` (built with `session.host()`) until stdin ends; closes the conversation."""
-    loop = asyncio.get_running_loop()
     session.attach(conv)
-    installed: list[signal.Signals] = []
+    give_back_signals = None
     try:
         if threading.current_thread() is threading.main_thread():
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                loop.add_signal_handler(signum, session.on_signal, signum)
-                installed.append(signum)
+            give_back_signals = loop_signals.handle(session.on_signal)
         return await session.run()
     finally:
-        for signum in installed:
-            loop.remove_signal_handler(signum)
+        if give_back_signals is not None:
+            give_back_signals()
         await conv.aclose()
         closer = getattr(conv.provider, "aclose", None)
         if closer is not None:
@@ -386,6 +383,6 @@ async def serve(session: StreamJsonSession, conv: Any) -> int:
 def run_stream_json_mode(options: RunOptions) -> int:
     """The headless entry for `--input-format stream-json`."""
     try:
-        return asyncio.run(run_stream_json(options, sys.stdout))
+        return loop_signals.run(run_stream_json(options, sys.stdout))
     except KeyboardInterrupt:
         return EXIT_SIGINT

@@ -1,0 +1,94 @@
+"""Standard-library modules start-up loads only because another module names them, loaded when
+something first uses them instead.
+
+`dataclasses` imports `inspect` (with `ast`, `_ast`'s hundred node classes, `dis`), `pathlib`
+imports `ntpath` and, through `urllib.parse`, `ipaddress`, and `linecache` imports `tokenize`;
+a headless run uses none of them before its first request (nor, usually, after): ~38 M
+instructions, 9% of start-up. `defer` puts in `sys.modules` a module object for each that
+holds only its spec; `import inspect` finds it there as usual (the import system reads only
+`__spec__`), and the first use of anything else in it (an attribute, `from inspect import x`,
+`dir`, setting an attribute) runs the module's code in that same object, which then is the
+ordinary module the import would have made: whoever imported it early sees the same thing as
+whoever imports it later. The first use happens under a per-module lock, so a second thread
+waits for the code to have run rather than seeing half a module; code run while loading that
+reaches back into the module (a circular import) sees it partly made, as with a usual import.
+Only in codeloop's own process (cli.main), for modules not loaded yet; a module whose spec is
+not found is left to the usual import.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from _thread import RLock
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+MODULES = ("inspect", "ipaddress", "ntpath", "tokenize")
+_locks: dict[str, Any] = {}     # module name → its RLock (held while its code runs)
+_running: set[str] = set()      # modules whose code is running now (on the thread holding the lock)
+
+
+class DeferredModule(types.ModuleType):
+    """A module whose code has not run yet; any use but reading `__spec__` runs it."""
+
+    def __getattribute__(self, attr: str) -> Any:
+        if attr == "__spec__":   # what `import x` reads to see whether x is still initialising
+            return types.ModuleType.__getattribute__(self, "__dict__").get("__spec__")
+        load(self)
+        return types.ModuleType.__getattribute__(self, attr)
+
+    def __setattr__(self, attr: str, value: Any) -> None:
+        load(self)
+        types.ModuleType.__setattr__(self, attr, value)
+
+    def __delattr__(self, attr: str) -> None:
+        load(self)
+        types.ModuleType.__delattr__(self, attr)
+
+
+def defer(names: tuple[str, ...] = MODULES) -> None:
+    """Put a deferred module in `sys.modules` for each name not imported yet."""
+    import importlib.util
+
+    for name in names:
+        if name in sys.modules:
+            continue
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            continue
+        module = importlib.util.module_from_spec(spec)
+        _locks[name] = RLock()
+        types.ModuleType.__setattr__(module, "__class__", DeferredModule)
+        sys.modules[name] = module
+
+
+def load(module: types.ModuleType) -> None:
+    """Run a deferred module's code (once; other threads wait for it); nothing for a loaded one."""
+    if type(module) is not DeferredModule:
+        return
+    namespace = types.ModuleType.__getattribute__(module, "__dict__")
+    spec = namespace["__spec__"]
+    with _locks[spec.name]:
+        if type(module) is not DeferredModule or spec.name in _running:
+            return   # loaded meanwhile, or this thread is running its code (a circular import)
+        _running.add(spec.name)
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            if sys.modules.get(spec.name) is module:
+                del sys.modules[spec.name]   # as a failed import leaves it: the next import tries again
+            raise
+        finally:
+            _running.discard(spec.name)
+            types.ModuleType.__setattr__(module, "__class__", types.ModuleType)
+
+
+def is_deferred(module: object) -> bool:
+    """Whether `module`'s code has not run yet (what walks over sys.modules must not touch)."""
+    return type(module) is DeferredModule

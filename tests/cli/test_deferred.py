@@ -1,0 +1,140 @@
+"""cli.startup.deferred: a deferred module runs its code at its first use, in the same object the
+early importers hold, once even when threads race for it; a module whose code fails fails as an
+import does; and a real `codeloop -p` reaches its first request without loading the deferred
+modules (or what `inspect` would pull in) once its caches are warm."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+PROBE_MODULE = textwrap.dedent("""
+    import os
+    with open(os.environ["RUNS_FILE"], "a") as f:
+        f.write("ran\\n")
+    VALUE = 42
+    def double(x):
+        return 2 * x
+""")
+
+
+def _run(tmp_path: Path, code: str, module_text: str = PROBE_MODULE) -> dict:
+    (tmp_path / "probe_mod.py").write_text(module_text)
+    runs = tmp_path / "runs.txt"
+    env = {**os.environ, "RUNS_FILE": str(runs), "PYTHONPATH": os.pathsep.join(
+        [str(tmp_path), str(Path(__file__).resolve().parents[2] / "src")])}
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    out["runs"] = runs.read_text().count("ran") if runs.exists() else 0
+    return out
+
+
+def test_a_deferred_module_runs_at_its_first_use_in_the_same_object(tmp_path):
+    out = _run(tmp_path, """
+        import json, sys, types
+        from codeloop.cli.startup import deferred
+        deferred.defer(("probe_mod", "inspect"))
+        import probe_mod
+        early = probe_mod
+        before = [deferred.is_deferred(probe_mod), open(__import__("os").environ["RUNS_FILE"]).read()
+                  if __import__("os").path.exists(__import__("os").environ["RUNS_FILE"]) else ""]
+        value = probe_mod.VALUE
+        from probe_mod import double
+        import probe_mod as again
+        import inspect
+        sig = str(inspect.signature(double))
+        print(json.dumps({"before": before, "value": value, "double": double(4), "same": again is early,
+                          "plain": type(early) is types.ModuleType and not deferred.is_deferred(early),
+                          "file": early.__file__.endswith("probe_mod.py"), "sig": sig,
+                          "inspect_file": inspect.__file__.endswith("inspect.py"),
+                          "names": "double" in dir(early)}))
+    """)
+    assert out == {"before": [True, ""], "value": 42, "double": 8, "same": True, "plain": True, "file": True,
+                   "sig": "(x)", "inspect_file": True, "names": True, "runs": 1}
+
+
+def test_threads_racing_for_a_deferred_module_run_its_code_once_and_see_all_of_it(tmp_path):
+    slow = PROBE_MODULE + "\nimport time\nfor _ in range(200000):\n    pass\nLAST = 'last'\n"
+    out = _run(tmp_path, """
+        import json, threading
+        from codeloop.cli.startup import deferred
+        deferred.defer(("probe_mod",))
+        import probe_mod
+        start = threading.Barrier(8)
+        seen = []
+        def use():
+            start.wait()
+            seen.append(probe_mod.LAST)
+        threads = [threading.Thread(target=use) for _ in range(8)]
+        for t in threads: t.start()
+        for t in threads: t.join()
+        print(json.dumps({"seen": seen}))
+    """, slow)
+    assert out == {"seen": ["last"] * 8, "runs": 1}
+
+
+def test_a_module_whose_code_fails_fails_at_its_first_use_as_its_import_would(tmp_path):
+    out = _run(tmp_path, """
+        import json, sys
+        from codeloop.cli.startup import deferred
+        deferred.defer(("probe_mod",))
+        import probe_mod
+        errors = []
+        try:
+            probe_mod.VALUE
+        except ZeroDivisionError:
+            errors.append("first use")
+        errors.append("probe_mod" in sys.modules)
+        try:
+            import probe_mod
+        except ZeroDivisionError:
+            errors.append("import again")
+        print(json.dumps({"errors": errors}))
+    """, PROBE_MODULE + "\n1 / 0\n")
+    assert out == {"errors": ["first use", False, "import again"], "runs": 2}
+
+
+def test_codeloop_reaches_its_first_request_without_the_deferred_modules(tmp_path):
+    """A real `codeloop -p` ended as its first request leaves (the bench's launcher): inspect, ast,
+    dis, ipaddress, ntpath and tokenize are not loaded (asyncio's signal handling no longer loads
+    inspect, see cli.headless.loop_signals), and the run answers as before when let finish."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from fakeapi import ScriptedAPI, sse, text
+
+    launcher = textwrap.dedent("""
+        import json, os, runpy, socket, sys
+        _send = socket.socket.send
+        def send(self, data, *a):
+            if self.family != socket.AF_UNIX and bytes(data[:5]) == b"POST ":
+                names = ("inspect", "ast", "dis", "ipaddress", "ntpath", "tokenize")
+                from codeloop.cli.startup.deferred import is_deferred
+                loaded = [n for n in names if n in sys.modules and not is_deferred(sys.modules[n])]
+                sys.stderr.write("LOADED " + json.dumps(loaded) + "\\n")
+                sys.stderr.flush()
+                os._exit(0)
+            return _send(self, data, *a)
+        socket.socket.send = send
+        sys.argv = ["codeloop", *sys.argv[1:]]
+        runpy.run_module("codeloop", run_name="__main__")
+    """)
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CODELOOP_", "CLAUDE_"))}
+    with ScriptedAPI(sse(text("ok")), sse(text("ok"))).serve() as url:
+        env.update(ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=url, CODELOOP_CONFIG_DIR=str(home), HOME=str(home))
+        # the first run in a config dir builds the tool-schema cache (importing the tools, pydantic
+        # and so inspect); the runs after it are the ones measured
+        proc = subprocess.run([sys.executable, "-m", "codeloop", "-p", "hi", "--output-format", "json"],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0 and json.loads(proc.stdout)["result"] == "ok", proc.stderr
+        for args in (["-p", "hi"], ["-p", "hi", "--output-format", "stream-json", "--verbose"]):
+            proc = subprocess.run([sys.executable, "-c", launcher, *args], cwd=tmp_path, env=env,
+                                  capture_output=True, text=True, timeout=120)
+            [line] = [ln for ln in proc.stderr.splitlines() if ln.startswith("LOADED ")]
+            assert json.loads(line[len("LOADED "):]) == [], proc.stderr
