@@ -2,16 +2,20 @@
 something first uses them instead.
 
 `dataclasses` imports `inspect` (with `ast`, `_ast`'s hundred node classes, `dis`), `pathlib`
-imports `ntpath` and, through `urllib.parse`, `ipaddress`, and `linecache` imports `tokenize`;
-a headless run uses none of them before its first request (nor, usually, after): ~38 M
-instructions, 9% of start-up. `defer` puts in `sys.modules` a module object for each that
+imports `ntpath` and, through `urllib.parse`, `ipaddress`; a headless run uses none of them
+before its first request (nor, usually, after): ~36 M instructions, 9% of start-up. (Not
+`tokenize`, which `linecache` imports: it is first used where a warning or a traceback is
+printed, anywhere, a finaliser or a half-loaded module among them: no place to run a module's
+code for the first time, for 3 M.) `defer` puts in `sys.modules` a module object for each that
 holds only its spec; `import inspect` finds it there as usual (the import system reads only
 `__spec__`), and the first use of anything else in it (an attribute, `from inspect import x`,
 `dir`, setting an attribute) runs the module's code in that same object, which then is the
 ordinary module the import would have made: whoever imported it early sees the same thing as
-whoever imports it later. The first use happens under a per-module lock, so a second thread
-waits for the code to have run rather than seeing half a module; code run while loading that
-reaches back into the module (a circular import) sees it partly made, as with a usual import.
+whoever imports it later. Code that fails leaves the module as it was (still deferred, still in
+`sys.modules`), so each use raises the error again, as each import of a failing module does.
+The first use happens under a per-module lock, so a second thread waits for the code to have
+run rather than seeing half a module; code run while loading that reaches back into the module
+(a circular import) sees it partly made, as with a usual import.
 Only in codeloop's own process (cli.main), for modules not loaded yet; a module whose spec is
 not found is left to the usual import.
 """
@@ -26,7 +30,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-MODULES = ("inspect", "ipaddress", "ntpath", "tokenize")
+MODULES = ("inspect", "ipaddress", "ntpath")
 _locks: dict[str, Any] = {}     # module name → its RLock (held while its code runs)
 _running: set[str] = set()      # modules whose code is running now (on the thread holding the lock)
 
@@ -78,15 +82,18 @@ def load(module: types.ModuleType) -> None:
         if type(module) is not DeferredModule or spec.name in _running:
             return   # loaded meanwhile, or this thread is running its code (a circular import)
         _running.add(spec.name)
+        before = dict(namespace)
         try:
             spec.loader.exec_module(module)
         except BaseException:
-            if sys.modules.get(spec.name) is module:
-                del sys.modules[spec.name]   # as a failed import leaves it: the next import tries again
+            # as a failed import: nothing of the half-run code stays, the next use tries again
+            namespace.clear()
+            namespace.update(before)
             raise
+        else:
+            types.ModuleType.__setattr__(module, "__class__", types.ModuleType)
         finally:
             _running.discard(spec.name)
-            types.ModuleType.__setattr__(module, "__class__", types.ModuleType)
 
 
 def is_deferred(module: object) -> bool:
