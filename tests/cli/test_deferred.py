@@ -103,24 +103,33 @@ def test_a_module_whose_code_fails_fails_at_each_use_as_its_import_would(tmp_pat
     assert out == {"errors": ["first use", [True, True, False], "second use"], "runs": 2}
 
 
-def test_codeloop_reaches_its_first_request_without_the_deferred_modules(tmp_path):
-    """A real `codeloop -p` ended as its first request leaves (the bench's launcher): inspect, ast,
-    dis, ipaddress and ntpath are not loaded (asyncio's signal handling no longer loads
-    inspect, see cli.headless.loop_signals), and the run answers as before when let finish."""
+def test_codeloop_reaches_its_first_requests_without_the_deferred_modules(tmp_path):
+    """A real `codeloop` ended as its first request leaves, and as the request after a Bash call
+    leaves (the bench's launcher): inspect, ast, dis, ipaddress and ntpath are not loaded (asyncio's
+    signal handling no longer loads inspect, see cli.headless.loop_signals), and nothing has called
+    `compile()`, whose first call builds Python's ~120 AST node types (a class-syntax NamedTuple
+    under `from __future__ import annotations` did, on the first Bash call's way). Measured once
+    the caches are warm, in print mode, stream-json output and stream-json input (the SDKs')."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from fakeapi import ScriptedAPI, sse, text
+    from fakeapi import ScriptedAPI, sse, text, tool_use
 
     launcher = textwrap.dedent("""
-        import json, os, runpy, socket, sys
+        import gc, json, os, runpy, socket, sys
         _send = socket.socket.send
+        _left = [int(os.environ["STOP_AT"])]
         def send(self, data, *a):
             if self.family != socket.AF_UNIX and bytes(data[:5]) == b"POST ":
-                names = ("inspect", "ast", "dis", "ipaddress", "ntpath")
-                from codeloop.cli.startup.deferred import is_deferred
-                loaded = [n for n in names if n in sys.modules and not is_deferred(sys.modules[n])]
-                sys.stderr.write("LOADED " + json.dumps(loaded) + "\\n")
-                sys.stderr.flush()
-                os._exit(0)
+                _left[0] -= 1
+                if not _left[0]:
+                    names = ("inspect", "ast", "dis", "ipaddress", "ntpath")
+                    from codeloop.cli.startup.deferred import is_deferred
+                    loaded = [n for n in names if n in sys.modules and not is_deferred(sys.modules[n])]
+                    if any(isinstance(o, type) and o.__module__ == "ast" and o.__name__ == "AST"
+                           for o in gc.get_objects()):
+                        loaded.append("AST node types")
+                    sys.stderr.write("LOADED " + json.dumps(loaded) + "\\n")
+                    sys.stderr.flush()
+                    os._exit(0)
             return _send(self, data, *a)
         socket.socket.send = send
         sys.argv = ["codeloop", *sys.argv[1:]]
@@ -128,16 +137,27 @@ def test_codeloop_reaches_its_first_request_without_the_deferred_modules(tmp_pat
     """)
     home = tmp_path / "home"
     home.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CODELOOP_", "CLAUDE_"))}
-    with ScriptedAPI(sse(text("ok")), sse(text("ok"))).serve() as url:
+    # bytecode written (an installed codeloop's is): a module compiled from its source calls compile()
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("ANTHROPIC_", "CODELOOP_", "CLAUDE_")) and k != "PYTHONDONTWRITEBYTECODE"}
+    bash = sse(tool_use("Bash", {"command": "true"}))
+    sdk_input = json.dumps({"type": "user", "message": {"role": "user", "content": "hi"}}) + "\n"
+    runs = [(["-p", "hi"], None), (["-p", "hi", "--output-format", "stream-json", "--verbose"], None),
+            (["--input-format", "stream-json", "--output-format", "stream-json", "--verbose"], sdk_input)]
+    # a run stopped as its first request leaves takes no answer; one stopped at its second, the Bash call
+    with ScriptedAPI(bash, sse(text("ok")), *[bash for _ in runs]).serve() as url:
         env.update(ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=url, CODELOOP_CONFIG_DIR=str(home), HOME=str(home))
-        # the first run in a config dir builds the tool-schema cache (importing the tools, pydantic
-        # and so inspect); the runs after it are the ones measured
-        proc = subprocess.run([sys.executable, "-m", "codeloop", "-p", "hi", "--output-format", "json"],
-                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        # the first run in a config dir fills its caches (the tool schemas, importing the tools,
+        # pydantic and so inspect; the compiled dataclass methods, with compile()): the runs after
+        # it are the ones measured
+        proc = subprocess.run([sys.executable, "-m", "codeloop", "-p", "hi", "--output-format", "json",
+                               "--allowedTools", "Bash"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=120)
         assert proc.returncode == 0 and json.loads(proc.stdout)["result"] == "ok", proc.stderr
-        for args in (["-p", "hi"], ["-p", "hi", "--output-format", "stream-json", "--verbose"]):
-            proc = subprocess.run([sys.executable, "-c", launcher, *args], cwd=tmp_path, env=env,
-                                  capture_output=True, text=True, timeout=120)
-            [line] = [ln for ln in proc.stderr.splitlines() if ln.startswith("LOADED ")]
-            assert json.loads(line[len("LOADED "):]) == [], proc.stderr
+        for args, stdin in runs:
+            for stop_at in ("1", "2"):   # the first request; the one after the Bash call
+                proc = subprocess.run([sys.executable, "-c", launcher, *args, "--allowedTools", "Bash"],
+                                      cwd=tmp_path, env={**env, "STOP_AT": stop_at}, input=stdin or "",
+                                      capture_output=True, text=True, timeout=120)
+                [line] = [ln for ln in proc.stderr.splitlines() if ln.startswith("LOADED ")]
+                assert (args[-1], stop_at, json.loads(line[len("LOADED "):])) == (args[-1], stop_at, []), proc.stderr

@@ -137,11 +137,10 @@ def describe(canonical: str) -> str:
     return canonical
 
 
-class WebURL(NamedTuple):
-    """An http(s) URL split once: the parts as written, its canonical host, its port (None: the default)."""
-    parts: SplitResult
-    host: str
-    port: int | None
+# An http(s) URL split once: the parts as written, its canonical host, its port (None: the
+# default). Functional form: no annotation text for typing to compile (see shell_words.Redirect).
+WebURL = NamedTuple(  # noqa: UP014 — see above
+    "WebURL", [("parts", SplitResult), ("host", str), ("port", int | None)])
 
 
 DEFAULT_PORTS = {"http": 80, "https": 443}

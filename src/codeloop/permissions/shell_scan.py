@@ -36,11 +36,9 @@ def split_command(cmd: str) -> SplitResult:
     return sc.result
 
 
-class _Heredoc(NamedTuple):
-    delimiter: str
-    strip_tabs: bool
-    quoted: bool
-    sink: list[str]
+# functional form: no annotation text for typing to compile (see shell_words.Redirect)
+_Heredoc = NamedTuple(  # noqa: UP014 — see above
+    "_Heredoc", [("delimiter", str), ("strip_tabs", bool), ("quoted", bool), ("sink", list[str])])
 
 
 class _Scanner(WordReader):

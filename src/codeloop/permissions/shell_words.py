@@ -14,9 +14,12 @@ _ANSI_C = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n",
            "t": "\t", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
 
 
-class Redirect(NamedTuple):
-    op: str      # operator with its fd prefix, e.g. ">", ">>", "2>", "2>&", "&>", "<<<", "<<"
-    target: str  # the target word after quote removal (for `<<`/`<<-`: the delimiter)
+# A redirect: `op` is the operator with its fd prefix (">", ">>", "2>", "2>&", "&>", "<<<", "<<"),
+# `target` the target word after quote removal (for `<<`/`<<-`: the delimiter). The functional
+# form on purpose: a class-syntax NamedTuple under `from __future__ import annotations` has typing
+# compile each field's annotation text, and a process's first `compile()` builds Python's ~120 AST
+# node types (~9 M instructions), on the way of the first Bash call's permission check.
+Redirect = NamedTuple("Redirect", [("op", str), ("target", str)])  # noqa: UP014 — see above
 
 
 @dataclass
