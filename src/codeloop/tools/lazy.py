@@ -81,14 +81,16 @@ class SchemaCache:
 def cache_key(module_files: list[Path]) -> str:
     from codeloop.version import __version__
 
-    parts = [__version__]
-    for f in module_files:
-        try:
-            st = f.stat()
-            parts.append(f"{f.name}:{st.st_size}:{st.st_mtime_ns}")
-        except OSError:
-            parts.append(f"{f.name}:missing")
-    return "|".join(parts)
+    return "|".join([__version__, *map(file_key, module_files)])
+
+
+def file_key(f: Path) -> str:
+    """One source file's part of a cache key: its name, size and modification time."""
+    try:
+        st = os.stat(str(f))
+        return f"{f.name}:{st.st_size}:{st.st_mtime_ns}"
+    except OSError:
+        return f"{f.name}:missing"
 
 
 class LazyTool:

@@ -5,6 +5,7 @@ the model can act on).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
@@ -139,13 +140,18 @@ def builtin_tools(*, lazy: bool = False, agent_definitions: dict[str, Any] | Non
 
     if lazy:
         from codeloop.config.paths import config_dir
-        from codeloop.tools.lazy import LazyTool, SchemaCache, cache_key
+        from codeloop.tools.lazy import LazyTool, SchemaCache, cache_key, file_key
 
         here = Path(__file__).parent / "builtin"
         files = [here / (module.rsplit(".", 1)[1] + ".py") for _, module, _ in BUILTINS]
         # an input model kept apart from its tool (`bash_input.py`) shapes the cached schema too
-        files += [f.with_name(f.stem + "_input.py") for f in files if f.with_name(f.stem + "_input.py").is_file()]
-        cache = SchemaCache(config_dir() / "cache" / "tool-schemas.json", cache_key(files))
+        try:
+            present = set(os.listdir(here))   # one listing rather than a stat per tool
+        except OSError:
+            present = set()
+        files += [here / name for f in files if (name := f.stem + "_input.py") in present]
+        key = cache_key(files)
+        cache = SchemaCache(config_dir() / "cache" / "tool-schemas.json", key)
         tools = [LazyTool(name, module, cls, cache, gate=_GATES.get(name), should_defer=name in DEFERRED,
                           max_result_chars=float("inf") if name in UNBOUNDED_RESULTS else 100_000,
                           interruptible=name in INTERRUPTIBLE)
@@ -156,7 +162,7 @@ def builtin_tools(*, lazy: bool = False, agent_definitions: dict[str, Any] | Non
             from codeloop.tools.agents import agent_listing
             listing = agent_listing(agent_definitions)
             task_cache = SchemaCache(cache.path.with_name("task-schema.json"),
-                                     cache_key(files + [here / "task.py"]) + "|" + listing)
+                                     key + "|" + file_key(here / "task.py") + "|" + listing)
             tools.append(LazyTool("Agent", "codeloop.tools.builtin.task", "TaskTool", task_cache,
                                   gate=_task_gate, kwargs={"definitions": agent_definitions}))
         # A LazyTool is no Tool subclass (that would import what it defers) but serves the same surface.
