@@ -105,11 +105,12 @@ def test_a_module_whose_code_fails_fails_at_each_use_as_its_import_would(tmp_pat
 
 def test_codeloop_reaches_its_first_requests_without_the_deferred_modules(tmp_path):
     """A real `codeloop` ended as its first request leaves, and as the request after a Bash call
-    leaves (the bench's launcher): inspect, ast, dis, ipaddress and ntpath are not loaded (asyncio's
-    signal handling no longer loads inspect, see cli.headless.loop_signals), and nothing has called
-    `compile()`, whose first call builds Python's ~120 AST node types (a class-syntax NamedTuple
-    under `from __future__ import annotations` did, on the first Bash call's way). Measured once
-    the caches are warm, in print mode, stream-json output and stream-json input (the SDKs')."""
+    leaves (the bench's launcher): the deferred modules are not loaded, nor what they would load
+    (ast, dis, the _struct and binascii extensions): asyncio's signal handling no longer loads
+    inspect (see cli.headless.loop_signals). Nothing has called `compile()`, whose first call
+    builds Python's ~120 AST node types (a class-syntax NamedTuple under `from __future__ import
+    annotations` did, on the first Bash call's way). Measured once the caches are warm, in print
+    mode, stream-json output and stream-json input (the SDKs')."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from fakeapi import ScriptedAPI, sse, text, tool_use
 
@@ -121,7 +122,8 @@ def test_codeloop_reaches_its_first_requests_without_the_deferred_modules(tmp_pa
             if self.family != socket.AF_UNIX and bytes(data[:5]) == b"POST ":
                 _left[0] -= 1
                 if not _left[0]:
-                    names = ("inspect", "ast", "dis", "ipaddress", "ntpath")
+                    names = ("inspect", "ast", "dis", "ipaddress", "ntpath", "base64", "copy", "fnmatch",
+                             "struct", "_struct", "binascii")
                     from codeloop.cli.startup.deferred import is_deferred
                     loaded = [n for n in names if n in sys.modules and not is_deferred(sys.modules[n])]
                     if any(isinstance(o, type) and o.__module__ == "ast" and o.__name__ == "AST"
@@ -161,3 +163,20 @@ def test_codeloop_reaches_its_first_requests_without_the_deferred_modules(tmp_pa
                                       capture_output=True, text=True, timeout=120)
                 [line] = [ln for ln in proc.stderr.splitlines() if ln.startswith("LOADED ")]
                 assert (args[-1], stop_at, json.loads(line[len("LOADED "):])) == (args[-1], stop_at, []), proc.stderr
+
+
+def test_only_source_and_frozen_modules_are_deferred(tmp_path):
+    """An extension module's code runs as its module object is made: it is left to the usual
+    import; a frozen module (ntpath) defers as a source one does; a loaded one is left alone."""
+    out = _run(tmp_path, """
+        import json, sys
+        from codeloop.cli.startup import deferred
+        deferred.defer(("_bisect", "ntpath", "sys", "no_such_module_here"))
+        kinds = {n: ("deferred" if deferred.is_deferred(sys.modules[n]) else "loaded") if n in sys.modules
+                 else "absent" for n in ("_bisect", "ntpath", "sys", "no_such_module_here")}
+        import ntpath
+        kinds["ntpath works"] = ntpath.join("a", "b") == "a\\\\b" and not deferred.is_deferred(ntpath)
+        print(json.dumps(kinds))
+    """)
+    assert out == {"_bisect": "absent", "ntpath": "deferred", "sys": "loaded", "no_such_module_here": "absent",
+                   "ntpath works": True, "runs": 0}

@@ -1,23 +1,24 @@
 """Standard-library modules start-up loads only because another module names them, loaded when
 something first uses them instead.
 
-`dataclasses` imports `inspect` (with `ast`, `_ast`'s hundred node classes, `dis`), `pathlib`
-imports `ntpath` and, through `urllib.parse`, `ipaddress`; a headless run uses none of them
-before its first request (nor, usually, after): ~36 M instructions, 9% of start-up. (Not
-`tokenize`, which `linecache` imports: it is first used where a warning or a traceback is
-printed, anywhere, a finaliser or a half-loaded module among them: no place to run a module's
-code for the first time, for 3 M.) `defer` puts in `sys.modules` a module object for each that
-holds only its spec; `import inspect` finds it there as usual (the import system reads only
-`__spec__`), and the first use of anything else in it (an attribute, `from inspect import x`,
-`dir`, setting an attribute) runs the module's code in that same object, which then is the
-ordinary module the import would have made: whoever imported it early sees the same thing as
-whoever imports it later. Code that fails leaves the module as it was (still deferred, still in
-`sys.modules`), so each use raises the error again, as each import of a failing module does.
-The first use happens under a per-module lock, so a second thread waits for the code to have
-run rather than seeing half a module; code run while loading that reaches back into the module
-(a circular import) sees it partly made, as with a usual import.
-Only in codeloop's own process (cli.main), for modules not loaded yet; a module whose spec is
-not found is left to the usual import.
+`dataclasses` imports `inspect` (with `ast`, `_ast`'s hundred node classes, `dis`) and `copy`,
+`pathlib` imports `ntpath`, `fnmatch` and, through `urllib.parse`, `ipaddress`, `ssl` imports
+`base64` (with `struct` and the `_struct` and `binascii` extensions); a headless run uses none of
+them before its first request, nor in its first tool calls: ~40 M instructions, a tenth of
+start-up. Not the modules whose first use is where a warning or a traceback is printed
+(`linecache`'s `tokenize`, `traceback`'s `textwrap`): that happens anywhere, a finaliser or a
+half-loaded module among them, no place to run a module's code for the first time.
+`defer` puts in `sys.modules` a module object for each that holds only its spec; `import x`
+finds it there as usual (the import system reads only `__spec__`), and the first use of anything
+else in it (an attribute, `from x import y`, `dir`, setting an attribute) runs the module's code
+in that same object, which then is the ordinary module the import would have made: whoever
+imported it early sees the same thing as whoever imports it later. Code that fails leaves the
+module as it was (still deferred, still in `sys.modules`), so each use raises the error again,
+as each import of a failing module does. The first use happens under a per-module lock, so a
+second thread waits for the code to have run rather than seeing half a module; code run while
+loading that reaches back into the module (a circular import) sees it partly made, as with a
+usual import. Only in codeloop's own process (cli.main), for modules not loaded yet; a module
+whose spec is not found, or that is not a source or frozen module, is left to the usual import.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-MODULES = ("inspect", "ipaddress", "ntpath")
+MODULES = ("inspect", "ipaddress", "ntpath", "base64", "copy", "fnmatch", "struct")
 _locks: dict[str, Any] = {}     # module name → its RLock (held while its code runs)
 _running: set[str] = set()      # modules whose code is running now (on the thread holding the lock)
 
@@ -55,6 +56,7 @@ class DeferredModule(types.ModuleType):
 
 def defer(names: tuple[str, ...] = MODULES) -> None:
     """Put a deferred module in `sys.modules` for each name not imported yet."""
+    import importlib.machinery
     import importlib.util
 
     for name in names:
@@ -64,7 +66,9 @@ def defer(names: tuple[str, ...] = MODULES) -> None:
             spec = importlib.util.find_spec(name)
         except (ImportError, ValueError):
             continue
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+        # source or frozen modules only: an extension module's code runs as its object is made
+        if spec is None or not (isinstance(spec.loader, importlib.machinery.SourceFileLoader)
+                                or spec.loader is importlib.machinery.FrozenImporter):
             continue
         module = importlib.util.module_from_spec(spec)
         _locks[name] = RLock()
