@@ -180,3 +180,22 @@ def test_only_source_and_frozen_modules_are_deferred(tmp_path):
     """)
     assert out == {"_bisect": "absent", "ntpath": "deferred", "sys": "loaded", "no_such_module_here": "absent",
                    "ntpath works": True, "runs": 0}
+
+
+def test_reading_a_deferred_modules_file_and_spec_runs_nothing(tmp_path):
+    """What code walking sys.modules reads (`__file__`, `__spec__`, `__name__`...) is there before
+    the code runs and the same after; `__doc__` is the code's, so it runs it."""
+    out = _run(tmp_path, """
+        import json, sys
+        from codeloop.cli.startup import deferred
+        deferred.defer(("probe_mod",))
+        import probe_mod
+        seen = {n: getattr(m, "__file__", None) for n, m in list(sys.modules.items())
+                if n == "probe_mod"}
+        before = [probe_mod.__name__, probe_mod.__spec__.name, probe_mod.__loader__ is probe_mod.__spec__.loader,
+                  deferred.is_deferred(probe_mod)]
+        probe_mod.__doc__
+        after = [seen["probe_mod"] == probe_mod.__file__, deferred.is_deferred(probe_mod)]
+        print(json.dumps({"before": before, "after": after}))
+    """)
+    assert out == {"before": ["probe_mod", "probe_mod", True, True], "after": [True, False], "runs": 1}

@@ -8,9 +8,11 @@ them before its first request, nor in its first tool calls: ~40 M instructions, 
 start-up. Not the modules whose first use is where a warning or a traceback is printed
 (`linecache`'s `tokenize`, `traceback`'s `textwrap`): that happens anywhere, a finaliser or a
 half-loaded module among them, no place to run a module's code for the first time.
-`defer` puts in `sys.modules` a module object for each that holds only its spec; `import x`
-finds it there as usual (the import system reads only `__spec__`), and the first use of anything
-else in it (an attribute, `from x import y`, `dir`, setting an attribute) runs the module's code
+`defer` puts in `sys.modules` a module object for each that holds only its spec and the
+attributes made from it (`__file__`, `__cached__`, `__loader__`…); `import x` finds it there as
+usual (the import system reads only `__spec__`), code walking `sys.modules` reads those without
+running anything, and the first use of anything else in it (an attribute, `from x import y`,
+`dir`, setting an attribute) runs the module's code
 in that same object, which then is the ordinary module the import would have made: whoever
 imported it early sees the same thing as whoever imports it later. Code that fails leaves the
 module as it was (still deferred, still in `sys.modules`), so each use raises the error again,
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 MODULES = ("inspect", "ipaddress", "ntpath", "base64", "copy", "fnmatch", "struct")
+_METADATA = frozenset({"__spec__", "__name__", "__file__", "__cached__", "__loader__", "__package__"})
 _locks: dict[str, Any] = {}     # module name → its RLock (held while its code runs)
 _running: set[str] = set()      # modules whose code is running now (on the thread holding the lock)
 
@@ -40,8 +43,12 @@ class DeferredModule(types.ModuleType):
     """A module whose code has not run yet; any use but reading `__spec__` runs it."""
 
     def __getattribute__(self, attr: str) -> Any:
-        if attr == "__spec__":   # what `import x` reads to see whether x is still initialising
-            return types.ModuleType.__getattribute__(self, "__dict__").get("__spec__")
+        if attr in _METADATA:
+            # what the import system reads (`__spec__`: is it still initialising?) and what code
+            # walking sys.modules reads, set before the code runs and the same after: no use
+            namespace = types.ModuleType.__getattribute__(self, "__dict__")
+            if attr in namespace:
+                return namespace[attr]
         load(self)
         return types.ModuleType.__getattribute__(self, attr)
 
