@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from cachefiles import UNTRUSTED, untrust
+
 # Runs in a fresh interpreter: sys.path = [the probe's folders…, the interpreter's own], the cache
 # installed, the probe package imported, what the import made printed as JSON, the cache saved.
 PROBE = textwrap.dedent("""
@@ -135,20 +137,14 @@ def test_a_package_whose_path_changed_imports_as_usual(tmp_path):
     assert _run(cache, [lib])["probe_pkg.inner"]["value"] == "other inner"
 
 
-@pytest.mark.parametrize("spoil", ["group-writable", "world-writable", "symlink", "corrupt", "truncated"])
+@pytest.mark.parametrize("spoil", [*UNTRUSTED, "corrupt", "truncated"])
 def test_a_file_it_cannot_trust_or_read_is_not_used(tmp_path, spoil):
     lib = _tree(tmp_path)
     cache = tmp_path / "cache"
     _run(cache, [lib])
     [stored] = _files(cache)
-    if spoil == "group-writable":
-        stored.chmod(0o620)
-    elif spoil == "world-writable":
-        stored.chmod(0o602)
-    elif spoil == "symlink":
-        real = tmp_path / "elsewhere"
-        stored.rename(real)
-        stored.symlink_to(real)
+    if spoil in UNTRUSTED:
+        untrust(stored, spoil, tmp_path / "elsewhere")
     elif spoil == "corrupt":
         data = bytearray(stored.read_bytes())
         data[16:48] = b"\xff" * 32

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from cachefiles import UNTRUSTED, untrust
+
 # Runs in a fresh interpreter: the cache installed on the folder argv[1], each pattern of argv[2]
 # compiled through `re`, compared with what `re`'s own compile makes, the cache saved.
 PROBE = textwrap.dedent("""
@@ -96,19 +98,13 @@ def test_patterns_that_warn_are_never_stored_and_warn_every_time(tmp_path):
     assert PATTERNS[0][0] in stored and not stored & {w[0] for w in warning}
 
 
-@pytest.mark.parametrize("spoil", ["group-writable", "world-writable", "symlink", "garbage", "other-python"])
+@pytest.mark.parametrize("spoil", [*UNTRUSTED, "garbage", "other-python"])
 def test_a_file_it_cannot_trust_or_read_is_not_used(tmp_path, spoil):
     cache = tmp_path / "cache"
     _run(cache, PATTERNS)
     stored = _file(cache)
-    if spoil == "group-writable":
-        stored.chmod(0o620)
-    elif spoil == "world-writable":
-        stored.chmod(0o602)
-    elif spoil == "symlink":
-        real = tmp_path / "elsewhere"
-        stored.rename(real)
-        stored.symlink_to(real)
+    if spoil in UNTRUSTED:
+        untrust(stored, spoil, tmp_path / "elsewhere")
     elif spoil == "garbage":
         stored.write_bytes(b"\xff" * 64)
     else:
