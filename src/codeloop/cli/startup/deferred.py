@@ -8,19 +8,20 @@ them before its first request, nor in its first tool calls: ~40 M instructions, 
 start-up. Not the modules whose first use is where a warning or a traceback is printed
 (`linecache`'s `tokenize`, `traceback`'s `textwrap`): that happens anywhere, a finaliser or a
 half-loaded module among them, no place to run a module's code for the first time.
+
 `defer` puts in `sys.modules` a module object for each that holds only its spec and the
 attributes made from it (`__file__`, `__cached__`, `__loader__`…); `import x` finds it there as
 usual (the import system reads only `__spec__`), code walking `sys.modules` reads those without
 running anything, and the first use of anything else in it (an attribute, `from x import y`,
-`dir`, setting an attribute) runs the module's code
-in that same object, which then is the ordinary module the import would have made: whoever
-imported it early sees the same thing as whoever imports it later. Code that fails leaves the
-module as it was (still deferred, still in `sys.modules`), so each use raises the error again,
-as each import of a failing module does. The first use happens under a per-module lock, so a
-second thread waits for the code to have run rather than seeing half a module; code run while
-loading that reaches back into the module (a circular import) sees it partly made, as with a
-usual import. Only in codeloop's own process (cli.main), for modules not loaded yet; a module
-whose spec is not found, or that is not a source or frozen module, is left to the usual import.
+`dir`, setting an attribute) runs the module's code in that same object, which then is the
+ordinary module the import would have made: whoever imported it early sees the same thing as
+whoever imports it later. Code that fails leaves the module as it was (still deferred, still in
+`sys.modules`), so each use raises the error again, as each import of a failing module does.
+The first use happens under a per-module lock, so a second thread waits for the code to have
+run rather than seeing half a module; code run while loading that reaches back into the module
+(a circular import) sees it partly made, as with a usual import. Only in codeloop's own process
+(cli.main), for modules not loaded yet; a module whose spec is not found, or that is not a
+source or frozen module, is left to the usual import.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ _running: set[str] = set()      # modules whose code is running now (on the thre
 
 
 class DeferredModule(types.ModuleType):
-    """A module whose code has not run yet; any use but reading `__spec__` runs it."""
+    """A module whose code has not run yet; any use but reading what the import made runs it."""
 
     def __getattribute__(self, attr: str) -> Any:
         if attr in _METADATA:
