@@ -123,13 +123,18 @@ def _no_word(path: str, word: str) -> Check:
     return check
 
 
-def _runs_code(d: Path, code: str, output: str) -> bool:
-    """`python -c code` run in the task's folder prints `output`."""
+def _runs_code(d: Path, code: str, output: str, *, not_: tuple[str, ...] = ()) -> bool:
+    """`python -c code` run in the task's folder prints `output` and none of `not_`."""
     try:
         proc = subprocess.run([sys.executable, "-c", code], cwd=d, capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return False
-    return proc.returncode == 0 and output in proc.stdout
+    return proc.returncode == 0 and output in proc.stdout and not any(n in proc.stdout for n in not_)
+
+
+def _script_prints(path: str, output: str, *, not_: tuple[str, ...] = ()) -> Check:
+    """Running the task's script `path` prints `output` and none of `not_`."""
+    return lambda _a, d: _runs_code(d, f"import runpy; runpy.run_path({path!r})", output, not_=not_)
 
 
 def _all(*checks: Check) -> Check:
@@ -354,8 +359,7 @@ TUNING3 = [
          lambda _a, d: _runs_code(d, "from powers import cube, square; print(cube(3), square(4))", "27 16")),
     Task("off by one", "pages.py should print the numbers 1 to 5 but stops at 4. Fix it.",
          {"pages.py": "for p in range(1, 5):\n    print(p)\n"},
-         lambda _a, d: _runs_code(d, "import runpy; runpy.run_path('pages.py')", "1\n2\n3\n4\n5\n")
-         and not _runs_code(d, "import runpy; runpy.run_path('pages.py')", "6")),
+         _script_prints("pages.py", "1\n2\n3\n4\n5\n", not_=("6",))),
     Task("top-level functions", "How many top-level functions are defined in geometry.py?",
          {"geometry.py": "import math\n\n\ndef circle(r):\n    return math.pi * r * r\n\n\nclass Box:\n"
                          "    def __init__(self, w):\n        self.w = w\n\n    def area(self):\n"
@@ -380,8 +384,7 @@ FRESH2 = [
          and _text(d, "logs/b.log") == "started\n" and _text(d, "logs/d.log") == "stopped\n"),
     Task("change the output", "Make banner.py print Goodbye instead of Hello.",
          {"banner.py": "MESSAGE = 'Hello'\n\nprint(MESSAGE)\n"},
-         lambda _a, d: _runs_code(d, "import runpy; runpy.run_path('banner.py')", "Goodbye")
-         and not _runs_code(d, "import runpy; runpy.run_path('banner.py')", "Hello")),
+         _script_prints("banner.py", "Goodbye", not_=("Hello",))),
     Task("count occurrences", "How many TODO comments are there in the .py files of the app folder?",
          {"app/main.py": "# TODO: logging\nimport os\n# TODO: config\n", "app/util.py": "x = 1  # TODO: rename\n",
           "app/README.md": "TODO: write docs\n", "app/db.py": "def q():\n    return 0\n"},
