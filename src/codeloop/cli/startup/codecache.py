@@ -14,12 +14,11 @@ not this user's alone (another account could plant code in it) is not read (impo
 from __future__ import annotations
 
 import builtins
-import marshal
 import sys
 from pathlib import Path
 from typing import Any
 
-from codeloop.cli.startup.importcache import read_own_file, write_own_file
+from codeloop.cli.startup.importcache import read_table, write_table
 
 MAX_ENTRIES = 2000   # a bound on the file, whatever defines dataclasses in this process
 _FORMAT = 2          # bumped whenever what is stored changes meaning
@@ -40,16 +39,8 @@ def install() -> None:
         return
     try:
         path = _cache_path()
-        known: dict[str, Any] = {}
-        try:
-            # code that runs: only from a file of this user's that no one else can write
-            raw = read_own_file(str(path))
-            data = marshal.loads(raw) if raw is not None else None
-            if isinstance(data, dict) and data.get("version") == (_FORMAT, sys.version):
-                known = data.get("code") or {}
-        except (ValueError, EOFError, TypeError):
-            pass
-        _state.update(path=path, known=known, new={})
+        # code that runs: only from a file of this user's that no one else can write
+        _state.update(path=path, known=read_table(str(path), (_FORMAT, sys.version)), new={})
     except Exception:  # noqa: BLE001 — no cache: dataclasses compile as usual
         return
     dataclasses.exec = _exec   # type: ignore[attr-defined]   # shadows the builtin for that module only
@@ -77,7 +68,4 @@ def save() -> None:
     if path is None or not new:
         return
     _state["new"] = {}
-    try:
-        write_own_file(str(path), marshal.dumps({"version": (_FORMAT, sys.version), "code": _state["known"]}))
-    except (OSError, ValueError):
-        pass   # an unwritable cache only costs the compile next time
+    write_table(str(path), (_FORMAT, sys.version), _state["known"])

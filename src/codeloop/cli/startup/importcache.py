@@ -92,6 +92,27 @@ def write_own_file(path: str, data: bytes | Iterable[bytes]) -> None:
     atomic_write(Path(path), data, mode=0o600, dir_mode=0o700, durable=False)
 
 
+def read_table(path: str, version: Any) -> dict[Any, Any]:
+    """The table a code cache stored at `path` with `version` (read as `read_own_file` allows);
+    empty when the file is missing, foreign, corrupt or of another version."""
+    try:
+        raw = read_own_file(path)
+        data = marshal.loads(raw) if raw is not None else None
+    except (ValueError, EOFError, TypeError):
+        return {}
+    if isinstance(data, dict) and data.get("version") == version and isinstance(data.get("code"), dict):
+        return data["code"]
+    return {}
+
+
+def write_table(path: str, version: Any, table: dict[Any, Any]) -> None:
+    """Store a code cache's table for `read_table`; an unwritable cache only costs its work next time."""
+    try:
+        write_own_file(path, marshal.dumps({"version": version, "code": table}))
+    except (OSError, ValueError):
+        pass
+
+
 def _key() -> tuple[Any, ...]:
     cwd = os.getcwd()
     return (sys.version, sys.implementation.cache_tag, sys.flags.optimize,

@@ -24,7 +24,6 @@ end), each at most `MAX_PATTERN` characters: patterns a tool compiles from a mod
 
 from __future__ import annotations
 
-import marshal
 import os
 import sys
 from _thread import get_ident
@@ -51,23 +50,16 @@ def install(folder: str) -> None:
     """Give `re` the caching compile (once per process; never fails the run)."""
     import re
 
-    from codeloop.cli.startup.importcache import read_own_file
+    from codeloop.cli.startup.importcache import read_table
 
     compiler: Any = getattr(re, "_compiler")   # noqa: B009 — private: no stub to type it by
 
     if compiler.compile is _compile or array("I").itemsize != compiler._sre.CODESIZE:
         return
     path = os.path.join(folder, f"regex-code.{sys.implementation.cache_tag}.marshal")
-    known: dict[Any, Any] = {}
-    try:
-        raw = read_own_file(path)
-        data = marshal.loads(raw) if raw is not None else None
-        if isinstance(data, dict) and data.get("version") == _version(compiler._sre):
-            known = data["code"] if isinstance(data.get("code"), dict) else {}
-    except (ValueError, EOFError, TypeError):
-        pass   # a corrupt file: every pattern is compiled as usual, and the file rewritten
-    _state.update(path=path, known=known, new={}, hits=set(), compile=compiler.compile, code=compiler._code,
-                  sre=compiler._sre)
+    # a missing or corrupt file: every pattern is compiled as usual, and the file rewritten
+    _state.update(path=path, known=read_table(path, _version(compiler._sre)), new={}, hits=set(),
+                  compile=compiler.compile, code=compiler._code, sre=compiler._sre)
     compiler._code = _code   # looked up by compile at each call: it sees the code generated
     compiler.compile = _compile
 
@@ -134,12 +126,9 @@ def save() -> None:
     if path is None or not new:
         return
     _state["new"] = {}
-    from codeloop.cli.startup.importcache import write_own_file
+    from codeloop.cli.startup.importcache import write_table
 
     known, hits = _state["known"], _state["hits"]
     order = [k for k in known if k not in hits and k not in new] + [k for k in known if k in hits] + list(new)
     kept = {k: known[k] for k in order[-MAX_ENTRIES:] if k in known}
-    try:
-        write_own_file(path, marshal.dumps({"version": _version(_state["sre"]), "code": kept}))
-    except (OSError, ValueError):
-        pass   # an unwritable cache only costs the compiles next time
+    write_table(path, _version(_state["sre"]), kept)
