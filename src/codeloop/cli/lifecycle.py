@@ -83,12 +83,9 @@ class ExitGuard:
 
 def hard_exit(code: int) -> None:
     """Flush what was written and end now, without waiting for any thread."""
-    if (codecache := sys.modules.get("codeloop.cli.startup.codecache")) is not None:
-        codecache.save()   # atexit handlers do not run after os._exit
-    if (recache := sys.modules.get("codeloop.cli.startup.recache")) is not None:
-        recache.save()
-    if (importcache := sys.modules.get("codeloop.cli.startup.importcache")) is not None:
-        importcache.save()
+    from codeloop.cli.startup import save_caches
+
+    save_caches()   # atexit handlers do not run after os._exit
     if (groups := sys.modules.get("codeloop.tools.process_groups")) is not None:
         groups.kill_all()  # no command of the model outlives codeloop (their atexit sweep is skipped too)
     if (reports := sys.modules.get("codeloop.tools.builtin.cwd_report")) is not None:

@@ -41,21 +41,20 @@ def main(argv: list[str] | None = None) -> int:
     # a finished print-mode run may then end the process at once (see below).
     owns_process = argv is None
     if owns_process:
-        # First of all: the modules start-up loads come from one file (see importcache); saved
-        # when the run ends (atexit, or cli.lifecycle.hard_exit). Only in codeloop's own process:
-        # a host calling main(argv) keeps its imports untouched.
+        # First of all: the modules start-up loads come from one file (see importcache); the code
+        # caches are saved when the run ends (atexit, or cli.lifecycle.hard_exit). Only in
+        # codeloop's own process: a host calling main(argv) keeps its imports untouched.
         import atexit
 
-        from codeloop.cli.startup import importcache
+        from codeloop.cli.startup import importcache, save_caches
         from codeloop.config.paths import import_cache_root
 
+        atexit.register(save_caches)
         if (folder := import_cache_root()) is not None:
             importcache.install(folder)
-            atexit.register(importcache.save)
             # before argparse and the standard library's modules compile their patterns (see recache)
             from codeloop.cli.startup import recache
             recache.install(folder)
-            atexit.register(recache.save)
         # modules start-up loads only because others name them run when first used (see deferred)
         from codeloop.cli.startup import deferred
         deferred.defer()
@@ -87,11 +86,10 @@ def main(argv: list[str] | None = None) -> int:
         if not (args.print_mode or args.input_format == "stream-json"):
             collector.resume()   # the headless modes say when their start-up is over (startup_done)
         # Before the modules that define dataclasses load: their generated methods' compiled code
-        # comes from the cache (see codecache); saved when the run ends. Only in codeloop's own
+        # comes from the cache (see codecache), saved with the others. Only in codeloop's own
         # process: a host calling main(argv) keeps its `dataclasses` untouched.
         from codeloop.cli.startup import child_watch, codecache
         codecache.install()
-        atexit.register(codecache.save)
         child_watch.install()   # a pidfd per child on 3.11, not a thread per Bash call
     for name in UNSUPPORTED:
         if vars(args)[name]:
