@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from codeloop.tools.lazy import LazyTool, SchemaCache
 from codeloop.tools.registry import builtin_tools
@@ -24,6 +25,25 @@ def test_lazy_tools_match_real_ones_and_fill_the_cache(tmp_path, monkeypatch):
     # anything beyond name/schema loads the real tool
     read = next(t for t in again if t.name == "Read")
     assert read.is_read_only(None) is True and read._tool is not None
+
+
+def test_schema_cache_keys_cover_each_tool_and_its_input_module(tmp_path, monkeypatch):
+    """The built-ins' key names every tool's source and every `*_input.py` beside one (an edited
+    input model must not be served a stale schema); the Agent tool's key is that key, task.py's
+    and the agent listing."""
+    monkeypatch.setenv("CODELOOP_CONFIG_DIR", str(tmp_path))
+    folder = Path(builtin_tools.__code__.co_filename).parent / "builtin"
+    tools = builtin_tools(lazy=True, agent_definitions={})
+    key = next(t for t in tools if t.name == "Bash")._cache.key
+    parts = {p.split(":")[0] for p in key.split("|")[1:]}
+    inputs = {f.name for f in folder.glob("*_input.py")}
+    assert inputs and inputs <= parts and {"bash.py", "read.py", "edit.py"} <= parts
+    for name in inputs:   # each part is that file's size and modification time
+        st = (folder / name).stat()
+        assert f"{name}:{st.st_size}:{st.st_mtime_ns}" in key.split("|")
+    agent_key = next(t for t in tools if t.name == "Agent")._cache.key
+    task = (folder / "task.py").stat()
+    assert agent_key.startswith(key + f"|task.py:{task.st_size}:{task.st_mtime_ns}|")
 
 
 def test_stale_or_corrupt_cache_is_rebuilt(tmp_path):
