@@ -110,12 +110,16 @@ def test_codeloop_reaches_its_first_requests_without_the_deferred_modules(tmp_pa
     inspect (see cli.headless.loop_signals). Nothing has called `compile()`, whose first call
     builds Python's ~120 AST node types (a class-syntax NamedTuple under `from __future__ import
     annotations` did, on the first Bash call's way). Measured once the caches are warm, in print
-    mode, stream-json output and stream-json input (the SDKs')."""
+    mode, stream-json output and stream-json input (the SDKs'). A module the interpreter loaded
+    before codeloop ran (a `.pth` file in site-packages importing certifi, as CI's Python has,
+    loads pathlib, struct and more) is not codeloop's to defer and is not counted."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from fakeapi import ScriptedAPI, sse, text, tool_use
 
     launcher = textwrap.dedent("""
-        import gc, json, os, runpy, socket, sys
+        import sys
+        AT_START = set(sys.modules)
+        import gc, json, os, runpy, socket
         _send = socket.socket.send
         _left = [int(os.environ["STOP_AT"])]
         def send(self, data, *a):
@@ -125,7 +129,8 @@ def test_codeloop_reaches_its_first_requests_without_the_deferred_modules(tmp_pa
                     names = ("inspect", "ast", "dis", "ipaddress", "ntpath", "base64", "copy", "fnmatch",
                              "struct", "_struct", "binascii")
                     from codeloop.cli.startup.deferred import is_deferred
-                    loaded = [n for n in names if n in sys.modules and not is_deferred(sys.modules[n])]
+                    loaded = [n for n in names if n in sys.modules and n not in AT_START
+                              and not is_deferred(sys.modules[n])]
                     if any(isinstance(o, type) and o.__module__ == "ast" and o.__name__ == "AST"
                            for o in gc.get_objects()):
                         loaded.append("AST node types")
@@ -167,19 +172,33 @@ def test_codeloop_reaches_its_first_requests_without_the_deferred_modules(tmp_pa
 
 def test_only_source_and_frozen_modules_are_deferred(tmp_path):
     """An extension module's code runs as its module object is made: it is left to the usual
-    import; a frozen module (ntpath) defers as a source one does; a loaded one is left alone."""
+    import; a frozen module defers as a source one does; a loaded one is left alone. The extension
+    and frozen modules are the first of a few not already loaded when the interpreter started (a
+    `.pth` file may have loaded some: CI's loads `_bisect` and `ntpath`)."""
     out = _run(tmp_path, """
         import json, sys
+        from importlib.machinery import ExtensionFileLoader, FrozenImporter, PathFinder
         from codeloop.cli.startup import deferred
-        deferred.defer(("_bisect", "ntpath", "sys", "no_such_module_here"))
-        kinds = {n: ("deferred" if deferred.is_deferred(sys.modules[n]) else "loaded") if n in sys.modules
-                 else "absent" for n in ("_bisect", "ntpath", "sys", "no_such_module_here")}
-        import ntpath
-        kinds["ntpath works"] = ntpath.join("a", "b") == "a\\\\b" and not deferred.is_deferred(ntpath)
+        def first(names, loader):
+            for n in names:
+                spec = None if n in sys.modules else (FrozenImporter.find_spec(n) if loader is FrozenImporter
+                                                       else PathFinder.find_spec(n))
+                if spec is not None and (spec.loader is loader or isinstance(spec.loader, loader)):
+                    return n
+            raise SystemExit("no candidate module")
+        ext = first(("_bisect", "_csv", "_lzma", "_statistics", "_zoneinfo"), ExtensionFileLoader)
+        frozen, attr = {"ntpath": ("ntpath", "join"), "__hello__": ("__hello__", "main")}[
+            first(("ntpath", "__hello__"), FrozenImporter)]
+        deferred.defer((ext, frozen, "sys", "no_such_module_here"))
+        kinds = {role: ("deferred" if deferred.is_deferred(sys.modules[n]) else "loaded") if n in sys.modules
+                 else "absent" for role, n in (("extension", ext), ("frozen", frozen), ("sys", "sys"),
+                                               ("missing", "no_such_module_here"))}
+        mod = __import__(frozen)
+        kinds["frozen works"] = callable(getattr(mod, attr)) and not deferred.is_deferred(mod)
         print(json.dumps(kinds))
     """)
-    assert out == {"_bisect": "absent", "ntpath": "deferred", "sys": "loaded", "no_such_module_here": "absent",
-                   "ntpath works": True, "runs": 0}
+    assert out == {"extension": "absent", "frozen": "deferred", "sys": "loaded", "missing": "absent",
+                   "frozen works": True, "runs": 0}
 
 
 def test_reading_a_deferred_modules_file_and_spec_runs_nothing(tmp_path):
