@@ -101,7 +101,7 @@ PROTECTED_WRITES = [
     "perl -pi -e s/a/b/ .git/config", "gzip .codeloop/settings.json", "sort -o .git/config x",
     "echo x > .cfg/projects/p/s.jsonl", "cp x .cfg/cache/dataclass-code.cpython-311.marshal",
     "echo x > .cfg/cache/import-code.cpython-311.0123456789abcdef",
-    "cp x .cfg/cache/regex-code.cpython-311.marshal",
+    "cp x .cfg/cache/regex-code.cpython-311.marshal", "echo x > .cfg/cache/dataclass-replay.cpython-311.marshal",
 ]
 
 

@@ -63,7 +63,8 @@ def test_protected_paths_in_every_mode(tmp_path, mode, monkeypatch):
                    tmp_path / "cfg" / "cache" / "import-code.cpython-311.0123456789abcdef",
                    tmp_path / "cfg" / "cache" / "tool-schemas.json",
                    tmp_path / "elsewhere" / "import-code.cpython-311.0123456789abcdef",
-                   tmp_path / "elsewhere" / "regex-code.cpython-311.marshal"):
+                   tmp_path / "elsewhere" / "regex-code.cpython-311.marshal",
+                   tmp_path / "cfg" / "cache" / "dataclass-replay.cpython-311.marshal"):
         assert decide(policy, "Write", {"file_path": str(target), "content": "{}"}) is PermissionBehavior.DENY
 
 

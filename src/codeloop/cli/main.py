@@ -88,8 +88,9 @@ def main(argv: list[str] | None = None) -> int:
         # Before the modules that define dataclasses load: their generated methods' compiled code
         # comes from the cache (see codecache), saved with the others. Only in codeloop's own
         # process: a host calling main(argv) keeps its `dataclasses` untouched.
-        from codeloop.cli.startup import child_watch, codecache
+        from codeloop.cli.startup import child_watch, codecache, dcreplay
         codecache.install()
+        dcreplay.install()   # and what dataclasses did to each class, done again from a record
         child_watch.install()   # a pidfd per child on 3.11, not a thread per Bash call
     for name in UNSUPPORTED:
         if vars(args)[name]:

@@ -9,17 +9,19 @@
     flag_hints.py    "did you mean" for flags, tools and models
     tool_lists.py    tool-list flags as Claude Code takes them
     codecache.py     the compiled-dataclass cache that shortens start-up
+    dcreplay.py      dataclass processing replayed from a record for codeloop's own classes
     importcache.py   the stored code of the modules start-up loads
     recache.py       the stored matcher code of the regular expressions start-up compiles
     deferred.py      standard-library modules whose code runs at their first use
 
-`save_caches` writes back what a run added to the three code caches, at its end.
+`save_caches` writes back what a run added to the code caches, at its end.
 """
 
 import sys
 
 # the import cache last: it stores the modules the other caches' saves loaded
-_CACHES = ("codeloop.cli.startup.codecache", "codeloop.cli.startup.recache", "codeloop.cli.startup.importcache")
+_CACHES = ("codeloop.cli.startup.codecache", "codeloop.cli.startup.dcreplay", "codeloop.cli.startup.recache",
+           "codeloop.cli.startup.importcache")
 
 
 def save_caches() -> None:

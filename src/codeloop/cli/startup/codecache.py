@@ -22,7 +22,7 @@ from codeloop.cli.startup.importcache import read_table, write_table
 
 MAX_ENTRIES = 2000   # a bound on the file, whatever defines dataclasses in this process
 _FORMAT = 2          # bumped whenever what is stored changes meaning
-_state: dict[str, Any] = {"path": None, "known": {}, "new": {}}
+_state: dict[str, Any] = {"path": None, "known": None, "new": {}}
 
 
 def _cache_path() -> Path:
@@ -32,32 +32,44 @@ def _cache_path() -> Path:
 
 
 def install() -> None:
-    """Give `dataclasses` the caching `exec` (once per process; never fails the run)."""
+    """Give `dataclasses` the caching `exec` (once per process; never fails the run). The file is
+    read at the first `exec`: a run whose classes all come from dcreplay's records never reads it."""
     import dataclasses
 
     if getattr(dataclasses, "exec", None) is _exec:
         return
     try:
-        path = _cache_path()
-        # code that runs: only from a file of this user's that no one else can write
-        _state.update(path=path, known=read_table(str(path), (_FORMAT, sys.version)), new={})
+        _state.update(path=_cache_path(), known=None, new={})
     except Exception:  # noqa: BLE001 — no cache: dataclasses compile as usual
         return
     dataclasses.exec = _exec   # type: ignore[attr-defined]   # shadows the builtin for that module only
 
 
+def _known() -> dict[Any, Any]:
+    known = _state["known"]
+    if known is None:
+        # code that runs: only from a file of this user's that no one else can write
+        try:
+            known = read_table(str(_state["path"]), (_FORMAT, sys.version))
+        except Exception:  # noqa: BLE001 — unreadable: compile as usual
+            known = {}
+        _state["known"] = known
+    return known
+
+
 def _exec(source: Any, globals: Any = None, locals: Any = None) -> None:
-    # Only codeloop's own classes: the file is read at every start, and other packages' dataclasses
-    # (pydantic's, when a tool's model is built) are not on the way to the first request.
+    # Only codeloop's own classes are stored: other packages' dataclasses (pydantic's, when a tool's
+    # model is built) are not on the way to the first request, and the file is read whole.
     if type(source) is str:
         module = str((globals or {}).get("__name__", ""))
-        code = _state["known"].get(source)
+        known = _known()
+        code = known.get(source)
         if code is None:
             # dont_inherit: this module's own `from __future__ import annotations` must not turn the
             # generated methods' annotations into strings (exec of the text in dataclasses would not)
             code = compile(source, "<string>", "exec", dont_inherit=True)
-            if (module == "codeloop" or module.startswith("codeloop.")) and len(_state["known"]) < MAX_ENTRIES:
-                _state["known"][source] = _state["new"][source] = code
+            if (module == "codeloop" or module.startswith("codeloop.")) and len(known) < MAX_ENTRIES:
+                known[source] = _state["new"][source] = code
         source = code
     builtins.exec(source, globals, locals)
 
