@@ -158,11 +158,11 @@ def user_settings_paths() -> list[Path]:
     return [config_dir() / "settings.json", claude_user_dir() / "settings.json"]
 
 
-def _same_file(a: Path, b: Path) -> bool:
+def _real(path: Path) -> str | None:
     try:
-        return os.path.realpath(a) == os.path.realpath(b)
+        return os.path.realpath(path)
     except OSError:
-        return False
+        return None
 
 
 # -- reading and validating -------------------------------------------------------------------------
@@ -243,16 +243,19 @@ def load_settings(cwd: Path | str, *, cli_settings: str | None = None,
         label, data = _cli_settings(cli_settings, cwd, result.errors, pending, texts)
         raw.append((label, SettingsScope.CLI, data if label not in skip else None))
     user_paths = user_settings_paths()
+    # each path resolved once (a resolution is a stat per folder on the way)
+    user_real = [_real(u) for u in user_paths]
     for path, scope in project_settings_paths(cwd):
         # Started in ~: ~/.claude/settings.json is then the user's file, not an untrusted project's.
-        if any(_same_file(path, u) for u in user_paths):
+        if (real := _real(path)) is not None and real in user_real:
             continue
         raw.append((str(path), scope, read(path)))
-    seen_user: list[Path] = []
-    for path in user_paths:
-        if any(_same_file(path, s) for s in seen_user):
+    seen_user: list[str] = []
+    for path, real in zip(user_paths, user_real):
+        if real is not None and real in seen_user:
             continue
-        seen_user.append(path)
+        if real is not None:
+            seen_user.append(real)
         raw.append((str(path), SettingsScope.USER, read(path)))
 
     for label, scope, data in raw:
