@@ -135,7 +135,7 @@ def instruction_files(cwd: Path, config_dir: Path, sources: frozenset[str] | Non
     out = []
     home_claude = Path(os.path.expanduser("~")) / ".claude" / "CLAUDE.md"
     user_files = list(dict.fromkeys([config_dir / "CLAUDE.md", home_claude]))
-    users = {_where(p) for p in user_files}
+    users: set[str] | None = None   # where the user's files are, worked out once a project file exists
     if sources is None or USER_SOURCE in sources:
         for path in user_files:
             if path.is_file():
@@ -146,12 +146,15 @@ def instruction_files(cwd: Path, config_dir: Path, sources: frozenset[str] | Non
         for path, kind, source in ((d / "CLAUDE.md", PROJECT_KIND, PROJECT_SOURCE),
                                    (d / ".claude" / "CLAUDE.md", PROJECT_KIND, PROJECT_SOURCE),
                                    (d / "CLAUDE.local.md", LOCAL_KIND, LOCAL_SOURCE)):
-            if (sources is not None and source not in sources) or _where(path) in users:
+            if (sources is not None and source not in sources) or not (path.is_file() or path.is_symlink()):
+                continue
+            if users is None:
+                users = {_where(p) for p in user_files}
+            if _where(path) in users:
                 continue   # in ~, ~/.claude/CLAUDE.md is the user's file, read above
-            if path.is_file() or path.is_symlink():
-                text = files.read_text(path, "instructions", directory=d)
-                if text is not None:
-                    out.append((path, f"Contents of {path} ({kind}):\n\n{text.strip()}"))
+            text = files.read_text(path, "instructions", directory=d)
+            if text is not None:
+                out.append((path, f"Contents of {path} ({kind}):\n\n{text.strip()}"))
     return out
 
 
