@@ -353,3 +353,31 @@ def test_real_runs_record_then_replay_and_need_no_inspect(tmp_path):
     [line] = [ln for ln in proc.stderr.splitlines() if ln.startswith("STATS ")]
     replayed, recorded, inspect_loaded = json.loads(line[len("STATS "):])
     assert replayed > 50 and recorded == 0 and not inspect_loaded, proc.stderr
+
+
+def test_a_record_that_cannot_be_applied_leaves_the_class_to_dataclasses(tmp_path):
+    """A record whose inputs match but whose effects name a field the class lacks (a damaged or
+    stale file): nothing of it reaches the class, the real processing builds it and records it again."""
+    import marshal
+
+    what = _probe(FEATURES)
+    plain = _describe(tmp_path, "plain", what)
+    _describe(tmp_path, "replay", what)
+    stored = tmp_path / "cfg" / "cache" / f"dataclass-replay.{sys.implementation.cache_tag}.marshal"
+    table = marshal.loads(stored.read_bytes())
+    inputs, effects = table["code"]["codeloop.replay_probe:Plain"]
+    damaged = []
+    for effect in effects:
+        if effect[0] == "fn" and effect[1] == "__init__":
+            code, sources, *rest = effect[3]
+            sources = tuple((n, ("type", "no_such_field") if src[0] == "type" else src) for n, src in sources)
+            effect = (*effect[:3], (code, sources, *rest))
+        damaged.append(effect)
+    table["code"]["codeloop.replay_probe:Plain"] = (inputs, tuple(damaged))
+    stored.write_bytes(marshal.dumps(table))
+    again = _describe(tmp_path, "replay", what)
+    assert again["classes"] == plain["classes"]
+    assert again["replayed"] == len(plain["classes"]) - 2   # all but NoDoc and the damaged Plain
+    assert again["recorded"] == 1
+    after = _describe(tmp_path, "replay", what)
+    assert after["classes"] == plain["classes"] and after["replayed"] == len(plain["classes"]) - 1

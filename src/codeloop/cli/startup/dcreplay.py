@@ -94,6 +94,8 @@ def save() -> None:
 
 
 def _process_class(cls: Any, *args: Any) -> Any:
+    """`dataclasses._process_class` for codeloop's classes: replayed from a record whose inputs are
+    this class's, else processed for real and recorded."""
     real = _state["real"]
     module = cls.__module__
     # args: init, repr, eq, order, unsafe_hash, frozen, match_args, kw_only, slots, weakref_slot
@@ -108,8 +110,10 @@ def _process_class(cls: Any, *args: Any) -> Any:
     key = f"{module}:{cls.__qualname__}"
     entry = _state["known"].get(key)
     if entry is not None and entry[0] == inputs:
-        _state["replayed"] += 1
-        return _replay(cls, args, inputs, entry[1])
+        replayed = _replay(cls, args, inputs, entry[1])
+        if replayed is not None:
+            _state["replayed"] += 1
+            return replayed
     before = dict(cls.__dict__)
     made: list[tuple[Any, dict[str, Any]]] = []
     _recording[get_ident()] = made
@@ -324,52 +328,64 @@ def _function(recipe: tuple[Any, ...], fields: dict[str, Any], consts: dict[str,
     return fn
 
 
-def _replay(cls: Any, args: tuple[Any, ...], inputs: tuple[Any, ...], effects: tuple[Any, ...]) -> Any:
+def _replay(cls: Any, args: tuple[Any, ...], inputs: tuple[Any, ...], effects: tuple[Any, ...]) -> Any | None:
+    """Apply a record to `cls`; None (and `cls` untouched) when it cannot be: the real processing
+    then runs. Everything that could fail (the fields, the functions) is made before the class is
+    changed; the fields' own `Field` objects get what `_get_field` gives them either way."""
     dc = _dc
     init, repr_, eq, order, unsafe_hash, frozen, _, kw_only = args[:8]
-    globals = sys.modules[cls.__module__].__dict__
-    fields: dict[str, Any] = {}
-    for base in cls.__mro__[-1:0:-1]:
-        base_fields = getattr(base, "__dataclass_fields__", None)
-        if base_fields is not None:
-            for f in base_fields.values():
-                fields[f.name] = f
-    annotations = cls.__dict__.get("__annotations__", {})
-    field_type = {"f": dc._FIELD, "c": dc._FIELD_CLASSVAR, "i": dc._FIELD_INITVAR}
-    missing, field_class = dc.MISSING, dc.Field
-    own = []
-    for name, kind, _ in inputs[1]:   # as _get_field makes them
-        if kind == "k":
-            kw_only = True
-            continue
-        attr = getattr(cls, name, missing)
-        f = attr if isinstance(attr, field_class) else dc.field(default=attr)
-        f.name, f.type, f._field_type = name, annotations[name], field_type[kind]
-        if kind != "c" and f.kw_only is missing:
-            f.kw_only = kw_only
-        own.append(f)
-    for f in own:
-        fields[f.name] = f
-    consts = {"MISSING": missing, "HAS_DEFAULT_FACTORY": dc._HAS_DEFAULT_FACTORY, "object": object, "cls": cls,
-              "FrozenInstanceError": dc.FrozenInstanceError, "None": None}
-    for effect in effects:
-        what = effect[0]
-        if what == "__dataclass_params__":
-            cls.__dataclass_params__ = dc._DataclassParams(init, repr_, eq, order, unsafe_hash, frozen)
-        elif what == "__dataclass_fields__":
-            cls.__dataclass_fields__ = fields
-        elif what == "default":
-            setattr(cls, effect[1], fields[effect[1]].default)
-        elif what == "del":
-            delattr(cls, effect[1])
-        elif what == "value":
-            setattr(cls, effect[1], effect[2])
-        else:   # "fn"
-            fn = _function(effect[3], fields, consts, globals)
-            if effect[2]:
-                fn = dc._recursive_repr(fn)
-            fn.__qualname__ = f"{cls.__qualname__}.{fn.__name__}"
-            setattr(cls, effect[1], fn)
+    try:
+        globals = sys.modules[cls.__module__].__dict__
+        fields: dict[str, Any] = {}
+        for base in cls.__mro__[-1:0:-1]:
+            base_fields = getattr(base, "__dataclass_fields__", None)
+            if base_fields is not None:
+                for f in base_fields.values():
+                    fields[f.name] = f
+        annotations = cls.__dict__.get("__annotations__", {})
+        field_type = {"f": dc._FIELD, "c": dc._FIELD_CLASSVAR, "i": dc._FIELD_INITVAR}
+        missing, field_class = dc.MISSING, dc.Field
+        own = []
+        for name, kind, _ in inputs[1]:   # as _get_field makes them
+            if kind == "k":
+                kw_only = True
+                continue
+            attr = getattr(cls, name, missing)
+            f = attr if isinstance(attr, field_class) else dc.field(default=attr)
+            f.name, f.type, f._field_type = name, annotations[name], field_type[kind]
+            if kind != "c" and f.kw_only is missing:
+                f.kw_only = kw_only
+            own.append(f)
+        for f in own:
+            fields[f.name] = f
+        consts = {"MISSING": missing, "HAS_DEFAULT_FACTORY": dc._HAS_DEFAULT_FACTORY, "object": object,
+                  "cls": cls, "FrozenInstanceError": dc.FrozenInstanceError, "None": None}
+        changes: list[tuple[str, Any]] = []   # (name, value); value `missing`: delete it
+        for effect in effects:
+            what = effect[0]
+            if what == "__dataclass_params__":
+                changes.append((what, dc._DataclassParams(init, repr_, eq, order, unsafe_hash, frozen)))
+            elif what == "__dataclass_fields__":
+                changes.append((what, fields))
+            elif what == "default":
+                changes.append((effect[1], fields[effect[1]].default))
+            elif what == "del":
+                changes.append((effect[1], missing))
+            elif what == "value":
+                changes.append((effect[1], effect[2]))
+            else:   # "fn"
+                fn = _function(effect[3], fields, consts, globals)
+                if effect[2]:
+                    fn = dc._recursive_repr(fn)
+                fn.__qualname__ = f"{cls.__qualname__}.{fn.__name__}"
+                changes.append((effect[1], fn))
+    except Exception:  # noqa: BLE001 — a record this run cannot apply: processed for real
+        return None
+    for name, value in changes:
+        if value is missing:
+            delattr(cls, name)
+        else:
+            setattr(cls, name, value)
     if args[8]:   # slots: the class made again with __slots__, as the real processing ends
         cls = dc._add_slots(cls, frozen, args[9])
     dc.abc.update_abstractmethods(cls)
