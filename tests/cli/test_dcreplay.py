@@ -8,7 +8,6 @@ file another account could have written is not read; real `codeloop` runs fill a
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -322,36 +321,24 @@ def test_real_runs_record_then_replay_and_need_no_inspect(tmp_path):
     """A first `codeloop -p` run records its classes; the next reaches its first request with
     every dataclass on the way replayed, none processed for real, and `inspect` not loaded."""
     from fakeapi import ScriptedAPI, sse, text
+    from firstrequest import cli_env, launcher, report
 
-    launcher = textwrap.dedent("""
-        import json, os, runpy, socket, sys
-        _send = socket.socket.send
-        def send(self, data, *a):
-            if self.family != socket.AF_UNIX and bytes(data[:5]) == b"POST ":
-                r = sys.modules["codeloop.cli.startup.dcreplay"]._state
-                sys.stderr.write("STATS " + json.dumps([r["replayed"], len(r["new"]), "inspect" in sys.modules
-                                 and type(sys.modules["inspect"]).__name__ != "DeferredModule"]) + "\\n")
-                sys.stderr.flush()
-                os._exit(0)
-            return _send(self, data, *a)
-        socket.socket.send = send
-        sys.argv = ["codeloop", *sys.argv[1:]]
-        runpy.run_module("codeloop", run_name="__main__")
+    run = launcher("""
+        r = sys.modules["codeloop.cli.startup.dcreplay"]._state
+        inspect = sys.modules.get("inspect")
+        return [r["replayed"], len(r["new"]), inspect is not None and type(inspect).__name__ != "DeferredModule"]
     """)
     home = tmp_path / "home"
     home.mkdir()
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("ANTHROPIC_", "CODELOOP_", "CLAUDE_")) and k != "PYTHONDONTWRITEBYTECODE"}
     with ScriptedAPI(sse(text("ok")), sse(text("ok"))).serve() as url:
-        env.update(ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=url, CODELOOP_CONFIG_DIR=str(home), HOME=str(home))
+        env = cli_env(home, url)
         proc = subprocess.run([sys.executable, "-m", "codeloop", "-p", "hi", "--output-format", "json"], cwd=tmp_path,
                               env=env, capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0 and json.loads(proc.stdout)["result"] == "ok", proc.stderr
         assert (home / "cache" / f"dataclass-replay.{sys.implementation.cache_tag}.marshal").is_file()
-        proc = subprocess.run([sys.executable, "-c", launcher, "-p", "hi"], cwd=tmp_path, env=env,
+        proc = subprocess.run([sys.executable, "-c", run, "-p", "hi"], cwd=tmp_path, env=env,
                               capture_output=True, text=True, timeout=120)
-    [line] = [ln for ln in proc.stderr.splitlines() if ln.startswith("STATS ")]
-    replayed, recorded, inspect_loaded = json.loads(line[len("STATS "):])
+    replayed, recorded, inspect_loaded = report(proc.stderr)
     assert replayed > 50 and recorded == 0 and not inspect_loaded, proc.stderr
 
 

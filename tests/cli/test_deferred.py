@@ -115,45 +115,27 @@ def test_codeloop_reaches_its_first_requests_without_the_deferred_modules(tmp_pa
     loads pathlib, struct and more) is not codeloop's to defer and is not counted."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from fakeapi import ScriptedAPI, sse, text, tool_use
+    from firstrequest import cli_env, launcher, report
 
-    launcher = textwrap.dedent("""
-        import sys
-        AT_START = set(sys.modules)
-        import gc, json, os, runpy, socket
-        _send = socket.socket.send
-        _left = [int(os.environ["STOP_AT"])]
-        def send(self, data, *a):
-            if self.family != socket.AF_UNIX and bytes(data[:5]) == b"POST ":
-                _left[0] -= 1
-                if not _left[0]:
-                    names = ("inspect", "ast", "dis", "ipaddress", "ntpath", "base64", "copy", "fnmatch",
-                             "struct", "_struct", "binascii")
-                    from codeloop.cli.startup.deferred import is_deferred
-                    loaded = [n for n in names if n in sys.modules and n not in AT_START
-                              and not is_deferred(sys.modules[n])]
-                    if any(isinstance(o, type) and o.__module__ == "ast" and o.__name__ == "AST"
-                           for o in gc.get_objects()):
-                        loaded.append("AST node types")
-                    sys.stderr.write("LOADED " + json.dumps(loaded) + "\\n")
-                    sys.stderr.flush()
-                    os._exit(0)
-            return _send(self, data, *a)
-        socket.socket.send = send
-        sys.argv = ["codeloop", *sys.argv[1:]]
-        runpy.run_module("codeloop", run_name="__main__")
+    run = launcher("""
+        import gc
+        from codeloop.cli.startup.deferred import is_deferred
+        names = ("inspect", "ast", "dis", "ipaddress", "ntpath", "base64", "copy", "fnmatch", "struct", "_struct",
+                 "binascii")
+        loaded = [n for n in names if n in sys.modules and n not in AT_START and not is_deferred(sys.modules[n])]
+        if any(isinstance(o, type) and o.__module__ == "ast" and o.__name__ == "AST" for o in gc.get_objects()):
+            loaded.append("AST node types")
+        return loaded
     """)
     home = tmp_path / "home"
     home.mkdir()
-    # bytecode written (an installed codeloop's is): a module compiled from its source calls compile()
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("ANTHROPIC_", "CODELOOP_", "CLAUDE_")) and k != "PYTHONDONTWRITEBYTECODE"}
     bash = sse(tool_use("Bash", {"command": "true"}))
     sdk_input = json.dumps({"type": "user", "message": {"role": "user", "content": "hi"}}) + "\n"
     runs = [(["-p", "hi"], None), (["-p", "hi", "--output-format", "stream-json", "--verbose"], None),
             (["--input-format", "stream-json", "--output-format", "stream-json", "--verbose"], sdk_input)]
     # a run stopped as its first request leaves takes no answer; one stopped at its second, the Bash call
     with ScriptedAPI(bash, sse(text("ok")), *[bash for _ in runs]).serve() as url:
-        env.update(ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=url, CODELOOP_CONFIG_DIR=str(home), HOME=str(home))
+        env = cli_env(home, url)
         # the first run in a config dir fills its caches (the tool schemas, importing the tools,
         # pydantic and so inspect; the compiled dataclass methods, with compile()): the runs after
         # it are the ones measured
@@ -163,11 +145,10 @@ def test_codeloop_reaches_its_first_requests_without_the_deferred_modules(tmp_pa
         assert proc.returncode == 0 and json.loads(proc.stdout)["result"] == "ok", proc.stderr
         for args, stdin in runs:
             for stop_at in ("1", "2"):   # the first request; the one after the Bash call
-                proc = subprocess.run([sys.executable, "-c", launcher, *args, "--allowedTools", "Bash"],
+                proc = subprocess.run([sys.executable, "-c", run, *args, "--allowedTools", "Bash"],
                                       cwd=tmp_path, env={**env, "STOP_AT": stop_at}, input=stdin or "",
                                       capture_output=True, text=True, timeout=120)
-                [line] = [ln for ln in proc.stderr.splitlines() if ln.startswith("LOADED ")]
-                assert (args[-1], stop_at, json.loads(line[len("LOADED "):])) == (args[-1], stop_at, []), proc.stderr
+                assert (args[-1], stop_at, report(proc.stderr)) == (args[-1], stop_at, []), proc.stderr
 
 
 def test_only_source_and_frozen_modules_are_deferred(tmp_path):

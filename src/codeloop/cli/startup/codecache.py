@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from codeloop.cli.startup.importcache import read_table, write_table
+from codeloop.cli.startup.importcache import read_table, save_new
 
 MAX_ENTRIES = 2000   # a bound on the file, whatever defines dataclasses in this process
 _FORMAT = 2          # bumped whenever what is stored changes meaning
@@ -76,8 +76,4 @@ def _exec(source: Any, globals: Any = None, locals: Any = None) -> None:
 
 def save() -> None:
     """Write the entries compiled in this process (if any) for the next run."""
-    path, new = _state["path"], _state["new"]
-    if path is None or not new:
-        return
-    _state["new"] = {}
-    write_table(str(path), (_FORMAT, sys.version), _state["known"])
+    save_new(_state, (_FORMAT, sys.version))

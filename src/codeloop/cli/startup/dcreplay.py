@@ -40,7 +40,7 @@ from _thread import get_ident
 from types import CellType, FunctionType, MemberDescriptorType
 from typing import Any
 
-from codeloop.cli.startup.importcache import read_table, write_table
+from codeloop.cli.startup.importcache import read_table, save_new
 
 MAX_ENTRIES = 2000   # a bound on the file, whatever codeloop's modules define
 _FORMAT = 1          # bumped whenever what is recorded changes meaning
@@ -86,11 +86,7 @@ def install() -> None:
 
 def save() -> None:
     """Write the records made in this process (if any) for the next run."""
-    path, new = _state["path"], _state["new"]
-    if path is None or not new:
-        return
-    _state["new"] = {}
-    write_table(str(path), (_FORMAT, sys.version), _state["known"])
+    save_new(_state, (_FORMAT, sys.version))
 
 
 def _process_class(cls: Any, *args: Any) -> Any:

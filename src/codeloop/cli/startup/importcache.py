@@ -113,6 +113,16 @@ def write_table(path: str, version: Any, table: dict[Any, Any]) -> None:
         pass
 
 
+def save_new(state: dict[str, Any], version: Any) -> None:
+    """A code cache's save: `state["known"]` written to `state["path"]` if this run added entries
+    (`state["new"]`), once."""
+    path, new = state["path"], state["new"]
+    if path is None or not new:
+        return
+    state["new"] = {}
+    write_table(str(path), version, state["known"])
+
+
 def _key() -> tuple[Any, ...]:
     cwd = os.getcwd()
     return (sys.version, sys.implementation.cache_tag, sys.flags.optimize,
