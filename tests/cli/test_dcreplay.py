@@ -344,7 +344,8 @@ def test_real_runs_record_then_replay_and_need_no_inspect(tmp_path):
 
 def test_a_record_that_cannot_be_applied_leaves_the_class_to_dataclasses(tmp_path):
     """A record whose inputs match but whose effects name a field the class lacks (a damaged or
-    stale file): nothing of it reaches the class, the real processing builds it and records it again."""
+    stale file), or an entry that is no record at all: nothing of it reaches the class, the real
+    processing builds it and records it again."""
     import marshal
 
     what = _probe(FEATURES)
@@ -361,10 +362,11 @@ def test_a_record_that_cannot_be_applied_leaves_the_class_to_dataclasses(tmp_pat
             effect = (*effect[:3], (code, sources, *rest))
         damaged.append(effect)
     table["code"]["codeloop.replay_probe:Plain"] = (inputs, tuple(damaged))
+    table["code"]["codeloop.replay_probe:Frozen"] = 7   # not even a record: ignored, recorded again
     stored.write_bytes(marshal.dumps(table))
     again = _describe(tmp_path, "replay", what)
     assert again["classes"] == plain["classes"]
-    assert again["replayed"] == len(plain["classes"]) - 2   # all but NoDoc and the damaged Plain
-    assert again["recorded"] == 1
+    assert again["replayed"] == len(plain["classes"]) - 3   # all but NoDoc, the damaged Plain and Frozen
+    assert again["recorded"] == 2
     after = _describe(tmp_path, "replay", what)
     assert after["classes"] == plain["classes"] and after["replayed"] == len(plain["classes"]) - 1
