@@ -88,3 +88,16 @@ def test_a_cache_file_others_can_write_is_not_read(tmp_path):
     assert _run(tmp_path, "cache")[-1] == 0
     path.chmod(0o666)   # another account could have put code in it: compiled afresh instead
     assert _run(tmp_path, "cache")[-1] > 0
+
+
+def test_entries_that_are_not_code_are_compiled_afresh(tmp_path):
+    """A table of the right version whose entries are no code objects (a damaged file): each class
+    is compiled as without the cache and still behaves the same."""
+    plain = _run(tmp_path, "plain")
+    _run(tmp_path, "cache")
+    path = tmp_path / "cache" / f"dataclass-code.{sys.implementation.cache_tag}.marshal"
+    table = marshal.loads(path.read_bytes())
+    table["code"] = dict.fromkeys(table["code"], 7)
+    path.write_bytes(marshal.dumps(table))
+    again = _run(tmp_path, "cache")
+    assert again[:-1] == plain[:-1] and again[-1] > 0

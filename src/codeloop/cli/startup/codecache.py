@@ -16,6 +16,7 @@ from __future__ import annotations
 import builtins
 import sys
 from pathlib import Path
+from types import CodeType
 from typing import Any
 
 from codeloop.cli.startup.importcache import read_table, save_new
@@ -64,7 +65,7 @@ def _exec(source: Any, globals: Any = None, locals: Any = None) -> None:
         module = str((globals or {}).get("__name__", ""))
         known = _known()
         code = known.get(source)
-        if code is None:
+        if type(code) is not CodeType:   # (absent, or an entry of the file that is no code)
             # dont_inherit: this module's own `from __future__ import annotations` must not turn the
             # generated methods' annotations into strings (exec of the text in dataclasses would not)
             code = compile(source, "<string>", "exec", dont_inherit=True)
