@@ -270,3 +270,38 @@ def test_a_source_changed_while_the_file_is_written_stops_the_write(tmp_path, mo
     sys.modules.pop("probe_late", None)
     assert len(_files(cache)) == (0 if changed else 1)   # stopped: no file made of mismatched code
     assert not [p for p in cache.iterdir() if p.name.endswith(".tmp")] if cache.exists() else True
+
+
+@pytest.mark.parametrize("damage", ["short entry", "not code"])
+def test_a_damaged_entry_of_a_valid_file_falls_back_and_is_replaced(tmp_path, damage):
+    """The file reads, its key matches, but one module's entry is cut short or its stored code is
+    no code object (a damaged file): that module is imported from its source, the others are
+    served, and the next save replaces the entry, so the run after serves it again."""
+    import marshal
+
+    lib = _tree(tmp_path)
+    cache = tmp_path / "cache"
+    _run(cache, [lib])
+    [stored] = _files(cache)
+    data = stored.read_bytes()
+    head_len = int.from_bytes(data[8:16], "little")
+    head = marshal.loads(data[16:16 + head_len])
+    blob = bytearray(data[16 + head_len:])
+    entry = head["index"]["probe_top"]
+    if damage == "short entry":
+        head["index"]["probe_top"] = entry[:6]
+    else:   # the same place holds the marshal of an int, its length adjusted
+        seven = marshal.dumps(7)
+        blob[entry[6]:entry[6] + len(seven)] = seven
+        head["index"]["probe_top"] = (*entry[:7], len(seven))
+    new_head = marshal.dumps(head)
+    stored.write_bytes(data[:8] + len(new_head).to_bytes(8, "little") + new_head + bytes(blob))
+    out = _run(cache, [lib])
+    assert [out[m]["value"] for m in ("probe_pkg", "probe_pkg.inner", "probe_top")] == ["pkg", "inner", "top"]
+    # the run's save wrote the entry afresh: it reads as code again
+    data = stored.read_bytes()
+    head = marshal.loads(data[16:16 + int.from_bytes(data[8:16], "little")])
+    entry = head["index"]["probe_top"]
+    start = 16 + int.from_bytes(data[8:16], "little") + entry[6]
+    assert len(entry) == 8 and type(marshal.loads(data[start:start + entry[7]])).__name__ == "code"
+    assert _run(cache, [lib])["probe_top"]["value"] == "top"

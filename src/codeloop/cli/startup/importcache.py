@@ -40,6 +40,7 @@ if TYPE_CHECKING:   # typing itself is one of the modules served
     from collections.abc import Iterable, Iterator
     from typing import Any
 
+_CODE = type((lambda: None).__code__)   # types.CodeType, without importing types
 _MAGIC = b"clImpC1\n"       # the file's first 8 bytes; then the index's length (8 bytes), index, code
 MAX_BYTES = 48 << 20          # the stored code of every module the runs of one environment loaded
 MAX_FILES = 8                 # files (environments) kept in the cache folder
@@ -145,7 +146,10 @@ class _Loader(SourceFileLoader):
 
     def get_code(self, fullname: str) -> Any:
         code = self._finder.code(self._entry)
-        return code if code is not None else super().get_code(fullname)
+        if code is None:   # stored code that does not read: the source's, and the entry replaced at save
+            self._finder.stale.add(fullname)
+            return super().get_code(fullname)
+        return code
 
 
 class _Finder:
@@ -215,10 +219,10 @@ class _Finder:
     def stored(self, entry: tuple[Any, ...]) -> bytes | None:
         if self.fd is None:
             return None
-        offset, length = entry[6], entry[7]
         try:
+            offset, length = entry[6], entry[7]
             data = os.pread(self.fd, length, self.blob_at + offset)
-        except OSError:
+        except (OSError, IndexError, TypeError, ValueError, OverflowError):   # (an entry that is no entry)
             return None
         return data if len(data) == length else None
 
@@ -228,8 +232,9 @@ class _Finder:
             code = marshal.loads(data) if data is not None else None
         except (ValueError, EOFError, TypeError):
             return None
-        if code is not None:
-            _imp._fix_co_filename(code, entry[0])   # type: ignore[attr-defined]  # as the usual loader does
+        if type(code) is not _CODE:   # nothing stored, or a damaged file's: the source is compiled
+            return None
+        _imp._fix_co_filename(code, entry[0])   # type: ignore[attr-defined]  # as the usual loader does
         return code
 
 
@@ -320,7 +325,8 @@ def _save(finder: _Finder, folder: str) -> None:
         if name in finder.index and name not in finder.stale:
             continue
         spec = getattr(module, "__spec__", None)
-        if spec is None or type(spec.loader) is not SourceFileLoader or not spec.cached \
+        # loaded the usual way, or served by an entry found stale (its code did not read)
+        if spec is None or type(spec.loader) not in (SourceFileLoader, _Loader) or not spec.cached \
                 or not str(spec.origin).endswith(".py"):
             continue
         is_pkg = spec.submodule_search_locations is not None
