@@ -52,6 +52,7 @@ _state: dict[str, Any] = {"path": None, "known": {}, "new": {}, "real": None, "c
                           "replayed": 0}
 _recording: dict[int, list[tuple[Any, dict[str, Any]]]] = {}   # thread → the functions made so far
 _dc: Any = None   # the dataclasses module, once installed
+_FIELD_TYPES: dict[str, Any] = {}   # a recorded kind ("f", "c", "i") → dataclasses' field-type marker
 
 
 def supported() -> bool:
@@ -78,6 +79,8 @@ def install() -> None:
     except Exception:  # noqa: BLE001 — no records: dataclasses work as usual
         return
     _dc = dataclasses
+    _FIELD_TYPES.update(f=dataclasses._FIELD, c=dataclasses._FIELD_CLASSVAR,  # type: ignore[attr-defined]
+                        i=dataclasses._FIELD_INITVAR)  # type: ignore[attr-defined]
     _state.update(path=path, known=known, new={}, real=dataclasses._process_class,  # type: ignore[attr-defined]
                   create=dataclasses._create_fn)  # type: ignore[attr-defined]
     dataclasses._process_class = _process_class   # type: ignore[attr-defined]
@@ -272,8 +275,7 @@ def _effects(cls: Any, before: dict[str, Any], made: list[tuple[Any, dict[str, A
     after = cls.__dict__
     fields = after["__dataclass_fields__"]
     own = {name: kind for name, kind, _ in inputs[1] if kind != "k"}
-    field_type = {"f": _dc._FIELD, "c": _dc._FIELD_CLASSVAR, "i": _dc._FIELD_INITVAR}
-    if any(fields[name]._field_type is not field_type[kind] for name, kind in own.items()):
+    if any(fields[name]._field_type is not _FIELD_TYPES[kind] for name, kind in own.items()):
         return None   # the kinds the replay would give are not the ones dataclasses gave
     by_id = {id(fn): (fn, values) for fn, values in made}
     effects: list[tuple[Any, ...]] = [("del", name) for name in before if name not in after]
@@ -339,8 +341,7 @@ def _replay(cls: Any, args: tuple[Any, ...], inputs: tuple[Any, ...], effects: t
                 for f in base_fields.values():
                     fields[f.name] = f
         annotations = cls.__dict__.get("__annotations__", {})
-        field_type = {"f": dc._FIELD, "c": dc._FIELD_CLASSVAR, "i": dc._FIELD_INITVAR}
-        missing, field_class = dc.MISSING, dc.Field
+        missing, field_class, field_type = dc.MISSING, dc.Field, _FIELD_TYPES
         own = []
         for name, kind, _ in inputs[1]:   # as _get_field makes them
             if kind == "k":
