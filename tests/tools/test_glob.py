@@ -68,6 +68,19 @@ async def test_capped_at_100_with_note(ctx, run, tmp_path):
     assert r.data["truncated"] is True
 
 
+@pytest.mark.parametrize("use_rg", [pytest.param(False, id="python"), pytest.param(True, id="rg")])
+@pytest.mark.parametrize("given", ["", "/"])
+async def test_equal_mtimes_list_by_whole_path_under_the_root(ctx, run, tmp_path, use_rg, given):
+    # the order is by mtime, then by path; the root is joined once, with one slash, to each listed
+    names = ["b/z.py", "a.py", "b/a/y.py", "c.py", "b/a.py", "a/b.py"]
+    for n in names:
+        touch(tmp_path / "root" / n, 5_000)
+    touch(tmp_path / "root" / "b" / "new.py", 6_000)
+    r = await run(GlobTool(use_ripgrep=use_rg), ctx, pattern="**/*.py", path=str(tmp_path / "root") + given)
+    root = tmp_path / "root"
+    assert r.content.splitlines() == [str(root / "b" / "new.py")] + sorted(str(root / n) for n in names)
+
+
 async def test_no_files_found(ctx, run, tmp_path):
     r = await run(glob, ctx, pattern="**/*.nothing")
     assert r.content == "No files found" and not r.is_error

@@ -12,6 +12,7 @@ from __future__ import annotations
 import heapq
 import os
 import re
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
@@ -178,9 +179,9 @@ def newest_first(paths: list[str]) -> list[str]:
 
 
 class _Newest:
-    """Collects `root`/rel for each matching rel with its mtime, stat'ed relative to the open root
-    (no path walk per file, a symlink not followed) — as rg's records arrive, so the stats overlap
-    its walk — then orders them newest first, ties by path (`newest_first`'s order)."""
+    """Collects each matching rel with its mtime, stat'ed relative to the open root (no path walk
+    per file, a symlink not followed) — as rg's records arrive, so the stats overlap its walk —
+    then orders them newest first, ties by path (`newest_first`'s order), as `root`/rel."""
 
     def __init__(self, rx: re.Pattern[str], root: str, dir_fd: int) -> None:
         self.match, self.dir_fd = rx.match, dir_fd
@@ -189,14 +190,14 @@ class _Newest:
 
     def add_all(self, rels: Iterable[str]) -> None:
         # one loop over a batch, names bound locally: a stat dominates each path's cost
-        match, dir_fd, prefix, append, stat = self.match, self.dir_fd, self.prefix, self.keyed.append, os.stat
+        match, dir_fd, append, stat = self.match, self.dir_fd, self.keyed.append, os.stat
         for rel in rels:
             if match(rel):
                 try:
                     mtime = stat(rel, dir_fd=dir_fd, follow_symlinks=False).st_mtime_ns
                 except OSError:
                     mtime = 0
-                append((-mtime, prefix + rel))
+                append((-mtime, rel))   # the root is prefixed to the few listed, not to every match
 
     def ordered(self, limit: int | None) -> list[str]:
         """All of them in order; with `limit`, only the first `limit` of that order."""
@@ -204,8 +205,9 @@ class _Newest:
         if limit is not None and len(keyed) > limit:
             keyed = heapq.nsmallest(limit, keyed)
         else:
-            keyed.sort()
-        return [path for _, path in keyed]
+            keyed.sort()   # (one root: the relative paths order ties as the whole ones would)
+        prefix = self.prefix
+        return [prefix + rel for _, rel in keyed]
 
 
 def split_static_prefix(pattern: str) -> tuple[str, str]:
@@ -243,10 +245,11 @@ async def _list_with_rg(rg: str, ctx: ToolContext, dir_fd: int, real: str, patte
         args += ["--glob", g]
     args += ["--glob", "!.git", "."]  # last: of several matching globs rg obeys the last one
 
-    decode = os.fsdecode
+    # os.fsdecode's own steps, without its per-call checks (~20,000 calls on a large tree)
+    encoding, errors = sys.getfilesystemencoding(), sys.getfilesystemencodeerrors()
 
     def take(records: list[bytes]) -> bool:
-        each([decode(r[2:] if r.startswith(b"./") else r) for r in records if r])
+        each([(r[2:] if r.startswith(b"./") else r).decode(encoding, errors) for r in records if r])
         return True
 
     await run_rg(ctx, args, dir_fd=dir_fd, dir_path=real, stdin_fd=None, sep=b"\0", handle=take, what="Glob",
