@@ -27,8 +27,10 @@ its code with the values of this run's fields, and calls `abc.update_abstractmet
 real one does. Every check `dataclasses` makes is a function of the inputs, so a class whose
 inputs equal a recorded set raised nothing when recorded and raises nothing now; one that would
 raise, or that has no record, goes through the real processing (which raises as usual). Classes
-with `slots`, without a docstring (its text comes from `inspect.signature`) or with a `Field`
-that has no annotation are never recorded. The records live in a marshal file beside the
+with `slots` are replayed too, then made again by `dataclasses`' own `_add_slots`, as the real
+processing ends.
+Classes without a docstring (its text comes from `inspect.signature`) or with a `Field` that has
+no annotation are never recorded. The records live in a marshal file beside the
 dataclass code cache, read only if it is this user's alone (importcache's rule), written when the
 run ends if something was recorded.
 """
