@@ -226,7 +226,6 @@ def _inputs(cls: Any, args: tuple[Any, ...]) -> tuple[Any, ...] | None:
 
 def _source(name: str, value: Any, fields: dict[str, Any], cls: Any) -> tuple[str, ...] | None:
     """Where a value `dataclasses` handed a generated function came from, or None."""
-    dc = _dc
     if name.startswith("_type_") and (f := fields.get(name[6:])) is not None and value is f.type:
         return ("type", f.name)
     if name.startswith("_dflt_") and (f := fields.get(name[6:])) is not None:
@@ -234,12 +233,18 @@ def _source(name: str, value: Any, fields: dict[str, Any], cls: Any) -> tuple[st
             return ("default", f.name)
         if value is f.default_factory:
             return ("factory", f.name)
-    for tag, obj in (("MISSING", dc.MISSING), ("HAS_DEFAULT_FACTORY", dc._HAS_DEFAULT_FACTORY),
-                     ("object", object), ("cls", cls), ("FrozenInstanceError", dc.FrozenInstanceError),
-                     ("None", None)):
+    for tag, obj in _consts(cls).items():
         if value is obj:
             return (tag,)
     return None
+
+
+def _consts(cls: Any) -> dict[str, Any]:
+    """The values other than a field's that `dataclasses` hands generated functions, by the tag a
+    recipe names them with (the same table records and replays)."""
+    dc = _dc
+    return {"MISSING": dc.MISSING, "HAS_DEFAULT_FACTORY": dc._HAS_DEFAULT_FACTORY, "object": object,
+            "cls": cls, "FrozenInstanceError": dc.FrozenInstanceError, "None": None}
 
 
 def _recipe(fn: Any, values: dict[str, Any], fields: dict[str, Any], cls: Any) -> tuple[Any, ...] | None:
@@ -357,8 +362,7 @@ def _replay(cls: Any, args: tuple[Any, ...], inputs: tuple[Any, ...], effects: t
             own.append(f)
         for f in own:
             fields[f.name] = f
-        consts = {"MISSING": missing, "HAS_DEFAULT_FACTORY": dc._HAS_DEFAULT_FACTORY, "object": object,
-                  "cls": cls, "FrozenInstanceError": dc.FrozenInstanceError, "None": None}
+        consts = _consts(cls)
         changes: list[tuple[str, Any]] = []   # (name, value); value `missing`: delete it
         for effect in effects:
             what = effect[0]
